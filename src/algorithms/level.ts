@@ -1,0 +1,56 @@
+/**
+ * The continuous bucket shared by token-bucket and leaky-bucket. The bucket's level is kept in
+ * integer units: one request is worth `windowMs` units and the level drains `limit` units per ms,
+ * so every refill instant is an exact integer computation (a rate of 3 per 1000 ms never drifts).
+ *
+ * State (2 doubles): [0] level in units after the last admitted request, [1] its time (epoch ms).
+ */
+import type { Decision } from '../decision.js';
+import type { CompiledPolicy } from '../policy.js';
+import { ceilDiv, floorDiv } from './integer.js';
+import { impossible, outcome } from './outcome.js';
+
+const LEVEL = 0;
+const LAST = 1;
+
+/** The level as seen at `now`: drained since `last`, higher if the clock went back. */
+export function levelAt(state: Float64Array, at: number, now: number, policy: CompiledPolicy): number {
+  const level = state[at + LEVEL]! - (now - state[at + LAST]!) * policy.limit;
+  return level > 0 ? level : 0;
+}
+
+/** Whole requests the bucket still has room for at `level`. */
+function rawRemaining(fullUnits: number, level: number, windowMs: number): number {
+  return fullUnits > level ? floorDiv(fullUnits - level, windowMs) : 0;
+}
+
+/**
+ * Decides one request against the bucket. `level` is the level at `now` (from {@link levelAt}),
+ * passed in so leaky-bucket can reuse it for its delay.
+ */
+export function decideLevel(
+  state: Float64Array,
+  at: number,
+  now: number,
+  cost: number,
+  policy: CompiledPolicy,
+  commit: boolean,
+  level: number,
+): Decision {
+  const { windowMs, limit, capacity } = policy;
+  const fullUnits = capacity * windowMs;
+  if (cost > capacity) {
+    return impossible(policy, rawRemaining(fullUnits, level, windowMs), now + ceilDiv(level, limit));
+  }
+  const units = cost * windowMs;
+  if (level + units > fullUnits) {
+    const retryAfter = ceilDiv(level + units - fullUnits, limit);
+    return outcome(policy, false, rawRemaining(fullUnits, level, windowMs), now + ceilDiv(level, limit), retryAfter);
+  }
+  const next = level + units;
+  if (commit) {
+    state[at + LEVEL] = next;
+    state[at + LAST] = now;
+  }
+  return outcome(policy, true, rawRemaining(fullUnits, next, windowMs), now + ceilDiv(next, limit), 0);
+}

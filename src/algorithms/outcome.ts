@@ -1,0 +1,43 @@
+/**
+ * Builds decisions the same way for every algorithm: soft allowance hidden from `remaining`,
+ * special reasons, and one object shape (fast property access in callers).
+ */
+import type { Decision, DecisionReason } from '../decision.js';
+import type { CompiledPolicy } from '../policy.js';
+
+/** A normal decision; `rawRemaining` is counted against the effective (soft) capacity. */
+export function outcome(
+  policy: CompiledPolicy,
+  allowed: boolean,
+  rawRemaining: number,
+  resetAt: number,
+  retryAfter: number,
+): Decision {
+  const remaining = rawRemaining - policy.softExtra;
+  return { allowed, limit: policy.nominalCapacity, remaining: remaining > 0 ? remaining : 0, resetAt, retryAfter };
+}
+
+/**
+ * A request that can never be admitted (`cost > capacity`): reports the current state, and a retry
+ * hint of one window so a client that retries anyway does not spin.
+ */
+export function impossible(policy: CompiledPolicy, rawRemaining: number, resetAt: number): Decision {
+  return special(policy, 'cost-exceeds-capacity', rawRemaining, resetAt);
+}
+
+/** `limit: 0`: deny everything, store nothing, suggest checking back after one window. */
+export function limitZero(policy: CompiledPolicy, now: number): Decision {
+  return special(policy, 'limit-zero', 0, now);
+}
+
+function special(policy: CompiledPolicy, reason: DecisionReason, rawRemaining: number, resetAt: number): Decision {
+  const remaining = rawRemaining - policy.softExtra;
+  return {
+    allowed: false,
+    limit: policy.nominalCapacity,
+    remaining: remaining > 0 ? remaining : 0,
+    resetAt,
+    retryAfter: policy.windowMs,
+    reason,
+  };
+}

@@ -1,0 +1,14 @@
+/**
+ * Token bucket: a bucket of `burst` tokens refilled continuously at `limit` per `window`; a request
+ * takes `cost` tokens. Stored as the bucket's missing tokens (its level), so all-zero state is a
+ * full bucket. See level.ts for the integer units.
+ */
+import type { SlotAlgorithm } from './types.js';
+import { decideLevel, levelAt } from './level.js';
+
+export const tokenBucket: SlotAlgorithm = {
+  stateSize: 2,
+  decide(state, at, now, cost, policy, commit) {
+    return decideLevel(state, at, now, cost, policy, commit, levelAt(state, at, now, policy));
+  },
+};

@@ -1,0 +1,39 @@
+/**
+ * Durations: every duration in Tollgate's API is milliseconds, written either as an integer or as
+ * a string with one unit (`500ms`, `1s`, `1m`, `3h`, `1d`, `1w`).
+ */
+
+const UNIT_MS: Readonly<Record<string, number>> = {
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+};
+
+const DURATION_PATTERN = /^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$/;
+
+/**
+ * Parses a duration into whole milliseconds, or returns an explanation of what is wrong.
+ * Returning the problem (instead of throwing) lets each caller raise its own typed error.
+ */
+export function parseDuration(value: unknown): number | string {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return `must be finite, got ${value}`;
+    if (!Number.isInteger(value)) return `must be a whole number of milliseconds, got ${value}`;
+    if (value < 1) return `must be at least 1 ms, got ${value}`;
+    return value;
+  }
+  if (typeof value !== 'string') {
+    return `must be milliseconds (a number) or a duration string like "500ms", "1s", "1m", "3h", "1d", "1w"`;
+  }
+  const match = DURATION_PATTERN.exec(value);
+  if (match === null) {
+    return `${JSON.stringify(value)} is not a duration: write a whole number and one unit of ms, s, m, h, d or w (e.g. "1m")`;
+  }
+  const ms = Number(match[1]) * UNIT_MS[match[2]!]!;
+  if (ms < 1) return `${JSON.stringify(value)} is zero: a window must be at least 1 ms`;
+  if (!Number.isSafeInteger(ms)) return `${JSON.stringify(value)} is too long`;
+  return ms;
+}

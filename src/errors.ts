@@ -1,0 +1,74 @@
+/**
+ * The one family of errors Tollgate throws. Every error has a stable `code` (`ERR_TOLLGATE_*`,
+ * explained in docs/errors.md) and a message naming the field, the value and the fix.
+ * A denial is never an error: it is a normal `Decision` with `allowed: false`.
+ */
+
+/** Stable error codes; never renamed once released. */
+export type TollgateErrorCode =
+  | 'ERR_TOLLGATE_INVALID_POLICY'
+  | 'ERR_TOLLGATE_INVALID_COST'
+  | 'ERR_TOLLGATE_INVALID_KEY'
+  | 'ERR_TOLLGATE_INVALID_TIME'
+  | 'ERR_TOLLGATE_INVALID_OPTION';
+
+/** Base class of every error Tollgate throws on purpose. */
+export class TollgateError extends Error {
+  readonly code: TollgateErrorCode;
+
+  constructor(code: TollgateErrorCode, message: string) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** A policy field is missing, of the wrong type or out of range. */
+export class InvalidPolicyError extends TollgateError {
+  /** The policy field at fault, e.g. `limit` or `window`. */
+  readonly field: string;
+
+  constructor(field: string, message: string) {
+    super('ERR_TOLLGATE_INVALID_POLICY', `Invalid rate limit policy: ${message}`);
+    this.field = field;
+  }
+}
+
+/** A request cost is not an integer ≥ 1. */
+export class InvalidCostError extends TollgateError {
+  constructor(message: string) {
+    super('ERR_TOLLGATE_INVALID_COST', message);
+  }
+}
+
+/** A key is not a string, is empty or is longer than the 1 KiB limit. */
+export class InvalidKeyError extends TollgateError {
+  constructor(message: string) {
+    super('ERR_TOLLGATE_INVALID_KEY', message);
+  }
+}
+
+/** An explicit `now` is not a finite, non-negative epoch time in milliseconds. */
+export class InvalidTimeError extends TollgateError {
+  constructor(message: string) {
+    super('ERR_TOLLGATE_INVALID_TIME', message);
+  }
+}
+
+/** A constructor option (of `createLimiter`, `memoryStore`, ...) is unknown or out of range. */
+export class InvalidOptionError extends TollgateError {
+  constructor(message: string) {
+    super('ERR_TOLLGATE_INVALID_OPTION', message);
+  }
+}
+
+/** Renders a user-supplied value for an error message, short and unambiguous. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) {
+    return String(value);
+  }
+  if (typeof value === 'bigint') return `${value}n`;
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}

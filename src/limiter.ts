@@ -1,0 +1,145 @@
+/**
+ * The engine: validates what callers pass, compiles policies once, and asks the store.
+ * `limit(key, policy, { cost, now })` decides and records, `peek` decides without recording,
+ * `reset` forgets a key.
+ */
+import { limitZero } from './algorithms/outcome.js';
+import type { Decision } from './decision.js';
+import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from './errors.js';
+import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
+import { memoryStore } from './store/memory.js';
+import type { MaybePromise, Store } from './store/types.js';
+
+/** Options of {@link createLimiter}. */
+export interface LimiterOptions {
+  /** Where state lives. Default: a new {@link memoryStore}. */
+  readonly store?: Store;
+  /**
+   * Time source (epoch ms) used when a call passes no `now`. Default: the store's own time
+   * (the process clock for the memory store, Redis `TIME` for Redis).
+   */
+  readonly clock?: () => number;
+}
+
+/** Per-call options. */
+export interface LimitOptions {
+  /** Units this request takes (its weight): an integer ≥ 1. Default 1. */
+  readonly cost?: number;
+  /** Decision time in epoch ms (tests, replays). Default: the limiter's clock or the store's time. */
+  readonly now?: number;
+}
+
+/** Longest key accepted, in UTF-8 bytes. Longer keys are rejected (not hashed): see docs/errors.md. */
+export const MAX_KEY_BYTES = 1024;
+/** Any string of at most this many UTF-16 units is at most MAX_KEY_BYTES in UTF-8. */
+const ALWAYS_SHORT_ENOUGH = Math.floor(MAX_KEY_BYTES / 3);
+const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['store', 'clock']);
+
+export interface Limiter {
+  /** Decides one request and records it if admitted. Never rejects to mean "denied". */
+  limit(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision>;
+  /** What `limit` would answer for the same arguments, recording nothing. */
+  peek(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision>;
+  /** Forgets `key`'s state under `policy` (its algorithm and window). */
+  reset(key: string, policy: Policy | CompiledPolicy): Promise<void>;
+  /** The store decisions go to. */
+  readonly store: Store;
+  /** Closes the store. */
+  close(): Promise<void>;
+}
+
+/** Creates a limiter on `store` (the embedded memory store by default). */
+export function createLimiter(options: LimiterOptions = {}): Limiter {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidOptionError(`createLimiter options must be an object, got ${describeValue(options)}`);
+  }
+  for (const name of Object.keys(options)) {
+    if (!LIMITER_OPTIONS.has(name)) {
+      throw new InvalidOptionError(`createLimiter: unknown option ${JSON.stringify(name)}; the options are ${[...LIMITER_OPTIONS].join(', ')}`);
+    }
+  }
+  if (options.clock !== undefined && typeof options.clock !== 'function') {
+    throw new InvalidOptionError(`createLimiter: clock must be a function returning epoch ms, got ${describeValue(options.clock)}`);
+  }
+  const store = options.store ?? memoryStore();
+  if (typeof store !== 'object' || store === null || typeof store.consume !== 'function') {
+    throw new InvalidOptionError(`createLimiter: store must be a Store such as memoryStore() or redisStore(...), got ${describeValue(store)}`);
+  }
+  return new RateLimiter(store, options.clock);
+}
+
+class RateLimiter implements Limiter {
+  private readonly policies = new PolicyCache();
+
+  constructor(
+    readonly store: Store,
+    private readonly clock: (() => number) | undefined,
+  ) {}
+
+  limit(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision> {
+    return this.run(key, policy, options, true);
+  }
+
+  peek(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision> {
+    return this.run(key, policy, options, false);
+  }
+
+  reset(key: string, policy: Policy | CompiledPolicy): Promise<void> {
+    try {
+      checkKey(key);
+      return Promise.resolve(this.store.reset(key, this.policies.get(policy)));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+
+  // Not async: a memory-store decision is settled without an extra microtask hop.
+  private run(key: string, policy: Policy | CompiledPolicy, options: LimitOptions | undefined, commit: boolean): Promise<Decision> {
+    try {
+      checkKey(key);
+      const compiled = this.policies.get(policy);
+      let cost = 1;
+      let now: number | undefined;
+      if (options !== undefined) {
+        if (options.cost !== undefined) cost = checkCost(options.cost);
+        if (options.now !== undefined) now = checkNow(options.now);
+      }
+      if (now === undefined && this.clock !== undefined) now = checkNow(this.clock());
+      if (compiled.limit === 0) return Promise.resolve(limitZero(compiled, now ?? Date.now()));
+      const decision: MaybePromise<Decision> = commit
+        ? this.store.consume(key, compiled, cost, now)
+        : this.store.peek(key, compiled, cost, now);
+      return decision instanceof Promise ? decision : Promise.resolve(decision);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+}
+
+function checkKey(key: unknown): void {
+  if (typeof key !== 'string') throw new InvalidKeyError(`key must be a string, got ${describeValue(key)}`);
+  if (key.length === 0) throw new InvalidKeyError('key is empty; identify the caller (e.g. "ip:203.0.113.7" or "user:42")');
+  if (key.length > ALWAYS_SHORT_ENOUGH && Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) {
+    throw new InvalidKeyError(
+      `key is ${Buffer.byteLength(key, 'utf8')} bytes, over the ${MAX_KEY_BYTES}-byte limit; hash long identities (e.g. a SHA-256 of a token) before limiting`,
+    );
+  }
+}
+
+function checkCost(cost: unknown): number {
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
+    throw new InvalidCostError(`cost must be a whole number ≥ 1, got ${describeValue(cost)}`);
+  }
+  return cost;
+}
+
+function checkNow(now: unknown): number {
+  if (typeof now !== 'number' || !Number.isFinite(now) || now < 0 || now > Number.MAX_SAFE_INTEGER) {
+    throw new InvalidTimeError(`now must be a finite epoch time in milliseconds ≥ 0, got ${describeValue(now)}`);
+  }
+  return Math.floor(now);
+}

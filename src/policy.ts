@@ -1,0 +1,212 @@
+/**
+ * Policies: what a limit is (`{ algorithm, limit, window, ... }`), validated once and compiled into
+ * the numbers every decision needs, so the hot path does no parsing or checking.
+ */
+import { parseDuration } from './duration.js';
+import { InvalidPolicyError, describeValue } from './errors.js';
+
+/** The six algorithms, by their public names. */
+export const ALGORITHMS = [
+  'token-bucket',
+  'leaky-bucket',
+  'fixed-window',
+  'sliding-log',
+  'sliding-window',
+  'gcra',
+] as const;
+
+/** One of the six algorithm names. */
+export type AlgorithmName = (typeof ALGORITHMS)[number];
+
+/** A rate limit as users write it. */
+export interface Policy {
+  /** Which algorithm decides. */
+  readonly algorithm: AlgorithmName;
+  /** Requests (cost units) per `window`; an integer ≥ 0. `0` denies everything. */
+  readonly limit: number;
+  /** The window (or refill period) in milliseconds, or a duration string: `500ms`, `1s`, `1m`, `3h`, `1d`, `1w`. */
+  readonly window: number | string;
+  /** Bucket capacity for token-bucket, leaky-bucket and gcra (default `limit`); ignored by window algorithms. */
+  readonly burst?: number;
+  /** Soft throttling: admit up to this many percent over the capacity (integer, default 0). */
+  readonly softPercent?: number;
+  /** sliding-log only: log rejected attempts too, so a caller who keeps trying stays blocked. */
+  readonly countRejected?: boolean;
+}
+
+/** Algorithms whose capacity is `burst` and that refill continuously. */
+const BUCKET_ALGORITHMS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'leaky-bucket', 'gcra']);
+const POLICY_FIELDS: ReadonlySet<string> = new Set([
+  'algorithm',
+  'limit',
+  'window',
+  'burst',
+  'softPercent',
+  'countRejected',
+]);
+/** Largest soft throttling allowance: 10× the capacity is already no limit at all. */
+const MAX_SOFT_PERCENT = 1000;
+
+/**
+ * A validated policy with everything derived up front. Create with {@link compilePolicy};
+ * immutable. Durations are milliseconds.
+ */
+export class CompiledPolicy {
+  readonly algorithm: AlgorithmName;
+  /** Nominal `limit` per window. */
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Bucket capacity (token-bucket, leaky-bucket, gcra); equals `limit` for window algorithms. */
+  readonly burst: number;
+  readonly softPercent: number;
+  readonly countRejected: boolean;
+  /** The quota `remaining` counts down from and the `limit` every decision reports (C0). */
+  readonly nominalCapacity: number;
+  /** What is actually admitted, soft allowance included (C). */
+  readonly capacity: number;
+  /** `capacity − nominalCapacity`: admitted past `remaining: 0`. */
+  readonly softExtra: number;
+  /**
+   * Identifies the shape of the stored state: the algorithm and the window. Changing `limit`,
+   * `burst` or `softPercent` keeps a key's counters; changing the algorithm or window starts fresh.
+   */
+  readonly stateId: string;
+  /** A small integer unique to `stateId` in this process, so stores index state spaces by array. */
+  readonly stateIndex: number;
+
+  /** @internal use {@link compilePolicy}. */
+  constructor(fields: Omit<CompiledPolicy, never>) {
+    this.algorithm = fields.algorithm;
+    this.limit = fields.limit;
+    this.windowMs = fields.windowMs;
+    this.burst = fields.burst;
+    this.softPercent = fields.softPercent;
+    this.countRejected = fields.countRejected;
+    this.nominalCapacity = fields.nominalCapacity;
+    this.capacity = fields.capacity;
+    this.softExtra = fields.softExtra;
+    this.stateId = fields.stateId;
+    this.stateIndex = fields.stateIndex;
+    Object.freeze(this);
+  }
+}
+
+/**
+ * Validates a policy and derives its numbers. Throws {@link InvalidPolicyError} naming the field,
+ * the value and the fix. Accepts an already compiled policy and returns it unchanged.
+ */
+export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
+  if (policy instanceof CompiledPolicy) return policy;
+  if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
+    throw new InvalidPolicyError('policy', `expected an object like { algorithm: 'token-bucket', limit: 10, window: '1s' }, got ${describeValue(policy)}`);
+  }
+  for (const field of Object.keys(policy)) {
+    if (!POLICY_FIELDS.has(field)) {
+      throw new InvalidPolicyError(field, `unknown field ${JSON.stringify(field)}; a policy has ${[...POLICY_FIELDS].join(', ')}`);
+    }
+  }
+  const { algorithm } = policy;
+  if (!(ALGORITHMS as readonly unknown[]).includes(algorithm)) {
+    throw new InvalidPolicyError('algorithm', `algorithm ${describeValue(algorithm)} is not one of ${ALGORITHMS.join(', ')}`);
+  }
+  const limit = requireInteger('limit', policy.limit, 0);
+  const windowMs = parseDuration(policy.window);
+  if (typeof windowMs === 'string') throw new InvalidPolicyError('window', `window ${windowMs}`);
+
+  const isBucket = BUCKET_ALGORITHMS.has(algorithm);
+  let burst = limit;
+  if (policy.burst !== undefined) {
+    const requested = requireInteger('burst', policy.burst, 1);
+    // Window algorithms accept and ignore burst (DESIGN.md), so shared rule files stay valid.
+    if (isBucket) burst = requested;
+  }
+  const softPercent = policy.softPercent === undefined ? 0 : requireInteger('softPercent', policy.softPercent, 0);
+  if (softPercent > MAX_SOFT_PERCENT) {
+    throw new InvalidPolicyError('softPercent', `softPercent ${softPercent} is above ${MAX_SOFT_PERCENT}; use a higher limit instead`);
+  }
+  if (policy.countRejected !== undefined && typeof policy.countRejected !== 'boolean') {
+    throw new InvalidPolicyError('countRejected', `countRejected must be true or false, got ${describeValue(policy.countRejected)}`);
+  }
+  const countRejected = policy.countRejected === true;
+  if (countRejected && algorithm !== 'sliding-log') {
+    throw new InvalidPolicyError('countRejected', `countRejected applies to sliding-log only, not ${algorithm}; remove it or switch the algorithm`);
+  }
+
+  const nominalCapacity = isBucket ? burst : limit;
+  const capacity = Math.floor((nominalCapacity * (100 + softPercent)) / 100);
+  // Every algorithm works in exact integers up to (capacity + 1) × window; doubles (JS and Lua)
+  // are exact up to 2^53, so refuse policies whose arithmetic could round.
+  if ((capacity + 1) * windowMs > Number.MAX_SAFE_INTEGER) {
+    throw new InvalidPolicyError(
+      isBucket ? 'burst' : 'limit',
+      `${isBucket ? 'burst' : 'limit'} ${nominalCapacity} over a window of ${windowMs} ms is too large to count exactly; ` +
+        `keep (capacity + 1) × window ≤ ${Number.MAX_SAFE_INTEGER} (e.g. express the same rate over a shorter window)`,
+    );
+  }
+  return new CompiledPolicy({
+    algorithm,
+    limit,
+    windowMs,
+    burst,
+    softPercent,
+    countRejected,
+    nominalCapacity,
+    capacity,
+    softExtra: capacity - nominalCapacity,
+    stateId: `${algorithm}:${windowMs}`,
+    stateIndex: internStateId(`${algorithm}:${windowMs}`),
+  });
+}
+
+const stateIndexes = new Map<string, number>();
+
+function internStateId(stateId: string): number {
+  let index = stateIndexes.get(stateId);
+  if (index === undefined) {
+    index = stateIndexes.size;
+    stateIndexes.set(stateId, index);
+  }
+  return index;
+}
+
+function requireInteger(field: string, value: unknown, min: number): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new InvalidPolicyError(field, `${field} must be a finite number, got ${describeValue(value)}`);
+  }
+  if (!Number.isInteger(value) || value < min) {
+    throw new InvalidPolicyError(field, `${field} must be a whole number ≥ ${min}, got ${value}`);
+  }
+  if (!Number.isSafeInteger(value)) {
+    throw new InvalidPolicyError(field, `${field} ${value} is too large`);
+  }
+  return value;
+}
+
+/**
+ * Compiles policies once per policy object and once per distinct content, so that a policy
+ * literal written inline at the call site does not pay validation on every decision.
+ */
+export class PolicyCache {
+  private readonly byObject = new WeakMap<object, CompiledPolicy>();
+  private readonly byContent = new Map<string, CompiledPolicy>();
+  private static readonly MAX_CONTENT_ENTRIES = 10_000;
+
+  get(policy: Policy | CompiledPolicy): CompiledPolicy {
+    if (policy instanceof CompiledPolicy) return policy;
+    if (typeof policy !== 'object' || policy === null) return compilePolicy(policy);
+    const cached = this.byObject.get(policy);
+    if (cached !== undefined) return cached;
+    // A misspelt field must fail even when an equal-looking policy is already cached.
+    for (const field in policy) if (!POLICY_FIELDS.has(field)) return compilePolicy(policy);
+    const contentKey = `${String(policy.algorithm)}|${String(policy.limit)}|${String(policy.window)}|${String(policy.burst)}|${String(policy.softPercent)}|${String(policy.countRejected)}`;
+    let compiled = this.byContent.get(contentKey);
+    if (compiled === undefined) {
+      compiled = compilePolicy(policy);
+      // Bounded: a caller generating endless distinct policies must not grow memory without limit.
+      if (this.byContent.size >= PolicyCache.MAX_CONTENT_ENTRIES) this.byContent.clear();
+      this.byContent.set(contentKey, compiled);
+    }
+    this.byObject.set(policy, compiled);
+    return compiled;
+  }
+}

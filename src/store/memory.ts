@@ -1,0 +1,285 @@
+/**
+ * The embedded in-memory store: exact within one process, O(1) per decision (amortised O(1) for
+ * the sliding log), and bounded. State lives in typed arrays indexed by slot; one Map per
+ * (algorithm, window) maps a key to its slot. At most `maxKeys` slots exist: when full, the least
+ * recently used key is evicted. Expired state is reclaimed incrementally (a few slots examined on
+ * every new key) and by one periodic sweep per store, never by one timer per key.
+ */
+import { SlidingLog, decideSlidingLog, slotAlgorithms, type SlotAlgorithm } from '../algorithms/index.js';
+import type { Decision } from '../decision.js';
+import { InvalidOptionError, describeValue } from '../errors.js';
+import type { CompiledPolicy } from '../policy.js';
+import type { Store } from './types.js';
+
+/** Options of {@link memoryStore}. */
+export interface MemoryStoreOptions {
+  /** Most keys held at once (across all policies); least recently used are evicted. Default 1,000,000. */
+  readonly maxKeys?: number;
+  /** How often (ms) a background sweep reclaims expired keys; 0 disables it. Default 60,000. */
+  readonly sweepIntervalMs?: number;
+}
+
+/** Counters describing the store, for metrics. */
+export interface MemoryStoreStats {
+  /** Keys currently held. */
+  readonly keys: number;
+  readonly maxKeys: number;
+  /** Keys dropped to make room (least recently used first). */
+  readonly evictions: number;
+  /** Keys reclaimed because their state had expired. */
+  readonly expired: number;
+}
+
+const DEFAULT_MAX_KEYS = 1_000_000;
+const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
+const INITIAL_SLOTS = 1024;
+/** Doubles per slot: up to 3 of algorithm state, then the expiry time. */
+const STRIDE = 4;
+const EXPIRES = 3;
+/** Slots examined for expiry each time a new key is inserted. */
+const SWEEP_STEPS_PER_INSERT = 2;
+const NONE = -1;
+const OPTION_NAMES: ReadonlySet<string> = new Set(['maxKeys', 'sweepIntervalMs']);
+
+/** Creates the embedded in-memory store (the default). */
+export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
+  return new MemoryStore(options);
+}
+
+export class MemoryStore implements Store {
+  readonly name = 'memory';
+  private readonly maxKeys: number;
+  /** Per state space (CompiledPolicy.stateIndex): key → slot. */
+  private readonly spaces: (Map<string, number> | undefined)[] = [];
+  private state: Float64Array;
+  /** Doubly linked LRU list through the slots: `newer` points towards the head (most recent). */
+  private newer: Int32Array;
+  private older: Int32Array;
+  private spaceOf: Int32Array;
+  private readonly keys: (string | undefined)[] = [];
+  private readonly logs: (SlidingLog | undefined)[] = [];
+  private mostRecent = NONE;
+  private leastRecent = NONE;
+  /** Slots ever used; slots below this are either live or on the free list. */
+  private highWater = 0;
+  private readonly freeSlots: number[] = [];
+  private liveKeys = 0;
+  private evictions = 0;
+  private expired = 0;
+  private sweepHand = 0;
+  /** The latest `now` seen: the periodic sweep judges expiry by the callers' time, not its own. */
+  private latestNow = 0;
+  private readonly scratch = new Float64Array(STRIDE);
+  private readonly timer: NodeJS.Timeout | undefined;
+
+  constructor(options: MemoryStoreOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw new InvalidOptionError(`memoryStore options must be an object, got ${describeValue(options)}`);
+    }
+    for (const name of Object.keys(options)) {
+      if (!OPTION_NAMES.has(name)) {
+        throw new InvalidOptionError(`memoryStore: unknown option ${JSON.stringify(name)}; the options are ${[...OPTION_NAMES].join(', ')}`);
+      }
+    }
+    const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1 || maxKeys > 2 ** 30) {
+      throw new InvalidOptionError(`memoryStore: maxKeys must be a whole number from 1 to 2^30, got ${describeValue(maxKeys)}`);
+    }
+    const sweepIntervalMs = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
+    if (!Number.isSafeInteger(sweepIntervalMs) || sweepIntervalMs < 0) {
+      throw new InvalidOptionError(`memoryStore: sweepIntervalMs must be a whole number of ms ≥ 0 (0 disables), got ${describeValue(sweepIntervalMs)}`);
+    }
+    this.maxKeys = maxKeys;
+    const slots = Math.min(INITIAL_SLOTS, maxKeys);
+    this.state = new Float64Array(slots * STRIDE);
+    this.newer = new Int32Array(slots);
+    this.older = new Int32Array(slots);
+    this.spaceOf = new Int32Array(slots);
+    if (sweepIntervalMs > 0) {
+      this.timer = setInterval(() => this.prune(this.latestNow), sweepIntervalMs);
+      this.timer.unref();
+    }
+  }
+
+  consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Decision {
+    return this.decide(key, policy, cost, now ?? Date.now(), true);
+  }
+
+  peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Decision {
+    return this.decide(key, policy, cost, now ?? Date.now(), false);
+  }
+
+  reset(key: string, policy: CompiledPolicy): void {
+    const slot = this.spaces[policy.stateIndex]?.get(key);
+    if (slot !== undefined) this.release(slot);
+  }
+
+  async close(): Promise<void> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+  }
+
+  /** Counters for metrics and tests. */
+  stats(): MemoryStoreStats {
+    return { keys: this.liveKeys, maxKeys: this.maxKeys, evictions: this.evictions, expired: this.expired };
+  }
+
+  /**
+   * Reclaims every key whose state has expired by `now` (default: the latest time seen).
+   * Returns how many were reclaimed. The background sweep calls this; tests may too.
+   */
+  prune(now: number = this.latestNow): number {
+    let reclaimed = 0;
+    for (let slot = 0; slot < this.highWater; slot++) {
+      if (this.keys[slot] !== undefined && this.state[slot * STRIDE + EXPIRES]! <= now) {
+        this.release(slot);
+        this.expired += 1;
+        reclaimed += 1;
+      }
+    }
+    return reclaimed;
+  }
+
+  private decide(key: string, policy: CompiledPolicy, cost: number, now: number, commit: boolean): Decision {
+    if (now > this.latestNow) this.latestNow = now;
+    let space = this.spaces[policy.stateIndex];
+    if (space === undefined) {
+      space = new Map();
+      this.spaces[policy.stateIndex] = space;
+    }
+    const slot = space.get(key);
+    if (policy.algorithm === 'sliding-log') return this.decideLog(space, key, slot, policy, cost, now, commit);
+
+    const algorithm: SlotAlgorithm = slotAlgorithms[policy.algorithm];
+    if (slot !== undefined) {
+      const at = slot * STRIDE;
+      const decision = algorithm.decide(this.state, at, now, cost, policy, commit);
+      if (commit) {
+        this.state[at + EXPIRES] = decision.resetAt;
+        this.touch(slot);
+      }
+      return decision;
+    }
+    // A new key is decided on a zeroed scratch slot and only stored if something was recorded, so
+    // denials (which record nothing) never take memory or push real keys out.
+    const scratch = this.scratch;
+    scratch.fill(0);
+    const decision = algorithm.decide(scratch, 0, now, cost, policy, commit);
+    if (commit && decision.allowed) {
+      const at = this.insert(space, key, policy.stateIndex, now) * STRIDE;
+      for (let i = 0; i < STRIDE - 1; i++) this.state[at + i] = scratch[i]!;
+      this.state[at + EXPIRES] = decision.resetAt;
+    }
+    return decision;
+  }
+
+  private decideLog(
+    space: Map<string, number>,
+    key: string,
+    slot: number | undefined,
+    policy: CompiledPolicy,
+    cost: number,
+    now: number,
+    commit: boolean,
+  ): Decision {
+    if (slot !== undefined) {
+      const decision = decideSlidingLog(this.logs[slot]!, now, cost, policy, commit);
+      if (commit) {
+        this.state[slot * STRIDE + EXPIRES] = decision.resetAt;
+        this.touch(slot);
+      }
+      return decision;
+    }
+    const log = new SlidingLog(policy.capacity);
+    const decision = decideSlidingLog(log, now, cost, policy, commit);
+    if (commit && log.length > 0) {
+      const newSlot = this.insert(space, key, policy.stateIndex, now);
+      this.logs[newSlot] = log;
+      this.state[newSlot * STRIDE + EXPIRES] = decision.resetAt;
+    }
+    return decision;
+  }
+
+  /** Takes a slot for a new key (reclaiming expired or evicting the least recent if full). */
+  private insert(space: Map<string, number>, key: string, spaceIndex: number, now: number): number {
+    this.sweepSome(now);
+    let slot = this.freeSlots.pop();
+    if (slot === undefined) {
+      if (this.highWater < this.maxKeys) {
+        if (this.highWater === this.newer.length) this.grow();
+        slot = this.highWater++;
+      } else {
+        slot = this.leastRecent;
+        this.release(slot);
+        this.evictions += 1;
+        this.freeSlots.pop();
+      }
+    }
+    this.keys[slot] = key;
+    this.spaceOf[slot] = spaceIndex;
+    space.set(key, slot);
+    this.linkAsMostRecent(slot);
+    this.liveKeys += 1;
+    return slot;
+  }
+
+  /** Frees a live slot: out of its map, out of the LRU list, onto the free list. */
+  private release(slot: number): void {
+    const key = this.keys[slot]!;
+    this.spaces[this.spaceOf[slot]!]!.delete(key);
+    this.keys[slot] = undefined;
+    this.logs[slot] = undefined;
+    this.unlink(slot);
+    this.freeSlots.push(slot);
+    this.liveKeys -= 1;
+  }
+
+  /** Incremental expiry: examine a few slots per insert so expired keys do not pile up. */
+  private sweepSome(now: number): void {
+    for (let step = 0; step < SWEEP_STEPS_PER_INSERT && this.highWater > 0; step++) {
+      const slot = this.sweepHand;
+      this.sweepHand = slot + 1 < this.highWater ? slot + 1 : 0;
+      if (this.keys[slot] !== undefined && this.state[slot * STRIDE + EXPIRES]! <= now) {
+        this.release(slot);
+        this.expired += 1;
+      }
+    }
+  }
+
+  private touch(slot: number): void {
+    if (slot === this.mostRecent) return;
+    this.unlink(slot);
+    this.linkAsMostRecent(slot);
+  }
+
+  private linkAsMostRecent(slot: number): void {
+    this.newer[slot] = NONE;
+    this.older[slot] = this.mostRecent;
+    if (this.mostRecent !== NONE) this.newer[this.mostRecent] = slot;
+    this.mostRecent = slot;
+    if (this.leastRecent === NONE) this.leastRecent = slot;
+  }
+
+  private unlink(slot: number): void {
+    const newer = this.newer[slot]!;
+    const older = this.older[slot]!;
+    if (newer !== NONE) this.older[newer] = older;
+    else this.mostRecent = older;
+    if (older !== NONE) this.newer[older] = newer;
+    else this.leastRecent = newer;
+  }
+
+  private grow(): void {
+    const slots = Math.min(this.newer.length * 2, this.maxKeys);
+    const state = new Float64Array(slots * STRIDE);
+    state.set(this.state);
+    this.state = state;
+    this.newer = copyInto(new Int32Array(slots), this.newer);
+    this.older = copyInto(new Int32Array(slots), this.older);
+    this.spaceOf = copyInto(new Int32Array(slots), this.spaceOf);
+  }
+}
+
+function copyInto(target: Int32Array, source: Int32Array): Int32Array {
+  target.set(source);
+  return target;
+}

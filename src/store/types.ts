@@ -1,0 +1,25 @@
+/**
+ * The `Store` interface: where decisions are made and state is kept. The limiter validates input
+ * and compiles policies; a store receives only valid keys, compiled policies and integer costs.
+ */
+import type { Decision } from '../decision.js';
+import type { CompiledPolicy } from '../policy.js';
+
+/** A value now or later: the memory store answers synchronously, network stores asynchronously. */
+export type MaybePromise<T> = T | Promise<T>;
+
+export interface Store {
+  /** Short name for logs and metrics, e.g. `memory` or `redis`. */
+  readonly name: string;
+  /**
+   * Decides one request of `cost` for `key` under `policy` and records it if admitted.
+   * `now` (epoch ms) overrides the store's own clock; undefined means "use the store's time".
+   */
+  consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): MaybePromise<Decision>;
+  /** What `consume` would answer, without recording anything. */
+  peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): MaybePromise<Decision>;
+  /** Forgets `key`'s state under `policy`'s algorithm and window. */
+  reset(key: string, policy: CompiledPolicy): MaybePromise<void>;
+  /** Releases timers and connections. */
+  close(): Promise<void>;
+}
