@@ -25,9 +25,14 @@ export function impossible(policy: CompiledPolicy, rawRemaining: number, resetAt
   return special(policy, 'cost-exceeds-capacity', rawRemaining, resetAt);
 }
 
-/** `limit: 0`: deny everything, store nothing, suggest checking back after one window. */
+/**
+ * `limit: 0`: deny everything (whatever the burst), store nothing, suggest checking back after one
+ * window (the limit may have been raised by then).
+ */
 export function limitZero(policy: CompiledPolicy, now: number): Decision {
-  return special(policy, 'limit-zero', 0, now);
+  const decision = { allowed: false, limit: 0, remaining: 0, resetAt: now, retryAfter: policy.windowMs, reason: 'limit-zero' as const };
+  // leaky-bucket decisions always carry their shaping delay.
+  return policy.algorithm === 'leaky-bucket' ? { ...decision, delay: 0 } : decision;
 }
 
 function special(policy: CompiledPolicy, reason: DecisionReason, rawRemaining: number, resetAt: number): Decision {

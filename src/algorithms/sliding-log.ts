@@ -134,6 +134,9 @@ export function decideSlidingLog(
   commit: boolean,
 ): Decision {
   const { windowMs, capacity } = policy;
+  // Peek works on a copy: even expiring old entries must not touch the stored log, since a later
+  // call may come with an earlier `now` (peek is not the hot path).
+  if (!commit) return decideSlidingLog(log.clone(), now, cost, policy, true);
   log.expire(now, windowMs);
   const count = log.total();
   if (cost > capacity) return impossible(policy, capacity - count, resetTime(log, now, windowMs));
@@ -141,11 +144,7 @@ export function decideSlidingLog(
   // Entries stay in time order even if the caller's clock went back.
   const newest = log.newestTime();
   const time = newest > now ? newest : now;
-  if (allowed || policy.countRejected) {
-    // Peek reports what this request would do, on a copy (peek is not the hot path).
-    if (!commit) return decideSlidingLog(log.clone(), now, cost, policy, true);
-    log.append(time, cost, capacity);
-  }
+  if (allowed || policy.countRejected) log.append(time, cost, capacity);
   const after = log.total();
   if (allowed) return outcome(policy, true, capacity - after, resetTime(log, now, windowMs), 0);
   const retryAt = log.expiryFreeing(capacity - cost) + windowMs;

@@ -1,0 +1,14 @@
+import { memoryStore } from '../src/index.js';
+import { describeVectors, loadVectors } from './support/vectors.js';
+import { describe, expect, it } from 'vitest';
+
+describeVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));
+
+describe('conformance vectors', () => {
+  it('cover all six algorithms', () => {
+    const algorithms = new Set(loadVectors().map(({ vectors }) => vectors.algorithm));
+    expect([...algorithms].sort()).toEqual(
+      ['fixed-window', 'gcra', 'leaky-bucket', 'sliding-log', 'sliding-window', 'token-bucket'].sort(),
+    );
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * Plays the conformance vectors in test/vectors/*.json against any Store, through the public
+ * limiter API. Every store (memory, Redis, Redis Cluster) must pass the very same files.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { createLimiter, type Decision, type Policy, type Store } from '../../src/index.js';
+
+export interface VectorStep {
+  readonly op?: 'limit' | 'peek' | 'reset';
+  readonly now: number;
+  readonly cost?: number;
+  readonly expect?: Partial<Decision>;
+}
+
+export interface VectorCase {
+  readonly name: string;
+  readonly policy: Policy;
+  readonly steps: readonly VectorStep[];
+}
+
+export interface VectorFile {
+  readonly algorithm: string;
+  readonly cases: readonly VectorCase[];
+}
+
+const VECTOR_DIR = new URL('../vectors/', import.meta.url);
+
+/** Every vector file, by file name. */
+export function loadVectors(): { file: string; vectors: VectorFile }[] {
+  return readdirSync(VECTOR_DIR)
+    .filter((name) => name.endsWith('.json'))
+    .sort()
+    .map((file) => ({ file, vectors: JSON.parse(readFileSync(new URL(file, VECTOR_DIR), 'utf8')) as VectorFile }));
+}
+
+/**
+ * Registers one test per vector case. `openStore` gives a store per case; `keyPrefix` keeps cases
+ * apart when a store is shared.
+ */
+export function describeVectors(storeName: string, openStore: () => Store | Promise<Store>): void {
+  for (const { file, vectors } of loadVectors()) {
+    describe(`${storeName} conformance: ${file}`, () => {
+      vectors.cases.forEach((vectorCase, index) => {
+        it(vectorCase.name, async () => {
+          const store = await openStore();
+          const limiter = createLimiter({ store });
+          const key = `vector:${file}:${index}:${Math.random().toString(36).slice(2)}`;
+          try {
+            for (const [stepIndex, step] of vectorCase.steps.entries()) {
+              const where = `step ${stepIndex} (${step.op ?? 'limit'} at now=${step.now}, cost=${step.cost ?? 1})`;
+              if (step.op === 'reset') {
+                await limiter.reset(key, vectorCase.policy);
+                continue;
+              }
+              const options = { now: step.now, cost: step.cost ?? 1 };
+              const decision =
+                step.op === 'peek'
+                  ? await limiter.peek(key, vectorCase.policy, options)
+                  : await limiter.limit(key, vectorCase.policy, options);
+              const actual: Record<string, unknown> = {};
+              for (const field of Object.keys(step.expect ?? {})) actual[field] = decision[field as keyof Decision];
+              expect(actual, where).toEqual(step.expect ?? {});
+              if (step.expect !== undefined && step.expect.reason === undefined) {
+                expect(decision.reason, `${where}: unexpected reason`).toBeUndefined();
+              }
+            }
+          } finally {
+            await limiter.close();
+          }
+        });
+      });
+    });
+  }
+}
