@@ -4,6 +4,7 @@
  * `reset` forgets a key.
  */
 import { limitZero } from './algorithms/outcome.js';
+import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from './errors.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
@@ -109,7 +110,7 @@ class RateLimiter implements Limiter {
         if (options.now !== undefined) now = checkNow(options.now);
       }
       if (now === undefined && this.clock !== undefined) now = checkNow(this.clock());
-      if (compiled.limit === 0) return Promise.resolve(limitZero(compiled, now ?? Date.now()));
+      if (compiled.limit === 0) return Promise.resolve(limitZero(compiled, now ?? currentTime()));
       const decision: MaybePromise<Decision> = commit
         ? this.store.consume(key, compiled, cost, now)
         : this.store.peek(key, compiled, cost, now);

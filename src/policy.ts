@@ -191,7 +191,19 @@ export class PolicyCache {
   private readonly byContent = new Map<string, CompiledPolicy>();
   private static readonly MAX_CONTENT_ENTRIES = 10_000;
 
+  /** The last policy object seen and its compiled form: hot loops pass the same object. */
+  private lastPolicy: object | undefined;
+  private lastCompiled: CompiledPolicy | undefined;
+
   get(policy: Policy | CompiledPolicy): CompiledPolicy {
+    if (policy === this.lastPolicy) return this.lastCompiled!;
+    const compiled = this.lookup(policy);
+    this.lastPolicy = policy;
+    this.lastCompiled = compiled;
+    return compiled;
+  }
+
+  private lookup(policy: Policy | CompiledPolicy): CompiledPolicy {
     if (policy instanceof CompiledPolicy) return policy;
     if (typeof policy !== 'object' || policy === null) return compilePolicy(policy);
     const cached = this.byObject.get(policy);

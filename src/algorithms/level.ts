@@ -8,13 +8,13 @@
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
 import { ceilDiv, floorDiv } from './integer.js';
-import { impossible, outcome } from './outcome.js';
+import { impossible, outcome, shapedOutcome } from './outcome.js';
 
 const LEVEL = 0;
 const LAST = 1;
 
 /** The level as seen at `now`: drained since `last`, higher if the clock went back. */
-export function levelAt(state: Float64Array, at: number, now: number, policy: CompiledPolicy): number {
+function levelAt(state: Float64Array, at: number, now: number, policy: CompiledPolicy): number {
   const level = state[at + LEVEL]! - (now - state[at + LAST]!) * policy.limit;
   return level > 0 ? level : 0;
 }
@@ -25,8 +25,8 @@ function rawRemaining(fullUnits: number, level: number, windowMs: number): numbe
 }
 
 /**
- * Decides one request against the bucket. `level` is the level at `now` (from {@link levelAt}),
- * passed in so leaky-bucket can reuse it for its delay.
+ * Decides one request against the bucket. With `shaping` (leaky-bucket) an admitted request is also
+ * given its delay: the time until the level ahead of it has drained.
  */
 export function decideLevel(
   state: Float64Array,
@@ -35,22 +35,32 @@ export function decideLevel(
   cost: number,
   policy: CompiledPolicy,
   commit: boolean,
-  level: number,
+  shaping: boolean,
 ): Decision {
+  const level = levelAt(state, at, now, policy);
   const { windowMs, limit, capacity } = policy;
   const fullUnits = capacity * windowMs;
   if (cost > capacity) {
-    return impossible(policy, rawRemaining(fullUnits, level, windowMs), now + ceilDiv(level, limit));
+    const decision = impossible(policy, rawRemaining(fullUnits, level, windowMs), now + ceilDiv(level, limit));
+    return shaping ? { ...decision, delay: 0 } : decision;
   }
   const units = cost * windowMs;
   if (level + units > fullUnits) {
     const retryAfter = ceilDiv(level + units - fullUnits, limit);
-    return outcome(policy, false, rawRemaining(fullUnits, level, windowMs), now + ceilDiv(level, limit), retryAfter);
+    const remaining = rawRemaining(fullUnits, level, windowMs);
+    const resetAt = now + ceilDiv(level, limit);
+    return shaping
+      ? shapedOutcome(policy, false, remaining, resetAt, retryAfter, 0)
+      : outcome(policy, false, remaining, resetAt, retryAfter);
   }
   const next = level + units;
   if (commit) {
     state[at + LEVEL] = next;
     state[at + LAST] = now;
   }
-  return outcome(policy, true, rawRemaining(fullUnits, next, windowMs), now + ceilDiv(next, limit), 0);
+  const remaining = rawRemaining(fullUnits, next, windowMs);
+  const resetAt = now + ceilDiv(next, limit);
+  return shaping
+    ? shapedOutcome(policy, true, remaining, resetAt, 0, ceilDiv(level, limit))
+    : outcome(policy, true, remaining, resetAt, 0);
 }

@@ -17,6 +17,19 @@ export function outcome(
   return { allowed, limit: policy.nominalCapacity, remaining: remaining > 0 ? remaining : 0, resetAt, retryAfter };
 }
 
+/** A leaky-bucket decision: {@link outcome} plus the shaping delay (same shape every time). */
+export function shapedOutcome(
+  policy: CompiledPolicy,
+  allowed: boolean,
+  rawRemaining: number,
+  resetAt: number,
+  retryAfter: number,
+  delay: number,
+): Decision {
+  const remaining = rawRemaining - policy.softExtra;
+  return { allowed, limit: policy.nominalCapacity, remaining: remaining > 0 ? remaining : 0, resetAt, retryAfter, delay };
+}
+
 /**
  * A request that can never be admitted (`cost > capacity`): reports the current state, and a retry
  * hint of one window so a client that retries anyway does not spin.

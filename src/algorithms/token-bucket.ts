@@ -4,11 +4,11 @@
  * full bucket. See level.ts for the integer units.
  */
 import type { SlotAlgorithm } from './types.js';
-import { decideLevel, levelAt } from './level.js';
+import { decideLevel } from './level.js';
 
 export const tokenBucket: SlotAlgorithm = {
   stateSize: 2,
   decide(state, at, now, cost, policy, commit) {
-    return decideLevel(state, at, now, cost, policy, commit, levelAt(state, at, now, policy));
+    return decideLevel(state, at, now, cost, policy, commit, false);
   },
 };

@@ -1,14 +1,16 @@
 /**
  * The embedded in-memory store: exact within one process, O(1) per decision (amortised O(1) for
- * the sliding log), and bounded. State lives in typed arrays indexed by slot; one Map per
- * (algorithm, window) maps a key to its slot. At most `maxKeys` slots exist: when full, the least
+ * the sliding log), and bounded. State lives in typed arrays indexed by slot; a hash table
+ * (key-table.ts) maps (algorithm and window, key) to its slot. At most `maxKeys` slots exist: when full, the least
  * recently used key is evicted. Expired state is reclaimed incrementally (a few slots examined on
  * every new key) and by one periodic sweep per store, never by one timer per key.
  */
 import { SlidingLog, decideSlidingLog, slotAlgorithms, type SlotAlgorithm } from '../algorithms/index.js';
+import { currentTime } from '../clock.js';
 import type { Decision } from '../decision.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import type { CompiledPolicy } from '../policy.js';
+import { KeyTable } from './key-table.js';
 import type { Store } from './types.js';
 
 /** Options of {@link memoryStore}. */
@@ -49,14 +51,12 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 export class MemoryStore implements Store {
   readonly name = 'memory';
   private readonly maxKeys: number;
-  /** Per state space (CompiledPolicy.stateIndex): key → slot. */
-  private readonly spaces: (Map<string, number> | undefined)[] = [];
+  /** (CompiledPolicy.stateIndex, key) → slot. */
+  private readonly table: KeyTable;
   private state: Float64Array;
   /** Doubly linked LRU list through the slots: `newer` points towards the head (most recent). */
   private newer: Int32Array;
   private older: Int32Array;
-  private spaceOf: Int32Array;
-  private readonly keys: (string | undefined)[] = [];
   private readonly logs: (SlidingLog | undefined)[] = [];
   private mostRecent = NONE;
   private leastRecent = NONE;
@@ -94,7 +94,7 @@ export class MemoryStore implements Store {
     this.state = new Float64Array(slots * STRIDE);
     this.newer = new Int32Array(slots);
     this.older = new Int32Array(slots);
-    this.spaceOf = new Int32Array(slots);
+    this.table = new KeyTable(slots);
     if (sweepIntervalMs > 0) {
       this.timer = setInterval(() => this.prune(this.latestNow), sweepIntervalMs);
       this.timer.unref();
@@ -102,16 +102,16 @@ export class MemoryStore implements Store {
   }
 
   consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Decision {
-    return this.decide(key, policy, cost, now ?? Date.now(), true);
+    return this.decide(key, policy, cost, now ?? currentTime(), true);
   }
 
   peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Decision {
-    return this.decide(key, policy, cost, now ?? Date.now(), false);
+    return this.decide(key, policy, cost, now ?? currentTime(), false);
   }
 
   reset(key: string, policy: CompiledPolicy): void {
-    const slot = this.spaces[policy.stateIndex]?.get(key);
-    if (slot !== undefined) this.release(slot);
+    const slot = this.table.find(policy.stateIndex, key);
+    if (slot >= 0) this.release(slot);
   }
 
   async close(): Promise<void> {
@@ -130,7 +130,7 @@ export class MemoryStore implements Store {
   prune(now: number = this.latestNow): number {
     let reclaimed = 0;
     for (let slot = 0; slot < this.highWater; slot++) {
-      if (this.keys[slot] !== undefined && this.state[slot * STRIDE + EXPIRES]! <= now) {
+      if (this.table.keyOf(slot) !== undefined && this.state[slot * STRIDE + EXPIRES]! <= now) {
         this.release(slot);
         this.expired += 1;
         reclaimed += 1;
@@ -141,16 +141,11 @@ export class MemoryStore implements Store {
 
   private decide(key: string, policy: CompiledPolicy, cost: number, now: number, commit: boolean): Decision {
     if (now > this.latestNow) this.latestNow = now;
-    let space = this.spaces[policy.stateIndex];
-    if (space === undefined) {
-      space = new Map();
-      this.spaces[policy.stateIndex] = space;
-    }
-    const slot = space.get(key);
-    if (policy.algorithm === 'sliding-log') return this.decideLog(space, key, slot, policy, cost, now, commit);
+    const slot = this.table.find(policy.stateIndex, key);
+    if (policy.algorithm === 'sliding-log') return this.decideLog(key, slot, policy, cost, now, commit);
 
     const algorithm: SlotAlgorithm = slotAlgorithms[policy.algorithm];
-    if (slot !== undefined) {
+    if (slot >= 0) {
       const at = slot * STRIDE;
       const decision = algorithm.decide(this.state, at, now, cost, policy, commit);
       if (commit) {
@@ -165,7 +160,7 @@ export class MemoryStore implements Store {
     scratch.fill(0);
     const decision = algorithm.decide(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
-      const at = this.insert(space, key, policy.stateIndex, now) * STRIDE;
+      const at = this.insert(key, policy.stateIndex, now) * STRIDE;
       for (let i = 0; i < STRIDE - 1; i++) this.state[at + i] = scratch[i]!;
       this.state[at + EXPIRES] = decision.resetAt;
     }
@@ -173,15 +168,14 @@ export class MemoryStore implements Store {
   }
 
   private decideLog(
-    space: Map<string, number>,
     key: string,
-    slot: number | undefined,
+    slot: number,
     policy: CompiledPolicy,
     cost: number,
     now: number,
     commit: boolean,
   ): Decision {
-    if (slot !== undefined) {
+    if (slot >= 0) {
       const decision = decideSlidingLog(this.logs[slot]!, now, cost, policy, commit);
       if (commit) {
         this.state[slot * STRIDE + EXPIRES] = decision.resetAt;
@@ -192,15 +186,18 @@ export class MemoryStore implements Store {
     const log = new SlidingLog(policy.capacity);
     const decision = decideSlidingLog(log, now, cost, policy, commit);
     if (commit && log.length > 0) {
-      const newSlot = this.insert(space, key, policy.stateIndex, now);
+      const newSlot = this.insert(key, policy.stateIndex, now);
       this.logs[newSlot] = log;
       this.state[newSlot * STRIDE + EXPIRES] = decision.resetAt;
     }
     return decision;
   }
 
-  /** Takes a slot for a new key (reclaiming expired or evicting the least recent if full). */
-  private insert(space: Map<string, number>, key: string, spaceIndex: number, now: number): number {
+  /**
+   * Takes a slot for a new key (reclaiming expired or evicting the least recent if full). Follows
+   * the table lookup that missed this key.
+   */
+  private insert(key: string, spaceIndex: number, now: number): number {
     this.sweepSome(now);
     let slot = this.freeSlots.pop();
     if (slot === undefined) {
@@ -214,19 +211,15 @@ export class MemoryStore implements Store {
         this.freeSlots.pop();
       }
     }
-    this.keys[slot] = key;
-    this.spaceOf[slot] = spaceIndex;
-    space.set(key, slot);
+    this.table.insert(spaceIndex, key, slot);
     this.linkAsMostRecent(slot);
     this.liveKeys += 1;
     return slot;
   }
 
-  /** Frees a live slot: out of its map, out of the LRU list, onto the free list. */
+  /** Frees a live slot: out of the table, out of the LRU list, onto the free list. */
   private release(slot: number): void {
-    const key = this.keys[slot]!;
-    this.spaces[this.spaceOf[slot]!]!.delete(key);
-    this.keys[slot] = undefined;
+    this.table.remove(slot);
     this.logs[slot] = undefined;
     this.unlink(slot);
     this.freeSlots.push(slot);
@@ -238,7 +231,7 @@ export class MemoryStore implements Store {
     for (let step = 0; step < SWEEP_STEPS_PER_INSERT && this.highWater > 0; step++) {
       const slot = this.sweepHand;
       this.sweepHand = slot + 1 < this.highWater ? slot + 1 : 0;
-      if (this.keys[slot] !== undefined && this.state[slot * STRIDE + EXPIRES]! <= now) {
+      if (this.table.keyOf(slot) !== undefined && this.state[slot * STRIDE + EXPIRES]! <= now) {
         this.release(slot);
         this.expired += 1;
       }
@@ -275,7 +268,7 @@ export class MemoryStore implements Store {
     this.state = state;
     this.newer = copyInto(new Int32Array(slots), this.newer);
     this.older = copyInto(new Int32Array(slots), this.older);
-    this.spaceOf = copyInto(new Int32Array(slots), this.spaceOf);
+    this.table.growSlots(slots);
   }
 }
 

@@ -1,0 +1,25 @@
+/**
+ * The process clock, read at most once per synchronous run of decisions. `Date.now()` costs ~40 ns
+ * on virtual machines, as much as a whole decision; decisions issued together in one synchronous
+ * run (a batch, a burst of requests handled in one tick) share one reading. The reading is dropped
+ * at the next microtask checkpoint and after {@link READS_PER_CLOCK} uses, so it is never older than
+ * the synchronous run that took it, nor than a few hundred decisions.
+ */
+
+const READS_PER_CLOCK = 256;
+let reading = 0;
+let readsLeft = 0;
+
+function expire(): void {
+  readsLeft = 0;
+}
+
+/** Epoch milliseconds, as `Date.now()`, shared within one synchronous run. */
+export function currentTime(): number {
+  if (readsLeft === 0) {
+    reading = Date.now();
+    queueMicrotask(expire);
+  }
+  readsLeft = readsLeft === 0 ? READS_PER_CLOCK - 1 : readsLeft - 1;
+  return reading;
+}

@@ -1,0 +1,119 @@
+/**
+ * An open-addressing hash table from (state space, key) to a slot number, for the memory store.
+ *
+ * Why not a `Map`: on a million distinct keys a `Map` costs a lookup plus an insert per new key and
+ * ~50 bytes per entry; this table takes one probe sequence, 12 bytes per key (a 4-byte bucket at
+ * most half full, plus the key's 4-byte hash), and grows by re-placing stored hashes without
+ * rehashing any string. Linear probing with backward-shift deletion: no tombstones, so probe
+ * sequences stay short however keys come and go.
+ *
+ * The hash is seeded per table with a random value, so colliding keys cannot be precomputed.
+ */
+import { randomInt } from 'node:crypto';
+
+const EMPTY = 0;
+const MIN_BUCKETS = 1024;
+
+/** 32-bit hash of `key` in `space`: FNV-1a over UTF-16 units, then a murmur3 finaliser. */
+function hashOf(key: string, space: number, seed: number): number {
+  let hash = seed ^ Math.imul(space, 0x9e3779b1);
+  for (let i = 0; i < key.length; i++) {
+    hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  }
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  return hash ^ (hash >>> 16);
+}
+
+export class KeyTable {
+  /** Slot + 1 per bucket; 0 is empty. */
+  private buckets = new Int32Array(MIN_BUCKETS);
+  private mask = MIN_BUCKETS - 1;
+  private count = 0;
+  private readonly seed = randomInt(0, 2 ** 31);
+  /** Per slot: its key, its state space and its hash. */
+  private readonly keys: (string | undefined)[] = [];
+  private spaces: Int32Array;
+  private hashes: Int32Array;
+  /** The hash computed by the last {@link find}, reused by the {@link insert} that follows a miss. */
+  private lastHash = 0;
+
+  constructor(slots: number) {
+    this.spaces = new Int32Array(slots);
+    this.hashes = new Int32Array(slots);
+  }
+
+  /** The slot holding `key` in `space`, or -1. */
+  find(space: number, key: string): number {
+    const hash = hashOf(key, space, this.seed);
+    this.lastHash = hash;
+    const { buckets, mask, keys, spaces } = this;
+    for (let bucket = hash & mask; ; bucket = (bucket + 1) & mask) {
+      const entry = buckets[bucket]!;
+      if (entry === EMPTY) return -1;
+      const slot = entry - 1;
+      if (keys[slot] === key && spaces[slot] === space) return slot;
+    }
+  }
+
+  /** Records that `slot` now holds `key` in `space`. Must follow a {@link find} of the same key that missed. */
+  insert(space: number, key: string, slot: number): void {
+    if ((this.count + 1) * 2 > this.buckets.length) this.growBuckets();
+    const hash = this.lastHash;
+    this.keys[slot] = key;
+    this.spaces[slot] = space;
+    this.hashes[slot] = hash;
+    this.place(slot, hash);
+    this.count += 1;
+  }
+
+  /** The key held by `slot`, if any. */
+  keyOf(slot: number): string | undefined {
+    return this.keys[slot];
+  }
+
+  /** Forgets `slot`, moving later entries of its probe run back so no lookup ever stops short. */
+  remove(slot: number): void {
+    const { buckets, mask } = this;
+    let hole = this.hashes[slot]! & mask;
+    while (buckets[hole] !== slot + 1) hole = (hole + 1) & mask;
+    for (let next = (hole + 1) & mask; buckets[next] !== EMPTY; next = (next + 1) & mask) {
+      const home = this.hashes[buckets[next]! - 1]! & mask;
+      // The entry at `next` may move into the hole if its home is not in (hole, next] (cyclically).
+      const homeIsBetween = hole <= next ? hole < home && home <= next : hole < home || home <= next;
+      if (!homeIsBetween) {
+        buckets[hole] = buckets[next]!;
+        hole = next;
+      }
+    }
+    buckets[hole] = EMPTY;
+    this.keys[slot] = undefined;
+    this.count -= 1;
+  }
+
+  /** Makes room for slots numbered below `slots`. */
+  growSlots(slots: number): void {
+    const spaces = new Int32Array(slots);
+    spaces.set(this.spaces);
+    this.spaces = spaces;
+    const hashes = new Int32Array(slots);
+    hashes.set(this.hashes);
+    this.hashes = hashes;
+  }
+
+  private place(slot: number, hash: number): void {
+    const { buckets, mask } = this;
+    let bucket = hash & mask;
+    while (buckets[bucket] !== EMPTY) bucket = (bucket + 1) & mask;
+    buckets[bucket] = slot + 1;
+  }
+
+  private growBuckets(): void {
+    const old = this.buckets;
+    this.buckets = new Int32Array(old.length * 2);
+    this.mask = this.buckets.length - 1;
+    for (const entry of old) if (entry !== EMPTY) this.place(entry - 1, this.hashes[entry - 1]!);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Packaging smoke tests: the built package imports by its name through `exports`, and the `bin`
+ * runs under plain `node`. (`npm test` builds dist/ first.)
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+
+const root = new URL('..', import.meta.url).pathname;
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+  bin: Record<string, string>;
+};
+
+function node(args: string[]) {
+  return spawnSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
+}
+
+describe('built package', () => {
+  it('imports as "tollgate" (ESM, through package.json exports) and decides', () => {
+    const script = `
+      import { createLimiter, memoryStore, TollgateError } from 'tollgate';
+      const limiter = createLimiter({ store: memoryStore() });
+      const policy = { algorithm: 'gcra', limit: 1, window: '1m' };
+      const a = await limiter.limit('k', policy, { now: 0 });
+      const b = await limiter.limit('k', policy, { now: 0 });
+      console.log(JSON.stringify([a.allowed, b.allowed, b.retryAfter, typeof TollgateError]));
+      await limiter.close();`;
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' });
+    expect(JSON.parse(output)).toEqual([true, false, 60_000, 'function']);
+  });
+
+  it('the bin prints the package version', () => {
+    const result = node([pkg.bin.tollgate!, '--version']);
+    expect(result.status).toBe(0);
+    expect(result.stdout.trim()).toBe(pkg.version);
+  });
+
+  it('the bin prints help with exit 0, and usage with exit 2 on an unknown command or flag', () => {
+    const help = node([pkg.bin.tollgate!, '--help']);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/Usage: tollgate <command>/);
+    const unknown = node([pkg.bin.tollgate!, 'frobnicate']);
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command "frobnicate"/);
+    const badFlag = node([pkg.bin.tollgate!, '--frob']);
+    expect(badFlag.status).toBe(2);
+    expect(badFlag.stderr).toMatch(/--frob/);
+  });
+
+  it('the demo shows every algorithm admitting a burst and then throttling', () => {
+    const result = node([pkg.bin.tollgate!, 'demo']);
+    expect(result.status).toBe(0);
+    for (const algorithm of ['token-bucket', 'leaky-bucket', 'fixed-window', 'sliding-log', 'sliding-window', 'gcra']) {
+      const line = result.stdout.split('\n').find((l) => l.startsWith(algorithm));
+      expect(line, algorithm).toMatch(/t=0:ok\(4\).*t=40:ok\(0\) t=50:429\(\d+ms\)/);
+    }
+  });
+});
