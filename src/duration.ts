@@ -3,6 +3,8 @@
  * a string with one unit (`500ms`, `1s`, `1m`, `3h`, `1d`, `1w`).
  */
 
+import { describeValue } from './errors.js';
+
 const UNIT_MS: Readonly<Record<string, number>> = {
   ms: 1,
   s: 1_000,
@@ -26,7 +28,7 @@ export function parseDuration(value: unknown): number | string {
     return value;
   }
   if (typeof value !== 'string') {
-    return `must be milliseconds (a number) or a duration string like "500ms", "1s", "1m", "3h", "1d", "1w"`;
+    return `must be milliseconds (a number) or a duration string like "500ms", "1s", "1m", "3h", "1d", "1w", got ${describeValue(value)}`;
   }
   const match = DURATION_PATTERN.exec(value);
   if (match === null) {

@@ -70,5 +70,5 @@ export function describeValue(value: unknown): string {
   }
   if (typeof value === 'bigint') return `${value}n`;
   if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}`;
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }

@@ -62,7 +62,7 @@ export function createLimiter(options: LimiterOptions = {}): Limiter {
   if (options.clock !== undefined && typeof options.clock !== 'function') {
     throw new InvalidOptionError(`createLimiter: clock must be a function returning epoch ms, got ${describeValue(options.clock)}`);
   }
-  const store = options.store ?? memoryStore();
+  const store = options.store === undefined ? memoryStore() : options.store;
   if (typeof store !== 'object' || store === null || typeof store.consume !== 'function') {
     throw new InvalidOptionError(`createLimiter: store must be a Store such as memoryStore() or redisStore(...), got ${describeValue(store)}`);
   }
@@ -106,6 +106,7 @@ class RateLimiter implements Limiter {
       let cost = 1;
       let now: number | undefined;
       if (options !== undefined) {
+        checkCallOptions(options);
         if (options.cost !== undefined) cost = checkCost(options.cost);
         if (options.now !== undefined) now = checkNow(options.now);
       }
@@ -128,6 +129,17 @@ function checkKey(key: unknown): void {
     throw new InvalidKeyError(
       `key is ${Buffer.byteLength(key, 'utf8')} bytes, over the ${MAX_KEY_BYTES}-byte limit; hash long identities (e.g. a SHA-256 of a token) before limiting`,
     );
+  }
+}
+
+function checkCallOptions(options: unknown): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidOptionError(`call options must be an object like { cost: 1, now: Date.now() }, got ${describeValue(options)}`);
+  }
+  for (const name in options) {
+    if (name !== 'cost' && name !== 'now') {
+      throw new InvalidOptionError(`unknown call option ${JSON.stringify(name)}; the options are cost and now`);
+    }
   }
 }
 

@@ -182,6 +182,11 @@ function requireInteger(field: string, value: unknown, min: number): number {
   return value;
 }
 
+/** A value as text with its type, so { limit: '10' } never shares a cache entry with { limit: 10 }. */
+function typedText(value: unknown): string {
+  return `${typeof value}:${String(value)}`;
+}
+
 /**
  * Compiles policies once per policy object and once per distinct content, so that a policy
  * literal written inline at the call site does not pay validation on every decision.
@@ -210,7 +215,9 @@ export class PolicyCache {
     if (cached !== undefined) return cached;
     // A misspelt field must fail even when an equal-looking policy is already cached.
     for (const field in policy) if (!POLICY_FIELDS.has(field)) return compilePolicy(policy);
-    const contentKey = `${String(policy.algorithm)}|${String(policy.limit)}|${String(policy.window)}|${String(policy.burst)}|${String(policy.softPercent)}|${String(policy.countRejected)}`;
+    const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected]
+      .map(typedText)
+      .join('|');
     let compiled = this.byContent.get(contentKey);
     if (compiled === undefined) {
       compiled = compilePolicy(policy);

@@ -247,3 +247,36 @@ describe('decisions', () => {
     }
   });
 });
+
+describe('regressions', () => {
+  it('a cached valid policy does not let an equal-looking invalid one through', async () => {
+    const limiter = newLimiter();
+    const valid: Policy = { algorithm: 'token-bucket', limit: 10, window: 1000 };
+    await limiter.limit('k', valid, { now: NOW });
+    for (const invalid of [
+      { ...valid, limit: '10' },
+      { ...valid, window: '1000' },
+      { ...valid, limit: [10] },
+      { ...valid, burst: null },
+      { ...valid, burst: '10' },
+    ]) {
+      await expect(limiter.limit('k', invalid as unknown as Policy, { now: NOW }), JSON.stringify(invalid)).rejects.toBeInstanceOf(InvalidPolicyError);
+    }
+  });
+
+  it('per-call options are validated: not an object, or a misspelt option', async () => {
+    const limiter = newLimiter();
+    await expect(limiter.limit('k', GOOD, null as never)).rejects.toThrow(/call options must be an object/);
+    await expect(limiter.limit('k', GOOD, { costs: 3 } as never)).rejects.toThrow(/unknown call option "costs"/);
+    await expect(limiter.limit('k', GOOD, { costs: 3 } as never)).rejects.toBeInstanceOf(InvalidOptionError);
+  });
+
+  it('createLimiter({ store: null }) is an error, not the default store', () => {
+    expect(() => createLimiter({ store: null as never })).toThrow(/store must be a Store/);
+  });
+
+  it('limit 0 with a burst still reports limit 0', async () => {
+    const decision = await newLimiter().limit('k', { algorithm: 'token-bucket', limit: 0, burst: 5, window: 1000 }, { now: NOW });
+    expect(decision).toMatchObject({ allowed: false, limit: 0, remaining: 0, reason: 'limit-zero' });
+  });
+});

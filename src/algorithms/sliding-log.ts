@@ -7,29 +7,30 @@
  * O(1) and the retry hint on a denial is a binary search, O(log n). It holds at most `capacity`
  * entries (requests logged in the same millisecond share one): with `countRejected`, an attempt
  * that would exceed that merges into the newest entry and moves it forward (errs strict).
- * Memory: 16 bytes per entry, at most `capacity` entries per key.
+ * Memory: 16 bytes per entry (plus ~150 bytes per key for the log itself), at most `capacity`
+ * entries per key.
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
 import { impossible, outcome } from './outcome.js';
 
-const INITIAL_ENTRIES = 8;
+const INITIAL_ENTRIES = 2;
 
-/** One key's log. All fields are plain numbers and typed arrays: no per-request objects. */
+/**
+ * One key's log: a ring of (time, cumulative cost) pairs interleaved in one plain array of
+ * doubles. A plain array rather than typed arrays: a typed array carries ~200 bytes of fixed
+ * overhead, which would dominate the many keys that log only a request or two.
+ */
 export class SlidingLog {
-  /** Entry times (epoch ms), oldest at `head`. */
-  private times: Float64Array;
-  /** Running total of cost logged up to and including each entry (monotonic). */
-  private cumulative: Float64Array;
+  /** [time, cumulative, time, cumulative, ...]: entry times (epoch ms) and the running total of cost logged up to and including each entry. */
+  private entries: number[];
   private head = 0;
   private size = 0;
   /** Running total of cost of the entries already expired. */
   private expiredTotal = 0;
 
   constructor(capacity: number) {
-    const entries = Math.max(1, Math.min(capacity, INITIAL_ENTRIES));
-    this.times = new Float64Array(entries);
-    this.cumulative = new Float64Array(entries);
+    this.entries = newEntries(Math.max(1, Math.min(capacity, INITIAL_ENTRIES)));
   }
 
   /** Entries currently held. */
@@ -39,15 +40,16 @@ export class SlidingLog {
 
   /** Time of the newest entry, or -Infinity when empty. */
   newestTime(): number {
-    return this.size === 0 ? -Infinity : this.times[this.slot(this.size - 1)]!;
+    return this.size === 0 ? -Infinity : this.entries[this.slot(this.size - 1)]!;
   }
 
   /** Drops entries at or before `now − window` (they no longer count). */
   expire(now: number, windowMs: number): void {
     const cutoff = now - windowMs;
-    while (this.size > 0 && this.times[this.head]! <= cutoff) {
-      this.expiredTotal = this.cumulative[this.head]!;
-      this.head = (this.head + 1) % this.times.length;
+    const capacity = this.entries.length >> 1;
+    while (this.size > 0 && this.entries[this.head << 1]! <= cutoff) {
+      this.expiredTotal = this.entries[(this.head << 1) + 1]!;
+      this.head = this.head + 1 === capacity ? 0 : this.head + 1;
       this.size -= 1;
     }
     // Rebase the running totals when empty so they never grow towards 2^53.
@@ -59,70 +61,75 @@ export class SlidingLog {
 
   /** Cost logged in the window (after {@link expire}). */
   total(): number {
-    return this.size === 0 ? 0 : this.cumulative[this.slot(this.size - 1)]! - this.expiredTotal;
+    return this.size === 0 ? 0 : this.entries[this.slot(this.size - 1) + 1]! - this.expiredTotal;
   }
 
   /** Logs `cost` at `time` (≥ the newest entry), merging as described in the file header. */
   append(time: number, cost: number, maxEntries: number): void {
+    const entries = this.entries;
     if (this.size > 0) {
       const newest = this.slot(this.size - 1);
-      if (this.times[newest] === time || this.size >= maxEntries) {
-        this.times[newest] = time;
-        this.cumulative[newest] = this.cumulative[newest]! + cost;
+      if (entries[newest] === time || this.size >= maxEntries) {
+        entries[newest] = time;
+        entries[newest + 1] = entries[newest + 1]! + cost;
         return;
       }
     }
-    if (this.size === this.times.length) this.grow(maxEntries);
-    const previousTotal = this.size === 0 ? this.expiredTotal : this.cumulative[this.slot(this.size - 1)]!;
+    if (this.size === this.entries.length >> 1) this.grow(maxEntries);
+    const previousTotal = this.size === 0 ? this.expiredTotal : this.entries[this.slot(this.size - 1) + 1]!;
     const slot = this.slot(this.size);
-    this.times[slot] = time;
-    this.cumulative[slot] = previousTotal + cost;
+    this.entries[slot] = time;
+    this.entries[slot + 1] = previousTotal + cost;
     this.size += 1;
   }
 
   /** Time of the oldest entry whose expiry brings the logged cost down to `target` or below. */
   expiryFreeing(target: number): number {
-    const mustExpire = this.total() - target;
-    // Binary search over the logical positions for the first cumulative ≥ expiredTotal + mustExpire.
+    // Binary search over the logical positions for the first cumulative ≥ expiredTotal + (total − target).
+    const goal = this.expiredTotal + this.total() - target;
     let low = 0;
     let high = this.size - 1;
-    const goal = this.expiredTotal + mustExpire;
     while (low < high) {
       const mid = (low + high) >>> 1;
-      if (this.cumulative[this.slot(mid)]! >= goal) high = mid;
+      if (this.entries[this.slot(mid) + 1]! >= goal) high = mid;
       else low = mid + 1;
     }
-    return this.times[this.slot(low)]!;
+    return this.entries[this.slot(low)]!;
   }
 
   /** An independent copy (for peek). */
   clone(): SlidingLog {
     const copy = new SlidingLog(1);
-    copy.times = this.times.slice();
-    copy.cumulative = this.cumulative.slice();
+    copy.entries = this.entries.slice();
     copy.head = this.head;
     copy.size = this.size;
     copy.expiredTotal = this.expiredTotal;
     return copy;
   }
 
+  /** Array index of the entry at logical `position` (0 = oldest). */
   private slot(position: number): number {
+    const capacity = this.entries.length >> 1;
     const index = this.head + position;
-    return index < this.times.length ? index : index - this.times.length;
+    return (index < capacity ? index : index - capacity) << 1;
   }
 
   private grow(maxEntries: number): void {
-    const entries = Math.max(this.size + 1, Math.min(this.times.length * 2, maxEntries));
-    const times = new Float64Array(entries);
-    const cumulative = new Float64Array(entries);
+    const capacity = this.entries.length >> 1;
+    const entries = newEntries(Math.max(this.size + 1, Math.min(capacity * 2, maxEntries)));
     for (let i = 0; i < this.size; i++) {
-      times[i] = this.times[this.slot(i)]!;
-      cumulative[i] = this.cumulative[this.slot(i)]!;
+      const from = this.slot(i);
+      entries[i << 1] = this.entries[from]!;
+      entries[(i << 1) + 1] = this.entries[from + 1]!;
     }
-    this.times = times;
-    this.cumulative = cumulative;
+    this.entries = entries;
     this.head = 0;
   }
+}
+
+/** A zeroed array of doubles for `count` entries (kept as an unboxed double array by V8). */
+function newEntries(count: number): number[] {
+  return new Array<number>(count * 2).fill(0.5).fill(0);
 }
 
 /** Decides one request against `log` (a fresh, empty log for a new key). */
