@@ -10,7 +10,10 @@ export type TollgateErrorCode =
   | 'ERR_TOLLGATE_INVALID_COST'
   | 'ERR_TOLLGATE_INVALID_KEY'
   | 'ERR_TOLLGATE_INVALID_TIME'
-  | 'ERR_TOLLGATE_INVALID_OPTION';
+  | 'ERR_TOLLGATE_INVALID_OPTION'
+  | 'ERR_TOLLGATE_STORE_UNAVAILABLE'
+  | 'ERR_TOLLGATE_STORE_DATA'
+  | 'ERR_TOLLGATE_STORE_ERROR';
 
 /** Base class of every error Tollgate throws on purpose. */
 export class TollgateError extends Error {
@@ -59,6 +62,36 @@ export class InvalidTimeError extends TollgateError {
 export class InvalidOptionError extends TollgateError {
   constructor(message: string) {
     super('ERR_TOLLGATE_INVALID_OPTION', message);
+  }
+}
+
+/** The store cannot be reached (not connected yet, connection lost, or timed out). */
+export class StoreUnavailableError extends TollgateError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_TOLLGATE_STORE_UNAVAILABLE', message);
+    if (options?.cause !== undefined) this.cause = options.cause;
+  }
+}
+
+/**
+ * A key holds something Tollgate did not write: a value of another type (another application's
+ * key under the same name) or unreadable state. The decision is refused; nothing is overwritten.
+ */
+export class StoreDataError extends TollgateError {
+  /** The Redis key at fault. */
+  readonly key: string;
+
+  constructor(key: string, message: string) {
+    super('ERR_TOLLGATE_STORE_DATA', message);
+    this.key = key;
+  }
+}
+
+/** The store answered with an error Tollgate did not expect (a bug, or a server refusing scripts). */
+export class StoreError extends TollgateError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_TOLLGATE_STORE_ERROR', message);
+    if (options?.cause !== undefined) this.cause = options.cause;
   }
 }
 

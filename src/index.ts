@@ -3,6 +3,8 @@ export type { Limiter, LimiterOptions, LimitOptions } from './limiter.js';
 export { memoryStore, MemoryStore } from './store/memory.js';
 export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export type { Store, MaybePromise } from './store/types.js';
+export { redisStore, RedisStore } from './store/redis/index.js';
+export type { RedisStoreOptions } from './store/redis/index.js';
 export { compilePolicy, CompiledPolicy, ALGORITHMS } from './policy.js';
 export type { Policy, AlgorithmName } from './policy.js';
 export type { Decision, DecisionReason } from './decision.js';
@@ -13,5 +15,8 @@ export {
   InvalidKeyError,
   InvalidTimeError,
   InvalidOptionError,
+  StoreUnavailableError,
+  StoreDataError,
+  StoreError,
 } from './errors.js';
 export type { TollgateErrorCode } from './errors.js';

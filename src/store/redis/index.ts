@@ -1,0 +1,2 @@
+export { redisStore, RedisStore } from './store.js';
+export type { RedisStoreOptions } from './store.js';

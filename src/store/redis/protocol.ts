@@ -1,0 +1,58 @@
+/**
+ * The wire format between the Redis store and decide.lua: request records out, 6 integers per
+ * decision back. Field order and codes must match the header of scripts/decide.lua.
+ */
+import type { Decision, DecisionReason } from '../../decision.js';
+import type { AlgorithmName, CompiledPolicy } from '../../policy.js';
+
+export const OP_CONSUME = 1;
+export const OP_PEEK = 2;
+export const OP_RESET = 3;
+
+export const ALGORITHM_CODES: Readonly<Record<AlgorithmName, number>> = {
+  'token-bucket': 1,
+  'leaky-bucket': 2,
+  'fixed-window': 3,
+  'sliding-log': 4,
+  'sliding-window': 5,
+  gcra: 6,
+};
+
+/** Integers returned per decision. */
+export const RESULT_WIDTH = 6;
+export const REASON_COST_EXCEEDS_CAPACITY = 1;
+export const REASON_WRONG_TYPE = 10;
+export const REASON_CORRUPT_STATE = 11;
+
+/** The 8 script fields of one request (see decide.lua). */
+export function requestFields(op: number, policy: CompiledPolicy, cost: number): (string | number)[] {
+  return [
+    op,
+    ALGORITHM_CODES[policy.algorithm],
+    cost,
+    policy.windowMs,
+    policy.limit,
+    policy.capacity,
+    policy.nominalCapacity,
+    policy.countRejected ? 1 : 0,
+  ];
+}
+
+/** Builds the decision from the script's integers at `offset`; reasons ≥ 10 are the caller's to raise. */
+export function decodeDecision(values: readonly number[], offset: number, policy: CompiledPolicy): Decision {
+  const allowed = values[offset] === 1;
+  const remaining = values[offset + 1]!;
+  const resetAt = values[offset + 2]!;
+  const retryAfter = values[offset + 3]!;
+  const delay = values[offset + 4]!;
+  const reasonCode = values[offset + 5]!;
+  const limit = policy.nominalCapacity;
+  let reason: DecisionReason | undefined;
+  if (reasonCode === REASON_COST_EXCEEDS_CAPACITY) reason = 'cost-exceeds-capacity';
+  if (delay >= 0) {
+    return reason === undefined
+      ? { allowed, limit, remaining, resetAt, retryAfter, delay }
+      : { allowed, limit, remaining, resetAt, retryAfter, reason, delay };
+  }
+  return reason === undefined ? { allowed, limit, remaining, resetAt, retryAfter } : { allowed, limit, remaining, resetAt, retryAfter, reason };
+}

@@ -1,0 +1,342 @@
+/**
+ * The Redis store: every decision is decided by one atomic Lua script (scripts/decide.lua), so any
+ * number of Tollgate processes share exact counters. Decisions issued in the same tick are sent
+ * together: one EVALSHA decides a whole batch (per hash slot on a Cluster), so Redis pays the
+ * script overhead once per batch, not once per decision.
+ */
+import calculateSlot from 'cluster-key-slot';
+import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
+import type { Decision } from '../../decision.js';
+import { InvalidOptionError, StoreDataError, StoreError, StoreUnavailableError, describeValue } from '../../errors.js';
+import type { CompiledPolicy } from '../../policy.js';
+import type { Store } from '../types.js';
+import { escapeKeyPart, keySuffix } from './keys.js';
+import {
+  OP_CONSUME,
+  OP_PEEK,
+  OP_RESET,
+  REASON_CORRUPT_STATE,
+  REASON_WRONG_TYPE,
+  RESULT_WIDTH,
+  decodeDecision,
+  requestFields,
+} from './protocol.js';
+import { DECIDE_SCRIPT } from './scripts.js';
+
+/** Options of {@link redisStore}: exactly one of `url`, `client` or `cluster`. */
+export interface RedisStoreOptions {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://` for TLS. */
+  readonly url?: string;
+  /** An ioredis client or Cluster you configured yourself (Tollgate does not close it). */
+  readonly client?: Redis | Cluster;
+  /** Seed nodes of a Redis Cluster. */
+  readonly cluster?: readonly { readonly host: string; readonly port: number }[];
+  /** Prefix of every key Tollgate writes. Default `tollgate:`. */
+  readonly keyPrefix?: string;
+  /** Password (and `username` for ACL users), for `cluster` or to override the URL's. */
+  readonly password?: string;
+  readonly username?: string;
+  /** TLS options (passed to Node's `tls.connect`); `true` for defaults. */
+  readonly tls?: boolean | Record<string, unknown>;
+  /** Deadline of one script call in ms. Default 1,000. */
+  readonly commandTimeoutMs?: number;
+  /** Deadline of the first connection in ms, for {@link RedisStore.ready}. Default 5,000. */
+  readonly connectTimeoutMs?: number;
+  /** Most requests decided by one script call. Default 256. */
+  readonly maxBatch?: number;
+}
+
+const OPTION_NAMES: ReadonlySet<string> = new Set([
+  'url',
+  'client',
+  'cluster',
+  'keyPrefix',
+  'password',
+  'username',
+  'tls',
+  'commandTimeoutMs',
+  'connectTimeoutMs',
+  'maxBatch',
+]);
+
+/** One request waiting for its batch. */
+interface Pending {
+  readonly key: string;
+  readonly fields: (string | number)[];
+  readonly policy: CompiledPolicy;
+  readonly resolve: (decision: Decision) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Creates a Redis (or Redis Cluster) store. Call `await store.ready()` before the first decision. */
+export function redisStore(options: RedisStoreOptions): RedisStore {
+  return new RedisStore(options);
+}
+
+export class RedisStore implements Store {
+  readonly name = 'redis';
+  /** Where the store connects, for error messages. */
+  readonly address: string;
+  private readonly client: Redis | Cluster;
+  private readonly ownsClient: boolean;
+  private readonly isCluster: boolean;
+  private readonly keyPrefix: string;
+  private readonly maxBatch: number;
+  private readonly connectTimeoutMs: number;
+  private readonly suffixes: string[] = [];
+  /** Requests of this tick, by their explicit `now` ('' = Redis TIME). */
+  private queues = new Map<string, Pending[]>();
+  private flushScheduled = false;
+  private lastConnectionError: Error | undefined;
+  private closed = false;
+
+  constructor(options: RedisStoreOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw new InvalidOptionError(`redisStore options must be an object like { url: 'redis://127.0.0.1:6379' }, got ${describeValue(options)}`);
+    }
+    for (const name of Object.keys(options)) {
+      if (!OPTION_NAMES.has(name)) {
+        throw new InvalidOptionError(`redisStore: unknown option ${JSON.stringify(name)}; the options are ${[...OPTION_NAMES].join(', ')}`);
+      }
+    }
+    const sources = ['url', 'client', 'cluster'].filter((name) => options[name as keyof RedisStoreOptions] !== undefined);
+    if (sources.length !== 1) {
+      throw new InvalidOptionError(`redisStore: give exactly one of url, client or cluster (got ${sources.length === 0 ? 'none' : sources.join(' and ')})`);
+    }
+    this.keyPrefix = options.keyPrefix ?? 'tollgate:';
+    if (typeof this.keyPrefix !== 'string' || /[{}]/.test(this.keyPrefix)) {
+      throw new InvalidOptionError(`redisStore: keyPrefix must be a string without { or }, got ${describeValue(options.keyPrefix)}`);
+    }
+    const commandTimeout = positiveInteger('commandTimeoutMs', options.commandTimeoutMs, 1_000);
+    this.connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs, 5_000);
+    this.maxBatch = positiveInteger('maxBatch', options.maxBatch, 256);
+
+    const connection: RedisOptions = {
+      // A decision never waits for a connection: with the queue off, commands fail at once while disconnected.
+      enableOfflineQueue: false,
+      commandTimeout,
+      maxRetriesPerRequest: 0,
+      connectTimeout: this.connectTimeoutMs,
+      ...(options.password !== undefined ? { password: options.password } : {}),
+      ...(options.username !== undefined ? { username: options.username } : {}),
+      ...(options.tls !== undefined && options.tls !== false ? { tls: options.tls === true ? {} : options.tls } : {}),
+    };
+    if (options.client !== undefined) {
+      if (!(options.client instanceof Redis) && !(options.client instanceof Cluster)) {
+        throw new InvalidOptionError(`redisStore: client must be an ioredis Redis or Cluster, got ${describeValue(options.client)}`);
+      }
+      this.client = options.client;
+      this.ownsClient = false;
+      this.isCluster = options.client instanceof Cluster;
+      this.address = this.isCluster ? 'the given cluster client' : describeClient(options.client as Redis);
+    } else if (options.cluster !== undefined) {
+      const nodes = validateNodes(options.cluster);
+      this.client = new Cluster(nodes as ClusterNode[], {
+        enableOfflineQueue: false,
+        redisOptions: connection,
+        scaleReads: 'master',
+        clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
+      });
+      this.ownsClient = true;
+      this.isCluster = true;
+      this.address = `cluster ${nodes.map((node) => `${node.host}:${node.port}`).join(',')}`;
+    } else {
+      const url = options.url!;
+      if (typeof url !== 'string' || !/^rediss?:\/\//.test(url)) {
+        throw new InvalidOptionError(`redisStore: url must look like redis://host:port or rediss://host:port, got ${describeValue(url)}`);
+      }
+      this.client = new Redis(url, { ...connection, retryStrategy: (times) => Math.min(50 * times, 2_000) });
+      this.ownsClient = true;
+      this.isCluster = false;
+      this.address = url.replace(/\/\/[^@/]*@/, '//***@');
+    }
+    // Without a listener, a connection error would crash the process; remember it for messages instead.
+    this.client.on('error', (error: Error) => {
+      this.lastConnectionError = error;
+    });
+  }
+
+  /**
+   * Resolves once connected; rejects with {@link StoreUnavailableError} naming the address if that
+   * takes longer than `connectTimeoutMs`.
+   */
+  async ready(): Promise<void> {
+    if (this.client.status === 'ready') return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.client.off('ready', onReady);
+        const cause = this.lastConnectionError;
+        reject(
+          new StoreUnavailableError(
+            `Redis at ${this.address} is not reachable after ${this.connectTimeoutMs} ms${cause ? ` (${cause.message})` : ''}; check that it is running and the address is right`,
+            { cause },
+          ),
+        );
+      }, this.connectTimeoutMs);
+      const onReady = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.client.once('ready', onReady);
+    });
+  }
+
+  consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
+    return this.enqueue(key, policy, requestFields(OP_CONSUME, policy, cost), now);
+  }
+
+  peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
+    return this.enqueue(key, policy, requestFields(OP_PEEK, policy, cost), now);
+  }
+
+  async reset(key: string, policy: CompiledPolicy): Promise<void> {
+    await this.enqueue(key, policy, requestFields(OP_RESET, policy, 1), undefined);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsClient) await this.client.quit().catch(() => this.client.disconnect());
+  }
+
+  /** The Redis key holding `key`'s state under `policy`. */
+  redisKey(key: string, policy: CompiledPolicy): string {
+    let suffix = this.suffixes[policy.stateIndex];
+    if (suffix === undefined) {
+      suffix = keySuffix(policy);
+      this.suffixes[policy.stateIndex] = suffix;
+    }
+    return `${this.keyPrefix}{${escapeKeyPart(key)}${suffix}`;
+  }
+
+  private enqueue(key: string, policy: CompiledPolicy, fields: (string | number)[], now: number | undefined): Promise<Decision> {
+    return new Promise<Decision>((resolve, reject) => {
+      const timeKey = now === undefined ? '' : String(now);
+      let queue = this.queues.get(timeKey);
+      if (queue === undefined) {
+        queue = [];
+        this.queues.set(timeKey, queue);
+      }
+      queue.push({ key: this.redisKey(key, policy), fields, policy, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        // nextTick scheduled from a promise job runs after the whole microtask queue drains, so
+        // every decision issued by callers resumed in this tick joins the batch, at no added latency.
+        process.nextTick(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const queues = this.queues;
+    this.queues = new Map();
+    for (const [timeKey, queue] of queues) {
+      if (!this.isCluster) {
+        this.sendInBatches(timeKey, queue);
+        continue;
+      }
+      // A script call may only touch keys of one slot; ioredis routes it by its first key.
+      const bySlot = new Map<number, Pending[]>();
+      for (const pending of queue) {
+        const slot = calculateSlot(pending.key);
+        const group = bySlot.get(slot);
+        if (group === undefined) bySlot.set(slot, [pending]);
+        else group.push(pending);
+      }
+      for (const group of bySlot.values()) this.sendInBatches(timeKey, group);
+    }
+  }
+
+  private sendInBatches(timeKey: string, queue: Pending[]): void {
+    for (let start = 0; start < queue.length; start += this.maxBatch) {
+      void this.send(timeKey, queue.slice(start, start + this.maxBatch));
+    }
+  }
+
+  /** One script call for `batch` (every request its own group of one). */
+  private async send(timeKey: string, batch: Pending[]): Promise<void> {
+    const keys: string[] = new Array<string>(batch.length);
+    const args: (string | number)[] = [timeKey, batch.length];
+    for (let i = 0; i < batch.length; i++) {
+      keys[i] = batch[i]!.key;
+      args.push(1, ...batch[i]!.fields);
+    }
+    let values: number[];
+    try {
+      values = await this.evaluate(keys, args);
+    } catch (error) {
+      const failure = this.describeFailure(error);
+      for (const pending of batch) pending.reject(failure);
+      return;
+    }
+    for (let i = 0; i < batch.length; i++) {
+      const pending = batch[i]!;
+      const offset = i * RESULT_WIDTH;
+      const reason = values[offset + 5];
+      if (reason === REASON_WRONG_TYPE || reason === REASON_CORRUPT_STATE) {
+        pending.reject(
+          new StoreDataError(
+            pending.key,
+            reason === REASON_WRONG_TYPE
+              ? `Redis key ${pending.key} holds a value of another type (another application's key?); Tollgate leaves it alone — use another keyPrefix or delete the key`
+              : `Redis key ${pending.key} holds state Tollgate cannot read; it was left unchanged — delete the key to start it fresh`,
+          ),
+        );
+        continue;
+      }
+      pending.resolve(decodeDecision(values, offset, pending.policy));
+    }
+  }
+
+  /** EVALSHA, loading the script again if Redis lost it (restart, SCRIPT FLUSH, failover). */
+  private async evaluate(keys: string[], args: (string | number)[]): Promise<number[]> {
+    try {
+      return (await this.client.evalsha(DECIDE_SCRIPT.sha1, keys.length, ...keys, ...args)) as number[];
+    } catch (error) {
+      if (replyCode(error) !== 'NOSCRIPT') throw error;
+      // EVAL runs the script and caches it on that node, so the next EVALSHA there succeeds.
+      return (await this.client.eval(DECIDE_SCRIPT.source, keys.length, ...keys, ...args)) as number[];
+    }
+  }
+
+  private describeFailure(error: unknown): Error {
+    const message = error instanceof Error ? error.message : String(error);
+    if (this.client.status !== 'ready' || /timed out|Stream isn't writeable|Connection is closed|ECONNREFUSED/i.test(message)) {
+      return new StoreUnavailableError(`Redis at ${this.address} is unavailable: ${message}`, { cause: error });
+    }
+    return new StoreError(`Redis at ${this.address} failed a rate limit script: ${message}`, { cause: error });
+  }
+}
+
+/** The error code of a Redis error reply: its first word (e.g. NOSCRIPT, WRONGTYPE). */
+function replyCode(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  return error.message.split(' ', 1)[0];
+}
+
+function positiveInteger(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new InvalidOptionError(`redisStore: ${name} must be a whole number ≥ 1, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+function validateNodes(nodes: unknown): { host: string; port: number }[] {
+  if (!Array.isArray(nodes) || nodes.length === 0) {
+    throw new InvalidOptionError(`redisStore: cluster must be a non-empty list of { host, port }, got ${describeValue(nodes)}`);
+  }
+  return nodes.map((node: unknown, index) => {
+    const { host, port } = (node ?? {}) as { host?: unknown; port?: unknown };
+    if (typeof host !== 'string' || host === '' || typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65_535) {
+      throw new InvalidOptionError(`redisStore: cluster[${index}] must be { host: string, port: 1..65535 }, got ${describeValue(node)}`);
+    }
+    return { host, port };
+  });
+}
+
+function describeClient(client: Redis): string {
+  const { host, port } = client.options;
+  return `${host ?? '127.0.0.1'}:${port ?? 6379}`;
+}
