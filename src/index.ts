@@ -1,8 +1,8 @@
-export { createLimiter, MAX_KEY_BYTES } from './limiter.js';
-export type { Limiter, LimiterOptions, LimitOptions } from './limiter.js';
+export { createLimiter, MAX_KEY_BYTES, MAX_LIMITS_PER_CHECK } from './limiter.js';
+export type { Limiter, LimiterOptions, LimitOptions, LimitRequest } from './limiter.js';
 export { memoryStore, MemoryStore } from './store/memory.js';
 export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
-export type { Store, MaybePromise } from './store/types.js';
+export type { Store, StoreRequest, MaybePromise } from './store/types.js';
 export { redisStore, RedisStore } from './store/redis/index.js';
 export type { RedisStoreOptions } from './store/redis/index.js';
 export { compilePolicy, CompiledPolicy, ALGORITHMS } from './policy.js';

@@ -9,7 +9,7 @@ import type { Decision } from './decision.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from './errors.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { memoryStore } from './store/memory.js';
-import type { MaybePromise, Store } from './store/types.js';
+import type { MaybePromise, Store, StoreRequest } from './store/types.js';
 
 /** Options of {@link createLimiter}. */
 export interface LimiterOptions {
@@ -30,6 +30,17 @@ export interface LimitOptions {
   readonly now?: number;
 }
 
+/** One limit of a multi-limit check ({@link Limiter.limitAll}). */
+export interface LimitRequest {
+  readonly key: string;
+  readonly policy: Policy | CompiledPolicy;
+  /** Units this request takes under this limit (integer ≥ 1). Default 1. */
+  readonly cost?: number;
+}
+
+/** Most limits in one {@link Limiter.limitAll} call. */
+export const MAX_LIMITS_PER_CHECK = 64;
+
 /** Longest key accepted, in UTF-8 bytes. Longer keys are rejected (not hashed): see docs/errors.md. */
 export const MAX_KEY_BYTES = 1024;
 /** Any string of at most this many UTF-16 units is at most MAX_KEY_BYTES in UTF-8. */
@@ -41,6 +52,12 @@ export interface Limiter {
   limit(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision>;
   /** What `limit` would answer for the same arguments, recording nothing. */
   peek(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision>;
+  /**
+   * Decides several limits of one request together (say per IP and per user), all-or-nothing: the
+   * request is admitted when every decision is, and if any denies, no limit records anything (a
+   * denied sliding-log attempt with `countRejected` is still logged). One store round trip.
+   */
+  limitAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>): Promise<Decision[]>;
   /** Forgets `key`'s state under `policy` (its algorithm and window). */
   reset(key: string, policy: Policy | CompiledPolicy): Promise<void>;
   /** The store decisions go to. */
@@ -96,6 +113,46 @@ class RateLimiter implements Limiter {
 
   close(): Promise<void> {
     return this.store.close();
+  }
+
+  limitAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>): Promise<Decision[]> {
+    try {
+      if (!Array.isArray(requests) || requests.length > MAX_LIMITS_PER_CHECK) {
+        throw new InvalidOptionError(`limitAll takes an array of at most ${MAX_LIMITS_PER_CHECK} { key, policy, cost? }, got ${describeValue(requests)}${Array.isArray(requests) ? ` of ${requests.length}` : ''}`);
+      }
+      let now: number | undefined;
+      if (options !== undefined) {
+        checkCallOptions(options);
+        if (options.now !== undefined) now = checkNow(options.now);
+      }
+      if (now === undefined && this.clock !== undefined) now = checkNow(this.clock());
+      const storeRequests: StoreRequest[] = [];
+      let denyAll = false;
+      for (const request of requests) {
+        if (typeof request !== 'object' || request === null) {
+          throw new InvalidOptionError(`limitAll: each request must be { key, policy, cost? }, got ${describeValue(request)}`);
+        }
+        checkKey(request.key);
+        const policy = this.policies.get(request.policy);
+        const cost = request.cost === undefined ? 1 : checkCost(request.cost);
+        if (policy.limit === 0) denyAll = true;
+        else storeRequests.push({ key: request.key, policy, cost });
+      }
+      if (requests.length === 0) return Promise.resolve([]);
+      // A limit of 0 denies the whole request: the others are only looked at, never recorded.
+      const decided = storeRequests.length === 0 ? [] : this.store.consumeAll(storeRequests, now, !denyAll);
+      return Promise.resolve(decided).then((decisions) => {
+        if (!denyAll) return decisions;
+        const time = now ?? currentTime();
+        let next = 0;
+        return requests.map((request) => {
+          const policy = this.policies.get(request.policy);
+          return policy.limit === 0 ? limitZero(policy, time) : decisions[next++]!;
+        });
+      });
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   // Not async: a memory-store decision is settled without an extra microtask hop.

@@ -280,3 +280,43 @@ describe('regressions', () => {
     expect(decision).toMatchObject({ allowed: false, limit: 0, remaining: 0, reason: 'limit-zero' });
   });
 });
+
+describe('limitAll (multi-limit checks) on the memory store', () => {
+  it('is all-or-nothing: when one limit denies, no other counter moves', async () => {
+    const limiter = newLimiter();
+    const perIp: Policy = { algorithm: 'token-bucket', limit: 10, window: '1m' };
+    const perUser: Policy = { algorithm: 'fixed-window', limit: 1, window: '1m' };
+    const both = [
+      { key: 'ip:1', policy: perIp, cost: 2 },
+      { key: 'user:1', policy: perUser },
+    ];
+    expect((await limiter.limitAll(both, { now: NOW })).map((d) => d.allowed)).toEqual([true, true]);
+    expect((await limiter.limitAll(both, { now: NOW })).map((d) => d.allowed)).toEqual([true, false]);
+    expect((await limiter.peek('ip:1', perIp, { now: NOW })).remaining).toBe(7);
+  });
+
+  it('still logs a denied countRejected attempt, and a limit of 0 denies the whole request', async () => {
+    const limiter = newLimiter();
+    const log: Policy = { algorithm: 'sliding-log', limit: 1, window: 1000, countRejected: true };
+    const bucket: Policy = { algorithm: 'gcra', limit: 5, window: 1000 };
+    await limiter.limitAll([{ key: 'u', policy: log }], { now: NOW });
+    const denied = await limiter.limitAll([{ key: 'u', policy: log }, { key: 'b', policy: bucket }], { now: NOW + 500 });
+    expect(denied.map((d) => d.allowed)).toEqual([false, true]);
+    // The rejected attempt at +500 was logged: the caller stays blocked until +1500.
+    expect((await limiter.peek('u', log, { now: NOW + 1000 })).allowed).toBe(false);
+    expect((await limiter.peek('b', bucket, { now: NOW + 500 })).remaining).toBe(4);
+    const zero = await limiter.limitAll([{ key: 'b', policy: bucket }, { key: 'z', policy: { ...bucket, limit: 0 } }], { now: NOW + 500 });
+    expect(zero.map((d) => d.reason)).toEqual([undefined, 'limit-zero']);
+    expect((await limiter.peek('b', bucket, { now: NOW + 500 })).remaining).toBe(4);
+  });
+
+  it('validates every request before deciding any', async () => {
+    const limiter = newLimiter();
+    await expect(limiter.limitAll('x' as never)).rejects.toThrow(/limitAll takes an array/);
+    await expect(limiter.limitAll(Array.from({ length: 65 }, () => ({ key: 'k', policy: GOOD })))).rejects.toThrow(/at most 64/);
+    await expect(limiter.limitAll([{ key: 'k', policy: GOOD }, { key: '', policy: GOOD }], { now: NOW })).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(limiter.limitAll([{ key: 'k', policy: GOOD, cost: 0 }])).rejects.toBeInstanceOf(InvalidCostError);
+    expect((await limiter.peek('k', GOOD, { now: NOW })).remaining).toBe(2);
+    expect(await limiter.limitAll([])).toEqual([]);
+  });
+});

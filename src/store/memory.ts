@@ -11,7 +11,7 @@ import type { Decision } from '../decision.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import type { CompiledPolicy } from '../policy.js';
 import { KeyTable } from './key-table.js';
-import type { Store } from './types.js';
+import type { Store, StoreRequest } from './types.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -107,6 +107,19 @@ export class MemoryStore implements Store {
 
   peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Decision {
     return this.decide(key, policy, cost, now ?? currentTime(), false);
+  }
+
+  consumeAll(requests: readonly StoreRequest[], now: number | undefined, commit: boolean): Decision[] {
+    const at = now ?? currentTime();
+    // Single-threaded: evaluating, then recording, cannot interleave with another caller.
+    const decisions = requests.map((request) => this.decide(request.key, request.policy, request.cost, at, false));
+    if (!commit) return decisions;
+    const allAllowed = decisions.every((decision) => decision.allowed);
+    return requests.map((request, index) =>
+      allAllowed || (!decisions[index]!.allowed && request.policy.countRejected)
+        ? this.decide(request.key, request.policy, request.cost, at, true)
+        : decisions[index]!,
+    );
   }
 
   reset(key: string, policy: CompiledPolicy): void {

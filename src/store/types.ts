@@ -8,6 +8,13 @@ import type { CompiledPolicy } from '../policy.js';
 /** A value now or later: the memory store answers synchronously, network stores asynchronously. */
 export type MaybePromise<T> = T | Promise<T>;
 
+/** One request of a multi-limit decision. */
+export interface StoreRequest {
+  readonly key: string;
+  readonly policy: CompiledPolicy;
+  readonly cost: number;
+}
+
 export interface Store {
   /** Short name for logs and metrics, e.g. `memory` or `redis`. */
   readonly name: string;
@@ -18,6 +25,12 @@ export interface Store {
   consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): MaybePromise<Decision>;
   /** What `consume` would answer, without recording anything. */
   peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): MaybePromise<Decision>;
+  /**
+   * Decides several requests together, all-or-nothing: each is evaluated, and only if every one is
+   * admitted are they recorded (a denied sliding-log attempt with `countRejected` is still logged).
+   * With `commit` false nothing is recorded (peek).
+   */
+  consumeAll(requests: readonly StoreRequest[], now: number | undefined, commit: boolean): MaybePromise<Decision[]>;
   /** Forgets `key`'s state under `policy`'s algorithm and window. */
   reset(key: string, policy: CompiledPolicy): MaybePromise<void>;
   /** Releases timers and connections. */

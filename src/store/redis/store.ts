@@ -9,7 +9,7 @@ import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import type { Decision } from '../../decision.js';
 import { InvalidOptionError, StoreDataError, StoreError, StoreUnavailableError, describeValue } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
-import type { Store } from '../types.js';
+import type { Store, StoreRequest } from '../types.js';
 import { escapeKeyPart, keySuffix } from './keys.js';
 import {
   OP_CONSUME,
@@ -59,12 +59,13 @@ const OPTION_NAMES: ReadonlySet<string> = new Set([
   'maxBatch',
 ]);
 
-/** One request waiting for its batch. */
+/** One group of requests (all-or-nothing) waiting for its batch; a single decision is a group of one. */
 interface Pending {
-  readonly key: string;
+  readonly keys: string[];
+  /** The script fields of every request, concatenated. */
   readonly fields: (string | number)[];
-  readonly policy: CompiledPolicy;
-  readonly resolve: (decision: Decision) => void;
+  readonly policies: CompiledPolicy[];
+  readonly resolve: (decisions: Decision[]) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -181,16 +182,35 @@ export class RedisStore implements Store {
     });
   }
 
-  consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
-    return this.enqueue(key, policy, requestFields(OP_CONSUME, policy, cost), now);
+  async consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
+    return (await this.enqueue([this.redisKey(key, policy)], [policy], requestFields(OP_CONSUME, policy, cost), now))[0]!;
   }
 
-  peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
-    return this.enqueue(key, policy, requestFields(OP_PEEK, policy, cost), now);
+  async peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
+    return (await this.enqueue([this.redisKey(key, policy)], [policy], requestFields(OP_PEEK, policy, cost), now))[0]!;
   }
 
   async reset(key: string, policy: CompiledPolicy): Promise<void> {
-    await this.enqueue(key, policy, requestFields(OP_RESET, policy, 1), undefined);
+    await this.enqueue([this.redisKey(key, policy)], [policy], requestFields(OP_RESET, policy, 1), undefined);
+  }
+
+  /**
+   * All-or-nothing: one script call decides every request and records them only if all are
+   * admitted. On a Cluster that needs every key in one hash slot; keys in several slots are
+   * decided by peeking all, then recording each (best effort: a concurrent caller can slip in
+   * between, so all-or-nothing is then not guaranteed).
+   */
+  async consumeAll(requests: readonly StoreRequest[], now: number | undefined, commit: boolean): Promise<Decision[]> {
+    const op = commit ? OP_CONSUME : OP_PEEK;
+    const keys = requests.map((request) => this.redisKey(request.key, request.policy));
+    const policies = requests.map((request) => request.policy);
+    const fields = requests.flatMap((request) => requestFields(op, request.policy, request.cost));
+    if (!this.isCluster || new Set(keys.map((key) => calculateSlot(key))).size <= 1) {
+      return this.enqueue(keys, policies, fields, now);
+    }
+    const peeks = await Promise.all(requests.map((request) => this.peek(request.key, request.policy, request.cost, now)));
+    if (!commit || !peeks.every((decision) => decision.allowed)) return peeks;
+    return Promise.all(requests.map((request) => this.consume(request.key, request.policy, request.cost, now)));
   }
 
   async close(): Promise<void> {
@@ -209,15 +229,15 @@ export class RedisStore implements Store {
     return `${this.keyPrefix}{${escapeKeyPart(key)}${suffix}`;
   }
 
-  private enqueue(key: string, policy: CompiledPolicy, fields: (string | number)[], now: number | undefined): Promise<Decision> {
-    return new Promise<Decision>((resolve, reject) => {
+  private enqueue(keys: string[], policies: CompiledPolicy[], fields: (string | number)[], now: number | undefined): Promise<Decision[]> {
+    return new Promise<Decision[]>((resolve, reject) => {
       const timeKey = now === undefined ? '' : String(now);
       let queue = this.queues.get(timeKey);
       if (queue === undefined) {
         queue = [];
         this.queues.set(timeKey, queue);
       }
-      queue.push({ key: this.redisKey(key, policy), fields, policy, resolve, reject });
+      queue.push({ keys, fields, policies, resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         // nextTick scheduled from a promise job runs after the whole microtask queue drains, so
@@ -239,7 +259,7 @@ export class RedisStore implements Store {
       // A script call may only touch keys of one slot; ioredis routes it by its first key.
       const bySlot = new Map<number, Pending[]>();
       for (const pending of queue) {
-        const slot = calculateSlot(pending.key);
+        const slot = calculateSlot(pending.keys[0]!);
         const group = bySlot.get(slot);
         if (group === undefined) bySlot.set(slot, [pending]);
         else group.push(pending);
@@ -254,13 +274,13 @@ export class RedisStore implements Store {
     }
   }
 
-  /** One script call for `batch` (every request its own group of one). */
+  /** One script call for `batch`. */
   private async send(timeKey: string, batch: Pending[]): Promise<void> {
-    const keys: string[] = new Array<string>(batch.length);
+    const keys: string[] = [];
     const args: (string | number)[] = [timeKey, batch.length];
-    for (let i = 0; i < batch.length; i++) {
-      keys[i] = batch[i]!.key;
-      args.push(1, ...batch[i]!.fields);
+    for (const pending of batch) {
+      keys.push(...pending.keys);
+      args.push(pending.keys.length, ...pending.fields);
     }
     let values: number[];
     try {
@@ -270,22 +290,21 @@ export class RedisStore implements Store {
       for (const pending of batch) pending.reject(failure);
       return;
     }
-    for (let i = 0; i < batch.length; i++) {
-      const pending = batch[i]!;
-      const offset = i * RESULT_WIDTH;
-      const reason = values[offset + 5];
-      if (reason === REASON_WRONG_TYPE || reason === REASON_CORRUPT_STATE) {
-        pending.reject(
-          new StoreDataError(
-            pending.key,
-            reason === REASON_WRONG_TYPE
-              ? `Redis key ${pending.key} holds a value of another type (another application's key?); Tollgate leaves it alone — use another keyPrefix or delete the key`
-              : `Redis key ${pending.key} holds state Tollgate cannot read; it was left unchanged — delete the key to start it fresh`,
-          ),
-        );
-        continue;
+    let offset = 0;
+    for (const pending of batch) {
+      const decisions: Decision[] = [];
+      let problem: Error | undefined;
+      for (let i = 0; i < pending.keys.length; i++, offset += RESULT_WIDTH) {
+        const reason = values[offset + 5];
+        if (reason === REASON_WRONG_TYPE || reason === REASON_CORRUPT_STATE) {
+          problem ??= dataError(pending.keys[i]!, reason);
+        } else {
+          decisions.push(decodeDecision(values, offset, pending.policies[i]!));
+        }
       }
-      pending.resolve(decodeDecision(values, offset, pending.policy));
+      // Errors are per group: one bad key does not fail the other decisions of the batch.
+      if (problem !== undefined) pending.reject(problem);
+      else pending.resolve(decisions);
     }
   }
 
@@ -307,6 +326,15 @@ export class RedisStore implements Store {
     }
     return new StoreError(`Redis at ${this.address} failed a rate limit script: ${message}`, { cause: error });
   }
+}
+
+function dataError(key: string, reason: number): StoreDataError {
+  return new StoreDataError(
+    key,
+    reason === REASON_WRONG_TYPE
+      ? `Redis key ${key} holds a value of another type (another application's key?); Tollgate leaves it alone — use another keyPrefix or delete the key`
+      : `Redis key ${key} holds state Tollgate cannot read; it was left unchanged — delete the key to start it fresh`,
+  );
 }
 
 /** The error code of a Redis error reply: its first word (e.g. NOSCRIPT, WRONGTYPE). */

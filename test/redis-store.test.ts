@@ -1,0 +1,237 @@
+/**
+ * The Redis store against real redis-server processes: script loading and recovery, batching,
+ * keys and TTLs, foreign or corrupt keys, an unreachable server, and all-or-nothing multi-limit
+ * checks, on a single node and on a 3-master Cluster.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  InvalidOptionError,
+  StoreDataError,
+  StoreUnavailableError,
+  createLimiter,
+  compilePolicy,
+  redisStore,
+  type Policy,
+  type RedisStore,
+} from '../src/index.js';
+import { DECIDE_SCRIPT } from '../src/store/redis/scripts.js';
+import { freePort, startCluster, startRedis, type RedisCluster, type RedisServer } from './support/redis.js';
+
+const NOW = 1_700_000_000_000;
+const PER_MINUTE: Policy = { algorithm: 'fixed-window', limit: 3, window: '1m' };
+
+let single: RedisServer;
+let cluster: RedisCluster;
+const stores: RedisStore[] = [];
+
+beforeAll(async () => {
+  [single, cluster] = await Promise.all([startRedis(), startCluster(3)]);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(stores.map((store) => store.close()));
+  await Promise.all([single?.stop(), cluster?.stop()]);
+});
+
+async function open(options: Parameters<typeof redisStore>[0]): Promise<RedisStore> {
+  const store = redisStore(options);
+  stores.push(store);
+  await store.ready();
+  return store;
+}
+
+function unique(name: string): string {
+  return `${name}:${Math.random().toString(36).slice(2)}`;
+}
+
+describe('the decision script', () => {
+  it('has a pinned SHA1 (a changed script must change this test on purpose)', () => {
+    expect(DECIDE_SCRIPT.sha1).toBe('e4d414c49c4248bc8e4d23e5b310c1ac15dbfe53');
+  });
+
+  it('is what Redis computes for SCRIPT LOAD', () => {
+    expect(single.cli('SCRIPT', 'LOAD', DECIDE_SCRIPT.source).trim()).toBe(DECIDE_SCRIPT.sha1);
+  });
+
+  it('survives SCRIPT FLUSH without a failed decision', async () => {
+    const limiter = createLimiter({ store: await open({ url: single.url }) });
+    const key = unique('flush');
+    expect((await limiter.limit(key, PER_MINUTE, { now: NOW })).remaining).toBe(2);
+    single.cli('SCRIPT', 'FLUSH');
+    expect((await limiter.limit(key, PER_MINUTE, { now: NOW })).remaining).toBe(1);
+    expect(single.cli('SCRIPT', 'EXISTS', DECIDE_SCRIPT.sha1).trim()).toBe('1');
+  });
+
+  it('survives a Redis restart: once reconnected, decisions succeed (scripts are loaded again)', async () => {
+    const server = await startRedis();
+    try {
+      const store = await open({ url: server.url });
+      const limiter = createLimiter({ store });
+      expect((await limiter.limit('k', PER_MINUTE, { now: NOW })).allowed).toBe(true);
+      await server.restart();
+      await expect.poll(() => store.ready().then(() => true, () => false), { timeout: 10_000 }).toBe(true);
+      // The restart lost both the state and the script: the first decision re-sends the script.
+      await expect.poll(async () => (await limiter.limit('k', PER_MINUTE, { now: NOW }).catch(() => undefined))?.remaining, { timeout: 10_000 }).toBe(2);
+    } finally {
+      await server.stop();
+    }
+  }, 30_000);
+
+  it('fails loudly on bad arguments rather than writing NaN', async () => {
+    const client = new Redis(single.url);
+    try {
+      const key = unique('tollgate:{bad}');
+      const call = (args: (string | number)[]) => client.eval(DECIDE_SCRIPT.source, 1, key, ...args);
+      await expect(call(['', 1, 1, 1, 3, 'NaN', 1000, 10, 10, 10, 0])).rejects.toThrow(/argument 6 \(request field 3\) is not a valid integer: NaN/);
+      await expect(call(['', 1, 1, 1, 3, 1, 1000, 0, 10, 10, 0])).rejects.toThrow(/limit, capacity and nominal capacity must be >= 1/);
+      await expect(call(['soon', 1, 1, 1, 3, 1, 1000, 10, 10, 10, 0])).rejects.toThrow(/argument 1 \(now\)/);
+      await expect(call(['', 1, 1, 1, 9, 1, 1000, 10, 10, 10, 0])).rejects.toThrow(/op or algorithm/);
+      expect(await client.exists(key)).toBe(0);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
+describe('batching', () => {
+  it('decides concurrent calls of one tick in a few script calls, not one each', async () => {
+    const server = await startRedis();
+    try {
+      const limiter = createLimiter({ store: await open({ url: server.url }) });
+      server.cli('CONFIG', 'RESETSTAT');
+      const decisions = await Promise.all(Array.from({ length: 1000 }, (_, i) => limiter.limit(`user:${i % 50}`, PER_MINUTE)));
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(150);
+      const stats = server.cli('INFO', 'commandstats');
+      const calls = Number(/cmdstat_(?:evalsha|eval):calls=(\d+)/.exec(stats)?.[1] ?? 'NaN');
+      expect(calls).toBeGreaterThanOrEqual(4); // at most 256 decisions per call
+      expect(calls).toBeLessThanOrEqual(8);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('keys', () => {
+  it('are readable, prefixed, escaped, and expire with their state', async () => {
+    const store = await open({ url: single.url, keyPrefix: 'app:' });
+    const limiter = createLimiter({ store });
+    await limiter.limit('user:{42}%', PER_MINUTE);
+    const key = store.redisKey('user:{42}%', compilePolicy(PER_MINUTE));
+    expect(key).toBe('app:{user:%7B42%7D%25}:fw:60000');
+    const ttl = Number(single.cli('PTTL', key).trim());
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+  });
+
+  it('never map two identities to one key', async () => {
+    const store = await open({ url: single.url });
+    const policy = compilePolicy(PER_MINUTE);
+    const identities = ['a{b}', 'a%7Bb%7D', 'a}:fw:60000', 'a', '{a}', '%'];
+    const keys = identities.map((identity) => store.redisKey(identity, policy));
+    expect(new Set(keys).size).toBe(identities.length);
+    for (const key of keys) expect(key.match(/[{}]/g)).toEqual(['{', '}']);
+  });
+
+  it('with braces in the identity still land in the identity\'s own slot on a Cluster', async () => {
+    const limiter = createLimiter({ store: await open({ cluster: cluster.nodes }) });
+    for (const identity of ['x{y', 'x}y', '{tag}rest', 'plain']) {
+      const d1 = await limiter.limit(identity, PER_MINUTE, { now: NOW });
+      const d2 = await limiter.limit(identity, PER_MINUTE, { now: NOW });
+      expect([d1.remaining, d2.remaining], identity).toEqual([2, 1]);
+    }
+  });
+});
+
+describe('foreign and corrupt keys', () => {
+  it('a key of another type is a typed error and is left alone; other decisions of the batch go on', async () => {
+    const store = await open({ url: single.url });
+    const limiter = createLimiter({ store });
+    const key = store.redisKey('foreign', compilePolicy(PER_MINUTE));
+    single.cli('HSET', key, 'owner', 'another-app');
+    const [foreign, normal] = await Promise.allSettled([limiter.limit('foreign', PER_MINUTE), limiter.limit(unique('normal'), PER_MINUTE)]);
+    expect(foreign.status).toBe('rejected');
+    const error = (foreign as PromiseRejectedResult).reason as StoreDataError;
+    expect(error).toBeInstanceOf(StoreDataError);
+    expect(error.code).toBe('ERR_TOLLGATE_STORE_DATA');
+    expect(error.message).toMatch(/holds a value of another type/);
+    expect(normal.status).toBe('fulfilled');
+    expect(single.cli('HGET', key, 'owner').trim()).toBe('another-app');
+  });
+
+  it('unreadable state is a typed error and is not overwritten', async () => {
+    const store = await open({ url: single.url });
+    const limiter = createLimiter({ store });
+    for (const algorithm of ['token-bucket', 'sliding-window', 'sliding-log'] as const) {
+      const policy: Policy = { algorithm, limit: 5, window: 1000 };
+      const key = store.redisKey('corrupt', compilePolicy(policy));
+      if (algorithm === 'sliding-log') single.cli('RPUSH', key, 'not numbers');
+      else single.cli('SET', key, '12 abc');
+      await expect(limiter.limit('corrupt', policy)).rejects.toThrow(/holds state Tollgate cannot read/);
+    }
+    expect(single.cli('GET', store.redisKey('corrupt', compilePolicy({ algorithm: 'token-bucket', limit: 5, window: 1000 }))).trim()).toBe('12 abc');
+  });
+});
+
+describe('an unreachable Redis', () => {
+  it('ready() names the address; decisions fail fast with a typed error; nothing crashes', async () => {
+    const port = await freePort();
+    const store = redisStore({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 300 });
+    stores.push(store);
+    await expect(store.ready()).rejects.toThrow(new RegExp(`Redis at redis://127.0.0.1:${port} is not reachable after 300 ms`));
+    const started = Date.now();
+    const error = await createLimiter({ store }).limit('k', PER_MINUTE).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as StoreUnavailableError).code).toBe('ERR_TOLLGATE_STORE_UNAVAILABLE');
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('hides the password in messages', () => {
+    const store = redisStore({ url: 'redis://user:secret@127.0.0.1:1' });
+    stores.push(store);
+    expect(store.address).toBe('redis://***@127.0.0.1:1');
+  });
+});
+
+describe('options', () => {
+  it.each([
+    [{}, /exactly one of url, client or cluster \(got none\)/],
+    [{ url: 'redis://x:1', cluster: [{ host: 'x', port: 1 }] }, /got url and cluster/],
+    [{ url: '127.0.0.1:6379' }, /url must look like redis:\/\/host:port/],
+    [{ url: 'redis://x:1', keyPrefix: 'a{b' }, /keyPrefix must be a string without \{ or \}/],
+    [{ url: 'redis://x:1', commandTimeoutMs: 0 }, /commandTimeoutMs must be a whole number ≥ 1/],
+    [{ cluster: [] }, /cluster must be a non-empty list/],
+    [{ cluster: [{ host: 'x', port: 70000 }] }, /cluster\[0\] must be/],
+    [{ url: 'redis://x:1', timeout: 5 }, /unknown option "timeout"/],
+  ])('%j is refused', (options, message) => {
+    expect(() => redisStore(options as never)).toThrow(InvalidOptionError);
+    expect(() => redisStore(options as never)).toThrow(message);
+  });
+});
+
+describe.each([
+  ['single Redis', () => ({ url: single.url })],
+  ['Redis Cluster', () => ({ cluster: cluster.nodes })],
+])('multi-limit checks on %s', (_name, options) => {
+  it('are all-or-nothing: when one limit denies, no other counter moves', async () => {
+    const limiter = createLimiter({ store: await open(options()) });
+    const perIp: Policy = { algorithm: 'token-bucket', limit: 10, window: '1m' };
+    const perUser: Policy = { algorithm: 'sliding-log', limit: 2, window: '1m' };
+    const ip = unique('ip');
+    const user = unique('user');
+    const both = [
+      { key: ip, policy: perIp },
+      { key: user, policy: perUser },
+    ];
+    expect((await limiter.limitAll(both, { now: NOW })).map((d) => d.allowed)).toEqual([true, true]);
+    expect((await limiter.limitAll(both, { now: NOW + 1 })).map((d) => d.allowed)).toEqual([true, true]);
+    // The user limit is exhausted: the request is denied and the IP bucket does not move.
+    const denied = await limiter.limitAll(both, { now: NOW + 2 });
+    expect(denied.map((d) => d.allowed)).toEqual([true, false]);
+    expect((await limiter.peek(ip, perIp, { now: NOW + 2 })).remaining).toBe(7);
+    const fixed: Policy = { algorithm: 'fixed-window', limit: 0, window: '1m' };
+    const withZero = await limiter.limitAll([{ key: ip, policy: perIp }, { key: unique('z'), policy: fixed }], { now: NOW + 2 });
+    expect(withZero.map((d) => d.reason)).toEqual([undefined, 'limit-zero']);
+    expect((await limiter.peek(ip, perIp, { now: NOW + 2 })).remaining).toBe(7);
+  });
+});
