@@ -47,7 +47,7 @@ function unique(name: string): string {
 
 describe('the decision script', () => {
   it('has a pinned SHA1 (a changed script must change this test on purpose)', () => {
-    expect(DECIDE_SCRIPT.sha1).toBe('e4d414c49c4248bc8e4d23e5b310c1ac15dbfe53');
+    expect(DECIDE_SCRIPT.sha1).toBe('04d4990770ad72dcba6b9d6ad2b4e48f41fcc85b');
   });
 
   it('is what Redis computes for SCRIPT LOAD', () => {
@@ -83,10 +83,14 @@ describe('the decision script', () => {
     try {
       const key = unique('tollgate:{bad}');
       const call = (args: (string | number)[]) => client.eval(DECIDE_SCRIPT.source, 1, key, ...args);
-      await expect(call(['', 1, 1, 1, 3, 'NaN', 1000, 10, 10, 10, 0])).rejects.toThrow(/argument 6 \(request field 3\) is not a valid integer: NaN/);
-      await expect(call(['', 1, 1, 1, 3, 1, 1000, 0, 10, 10, 0])).rejects.toThrow(/limit, capacity and nominal capacity must be >= 1/);
-      await expect(call(['soon', 1, 1, 1, 3, 1, 1000, 10, 10, 10, 0])).rejects.toThrow(/argument 1 \(now\)/);
-      await expect(call(['', 1, 1, 1, 9, 1, 1000, 10, 10, 10, 0])).rejects.toThrow(/op or algorithm/);
+      // [now, policies, algorithm, window, limit, capacity, nominal, count_rejected, groups, size, policy, op, cost]
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 1, 1, 1, 1, 'NaN'])).rejects.toThrow(/argument 13 \(cost\) is not valid: NaN/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 1, 1, 1, 1, 1.5])).rejects.toThrow(/argument 13 \(cost\) is not valid: 1.5/);
+      await expect(call(['', 1, 3, 1000, 0, 10, 10, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/limit, capacity and nominal capacity must be >= 1/);
+      await expect(call(['soon', 1, 3, 1000, 10, 10, 10, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 1 \(now\)/);
+      await expect(call(['', 1, 9, 1000, 10, 10, 10, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 3 \(policy 1 algorithm\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 1, 1, 2, 1, 1])).rejects.toThrow(/argument 11 \(policy index\)/);
+      await expect(call(['', 1, 3, 'Infinity', 10, 10, 10, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 4 \(policy 1 window\)/);
       expect(await client.exists(key)).toBe(0);
     } finally {
       client.disconnect();

@@ -1,6 +1,6 @@
 /**
- * The wire format between the Redis store and decide.lua: request records out, 6 integers per
- * decision back. Field order and codes must match the header of scripts/decide.lua.
+ * The wire format between the Redis store and decide.lua: each distinct policy once per batch,
+ * then (policy, op, cost) per request; 6 integers per decision back. Field order and codes must match the header of scripts/decide.lua.
  */
 import type { Decision, DecisionReason } from '../../decision.js';
 import type { AlgorithmName, CompiledPolicy } from '../../policy.js';
@@ -24,12 +24,10 @@ export const REASON_COST_EXCEEDS_CAPACITY = 1;
 export const REASON_WRONG_TYPE = 10;
 export const REASON_CORRUPT_STATE = 11;
 
-/** The 8 script fields of one request (see decide.lua). */
-export function requestFields(op: number, policy: CompiledPolicy, cost: number): (string | number)[] {
+/** The 6 script fields of a policy record (see decide.lua). */
+export function policyFields(policy: CompiledPolicy): number[] {
   return [
-    op,
     ALGORITHM_CODES[policy.algorithm],
-    cost,
     policy.windowMs,
     policy.limit,
     policy.capacity,

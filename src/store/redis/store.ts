@@ -19,7 +19,7 @@ import {
   REASON_WRONG_TYPE,
   RESULT_WIDTH,
   decodeDecision,
-  requestFields,
+  policyFields,
 } from './protocol.js';
 import { DECIDE_SCRIPT } from './scripts.js';
 
@@ -62,9 +62,9 @@ const OPTION_NAMES: ReadonlySet<string> = new Set([
 /** One group of requests (all-or-nothing) waiting for its batch; a single decision is a group of one. */
 interface Pending {
   readonly keys: string[];
-  /** The script fields of every request, concatenated. */
-  readonly fields: (string | number)[];
   readonly policies: CompiledPolicy[];
+  readonly op: number;
+  readonly costs: number[];
   readonly resolve: (decisions: Decision[]) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -183,15 +183,15 @@ export class RedisStore implements Store {
   }
 
   async consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
-    return (await this.enqueue([this.redisKey(key, policy)], [policy], requestFields(OP_CONSUME, policy, cost), now))[0]!;
+    return (await this.enqueue([this.redisKey(key, policy)], [policy], OP_CONSUME, [cost], now))[0]!;
   }
 
   async peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
-    return (await this.enqueue([this.redisKey(key, policy)], [policy], requestFields(OP_PEEK, policy, cost), now))[0]!;
+    return (await this.enqueue([this.redisKey(key, policy)], [policy], OP_PEEK, [cost], now))[0]!;
   }
 
   async reset(key: string, policy: CompiledPolicy): Promise<void> {
-    await this.enqueue([this.redisKey(key, policy)], [policy], requestFields(OP_RESET, policy, 1), undefined);
+    await this.enqueue([this.redisKey(key, policy)], [policy], OP_RESET, [1], undefined);
   }
 
   /**
@@ -204,9 +204,9 @@ export class RedisStore implements Store {
     const op = commit ? OP_CONSUME : OP_PEEK;
     const keys = requests.map((request) => this.redisKey(request.key, request.policy));
     const policies = requests.map((request) => request.policy);
-    const fields = requests.flatMap((request) => requestFields(op, request.policy, request.cost));
+    const costs = requests.map((request) => request.cost);
     if (!this.isCluster || new Set(keys.map((key) => calculateSlot(key))).size <= 1) {
-      return this.enqueue(keys, policies, fields, now);
+      return this.enqueue(keys, policies, op, costs, now);
     }
     const peeks = await Promise.all(requests.map((request) => this.peek(request.key, request.policy, request.cost, now)));
     if (!commit || !peeks.every((decision) => decision.allowed)) return peeks;
@@ -229,7 +229,7 @@ export class RedisStore implements Store {
     return `${this.keyPrefix}{${escapeKeyPart(key)}${suffix}`;
   }
 
-  private enqueue(keys: string[], policies: CompiledPolicy[], fields: (string | number)[], now: number | undefined): Promise<Decision[]> {
+  private enqueue(keys: string[], policies: CompiledPolicy[], op: number, costs: number[], now: number | undefined): Promise<Decision[]> {
     return new Promise<Decision[]>((resolve, reject) => {
       const timeKey = now === undefined ? '' : String(now);
       let queue = this.queues.get(timeKey);
@@ -237,7 +237,7 @@ export class RedisStore implements Store {
         queue = [];
         this.queues.set(timeKey, queue);
       }
-      queue.push({ keys, fields, policies, resolve, reject });
+      queue.push({ keys, policies, op, costs, resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         // nextTick scheduled from a promise job runs after the whole microtask queue drains, so
@@ -276,12 +276,26 @@ export class RedisStore implements Store {
 
   /** One script call for `batch`. */
   private async send(timeKey: string, batch: Pending[]): Promise<void> {
+    // Each distinct policy is sent once per batch; requests refer to it by index.
+    const policyIndexes = new Map<CompiledPolicy, number>();
+    const policyArgs: number[] = [];
     const keys: string[] = [];
-    const args: (string | number)[] = [timeKey, batch.length];
+    const requestArgs: number[] = [batch.length];
     for (const pending of batch) {
-      keys.push(...pending.keys);
-      args.push(pending.keys.length, ...pending.fields);
+      requestArgs.push(pending.keys.length);
+      for (let i = 0; i < pending.keys.length; i++) {
+        const policy = pending.policies[i]!;
+        let policyIndex = policyIndexes.get(policy);
+        if (policyIndex === undefined) {
+          policyIndex = policyIndexes.size + 1;
+          policyIndexes.set(policy, policyIndex);
+          policyArgs.push(...policyFields(policy));
+        }
+        keys.push(pending.keys[i]!);
+        requestArgs.push(policyIndex, pending.op, pending.costs[i]!);
+      }
     }
+    const args: (string | number)[] = [timeKey, policyIndexes.size, ...policyArgs, ...requestArgs];
     let values: number[];
     try {
       values = await this.evaluate(keys, args);

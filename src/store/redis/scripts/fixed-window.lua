@@ -22,5 +22,5 @@ local function decide_fixed_window(state, now, cost, p)
     return { false, p.capacity - count, reset_at, window_end - now, -1, REASON_NONE }
   end
   return { true, p.capacity - count - cost, window_end, 0, -1, REASON_NONE,
-    string.format('%d %d', count + cost, start) }
+    format('%d %d', count + cost, start) }
 end

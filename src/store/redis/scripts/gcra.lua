@@ -27,5 +27,5 @@ local function decide_gcra(state, now, cost, p)
   local next_ahead = ahead + increment
   local whole_ms = floor_div(next_ahead, p.limit)
   return { true, whole_requests(next_ahead), now + ceil_div(next_ahead, p.limit), 0, -1, REASON_NONE,
-    string.format('%d %d', now + whole_ms, next_ahead - whole_ms * p.limit) }
+    format('%d %d', now + whole_ms, next_ahead - whole_ms * p.limit) }
 end

@@ -32,5 +32,5 @@ local function decide_level(state, now, cost, p, shaping)
   local delay = -1
   if shaping then delay = ceil_div(level, p.limit) end
   return { true, whole_requests(next_level), now + ceil_div(next_level, p.limit), 0, delay, REASON_NONE,
-    string.format('%d %d', next_level, now) }
+    format('%d %d', next_level, now) }
 end

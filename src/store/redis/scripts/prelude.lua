@@ -8,9 +8,17 @@
   print 1.7e+15 and lose digits).
 ]]
 
+local floor = math.floor
+local tonumber = tonumber
+local format = string.format
+local find = string.find
+local sub = string.sub
+local call = redis.call
+local pcall_redis = redis.pcall
+
 -- Exact floor(a / b) for integers a >= 0, b > 0 (a correctly rounded a / b can round up to an integer).
 local function floor_div(a, b)
-  local q = math.floor(a / b)
+  local q = floor(a / b)
   if q * b > a then
     q = q - 1
   elseif (q + 1) * b <= a then
@@ -32,14 +40,29 @@ local REASON_COST_EXCEEDS_CAPACITY = 1
 local REASON_WRONG_TYPE = 10
 local REASON_CORRUPT_STATE = 11
 
--- Parses a state string of `count` space-separated integers; nil if it is not exactly that.
+-- An integer written by this script, or nil (a finite whole number below 2^53 in magnitude).
+local function parse_integer(text)
+  local value = tonumber(text)
+  if value == nil or value ~= floor(value) or value > 9007199254740991 or value < -9007199254740991 then return nil end
+  return value
+end
+
+-- Parses a state string of exactly `count` integers separated by single spaces; nil otherwise.
 local function parse_numbers(text, count)
   local values = {}
-  for token in string.gmatch(text, '%S+') do
-    local value = tonumber(token)
-    if value == nil or value ~= value or value == math.huge or value == -math.huge then return nil end
-    values[#values + 1] = value
+  local start = 1
+  for i = 1, count - 1 do
+    local space = find(text, ' ', start, true)
+    if space == nil then return nil end
+    local value = parse_integer(sub(text, start, space - 1))
+    if value == nil then return nil end
+    values[i] = value
+    start = space + 1
   end
-  if #values ~= count then return nil end
+  local last = sub(text, start)
+  if find(last, ' ', 1, true) then return nil end
+  local value = parse_integer(last)
+  if value == nil then return nil end
+  values[count] = value
   return values
 end

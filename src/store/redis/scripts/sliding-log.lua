@@ -48,7 +48,7 @@ local function decide_sliding_log(entries, now, cost, p)
       size = size + 1
       write = { expired = expired, merge = false }
     end
-    write.entry = string.format('%d %d %d', entry[1], entry[2], entry[3])
+    write.entry = format('%d %d %d', entry[1], entry[2], entry[3])
     newest = entry
     total = newest[2] - expired_total
     reset_at = newest[1] + p.window
@@ -60,7 +60,7 @@ local function decide_sliding_log(entries, now, cost, p)
   local goal = expired_total + total - (p.capacity - cost)
   local low, high = first, #entries
   while low < high do
-    local mid = math.floor((low + high) / 2)
+    local mid = floor((low + high) / 2)
     if entries[mid][2] >= goal then high = mid else low = mid + 1 end
   end
   return { false, p.capacity - total, reset_at, entries[low][1] + p.window - now, -1, REASON_NONE, write }

@@ -55,5 +55,5 @@ local function decide_sliding_window(state, now, cost, p)
   end
   local next_current = current + cost
   return { true, p.capacity - next_current - previous_weighted, sliding_window_reset(now, start, window, next_current, previous), 0, -1, REASON_NONE,
-    string.format('%d %d %d', next_current, start, previous) }
+    format('%d %d %d', next_current, start, previous) }
 end
