@@ -70,13 +70,14 @@ end
 local group_count = integer_arg(index, 1)
 if group_count == nil then return bad_argument(index, 'group count') end
 index = index + 1
-local groups = {}
-local key_index = 1
+-- Requests in flat arrays (no table per request: this runs once per decision).
+local request_key, request_op, request_cost, request_policy = {}, {}, {}, {}
+local group_last = {}
+local count = 0
 for g = 1, group_count do
   local size = integer_arg(index, 1)
   if size == nil then return bad_argument(index, 'group size') end
   index = index + 1
-  local group = {}
   for r = 1, size do
     local policy_index = integer_arg(index, 1, policy_count)
     if policy_index == nil then return bad_argument(index, 'policy index') end
@@ -89,101 +90,100 @@ for g = 1, group_count do
     if op ~= OP_RESET and not p.usable then
       return bad_argument(index, 'limit, capacity and nominal capacity must be >= 1 to decide')
     end
-    local key = KEYS[key_index]
+    count = count + 1
+    local key = KEYS[count]
     if key == nil then return redis.error_reply('ERR tollgate: fewer keys than requests') end
-    group[r] = { key = key, op = op, cost = cost, p = p }
+    request_key[count], request_op[count], request_cost[count], request_policy[count] = key, op, cost, p
     index = index + 3
-    key_index = key_index + 1
   end
-  groups[g] = group
+  group_last[g] = count
 end
 
 -- 2. Decide each group, then record what it admitted.
-local function read_state(request)
-  if request.p.algorithm == SLIDING_LOG then
-    local reply = pcall_redis('LRANGE', request.key, 0, -1)
-    if reply.err then return nil, REASON_WRONG_TYPE end
-    local entries = {}
-    for i = 1, #reply do
-      local entry = parse_numbers(reply[i], 3)
-      if entry == nil then return nil, REASON_CORRUPT_STATE end
-      entries[i] = entry
-    end
-    return entries, REASON_NONE
+local function read_log(key)
+  local reply = pcall_redis('LRANGE', key, 0, -1)
+  if reply.err then return nil, REASON_WRONG_TYPE end
+  local entries = {}
+  for i = 1, #reply do
+    local ok, t, c, w = parse_state(reply[i], 3)
+    if not ok then return nil, REASON_CORRUPT_STATE end
+    entries[i] = { t, c, w }
   end
-  local reply = pcall_redis('GET', request.key)
-  if not reply then return nil, REASON_NONE end
-  if type(reply) == 'table' then return nil, REASON_WRONG_TYPE end
-  local count = 2
-  if request.p.algorithm == SLIDING_WINDOW then count = 3 end
-  local state = parse_numbers(reply, count)
-  if state == nil then return nil, REASON_CORRUPT_STATE end
-  return state, REASON_NONE
+  return entries, REASON_NONE
 end
 
-local function decide(request, state)
-  local p = request.p
+-- Decides request i: the values of level.lua.
+local function decide(i)
+  local key, cost, p = request_key[i], request_cost[i], request_policy[i]
   local a = p.algorithm
-  if a == 3 then return decide_fixed_window(state, now, request.cost, p) end
-  if a == 6 then return decide_gcra(state, now, request.cost, p) end
-  if a == 1 then return decide_level(state, now, request.cost, p, false) end
-  if a == SLIDING_WINDOW then return decide_sliding_window(state, now, request.cost, p) end
-  if a == 2 then return decide_level(state, now, request.cost, p, true) end
-  return decide_sliding_log(state, now, request.cost, p)
+  if a == SLIDING_LOG then
+    local entries, problem = read_log(key)
+    if entries == nil then return false, 0, now, 0, -1, problem end
+    return decide_sliding_log(entries, now, cost, p)
+  end
+  local stored = pcall_redis('GET', key)
+  local ok, s1, s2, s3 = false, nil, nil, nil
+  if stored then
+    if type(stored) == 'table' then return false, 0, now, 0, -1, REASON_WRONG_TYPE end
+    local fields = 2
+    if a == SLIDING_WINDOW then fields = 3 end
+    ok, s1, s2, s3 = parse_state(stored, fields)
+    if not ok then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
+  end
+  if a == 3 then return decide_fixed_window(s1, s2, now, cost, p) end
+  if a == 6 then return decide_gcra(s1, s2, now, cost, p) end
+  if a == 1 then return decide_level(s1, s2, now, cost, p, false) end
+  if a == SLIDING_WINDOW then return decide_sliding_window(s1, s2, s3, now, cost, p) end
+  return decide_level(s1, s2, now, cost, p, true)
 end
 
-local function record(request, result)
-  local write = result[7]
-  local ttl = result[3] - now
+local function record(key, p, write, reset_at)
+  local ttl = reset_at - now
   if ttl < 1 then ttl = 1 end
-  if request.p.algorithm ~= SLIDING_LOG then
-    call('SET', request.key, write, 'PX', ttl)
+  if p.algorithm ~= SLIDING_LOG then
+    call('SET', key, write, 'PX', ttl)
     return
   end
-  if write.expired > 0 then call('LTRIM', request.key, write.expired, -1) end
+  if write.expired > 0 then call('LTRIM', key, write.expired, -1) end
   if write.merge then
-    call('LSET', request.key, -1, write.entry)
+    call('LSET', key, -1, write.entry)
   else
-    call('RPUSH', request.key, write.entry)
+    call('RPUSH', key, write.entry)
   end
-  call('PEXPIRE', request.key, ttl)
+  call('PEXPIRE', key, ttl)
 end
 
 local out = {}
 local n = 0
+local allowed, remaining, reset_at, retry_after, delay, reason, write = {}, {}, {}, {}, {}, {}, {}
+local first = 1
 for g = 1, group_count do
-  local group = groups[g]
-  local results = {}
+  local last = group_last[g]
   local all_allowed = true
-  for r = 1, #group do
-    local request = group[r]
-    local result
-    if request.op == OP_RESET then
-      call('DEL', request.key)
-      result = { true, 0, now, 0, -1, REASON_NONE }
+  for i = first, last do
+    if request_op[i] == OP_RESET then
+      call('DEL', request_key[i])
+      allowed[i], remaining[i], reset_at[i], retry_after[i], delay[i], reason[i], write[i] = true, 0, now, 0, -1, REASON_NONE, nil
     else
-      local state, problem = read_state(request)
-      if problem ~= REASON_NONE then
-        result = { false, 0, now, 0, -1, problem }
-      else
-        result = decide(request, state)
-      end
-      if not result[1] then all_allowed = false end
+      allowed[i], remaining[i], reset_at[i], retry_after[i], delay[i], reason[i], write[i] = decide(i)
+      if not allowed[i] then all_allowed = false end
     end
-    results[r] = result
   end
-  for r = 1, #group do
-    local request, result = group[r], results[r]
-    if request.op == OP_CONSUME and result[7] ~= nil and (all_allowed or not result[1]) then record(request, result) end
-    local remaining = result[2] - (request.p.capacity - request.p.nominal)
-    if remaining < 0 then remaining = 0 end
-    if result[1] then out[n + 1] = 1 else out[n + 1] = 0 end
-    out[n + 2] = remaining
-    out[n + 3] = result[3]
-    out[n + 4] = result[4]
-    out[n + 5] = result[5]
-    out[n + 6] = result[6]
+  for i = first, last do
+    local p = request_policy[i]
+    if request_op[i] == OP_CONSUME and write[i] ~= nil and (all_allowed or not allowed[i]) then
+      record(request_key[i], p, write[i], reset_at[i])
+    end
+    local shown = remaining[i] - (p.capacity - p.nominal)
+    if shown < 0 then shown = 0 end
+    if allowed[i] then out[n + 1] = 1 else out[n + 1] = 0 end
+    out[n + 2] = shown
+    out[n + 3] = reset_at[i]
+    out[n + 4] = retry_after[i]
+    out[n + 5] = delay[i]
+    out[n + 6] = reason[i]
     n = n + 6
   end
+  first = last + 1
 end
 return out

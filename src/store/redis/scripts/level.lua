@@ -1,36 +1,38 @@
 --[[
   level.lua: the continuous bucket behind token-bucket and leaky-bucket (docs/semantics.md).
-  One request is worth window_ms units; the level drains `limit` units per ms.
+  One request is worth `window` units; the level drains `limit` units per ms.
   State (string "level last"): level in units after the last admitted request, and its time (ms).
 
-  decide_level(state, now, cost, p, shaping) -> result table:
-    allowed, raw_remaining, reset_at, retry_after, delay (-1 unless shaping), reason,
-    write (new state string or nil)
+  Every algorithm function takes (stored values or nil, now, cost, policy) and returns, as multiple
+  values (no tables on the hot path): allowed, raw_remaining, reset_at, retry_after,
+  delay (-1 unless shaping), reason, write (the new state string, or nil to record nothing).
 ]]
-local function decide_level(state, now, cost, p, shaping)
-  local level_last, last = 0, 0
-  if state then
-    level_last, last = state[1], state[2]
+local function level_whole_requests(full, level, window)
+  if full > level then return floor_div(full - level, window) end
+  return 0
+end
+
+local function decide_level(stored_level, last, now, cost, p, shaping)
+  local level = 0
+  if stored_level then
+    level = stored_level - (now - last) * p.limit
+    if level < 0 then level = 0 end
   end
-  local level = level_last - (now - last) * p.limit
-  if level < 0 then level = 0 end
-  local full = p.capacity * p.window
-  local function whole_requests(at_level)
-    if full > at_level then return floor_div(full - at_level, p.window) end
-    return 0
-  end
+  local window, limit, capacity = p.window, p.limit, p.capacity
+  local full = capacity * window
   local no_delay = -1
   if shaping then no_delay = 0 end
-  if cost > p.capacity then
-    return { false, whole_requests(level), now + ceil_div(level, p.limit), p.window, no_delay, REASON_COST_EXCEEDS_CAPACITY }
+  if cost > capacity then
+    return false, level_whole_requests(full, level, window), now + ceil_div(level, limit), window, no_delay, REASON_COST_EXCEEDS_CAPACITY
   end
-  local units = cost * p.window
+  local units = cost * window
   if level + units > full then
-    return { false, whole_requests(level), now + ceil_div(level, p.limit), ceil_div(level + units - full, p.limit), no_delay, REASON_NONE }
+    return false, level_whole_requests(full, level, window), now + ceil_div(level, limit),
+      ceil_div(level + units - full, limit), no_delay, REASON_NONE
   end
   local next_level = level + units
   local delay = -1
-  if shaping then delay = ceil_div(level, p.limit) end
-  return { true, whole_requests(next_level), now + ceil_div(next_level, p.limit), 0, delay, REASON_NONE,
-    format('%d %d', next_level, now) }
+  if shaping then delay = ceil_div(level, limit) end
+  return true, level_whole_requests(full, next_level, window), now + ceil_div(next_level, limit), 0, delay, REASON_NONE,
+    format('%d %d', next_level, now)
 end

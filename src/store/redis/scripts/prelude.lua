@@ -47,22 +47,23 @@ local function parse_integer(text)
   return value
 end
 
--- Parses a state string of exactly `count` integers separated by single spaces; nil otherwise.
-local function parse_numbers(text, count)
-  local values = {}
-  local start = 1
-  for i = 1, count - 1 do
-    local space = find(text, ' ', start, true)
-    if space == nil then return nil end
-    local value = parse_integer(sub(text, start, space - 1))
-    if value == nil then return nil end
-    values[i] = value
-    start = space + 1
+-- Parses a state string of exactly `count` (2 or 3) integers separated by single spaces.
+-- Returns true and the values, or false if the text is anything else. Multiple returns, no table:
+-- this runs once per decision.
+local function parse_state(text, count)
+  local first_space = find(text, ' ', 1, true)
+  if first_space == nil then return false end
+  local a = parse_integer(sub(text, 1, first_space - 1))
+  local b, c
+  if count == 2 then
+    b = parse_integer(sub(text, first_space + 1))
+  else
+    local second_space = find(text, ' ', first_space + 1, true)
+    if second_space == nil then return false end
+    b = parse_integer(sub(text, first_space + 1, second_space - 1))
+    c = parse_integer(sub(text, second_space + 1))
+    if c == nil then return false end
   end
-  local last = sub(text, start)
-  if find(last, ' ', 1, true) then return nil end
-  local value = parse_integer(last)
-  if value == nil then return nil end
-  values[count] = value
-  return values
+  if a == nil or b == nil then return false end
+  return true, a, b, c
 end

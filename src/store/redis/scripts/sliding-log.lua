@@ -7,8 +7,8 @@
   moves it forward (docs/semantics.md). The list holds at most `capacity` entries; each call reads
   it whole, so this algorithm suits small limits (logins, OTPs), as it is meant to.
 
-  decide_sliding_log(entries, now, cost, p) -> result table (see level.lua) whose write, when set,
-  is { expired = entries to drop from the head, merge = true|false, entry = "t c w" }.
+  decide_sliding_log(entries, now, cost, p) -> the values of level.lua, whose write, when set, is
+  { expired = entries to drop from the head, merge = true|false, entry = "t c w" }.
 ]]
 local function decide_sliding_log(entries, now, cost, p)
   local cutoff = now - p.window
@@ -28,7 +28,7 @@ local function decide_sliding_log(entries, now, cost, p)
   if newest then reset_at = newest[1] + p.window end
 
   if cost > p.capacity then
-    return { false, p.capacity - total, reset_at, p.window, -1, REASON_COST_EXCEEDS_CAPACITY }
+    return false, p.capacity - total, reset_at, p.window, -1, REASON_COST_EXCEEDS_CAPACITY
   end
   local allowed = total + cost <= p.capacity
   local write = nil
@@ -54,7 +54,7 @@ local function decide_sliding_log(entries, now, cost, p)
     reset_at = newest[1] + p.window
   end
   if allowed then
-    return { true, p.capacity - total, reset_at, 0, -1, REASON_NONE, write }
+    return true, p.capacity - total, reset_at, 0, -1, REASON_NONE, write
   end
   -- The oldest entry whose expiry brings the total down to capacity - cost (binary search).
   local goal = expired_total + total - (p.capacity - cost)
@@ -63,5 +63,5 @@ local function decide_sliding_log(entries, now, cost, p)
     local mid = floor((low + high) / 2)
     if entries[mid][2] >= goal then high = mid else low = mid + 1 end
   end
-  return { false, p.capacity - total, reset_at, entries[low][1] + p.window - now, -1, REASON_NONE, write }
+  return false, p.capacity - total, reset_at, entries[low][1] + p.window - now, -1, REASON_NONE, write
 end

@@ -11,34 +11,32 @@ local function sliding_window_reset(now, start, window, current, previous)
   return now
 end
 
-local function decide_sliding_window(state, now, cost, p)
-  local window = p.window
+local function decide_sliding_window(stored_current, stored_start, stored_previous, now, cost, p)
+  local window, capacity = p.window, p.capacity
   local start = floor_div(now, window) * window
-  local stored_current, stored_start, stored_previous = 0, -1, 0
-  if state then
-    stored_current, stored_start, stored_previous = state[1], state[2], state[3]
-  end
   local elapsed = now - start
-  if stored_start > start then
-    -- The clock went back: keep counting in the later window, as if at its very start.
-    start = stored_start
-    elapsed = 0
-  end
   local current, previous = 0, 0
-  if stored_start == start then
-    current, previous = stored_current, stored_previous
-  elseif stored_start == start - window then
-    previous = stored_current
+  if stored_current then
+    if stored_start > start then
+      -- The clock went back: keep counting in the later window, as if at its very start.
+      start = stored_start
+      elapsed = 0
+    end
+    if stored_start == start then
+      current, previous = stored_current, stored_previous
+    elseif stored_start == start - window then
+      previous = stored_current
+    end
   end
   local previous_weighted = 0
   if previous > 0 then previous_weighted = floor_div(previous * (window - elapsed), window) end
   local estimate = current + previous_weighted
-  if cost > p.capacity then
-    return { false, p.capacity - estimate, sliding_window_reset(now, start, window, current, previous), window, -1, REASON_COST_EXCEEDS_CAPACITY }
+  if cost > capacity then
+    return false, capacity - estimate, sliding_window_reset(now, start, window, current, previous), window, -1, REASON_COST_EXCEEDS_CAPACITY
   end
-  if estimate + cost > p.capacity then
+  if estimate + cost > capacity then
     local retry_after
-    local room = p.capacity - cost - current
+    local room = capacity - cost - current
     if room >= 0 and previous > 0 then
       local offset = window - floor_div((room + 1) * window - 1, previous)
       if offset < window then retry_after = start + offset - now end
@@ -46,14 +44,14 @@ local function decide_sliding_window(state, now, cost, p)
     if retry_after == nil then
       local offset = 0
       if current > 0 then
-        offset = window - floor_div((p.capacity - cost + 1) * window - 1, current)
+        offset = window - floor_div((capacity - cost + 1) * window - 1, current)
         if offset < 0 then offset = 0 end
       end
       retry_after = start + window + offset - now
     end
-    return { false, p.capacity - estimate, sliding_window_reset(now, start, window, current, previous), retry_after, -1, REASON_NONE }
+    return false, capacity - estimate, sliding_window_reset(now, start, window, current, previous), retry_after, -1, REASON_NONE
   end
   local next_current = current + cost
-  return { true, p.capacity - next_current - previous_weighted, sliding_window_reset(now, start, window, next_current, previous), 0, -1, REASON_NONE,
-    format('%d %d %d', next_current, start, previous) }
+  return true, capacity - next_current - previous_weighted, sliding_window_reset(now, start, window, next_current, previous), 0, -1, REASON_NONE,
+    format('%d %d %d', next_current, start, previous)
 end
