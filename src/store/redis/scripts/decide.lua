@@ -38,10 +38,6 @@ local function bad_argument(index, what)
   return redis.error_reply('ERR tollgate: argument ' .. index .. ' (' .. what .. ') is not valid: ' .. tostring(ARGV[index]))
 end
 
-local POLICY_FIELDS = { 'algorithm', 'window', 'limit', 'capacity', 'nominal', 'count_rejected' }
-local POLICY_MINIMUMS = { 1, 1, 0, 0, 0, 0 }
-local POLICY_MAXIMUMS = { 6, nil, nil, nil, nil, 1 }
-
 -- 1. Validate every argument before touching any key.
 local now
 if ARGV[1] == '' then
@@ -57,23 +53,30 @@ if policy_count == nil then return bad_argument(2, 'policy count') end
 local policies = {}
 local index = 3
 for i = 1, policy_count do
-  local v = {}
-  for f = 1, 6 do
-    v[f] = integer_arg(index + f - 1, POLICY_MINIMUMS[f], POLICY_MAXIMUMS[f])
-    if v[f] == nil then return bad_argument(index + f - 1, 'policy ' .. i .. ' ' .. POLICY_FIELDS[f]) end
-  end
-  policies[i] = { algorithm = v[1], window = v[2], limit = v[3], capacity = v[4], nominal = v[5],
-    count_rejected = v[6] == 1, usable = v[3] >= 1 and v[4] >= 1 and v[5] >= 1 }
+  local algorithm = integer_arg(index, 1, 6)
+  if algorithm == nil then return bad_argument(index, 'policy ' .. i .. ' algorithm') end
+  local window = integer_arg(index + 1, 1)
+  if window == nil then return bad_argument(index + 1, 'policy ' .. i .. ' window') end
+  local limit = integer_arg(index + 2, 0)
+  if limit == nil then return bad_argument(index + 2, 'policy ' .. i .. ' limit') end
+  local capacity = integer_arg(index + 3, 0)
+  if capacity == nil then return bad_argument(index + 3, 'policy ' .. i .. ' capacity') end
+  local nominal = integer_arg(index + 4, 0)
+  if nominal == nil then return bad_argument(index + 4, 'policy ' .. i .. ' nominal') end
+  local count_rejected = integer_arg(index + 5, 0, 1)
+  if count_rejected == nil then return bad_argument(index + 5, 'policy ' .. i .. ' count_rejected') end
+  policies[i] = { algorithm = algorithm, window = window, limit = limit, capacity = capacity, nominal = nominal,
+    count_rejected = count_rejected == 1, usable = limit >= 1 and capacity >= 1 and nominal >= 1 }
   index = index + 6
 end
 
 local group_count = integer_arg(index, 1)
 if group_count == nil then return bad_argument(index, 'group count') end
 index = index + 1
--- Requests in flat arrays (no table per request: this runs once per decision).
-local request_key, request_op, request_cost, request_policy = {}, {}, {}, {}
-local group_last = {}
-local count = 0
+local requests_start = index
+-- A validation pass that stores nothing; the decision pass below reads the same arguments again
+-- (cheaper than building tables for every request).
+local key_count = 0
 for g = 1, group_count do
   local size = integer_arg(index, 1)
   if size == nil then return bad_argument(index, 'group size') end
@@ -83,20 +86,17 @@ for g = 1, group_count do
     if policy_index == nil then return bad_argument(index, 'policy index') end
     local op = integer_arg(index + 1, 1, 3)
     if op == nil then return bad_argument(index + 1, 'op') end
-    local cost = integer_arg(index + 2, 1)
-    if cost == nil then return bad_argument(index + 2, 'cost') end
-    local p = policies[policy_index]
+    if integer_arg(index + 2, 1) == nil then return bad_argument(index + 2, 'cost') end
     -- A decision needs a positive rate and capacity (no division by 0); a reset only needs the key.
-    if op ~= OP_RESET and not p.usable then
+    if op ~= OP_RESET and not policies[policy_index].usable then
       return bad_argument(index, 'limit, capacity and nominal capacity must be >= 1 to decide')
     end
-    count = count + 1
-    local key = KEYS[count]
-    if key == nil then return redis.error_reply('ERR tollgate: fewer keys than requests') end
-    request_key[count], request_op[count], request_cost[count], request_policy[count] = key, op, cost, p
+    key_count = key_count + 1
     index = index + 3
   end
-  group_last[g] = count
+end
+if #KEYS ~= key_count then
+  return redis.error_reply('ERR tollgate: ' .. #KEYS .. ' keys for ' .. key_count .. ' requests')
 end
 
 -- 2. Decide each group, then record what it admitted.
@@ -112,9 +112,12 @@ local function read_log(key)
   return entries, REASON_NONE
 end
 
--- Decides request i: the values of level.lua.
-local function decide(i)
-  local key, cost, p = request_key[i], request_cost[i], request_policy[i]
+-- Decides one request: the values of level.lua.
+local function decide(key, op, cost, p)
+  if op == OP_RESET then
+    call('DEL', key)
+    return true, 0, now, 0, -1, REASON_NONE
+  end
   local a = p.algorithm
   if a == SLIDING_LOG then
     local entries, problem = read_log(key)
@@ -155,35 +158,51 @@ end
 
 local out = {}
 local n = 0
-local allowed, remaining, reset_at, retry_after, delay, reason, write = {}, {}, {}, {}, {}, {}, {}
-local first = 1
+local function emit(p, allowed, remaining, reset_at, retry_after, delay, reason)
+  local shown = remaining - (p.capacity - p.nominal)
+  if shown < 0 then shown = 0 end
+  if allowed then out[n + 1] = 1 else out[n + 1] = 0 end
+  out[n + 2] = shown
+  out[n + 3] = reset_at
+  out[n + 4] = retry_after
+  out[n + 5] = delay
+  out[n + 6] = reason
+  n = n + 6
+end
+
+index = requests_start
+local key_index = 0
 for g = 1, group_count do
-  local last = group_last[g]
-  local all_allowed = true
-  for i = first, last do
-    if request_op[i] == OP_RESET then
-      call('DEL', request_key[i])
-      allowed[i], remaining[i], reset_at[i], retry_after[i], delay[i], reason[i], write[i] = true, 0, now, 0, -1, REASON_NONE, nil
-    else
-      allowed[i], remaining[i], reset_at[i], retry_after[i], delay[i], reason[i], write[i] = decide(i)
-      if not allowed[i] then all_allowed = false end
+  local size = tonumber(ARGV[index])
+  index = index + 1
+  if size == 1 then
+    -- The common case, a single limit: decide, record, answer; no buffering.
+    key_index = key_index + 1
+    local key, p = KEYS[key_index], policies[tonumber(ARGV[index])]
+    local op = tonumber(ARGV[index + 1])
+    local allowed, remaining, reset_at, retry_after, delay, reason, write = decide(key, op, tonumber(ARGV[index + 2]), p)
+    if op == OP_CONSUME and write ~= nil then record(key, p, write, reset_at) end
+    emit(p, allowed, remaining, reset_at, retry_after, delay, reason)
+    index = index + 3
+  else
+    -- A multi-limit check: decide all, then record only if all were admitted.
+    local results = {}
+    local all_allowed = true
+    for r = 1, size do
+      local key, p = KEYS[key_index + r], policies[tonumber(ARGV[index])]
+      local op = tonumber(ARGV[index + 1])
+      local allowed, remaining, reset_at, retry_after, delay, reason, write = decide(key, op, tonumber(ARGV[index + 2]), p)
+      if not allowed then all_allowed = false end
+      results[r] = { key, p, op, allowed, remaining, reset_at, retry_after, delay, reason, write }
+      index = index + 3
     end
-  end
-  for i = first, last do
-    local p = request_policy[i]
-    if request_op[i] == OP_CONSUME and write[i] ~= nil and (all_allowed or not allowed[i]) then
-      record(request_key[i], p, write[i], reset_at[i])
+    for r = 1, size do
+      local x = results[r]
+      -- A denied count_rejected attempt is logged even when the group is denied.
+      if x[3] == OP_CONSUME and x[10] ~= nil and (all_allowed or not x[4]) then record(x[1], x[2], x[10], x[6]) end
+      emit(x[2], x[4], x[5], x[6], x[7], x[8], x[9])
     end
-    local shown = remaining[i] - (p.capacity - p.nominal)
-    if shown < 0 then shown = 0 end
-    if allowed[i] then out[n + 1] = 1 else out[n + 1] = 0 end
-    out[n + 2] = shown
-    out[n + 3] = reset_at[i]
-    out[n + 4] = retry_after[i]
-    out[n + 5] = delay[i]
-    out[n + 6] = reason[i]
-    n = n + 6
+    key_index = key_index + size
   end
-  first = last + 1
 end
 return out
