@@ -159,10 +159,18 @@ export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
 }
 
 const stateIndexes = new Map<string, number>();
+/** Distinct (algorithm, window) pairs per process: stores index their state by a 2-byte number. */
+const MAX_STATE_SPACES = 65_536;
 
 function internStateId(stateId: string): number {
   let index = stateIndexes.get(stateId);
   if (index === undefined) {
+    if (stateIndexes.size >= MAX_STATE_SPACES) {
+      throw new InvalidPolicyError(
+        'window',
+        `more than ${MAX_STATE_SPACES} distinct algorithm and window pairs in one process; windows should come from configuration, not from request data`,
+      );
+    }
     index = stateIndexes.size;
     stateIndexes.set(stateId, index);
   }

@@ -12,6 +12,8 @@
 import { randomInt } from 'node:crypto';
 
 const EMPTY = 0;
+/** Distinct state spaces (algorithm and window pairs) a table can tell apart. */
+export const MAX_SPACES = 65_536;
 const MIN_BUCKETS = 1024;
 
 /** 32-bit hash of `key` in `space`: FNV-1a over UTF-16 units, then a murmur3 finaliser. */
@@ -35,26 +37,40 @@ export class KeyTable {
   private readonly seed = randomInt(0, 2 ** 31);
   /** Per slot: its key, its state space and its hash. */
   private readonly keys: (string | undefined)[] = [];
-  private spaces: Int32Array;
+  /** State space of each slot (2 bytes: at most {@link MAX_SPACES} spaces). */
+  private spaces: Uint16Array;
   private hashes: Int32Array;
   /** The hash computed by the last {@link find}, reused by the {@link insert} that follows a miss. */
   private lastHash = 0;
+  /** The last key found and its slot: a hot key skips hashing (checked against the slot, so never stale). */
+  private lastKey: string | undefined;
+  private lastSpace = -1;
+  private lastSlot = -1;
 
   constructor(slots: number) {
-    this.spaces = new Int32Array(slots);
+    this.spaces = new Uint16Array(slots);
     this.hashes = new Int32Array(slots);
   }
 
   /** The slot holding `key` in `space`, or -1. */
   find(space: number, key: string): number {
+    const { keys, spaces } = this;
+    const recent = this.lastSlot;
+    if (key === this.lastKey && space === this.lastSpace && keys[recent] === key && spaces[recent] === space) return recent;
     const hash = hashOf(key, space, this.seed);
     this.lastHash = hash;
-    const { buckets, mask, keys, spaces } = this;
+    const { buckets, mask, hashes } = this;
     for (let bucket = hash & mask; ; bucket = (bucket + 1) & mask) {
       const entry = buckets[bucket]!;
       if (entry === EMPTY) return -1;
       const slot = entry - 1;
-      if (keys[slot] === key && spaces[slot] === space) return slot;
+      // Compare the stored hash first: a collision then rarely touches the other key's string.
+      if (hashes[slot] === hash && keys[slot] === key && spaces[slot] === space) {
+        this.lastKey = key;
+        this.lastSpace = space;
+        this.lastSlot = slot;
+        return slot;
+      }
     }
   }
 
@@ -95,7 +111,7 @@ export class KeyTable {
 
   /** Makes room for slots numbered below `slots`. */
   growSlots(slots: number): void {
-    const spaces = new Int32Array(slots);
+    const spaces = new Uint16Array(slots);
     spaces.set(this.spaces);
     this.spaces = spaces;
     const hashes = new Int32Array(slots);
