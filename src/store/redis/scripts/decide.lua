@@ -28,9 +28,12 @@ local SLIDING_LOG = 4
 local SLIDING_WINDOW = 5
 local OP_CONSUME, OP_RESET = 1, 3
 
+local MAX_INTEGER = 9007199254740991
+
+-- ARGV[index] as an integer in [minimum, maximum or 2^53 - 1], else nil (NaN fails every test).
 local function integer_arg(index, minimum, maximum)
-  local value = parse_integer(ARGV[index])
-  if value == nil or value < minimum or (maximum and value > maximum) then return nil end
+  local value = tonumber(ARGV[index])
+  if value == nil or value ~= floor(value) or value < minimum or value > (maximum or MAX_INTEGER) then return nil end
   return value
 end
 
