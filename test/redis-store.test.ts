@@ -47,7 +47,7 @@ function unique(name: string): string {
 
 describe('the decision script', () => {
   it('has a pinned SHA1 (a changed script must change this test on purpose)', () => {
-    expect(DECIDE_SCRIPT.sha1).toBe('f85595ec386b9aae1320ce518738ab74e250507e');
+    expect(DECIDE_SCRIPT.sha1).toBe('cfb90dd66e024cbf597d9b274f3af4f52f2b2343');
   });
 
   it('is what Redis computes for SCRIPT LOAD', () => {
@@ -122,7 +122,7 @@ describe('keys', () => {
     const limiter = createLimiter({ store });
     await limiter.limit('user:{42}%', PER_MINUTE);
     const key = store.redisKey('user:{42}%', compilePolicy(PER_MINUTE));
-    expect(key).toBe('app:{user:%7B42%7D%25}:fw:60000');
+    expect(key).toBe('app:{user:%7B42%7D%25}:fw:1m');
     const ttl = Number(single.cli('PTTL', key).trim());
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(60_000);
@@ -131,7 +131,7 @@ describe('keys', () => {
   it('never map two identities to one key', async () => {
     const store = await open({ url: single.url });
     const policy = compilePolicy(PER_MINUTE);
-    const identities = ['a{b}', 'a%7Bb%7D', 'a}:fw:60000', 'a', '{a}', '%'];
+    const identities = ['a{b}', 'a%7Bb%7D', 'a}:fw:1m', 'a', '{a}', '%'];
     const keys = identities.map((identity) => store.redisKey(identity, policy));
     expect(new Set(keys).size).toBe(identities.length);
     for (const key of keys) expect(key.match(/[{}]/g)).toEqual(['{', '}']);

@@ -1,6 +1,6 @@
 /**
- * Redis key names: `<prefix>{<escaped key>}:<algorithm>:<window ms>`, e.g.
- * `tollgate:{user:42}:tb:1000`. The caller's key is the hash tag, so every key of one identity
+ * Redis key names: `<prefix>{<escaped key>}:<algorithm>:<window>`, e.g.
+ * `tollgate:{user:42}:tb:1s`. The caller's key is the hash tag, so every key of one identity
  * lands in one Redis Cluster slot; `%`, `{` and `}` in it are percent-escaped, so a key containing
  * braces cannot move the hash tag and two different keys never share a name.
  */
@@ -23,7 +23,24 @@ export function escapeKeyPart(key: string): string {
   return key.replace(/%/g, '%25').replace(/\{/g, '%7B').replace(/\}/g, '%7D');
 }
 
+const WINDOW_UNITS: readonly [string, number][] = [
+  ['w', 604_800_000],
+  ['d', 86_400_000],
+  ['h', 3_600_000],
+  ['m', 60_000],
+  ['s', 1_000],
+];
+
+/**
+ * The window in its largest whole unit (`1h`, `90s`, `1500ms`): one spelling per window, and a
+ * shorter key (a key name of 28 bytes or less takes a smaller Redis allocation).
+ */
+export function compactWindow(windowMs: number): string {
+  for (const [unit, ms] of WINDOW_UNITS) if (windowMs % ms === 0) return `${windowMs / ms}${unit}`;
+  return `${windowMs}ms`;
+}
+
 /** The part after the hash tag, per policy state space: computed once, not per decision. */
 export function keySuffix(policy: CompiledPolicy): string {
-  return `}:${ALGORITHM_TAGS[policy.algorithm]}:${policy.windowMs}`;
+  return `}:${ALGORITHM_TAGS[policy.algorithm]}:${compactWindow(policy.windowMs)}`;
 }

@@ -1,14 +1,17 @@
 --[[
   fixed-window.lua: a counter per window, windows aligned to multiples of the window since the
-  epoch. State (string "count start"): the count and the start (ms) of the window it belongs to.
+  epoch. State (string "count index"): the count and the index of the window it belongs to (its
+  start is index x window: a short number keeps the value in Redis's smallest string allocation).
 ]]
-local function decide_fixed_window(stored_count, stored_start, now, cost, p)
+local function decide_fixed_window(stored_count, stored_index, now, cost, p)
   local window, capacity = p.window, p.capacity
-  local start = floor_div(now, window) * window
+  local index = floor_div(now, window)
+  local start = index * window
   local count = 0
   if stored_count then
+    local stored_start = stored_index * window
     -- A clock that went back keeps counting in the later window.
-    if stored_start > start then start = stored_start end
+    if stored_start > start then start, index = stored_start, stored_index end
     if stored_start == start then count = stored_count end
   end
   local window_end = start + window
@@ -20,5 +23,5 @@ local function decide_fixed_window(stored_count, stored_start, now, cost, p)
   if count + cost > capacity then
     return false, capacity - count, reset_at, window_end - now, -1, REASON_NONE
   end
-  return true, capacity - count - cost, window_end, 0, -1, REASON_NONE, format('%d %d', count + cost, start)
+  return true, capacity - count - cost, window_end, 0, -1, REASON_NONE, format('%d %d', count + cost, index)
 end

@@ -1,6 +1,7 @@
 --[[
   sliding-window.lua: sliding window counter. estimate = current + floor(previous x the share of
-  the previous window still inside the rolling window). State (string "current start previous").
+  the previous window still inside the rolling window). State (string "current index previous"):
+  the current window's count and index (its start is index x window), and the previous count.
 ]]
 local function sliding_window_reset(now, start, window, current, previous)
   if current > 0 then return start + 2 * window - floor_div(window - 1, current) end
@@ -11,12 +12,13 @@ local function sliding_window_reset(now, start, window, current, previous)
   return now
 end
 
-local function decide_sliding_window(stored_current, stored_start, stored_previous, now, cost, p)
+local function decide_sliding_window(stored_current, stored_index, stored_previous, now, cost, p)
   local window, capacity = p.window, p.capacity
   local start = floor_div(now, window) * window
   local elapsed = now - start
   local current, previous = 0, 0
   if stored_current then
+    local stored_start = stored_index * window
     if stored_start > start then
       -- The clock went back: keep counting in the later window, as if at its very start.
       start = stored_start
@@ -53,5 +55,5 @@ local function decide_sliding_window(stored_current, stored_start, stored_previo
   end
   local next_current = current + cost
   return true, capacity - next_current - previous_weighted, sliding_window_reset(now, start, window, next_current, previous), 0, -1, REASON_NONE,
-    format('%d %d %d', next_current, start, previous)
+    format('%d %d %d', next_current, floor_div(start, window), previous)
 end
