@@ -1,0 +1,27 @@
+// Summarises a V8 .cpuprofile (from bench/memory-store.js "profile", or node --cpu-prof): the functions with the most self time.
+//
+//   node --expose-gc bench/memory-store.js --child '{"scenario":"hot-admitted","subject":"gcra","profile":"/tmp/gcra.cpuprofile"}'
+//   node bench/profile-top.js /tmp/gcra.cpuprofile [count]
+import { readFileSync } from 'node:fs';
+
+const [file, countArg] = process.argv.slice(2);
+if (file === undefined) {
+  console.error('usage: node bench/profile-top.js <file.cpuprofile> [count]');
+  process.exit(1);
+}
+const profile = JSON.parse(readFileSync(file, 'utf8'));
+const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+const selfUs = new Map();
+let totalUs = 0;
+for (let i = 0; i < profile.samples.length; i++) {
+  const node = byId.get(profile.samples[i]);
+  const delta = profile.timeDeltas[i] ?? 0;
+  totalUs += delta;
+  const { functionName, url, lineNumber } = node.callFrame;
+  const where = url ? `${url.replace(/^.*\/(dist|bench|node_modules)\//, '$1/')}:${lineNumber + 1}` : '';
+  const name = `${functionName || '(anonymous)'} ${where}`.trim();
+  selfUs.set(name, (selfUs.get(name) ?? 0) + delta);
+}
+const rows = [...selfUs.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(countArg ?? 15));
+console.log(`total ${(totalUs / 1000).toFixed(0)} ms sampled`);
+for (const [name, us] of rows) console.log(`${((us / totalUs) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${name}`);
