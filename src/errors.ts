@@ -13,7 +13,8 @@ export type TollgateErrorCode =
   | 'ERR_TOLLGATE_INVALID_OPTION'
   | 'ERR_TOLLGATE_STORE_UNAVAILABLE'
   | 'ERR_TOLLGATE_STORE_DATA'
-  | 'ERR_TOLLGATE_STORE_ERROR';
+  | 'ERR_TOLLGATE_STORE_ERROR'
+  | 'ERR_TOLLGATE_INVALID_RULES';
 
 /** Base class of every error Tollgate throws on purpose. */
 export class TollgateError extends Error {
@@ -92,6 +93,27 @@ export class StoreError extends TollgateError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('ERR_TOLLGATE_STORE_ERROR', message);
     if (options?.cause !== undefined) this.cause = options.cause;
+  }
+}
+
+/**
+ * A rules file is invalid. The message starts with `file:line:col`, names the path in the tree
+ * (e.g. `descriptors[0].rate_limit.unit`) and says what to fix. A broken file never replaces
+ * working rules.
+ */
+export class RulesError extends TollgateError {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+  /** Path in the YAML tree, e.g. `descriptors[1].descriptors[0].rate_limit.unit`. */
+  readonly path: string;
+
+  constructor(file: string, line: number, column: number, path: string, problem: string) {
+    super('ERR_TOLLGATE_INVALID_RULES', `${file}:${line}:${column}: ${path === '' ? '' : `${path}: `}${problem}`);
+    this.file = file;
+    this.line = line;
+    this.column = column;
+    this.path = path;
   }
 }
 

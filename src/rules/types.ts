@@ -1,0 +1,69 @@
+/**
+ * Rules as loaded from YAML, in envoyproxy/ratelimit's format plus Tollgate's additions: a plain,
+ * validated tree that mirrors the file (with source positions for error messages). The matcher
+ * compiles it into a lookup structure (compile.ts); decisions never walk this tree.
+ */
+import type { AlgorithmName } from '../policy.js';
+
+/** envoy's units; `month` is 30 days and `year` 365 days, as envoy counts them. */
+export type RuleUnit = 'second' | 'minute' | 'hour' | 'day' | 'week' | 'month' | 'year';
+
+/** What a limit does when its store fails (used by the fault-tolerance layer). */
+export type FailureMode = 'open' | 'closed' | 'local';
+
+/** Where something was written: 1-based line and column. */
+export interface SourceLocation {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+/** A `rate_limit:` block. */
+export interface RateLimitConfig {
+  /** Required unless `unlimited`. */
+  readonly unit?: RuleUnit;
+  /** Required unless `unlimited`: an integer ≥ 0. */
+  readonly requestsPerUnit?: number;
+  /** Tollgate: the window is `unitMultiplier` units (300 per 3 hours). Default 1. */
+  readonly unitMultiplier: number;
+  /** envoy: names this limit, so other limits can `replaces` it. */
+  readonly name?: string;
+  /** envoy: never limited, never touches the store. */
+  readonly unlimited: boolean;
+  /** envoy: names of limits this one replaces when both match one request. */
+  readonly replaces: readonly string[];
+  /** Tollgate: default `fixed-window` (as envoy counts). */
+  readonly algorithm: AlgorithmName;
+  readonly burst?: number;
+  /** Tollgate: soft throttling percent (integer, default 0). */
+  readonly softPercent: number;
+  /** Tollgate: default `open`. */
+  readonly failureMode: FailureMode;
+  /** Tollgate: units each matching request takes (integer ≥ 1), multiplied by the request's hits. */
+  readonly cost?: number;
+  readonly location: SourceLocation;
+}
+
+/** One entry of `descriptors:` (nested). */
+export interface DescriptorConfig {
+  readonly key: string;
+  /** Absent: any value matches, one counter per value. May hold `*` wildcards. */
+  readonly value?: string;
+  readonly rateLimit?: RateLimitConfig;
+  readonly shadowMode: boolean;
+  readonly detailedMetric: boolean;
+  readonly valueToMetric: boolean;
+  readonly quotaMode: boolean;
+  /** With a wildcard value: all matching values share one counter. */
+  readonly shareThreshold: boolean;
+  readonly descriptors: readonly DescriptorConfig[];
+  readonly location: SourceLocation;
+}
+
+/** One YAML document: one domain. */
+export interface DomainConfig {
+  readonly domain: string;
+  readonly descriptors: readonly DescriptorConfig[];
+  /** File (or other source name) it came from. */
+  readonly source: string;
+}
