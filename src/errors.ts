@@ -14,7 +14,8 @@ export type TollgateErrorCode =
   | 'ERR_TOLLGATE_STORE_UNAVAILABLE'
   | 'ERR_TOLLGATE_STORE_DATA'
   | 'ERR_TOLLGATE_STORE_ERROR'
-  | 'ERR_TOLLGATE_INVALID_RULES';
+  | 'ERR_TOLLGATE_INVALID_RULES'
+  | 'ERR_TOLLGATE_INVALID_CHECK';
 
 /** Base class of every error Tollgate throws on purpose. */
 export class TollgateError extends Error {
@@ -114,6 +115,13 @@ export class RulesError extends TollgateError {
     this.line = line;
     this.column = column;
     this.path = path;
+  }
+}
+
+/** A `check()` request (domain, descriptors, hits) is malformed. */
+export class InvalidCheckError extends TollgateError {
+  constructor(message: string) {
+    super('ERR_TOLLGATE_INVALID_CHECK', message);
   }
 }
 

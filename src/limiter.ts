@@ -8,6 +8,8 @@ import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from './errors.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
+import { check, type CheckRequest, type CheckResult } from './rules/check.js';
+import type { RuleSource } from './rules/ruleset.js';
 import { memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest } from './store/types.js';
 
@@ -20,6 +22,8 @@ export interface LimiterOptions {
    * (the process clock for the memory store, Redis `TIME` for Redis).
    */
   readonly clock?: () => number;
+  /** Rules for {@link Limiter.check}: a RuleSet (`loadRules`) or a holder that hot-reloads them. */
+  readonly rules?: RuleSource;
 }
 
 /** Per-call options. */
@@ -45,7 +49,7 @@ export const MAX_LIMITS_PER_CHECK = 64;
 export const MAX_KEY_BYTES = 1024;
 /** Any string of at most this many UTF-16 units is at most MAX_KEY_BYTES in UTF-8. */
 const ALWAYS_SHORT_ENOUGH = Math.floor(MAX_KEY_BYTES / 3);
-const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['store', 'clock']);
+const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['store', 'clock', 'rules']);
 
 export interface Limiter {
   /** Decides one request and records it if admitted. Never rejects to mean "denied". */
@@ -58,6 +62,11 @@ export interface Limiter {
    * denied sliding-log attempt with `countRejected` is still logged). One store round trip.
    */
   limitAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>): Promise<Decision[]>;
+  /**
+   * envoy's ShouldRateLimit: matches each descriptor of `request` against the rules and decides all
+   * matched limits in one store round trip. Needs `rules` at construction.
+   */
+  check(request: CheckRequest): Promise<CheckResult>;
   /** Forgets `key`'s state under `policy` (its algorithm and window). */
   reset(key: string, policy: Policy | CompiledPolicy): Promise<void>;
   /** The store decisions go to. */
@@ -83,7 +92,11 @@ export function createLimiter(options: LimiterOptions = {}): Limiter {
   if (typeof store !== 'object' || store === null || typeof store.consume !== 'function') {
     throw new InvalidOptionError(`createLimiter: store must be a Store such as memoryStore() or redisStore(...), got ${describeValue(store)}`);
   }
-  return new RateLimiter(store, options.clock);
+  const rules = options.rules;
+  if (rules !== undefined && (typeof rules !== 'object' || rules === null || !('current' in rules))) {
+    throw new InvalidOptionError(`createLimiter: rules must come from loadRules(...) or a RulesHolder, got ${describeValue(rules)}`);
+  }
+  return new RateLimiter(store, options.clock, rules);
 }
 
 class RateLimiter implements Limiter {
@@ -92,7 +105,19 @@ class RateLimiter implements Limiter {
   constructor(
     readonly store: Store,
     private readonly clock: (() => number) | undefined,
+    private readonly rules: RuleSource | undefined,
   ) {}
+
+  check(request: CheckRequest): Promise<CheckResult> {
+    if (this.rules === undefined) {
+      return Promise.reject(new InvalidOptionError('check() needs rules: createLimiter({ store, rules: await loadRules(path) })'));
+    }
+    try {
+      return check(this, this.rules.current, request);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
 
   limit(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision> {
     return this.run(key, policy, options, true);

@@ -1,0 +1,166 @@
+/**
+ * `limiter.check()`: envoy's ShouldRateLimit on Tollgate's engine. Each descriptor is matched to a
+ * limit; `replaces` drops replaced limits; unlimited limits never touch the store; shadow-mode
+ * limits are counted and reported but never deny. The enforced limits of one request are decided
+ * together, all-or-nothing (a request denied by one limit consumes no other limit's quota), and
+ * together with the shadow ones they go to the store in one round trip.
+ */
+import type { Decision } from '../decision.js';
+import { InvalidCheckError, describeValue } from '../errors.js';
+import type { LimitRequest } from '../limiter.js';
+import { matchDescriptor, type DescriptorEntry, type Match } from './match.js';
+import type { RuleSet } from './ruleset.js';
+import type { RuleUnit } from './types.js';
+
+/** A descriptor of a request: the entries identify who is calling and what. */
+export interface RateLimitDescriptor {
+  readonly entries: readonly DescriptorEntry[];
+  /** Hits this descriptor adds (overrides the request's `hits`); 0 or absent means the request's. */
+  readonly hitsAddend?: number;
+}
+
+/** envoy's RateLimitRequest. */
+export interface CheckRequest {
+  readonly domain: string;
+  readonly descriptors: readonly RateLimitDescriptor[];
+  /** Hits the request adds to every matched limit (envoy's hits_addend). 0 or absent means 1. */
+  readonly hits?: number;
+  /** Decision time in epoch ms (tests, replays). */
+  readonly now?: number;
+}
+
+/** The limit that applied to a descriptor, as envoy reports it. */
+export interface CurrentLimit {
+  readonly requestsPerUnit: number;
+  readonly unit: RuleUnit;
+  /** Tollgate: the window is this many units. */
+  readonly unitMultiplier: number;
+  readonly name?: string;
+}
+
+/** One status per descriptor, in request order. */
+export interface DescriptorStatus {
+  readonly code: 'OK' | 'OVER_LIMIT';
+  /** Absent when no limit applied (no match, replaced, or unlimited). */
+  readonly currentLimit?: CurrentLimit;
+  readonly limitRemaining: number;
+  /** ms until the limit's quota is whole again. */
+  readonly durationUntilReset: number;
+  /** Shadow mode: this limit was exceeded but, being in shadow mode, did not deny. */
+  readonly shadowOverLimit?: boolean;
+  /** Where the limit is in the rules (`domain.key=value...`), when one applied. */
+  readonly rule?: string;
+}
+
+/** envoy's RateLimitResponse. */
+export interface CheckResult {
+  readonly overallCode: 'OK' | 'OVER_LIMIT';
+  readonly statuses: readonly DescriptorStatus[];
+}
+
+/** What check needs of the limiter. */
+export interface CheckEngine {
+  limit(key: string, policy: LimitRequest['policy'], options?: { cost?: number; now?: number }): Promise<Decision>;
+  limitAll(requests: readonly LimitRequest[], options?: { now?: number }): Promise<Decision[]>;
+}
+
+/** Most descriptors in one request, and entries in one descriptor. */
+export const MAX_DESCRIPTORS = 64;
+export const MAX_ENTRIES = 32;
+const NO_LIMIT: DescriptorStatus = Object.freeze({ code: 'OK', limitRemaining: 0, durationUntilReset: 0 });
+
+/** Decides `request` against `rules` (read once: a reload mid-check cannot mix rule sets). */
+export async function check(engine: CheckEngine, rules: RuleSet, request: CheckRequest): Promise<CheckResult> {
+  validate(request);
+  const root = rules.domain(request.domain);
+  const statuses: DescriptorStatus[] = request.descriptors.map(() => NO_LIMIT);
+  if (root === undefined) return { overallCode: 'OK', statuses };
+
+  const matches = request.descriptors.map((descriptor) => matchDescriptor(root, request.domain, descriptor.entries));
+  const replaced = new Set<string>();
+  for (const match of matches) for (const name of match?.rule.replaces ?? []) replaced.add(name);
+
+  const enforced: { index: number; match: Match; cost: number }[] = [];
+  const shadow: { index: number; match: Match; cost: number }[] = [];
+  matches.forEach((match, index) => {
+    if (match === undefined || match.rule.unlimited) return;
+    if (match.rule.name !== undefined && replaced.has(match.rule.name)) return;
+    const hits = positiveHits(request.descriptors[index]!.hitsAddend) ?? positiveHits(request.hits) ?? 1;
+    (match.rule.shadowMode ? shadow : enforced).push({ index, match, cost: hits * match.rule.cost });
+  });
+
+  const options = request.now === undefined ? {} : { now: request.now };
+  // Issued together, so a networked store sends them in one batch.
+  const [enforcedDecisions, shadowDecisions] = await Promise.all([
+    enforced.length === 0
+      ? Promise.resolve([])
+      : engine.limitAll(
+          enforced.map(({ match, cost }) => ({ key: match.counterKey, policy: match.rule.policy, cost })),
+          options,
+        ),
+    Promise.all(shadow.map(({ match, cost }) => engine.limit(match.counterKey, match.rule.policy, { ...options, cost }))),
+  ]);
+  const now = request.now ?? Date.now();
+  let overallCode: CheckResult['overallCode'] = 'OK';
+  enforced.forEach(({ index, match }, i) => {
+    const decision = enforcedDecisions[i]!;
+    if (!decision.allowed) overallCode = 'OVER_LIMIT';
+    statuses[index] = status(match, decision, now, decision.allowed ? 'OK' : 'OVER_LIMIT');
+  });
+  shadow.forEach(({ index, match }, i) => {
+    const decision = shadowDecisions[i]!;
+    statuses[index] = { ...status(match, decision, now, 'OK'), ...(decision.allowed ? {} : { shadowOverLimit: true }) };
+  });
+  return { overallCode, statuses };
+}
+
+function status(match: Match, decision: Decision, now: number, code: DescriptorStatus['code']): DescriptorStatus {
+  const { rule } = match;
+  return {
+    code,
+    currentLimit: {
+      requestsPerUnit: rule.requestsPerUnit!,
+      unit: rule.unit!,
+      unitMultiplier: rule.unitMultiplier,
+      ...(rule.name !== undefined ? { name: rule.name } : {}),
+    },
+    limitRemaining: decision.remaining,
+    durationUntilReset: Math.max(0, decision.resetAt - now),
+    rule: rule.path,
+  };
+}
+
+function positiveHits(hits: number | undefined): number | undefined {
+  return hits === undefined || hits === 0 ? undefined : hits;
+}
+
+function validate(request: CheckRequest): void {
+  if (typeof request !== 'object' || request === null) {
+    throw new InvalidCheckError(`check takes { domain, descriptors: [{ entries: [{ key, value }] }], hits? }, got ${describeValue(request)}`);
+  }
+  if (typeof request.domain !== 'string' || request.domain === '') {
+    throw new InvalidCheckError(`domain must be a non-empty string, got ${describeValue(request.domain)}`);
+  }
+  if (!Array.isArray(request.descriptors) || request.descriptors.length > MAX_DESCRIPTORS) {
+    throw new InvalidCheckError(`descriptors must be an array of at most ${MAX_DESCRIPTORS}, got ${describeValue(request.descriptors)}`);
+  }
+  checkHits('hits', request.hits);
+  request.descriptors.forEach((descriptor, i) => {
+    if (typeof descriptor !== 'object' || descriptor === null || !Array.isArray(descriptor.entries) || descriptor.entries.length > MAX_ENTRIES) {
+      throw new InvalidCheckError(`descriptors[${i}] must be { entries: [{ key, value }] } with at most ${MAX_ENTRIES} entries, got ${describeValue(descriptor)}`);
+    }
+    checkHits(`descriptors[${i}].hitsAddend`, descriptor.hitsAddend);
+    descriptor.entries.forEach((entry: DescriptorEntry, j: number) => {
+      if (typeof entry !== 'object' || entry === null || typeof entry.key !== 'string' || entry.key === '' || typeof entry.value !== 'string') {
+        throw new InvalidCheckError(`descriptors[${i}].entries[${j}] must be { key: non-empty string, value: string }, got ${describeValue(entry)}`);
+      }
+    });
+  });
+}
+
+function checkHits(field: string, hits: unknown): void {
+  if (hits === undefined) return;
+  if (typeof hits !== 'number' || !Number.isSafeInteger(hits) || hits < 0) {
+    throw new InvalidCheckError(`${field} must be a whole number ≥ 0, got ${describeValue(hits)}`);
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * envoy's matching, on the compiled tree: each descriptor walks from the domain root, one entry at
+ * a time, taking the child with the exact (key, value) first, then the first wildcard value that
+ * matches, then the key-only default. The limit of the node reached by the last entry applies; a
+ * walk that runs out of tree before the last entry, or ends on a node without a limit, applies
+ * none. One map lookup per entry, whatever the number of rules.
+ */
+import { createHash } from 'node:crypto';
+import { EXACT_SEPARATOR, type CompiledRule, type RuleNode } from './ruleset.js';
+
+/** One (key, value) pair of a descriptor. */
+export interface DescriptorEntry {
+  readonly key: string;
+  readonly value: string;
+}
+
+/** The limit a descriptor reached, and the counter it counts in. */
+export interface Match {
+  readonly rule: CompiledRule;
+  /** Identifies the counter: the domain and the matched path, with the request's values. */
+  readonly counterKey: string;
+}
+
+/** Longest counter key kept readable; longer ones are hashed (keys are capped at 1 KiB). */
+const READABLE_KEY_LENGTH = 256;
+
+/** Finds the limit for one descriptor, or undefined. */
+export function matchDescriptor(root: RuleNode, domain: string, entries: readonly DescriptorEntry[]): Match | undefined {
+  if (entries.length === 0) return undefined;
+  let node = root;
+  let counterKey = escapePart(domain);
+  for (let i = 0; i < entries.length; i++) {
+    const { key, value } = entries[i]!;
+    let next = node.exact.get(`${key}${EXACT_SEPARATOR}${value}`);
+    let counted = value;
+    if (next === undefined) {
+      const wildcards = node.wildcards.get(key);
+      if (wildcards !== undefined) {
+        for (const wildcard of wildcards) {
+          if (wildcard.pattern.test(value)) {
+            next = wildcard.node;
+            // share_threshold: every value matching the pattern counts in one counter.
+            if (wildcard.shareThreshold) counted = wildcard.written;
+            break;
+          }
+        }
+      }
+    }
+    next ??= node.keyOnly.get(key);
+    if (next === undefined) return undefined;
+    counterKey += `|${escapePart(key)}=${escapePart(counted)}`;
+    if (i === entries.length - 1) {
+      return next.rule === undefined ? undefined : { rule: next.rule, counterKey: shorten(counterKey) };
+    }
+    if (!next.hasChildren) return undefined;
+    node = next;
+  }
+  return undefined;
+}
+
+/** Makes `|` and `=` unambiguous separators: two different descriptors never share a counter. */
+function escapePart(part: string): string {
+  return /[%|=]/.test(part) ? part.replace(/%/g, '%25').replace(/\|/g, '%7C').replace(/=/g, '%3D') : part;
+}
+
+function shorten(counterKey: string): string {
+  if (counterKey.length <= READABLE_KEY_LENGTH) return counterKey;
+  return `${counterKey.slice(0, 64)}#${createHash('sha256').update(counterKey).digest('base64url')}`;
+}

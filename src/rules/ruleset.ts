@@ -1,0 +1,195 @@
+/**
+ * The compiled rules: per domain, a tree of lookup maps built once at load time, so a check costs
+ * one map lookup per descriptor entry however many rules there are. Immutable: a reload builds a
+ * new RuleSet and swaps the reference, so a check never sees half-applied rules.
+ */
+import { createHash } from 'node:crypto';
+import { compilePolicy, type CompiledPolicy } from '../policy.js';
+import type { DescriptorConfig, DomainConfig, FailureMode, RuleUnit } from './types.js';
+
+/** Seconds per envoy unit (month = 30 days, year = 365 days, as envoy counts). */
+export const UNIT_SECONDS: Readonly<Record<RuleUnit, number>> = {
+  second: 1,
+  minute: 60,
+  hour: 3_600,
+  day: 86_400,
+  week: 604_800,
+  month: 2_592_000,
+  year: 31_536_000,
+};
+
+/** A limit at a node of the tree, ready to decide. */
+export interface CompiledRule {
+  readonly policy: CompiledPolicy;
+  readonly name?: string;
+  readonly unit?: RuleUnit;
+  readonly requestsPerUnit?: number;
+  readonly unitMultiplier: number;
+  readonly unlimited: boolean;
+  readonly replaces: readonly string[];
+  readonly shadowMode: boolean;
+  readonly detailedMetric: boolean;
+  readonly quotaMode: boolean;
+  readonly failureMode: FailureMode;
+  /** Units per hit. */
+  readonly cost: number;
+  /** `key` or `key=value` path from the domain root, for metrics and logs. */
+  readonly path: string;
+}
+
+interface WildcardChild {
+  readonly pattern: RegExp;
+  /** The value as written (`foo*`), used as the counter's value when values share one counter. */
+  readonly written: string;
+  readonly shareThreshold: boolean;
+  readonly node: RuleNode;
+}
+
+/** One level of the tree: children by exact (key, value), wildcard value, or key only. */
+export class RuleNode {
+  readonly exact = new Map<string, RuleNode>();
+  readonly wildcards = new Map<string, WildcardChild[]>();
+  readonly keyOnly = new Map<string, RuleNode>();
+  rule: CompiledRule | undefined;
+  /** Whether any child exists (a leaf stops the walk). */
+  hasChildren = false;
+}
+
+/** Separates key and value in the exact map: a character no YAML key or value can hold unescaped. */
+export const EXACT_SEPARATOR = '\u0000';
+const UNLIMITED_POLICY = compilePolicy({ algorithm: 'fixed-window', limit: 1, window: 1_000 });
+
+/** The rules of every domain, compiled. */
+export class RuleSet {
+  /** Content hash of the sources: the loaded version, visible in health and metrics. */
+  readonly version: string;
+  private readonly domains: ReadonlyMap<string, RuleNode>;
+
+  constructor(domains: ReadonlyMap<string, RuleNode>, version: string) {
+    this.domains = domains;
+    this.version = version;
+  }
+
+  /** A RuleSet is its own {@link RuleSource}: fixed rules, never swapped. */
+  get current(): RuleSet {
+    return this;
+  }
+
+  /** The root of `domain`'s tree, or undefined (unknown domain: nothing is limited). */
+  domain(name: string): RuleNode | undefined {
+    return this.domains.get(name);
+  }
+
+  /** Domain names, sorted. */
+  domainNames(): string[] {
+    return [...this.domains.keys()].sort();
+  }
+
+  /** The same rule set with `replacement`'s domains put in place of (or beside) these. */
+  withDomains(replacement: RuleSet): RuleSet {
+    const merged = new Map(this.domains);
+    for (const name of replacement.domainNames()) merged.set(name, replacement.domain(name)!);
+    return new RuleSet(merged, hashOf([this.version, replacement.version]));
+  }
+}
+
+/** Where a limiter reads the rules from, at the start of every check. */
+export interface RuleSource {
+  readonly current: RuleSet;
+}
+
+/**
+ * Holds the rules in force and swaps them atomically: a check reads `current` once, so it sees
+ * either the old rules or the new ones, never a mix.
+ */
+export class RulesHolder implements RuleSource {
+  private rules: RuleSet;
+
+  constructor(initial: RuleSet = new RuleSet(new Map(), 'empty')) {
+    this.rules = initial;
+  }
+
+  get current(): RuleSet {
+    return this.rules;
+  }
+
+  /** Puts `next` in force. */
+  replace(next: RuleSet): void {
+    this.rules = next;
+  }
+}
+
+/** Compiles validated domain configs into a RuleSet. `texts` (the sources) give its version. */
+export function compileRules(domains: readonly DomainConfig[], texts: readonly string[] = []): RuleSet {
+  const roots = new Map<string, RuleNode>();
+  for (const domain of domains) {
+    const root = new RuleNode();
+    addChildren(root, domain.descriptors, domain.domain);
+    roots.set(domain.domain, root);
+  }
+  return new RuleSet(roots, hashOf(texts.length > 0 ? texts : domains.map((d) => JSON.stringify(d))));
+}
+
+function addChildren(parent: RuleNode, descriptors: readonly DescriptorConfig[], parentPath: string): void {
+  for (const descriptor of descriptors) {
+    const node = new RuleNode();
+    const path = `${parentPath}.${descriptor.key}${descriptor.value === undefined ? '' : `=${descriptor.value}`}`;
+    if (descriptor.rateLimit !== undefined) node.rule = compileRule(descriptor, path);
+    addChildren(node, descriptor.descriptors, path);
+    parent.hasChildren = true;
+    const { key, value } = descriptor;
+    if (value === undefined) {
+      parent.keyOnly.set(key, node);
+    } else if (value.includes('*')) {
+      const list = parent.wildcards.get(key) ?? [];
+      list.push({ pattern: globToRegExp(value), written: value, shareThreshold: descriptor.shareThreshold, node });
+      parent.wildcards.set(key, list);
+    } else {
+      parent.exact.set(`${key}${EXACT_SEPARATOR}${value}`, node);
+    }
+  }
+}
+
+function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
+  const limit = descriptor.rateLimit!;
+  const base = {
+    name: limit.name,
+    unit: limit.unit,
+    requestsPerUnit: limit.requestsPerUnit,
+    unitMultiplier: limit.unitMultiplier,
+    unlimited: limit.unlimited,
+    replaces: limit.replaces,
+    shadowMode: descriptor.shadowMode,
+    detailedMetric: descriptor.detailedMetric,
+    quotaMode: descriptor.quotaMode,
+    failureMode: limit.failureMode,
+    cost: limit.cost ?? 1,
+    path,
+  };
+  if (limit.unlimited || limit.unit === undefined || limit.requestsPerUnit === undefined) {
+    return { ...base, policy: UNLIMITED_POLICY };
+  }
+  const policy = compilePolicy({
+    algorithm: limit.algorithm,
+    limit: limit.requestsPerUnit,
+    window: UNIT_SECONDS[limit.unit] * 1_000 * limit.unitMultiplier,
+    ...(limit.burst !== undefined ? { burst: limit.burst } : {}),
+    softPercent: limit.softPercent,
+  });
+  return { ...base, policy };
+}
+
+/** `*` matches any run of characters (possibly empty); everything else literally. */
+function globToRegExp(glob: string): RegExp {
+  const body = glob
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('[\\s\\S]*');
+  return new RegExp(`^${body}$`);
+}
+
+function hashOf(parts: readonly string[]): string {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part).update('\u0000');
+  return hash.digest('hex').slice(0, 16);
+}
