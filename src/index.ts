@@ -18,5 +18,12 @@ export {
   StoreUnavailableError,
   StoreDataError,
   StoreError,
+  RulesError,
+  InvalidCheckError,
 } from './errors.js';
+export { RuleSet, RulesHolder, compileRules } from './rules/ruleset.js';
+export type { RuleSource, CompiledRule } from './rules/ruleset.js';
+export type { CheckRequest, CheckResult, DescriptorStatus, CurrentLimit, RateLimitDescriptor } from './rules/check.js';
+export type { DescriptorEntry } from './rules/match.js';
+export type { DomainConfig, DescriptorConfig, RateLimitConfig, RuleUnit, FailureMode, SourceLocation } from './rules/types.js';
 export type { TollgateErrorCode } from './errors.js';
