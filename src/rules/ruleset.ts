@@ -100,12 +100,16 @@ export interface RuleSource {
 
 /**
  * Holds the rules in force and swaps them atomically: a check reads `current` once, so it sees
- * either the old rules or the new ones, never a mix.
+ * either the old rules or the new ones, never a mix. Rules come in layers: the files on disk, then
+ * rules pushed through Redis (which replace the domains they name).
  */
 export class RulesHolder implements RuleSource {
+  private files: RuleSet;
+  private pushed: RuleSet | undefined;
   private rules: RuleSet;
 
   constructor(initial: RuleSet = new RuleSet(new Map(), 'empty')) {
+    this.files = initial;
     this.rules = initial;
   }
 
@@ -113,9 +117,16 @@ export class RulesHolder implements RuleSource {
     return this.rules;
   }
 
-  /** Puts `next` in force. */
-  replace(next: RuleSet): void {
-    this.rules = next;
+  /** Puts new file rules in force (pushed domains still override them). */
+  replace(files: RuleSet): void {
+    this.files = files;
+    this.rules = this.pushed === undefined ? files : files.withDomains(this.pushed);
+  }
+
+  /** Puts new pushed rules in force, over the file rules. */
+  replacePushed(pushed: RuleSet): void {
+    this.pushed = pushed;
+    this.rules = this.files.withDomains(pushed);
   }
 }
 

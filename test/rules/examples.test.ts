@@ -1,0 +1,60 @@
+/** The example rules load, and the classic limits behave as their comments say. */
+import { describe, expect, it } from 'vitest';
+import { createLimiter, memoryStore } from '../../src/index.js';
+import { loadRules } from '../../src/rules/load.js';
+
+const NOW = 1_700_000_000_000;
+const EXAMPLES = new URL('../../examples/rules/', import.meta.url).pathname;
+
+function entries(...pairs: [string, string][]) {
+  return [{ entries: pairs.map(([key, value]) => ({ key, value })) }];
+}
+
+describe('examples/rules', () => {
+  it('loads every example domain', async () => {
+    const rules = await loadRules(EXAMPLES);
+    expect(rules.domainNames()).toEqual(['classic', 'hybrid', 'per_api_key', 'per_ip', 'per_user']);
+  });
+
+  it.each([
+    ['5 marketing messages a day per user', [['message_type', 'marketing'], ['to_user', '42']], 5, 86_400_000],
+    ['5 logins a minute per user', [['action', 'login'], ['user', 'alice']], 5, 60_000],
+    ['300 posts per 3 hours per user', [['action', 'post'], ['user', 'alice']], 300, 10_800_000],
+    ['10 accounts a day per IP', [['action', 'signup'], ['remote_address', '203.0.113.7']], 10, 86_400_000],
+    ['5 reward claims a week per device', [['action', 'claim_reward'], ['device_id', 'd-9f2']], 5, 604_800_000],
+  ] as const)('%s', async (_name, pairs, allowed, windowMs) => {
+    const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), rules: await loadRules(EXAMPLES) });
+    const request = { domain: 'classic', descriptors: entries(...(pairs as unknown as [string, string][])), now: NOW };
+    for (let i = 0; i < allowed; i++) expect((await limiter.check(request)).overallCode, `request ${i + 1}`).toBe('OK');
+    expect((await limiter.check(request)).overallCode).toBe('OVER_LIMIT');
+    // Another caller is unaffected; the same caller passes again once the window has gone by.
+    const other = { ...request, descriptors: entries(...(pairs.slice(0, -1) as unknown as [string, string][]), [pairs.at(-1)![0], 'someone-else']) };
+    expect((await limiter.check(other)).overallCode).toBe('OK');
+    expect((await limiter.check({ ...request, now: NOW + windowMs + 1 })).overallCode).toBe('OK');
+  });
+
+  it('the hybrid setup needs both the user and the IP limit to allow', async () => {
+    const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), rules: await loadRules(EXAMPLES) });
+    const request = {
+      domain: 'hybrid',
+      descriptors: [...entries(['user_id', '42']), ...entries(['remote_address', '203.0.113.7'])],
+      now: NOW,
+    };
+    for (let i = 0; i < 60; i++) await limiter.check(request);
+    const denied = await limiter.check(request);
+    expect(denied.statuses.map((s) => s.code)).toEqual(['OVER_LIMIT', 'OK']);
+    // limitRemaining is what would remain after this request; the IP limit was not charged for the
+    // denied request, so the next admitted one reports the same figure.
+    expect(denied.statuses[1]!.limitRemaining).toBe(239);
+    expect((await limiter.check({ ...request, now: NOW + 60_000 })).statuses[1]!.limitRemaining).toBe(299);
+  });
+
+  it('an unlimited API key is never limited, others get their plan', async () => {
+    const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), rules: await loadRules(EXAMPLES) });
+    const internal = { domain: 'per_api_key', descriptors: entries(['plan', 'free'], ['api_key', 'k_internal']), now: NOW };
+    for (let i = 0; i < 50; i++) expect((await limiter.check(internal)).overallCode).toBe('OK');
+    const free = { domain: 'per_api_key', descriptors: entries(['plan', 'free'], ['api_key', 'k_1']), now: NOW };
+    for (let i = 0; i < 10; i++) await limiter.check(free);
+    expect((await limiter.check(free)).overallCode).toBe('OVER_LIMIT');
+  });
+});
