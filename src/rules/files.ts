@@ -1,0 +1,95 @@
+/**
+ * Rules on disk: one YAML file, or a directory of `*.yaml` / `*.yml` files (sorted by name, not
+ * recursive, dotfiles ignored, as envoy's runtime loader can be told to). Sizes are checked
+ * before reading, so an oversized file is refused without being loaded into memory.
+ */
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { RulesError } from '../errors.js';
+import { checkRules, duplicateDomainErrors } from './parse.js';
+import type { RulesCheck } from './parse.js';
+import { RULES_LIMITS, sizeProblem } from './parse-yaml.js';
+import type { DomainConfig } from './types.js';
+
+/** The text of one rules file and the name errors give it (its path). */
+export interface RulesText {
+  readonly source: string;
+  readonly text: string;
+}
+
+const RULES_FILE = /\.ya?ml$/i;
+
+/**
+ * Reads the rules at `path`: the file itself, or every `*.yaml` / `*.yml` file directly in the
+ * directory, sorted by name (dotfiles ignored). Each `source` is `path` joined with the name.
+ *
+ * @throws {RulesError} when `path` cannot be read or a file is over {@link RULES_LIMITS}.maxBytes.
+ */
+export async function readRuleSources(path: string): Promise<RulesText[]> {
+  const info = await stat(path).catch((error: unknown) => {
+    throw unreadable(path, error);
+  });
+  if (!info.isDirectory()) return [await readRulesFile(path)];
+  const names = await readdir(path).catch((error: unknown) => {
+    throw unreadable(path, error);
+  });
+  const files = names.filter((name) => !name.startsWith('.') && RULES_FILE.test(name)).sort();
+  const sources: RulesText[] = [];
+  for (const name of files) {
+    const file = join(path, name);
+    if ((await stat(file)).isFile()) sources.push(await readRulesFile(file));
+  }
+  return sources;
+}
+
+async function readRulesFile(file: string): Promise<RulesText> {
+  try {
+    const { size } = await stat(file);
+    if (size > RULES_LIMITS.maxBytes) throw new RulesError(file, 1, 1, '', sizeProblem(size));
+    return { source: file, text: await readFile(file, 'utf8') };
+  } catch (error) {
+    throw error instanceof RulesError ? error : unreadable(file, error);
+  }
+}
+
+function unreadable(path: string, error: unknown): RulesError {
+  const code = (error as NodeJS.ErrnoException).code;
+  const reason = code === 'ENOENT' ? 'no such file or directory' : code === 'EACCES' ? 'permission denied' : (error as Error).message;
+  return new RulesError(path, 1, 1, '', `cannot read rules: ${reason}`);
+}
+
+/**
+ * Reads and checks every rules file at `path`, collecting all errors: each file's problems, and
+ * each domain defined in more than one file. Reading problems (missing path, oversized file) are
+ * returned as errors too.
+ */
+export async function checkRuleFiles(path: string): Promise<RulesCheck> {
+  let sources: RulesText[];
+  try {
+    sources = await readRuleSources(path);
+  } catch (error) {
+    if (error instanceof RulesError) return { domains: [], errors: [error] };
+    throw error;
+  }
+  const domains: DomainConfig[] = [];
+  const errors: RulesError[] = [];
+  for (const { source, text } of sources) {
+    const check = checkRules(text, source);
+    domains.push(...check.domains);
+    errors.push(...check.errors);
+  }
+  errors.push(...duplicateDomainErrors(domains));
+  return { domains: errors.length > 0 ? [] : domains, errors };
+}
+
+/**
+ * Reads and parses every rules file at `path` into domains, refusing a domain defined twice
+ * (the error names both files and lines).
+ *
+ * @throws {RulesError} the first problem found.
+ */
+export async function loadDomainConfigs(path: string): Promise<DomainConfig[]> {
+  const { domains, errors } = await checkRuleFiles(path);
+  if (errors.length > 0) throw errors[0];
+  return [...domains];
+}

@@ -1,0 +1,183 @@
+/**
+ * Reading a `rate_limit:` block: envoy's fields (`unit`, `requests_per_unit`, `unlimited`, `name`,
+ * `replaces`, all inside `rate_limit` as in envoy's loader) and Tollgate's additions (`algorithm`,
+ * `burst`, `unit_multiplier`, `soft_percent`, `failure_mode`, `cost`), with the same bounds the
+ * engine enforces, so a file that loads never fails later when its limits are compiled.
+ */
+import type { YAMLMap } from 'yaml';
+import { ALGORITHMS } from '../policy.js';
+import type { AlgorithmName } from '../policy.js';
+import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMissing } from './parse-fields.js';
+import type { DocumentReader, Entry, FieldSet } from './parse-fields.js';
+import { offsetOf } from './parse-yaml.js';
+import type { FailureMode, RateLimitConfig, RuleUnit } from './types.js';
+
+/** envoy's units, in milliseconds; `month` is 30 days and `year` 365 days, as envoy counts them. */
+export const UNIT_MS: Readonly<Record<RuleUnit, number>> = Object.freeze({
+  second: 1_000,
+  minute: 60_000,
+  hour: 3_600_000,
+  day: 86_400_000,
+  week: 604_800_000,
+  month: 2_592_000_000,
+  year: 31_536_000_000,
+});
+
+const UNITS = Object.keys(UNIT_MS) as RuleUnit[];
+const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
+/** envoy's protocol carries `requests_per_unit` as a uint32. */
+const MAX_REQUESTS_PER_UNIT = 4_294_967_295;
+/** Largest soft throttling allowance, as the engine allows (policy.ts). */
+const MAX_SOFT_PERCENT = 1000;
+/** Algorithms whose capacity is `burst` (policy.ts); window algorithms ignore it. */
+const BUCKET_ALGORITHMS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'leaky-bucket', 'gcra']);
+/** Fields that shape a limit, so make no sense with `unlimited: true`. */
+const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'soft_percent', 'failure_mode', 'cost'];
+
+const DESCRIPTOR_LEVEL = 'belongs to the descriptor (next to rate_limit), not inside rate_limit';
+
+/** The keys of a `rate_limit` block. */
+export const RATE_LIMIT_FIELDS: FieldSet = {
+  what: 'a rate_limit',
+  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'unit_multiplier', 'soft_percent', 'failure_mode', 'cost'],
+  misplaced: {
+    key: DESCRIPTOR_LEVEL,
+    value: DESCRIPTOR_LEVEL,
+    descriptors: DESCRIPTOR_LEVEL,
+    shadow_mode: DESCRIPTOR_LEVEL,
+    detailed_metric: DESCRIPTOR_LEVEL,
+    value_to_metric: DESCRIPTOR_LEVEL,
+    quota_mode: DESCRIPTOR_LEVEL,
+    share_threshold: DESCRIPTOR_LEVEL,
+    rate_limit: 'cannot be nested inside rate_limit',
+    domain: 'belongs at the top of the document, not inside rate_limit',
+  },
+};
+
+const REPLACES_FIELDS: FieldSet = { what: 'a replaces entry', names: ['name'], misplaced: {} };
+
+type Fields = Map<string, Entry>;
+
+/**
+ * Reads `rate_limit:`; undefined when it is empty (no limit, as envoy reads it) or has problems
+ * (recorded in the reader).
+ */
+export function readRateLimit(reader: DocumentReader, entry: Entry): RateLimitConfig | undefined {
+  if (entry.value === undefined) return undefined;
+  const map = reader.mapping(entry.value, entry.path, 'a rate_limit mapping (unit, requests_per_unit, ...)');
+  if (map === undefined) return undefined;
+  const fields = reader.entries(map, entry.path, RATE_LIMIT_FIELDS);
+  const unlimitedFlag = readFlag(reader, fields.get('unlimited'));
+  const nameText = readText(reader, fields.get('name'));
+  const name = nameText === '' ? undefined : nameText;
+  const replaces = readReplaces(reader, fields.get('replaces'), name);
+  // An unreadable `unlimited` was recorded; whether unit and requests_per_unit are due is unknown.
+  if (unlimitedFlag === undefined && fields.get('unlimited')?.value !== undefined) return undefined;
+  const unlimited = unlimitedFlag ?? false;
+  const common = { name, replaces, location: reader.problems.locate(offsetOf(entry.key)) };
+  if (unlimited) {
+    rejectShaping(reader, fields);
+    return freezeNode<RateLimitConfig>({ ...common, unlimited, unitMultiplier: 1, algorithm: 'fixed-window', softPercent: 0, failureMode: 'open' });
+  }
+  const shape = readShape(reader, map, entry.path, fields);
+  return shape === undefined ? undefined : freezeNode({ ...common, unlimited, ...shape });
+}
+
+function rejectShaping(reader: DocumentReader, fields: Fields): void {
+  for (const field of SHAPING_FIELDS) {
+    const entry = fields.get(field);
+    if (entry?.value !== undefined) {
+      reader.report(entry.key, entry.path, `unlimited: true takes no ${field}; remove ${field}, or remove unlimited to enforce a limit`);
+    }
+  }
+}
+
+type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'softPercent' | 'failureMode' | 'cost'>;
+
+/** The limit itself: how many per how long, and how it is counted. */
+function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: Fields): Shape | undefined {
+  const unit = readChoice(reader, fields.get('unit'), UNITS, (text) => text.toLowerCase());
+  const requestsPerUnit = readWholeNumber(reader, fields.get('requests_per_unit'), 0, MAX_REQUESTS_PER_UNIT);
+  if (fields.get('unit')?.value === undefined) reportMissing(reader, map, path, 'unit', `say what the limit counts per (unit: ${UNITS.join(', ')}), or set unlimited: true`);
+  if (fields.get('requests_per_unit')?.value === undefined) {
+    reportMissing(reader, map, path, 'requests_per_unit', 'say how many requests each unit allows (requests_per_unit: 100), or set unlimited: true');
+  }
+  const shape = {
+    unit,
+    requestsPerUnit,
+    unitMultiplier: readWholeNumber(reader, fields.get('unit_multiplier'), 1),
+    algorithm: readChoice(reader, fields.get('algorithm'), ALGORITHMS, (text) => text.toLowerCase()),
+    burst: readWholeNumber(reader, fields.get('burst'), 1),
+    softPercent: readWholeNumber(reader, fields.get('soft_percent'), 0, MAX_SOFT_PERCENT),
+    failureMode: readChoice(reader, fields.get('failure_mode'), FAILURE_MODES, (text) => text.toLowerCase()),
+    cost: readWholeNumber(reader, fields.get('cost'), 1),
+  };
+  // A field that is present but unreadable was recorded; leave the limit out.
+  for (const [field, key] of SHAPE_KEYS) if (fields.get(key)?.value !== undefined && shape[field] === undefined) return undefined;
+  if (unit === undefined || requestsPerUnit === undefined) return undefined;
+  const complete = {
+    ...shape,
+    unit,
+    requestsPerUnit,
+    unitMultiplier: shape.unitMultiplier ?? 1,
+    algorithm: shape.algorithm ?? 'fixed-window',
+    softPercent: shape.softPercent ?? 0,
+    failureMode: shape.failureMode ?? 'open',
+  };
+  return fitsExactArithmetic(reader, fields, complete) ? complete : undefined;
+}
+
+const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
+  ['unit', 'unit'],
+  ['requestsPerUnit', 'requests_per_unit'],
+  ['unitMultiplier', 'unit_multiplier'],
+  ['algorithm', 'algorithm'],
+  ['burst', 'burst'],
+  ['softPercent', 'soft_percent'],
+  ['failureMode', 'failure_mode'],
+  ['cost', 'cost'],
+];
+
+/**
+ * The engine counts in integers that must stay exact in doubles (JS and Lua): it refuses
+ * (capacity + 1) × window > 2^53 − 1 ms, so the loader refuses it first, at the number at fault.
+ */
+function fitsExactArithmetic(reader: DocumentReader, fields: Fields, shape: Shape & { unit: RuleUnit; requestsPerUnit: number }): boolean {
+  const windowMs = UNIT_MS[shape.unit] * shape.unitMultiplier;
+  const usesBurst = BUCKET_ALGORITHMS.has(shape.algorithm) && shape.burst !== undefined;
+  const nominal = usesBurst ? shape.burst! : shape.requestsPerUnit;
+  const capacity = Math.floor((nominal * (100 + shape.softPercent)) / 100);
+  if ((capacity + 1) * windowMs <= Number.MAX_SAFE_INTEGER) return true;
+  const entry = fields.get(usesBurst ? 'burst' : 'requests_per_unit')!;
+  const window = shape.unitMultiplier === 1 ? `1 ${shape.unit}` : `${shape.unitMultiplier} ${shape.unit}s`;
+  reader.report(
+    entry.value,
+    entry.path,
+    `${entry.name} ${nominal} per ${window} is too large to count exactly: (capacity + 1) × window must stay ≤ ${Number.MAX_SAFE_INTEGER} ms; express the rate over a shorter unit`,
+  );
+  return false;
+}
+
+/** `replaces: [{ name: other }]`: each entry names another limit. */
+function readReplaces(reader: DocumentReader, entry: Entry | undefined, ownName: string | undefined): readonly string[] {
+  if (entry?.value === undefined) return Object.freeze([]);
+  const items = reader.list(entry.value, entry.path, 'a list of entries like - name: other_limit');
+  const names: string[] = [];
+  for (const item of items ?? []) {
+    const map = item.node === undefined ? undefined : reader.mapping(item.node, item.path, 'an entry like name: other_limit');
+    if (item.node === undefined) reader.report(item.raw ?? entry.value, `${item.path}.name`, 'empty replaces entry: write - name: other_limit');
+    if (map === undefined) continue;
+    const nameEntry = reader.entries(map, item.path, REPLACES_FIELDS).get('name');
+    const name = readText(reader, nameEntry);
+    if (nameEntry === undefined || (nameEntry.value === undefined && name === undefined)) {
+      reportMissing(reader, map, item.path, 'name', 'each replaces entry names the limit it replaces (- name: other_limit)');
+    } else if (name === '') {
+      reader.report(nameEntry.value ?? nameEntry.key, nameEntry.path, 'name must not be empty: write the name of the limit this one replaces');
+    } else if (name !== undefined && name === ownName) {
+      reader.report(nameEntry.value, nameEntry.path, `${JSON.stringify(name)} is this limit's own name; a limit cannot replace itself`);
+    } else if (name !== undefined) {
+      names.push(name);
+    }
+  }
+  return Object.freeze(names);
+}
