@@ -6,7 +6,7 @@
  * none. One map lookup per entry, whatever the number of rules.
  */
 import { createHash } from 'node:crypto';
-import { EXACT_SEPARATOR, type CompiledRule, type RuleNode } from './ruleset.js';
+import type { CompiledRule, RuleNode } from './ruleset.js';
 
 /** One (key, value) pair of a descriptor. */
 export interface DescriptorEntry {
@@ -31,7 +31,7 @@ export function matchDescriptor(root: RuleNode, domain: string, entries: readonl
   let counterKey = escapePart(domain);
   for (let i = 0; i < entries.length; i++) {
     const { key, value } = entries[i]!;
-    let next = node.exact.get(`${key}${EXACT_SEPARATOR}${value}`);
+    let next = node.exact.get(key)?.get(value);
     let counted = value;
     if (next === undefined) {
       const wildcards = node.wildcards.get(key);

@@ -47,7 +47,8 @@ interface WildcardChild {
 
 /** One level of the tree: children by exact (key, value), wildcard value, or key only. */
 export class RuleNode {
-  readonly exact = new Map<string, RuleNode>();
+  /** key → value → child: looked up with the request's own strings, no concatenation. */
+  readonly exact = new Map<string, Map<string, RuleNode>>();
   readonly wildcards = new Map<string, WildcardChild[]>();
   readonly keyOnly = new Map<string, RuleNode>();
   rule: CompiledRule | undefined;
@@ -55,8 +56,6 @@ export class RuleNode {
   hasChildren = false;
 }
 
-/** Separates key and value in the exact map: a character no YAML key or value can hold unescaped. */
-export const EXACT_SEPARATOR = '\u0000';
 const UNLIMITED_POLICY = compilePolicy({ algorithm: 'fixed-window', limit: 1, window: 1_000 });
 
 /** The rules of every domain, compiled. */
@@ -156,7 +155,12 @@ function addChildren(parent: RuleNode, descriptors: readonly DescriptorConfig[],
       list.push({ pattern: globToRegExp(value), written: value, shareThreshold: descriptor.shareThreshold, node });
       parent.wildcards.set(key, list);
     } else {
-      parent.exact.set(`${key}${EXACT_SEPARATOR}${value}`, node);
+      let values = parent.exact.get(key);
+      if (values === undefined) {
+        values = new Map();
+        parent.exact.set(key, values);
+      }
+      values.set(value, node);
     }
   }
 }
