@@ -1,18 +1,29 @@
 #!/usr/bin/env node
 /**
- * The `tollgate` command. Today: `--help`, `--version`, `demo` (the limiter deciding on the
- * embedded store) and `validate` (check rules files); `serve`, `gateway`, `simulate` and `bench`
- * arrive with their issues.
+ * The `tollgate` command: `serve` (the decision service), `validate` (check rules files), `demo`
+ * (the limiter deciding on the embedded store), `--help`, `--version`. `gateway`, `simulate` and
+ * `bench` arrive with their issues.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { runDemo } from './demo.js';
+import { TollgateError } from './errors.js';
+import { SERVE_FLAGS, resolveServiceOptions } from './service/options.js';
+import { startService } from './service/server.js';
 import { checkRuleFiles } from './rules/files.js';
 import { countDescriptors } from './rules/parse.js';
 
 const USAGE = `Usage: tollgate <command> [options]
 
 Commands:
+  serve         Run the decision service (HTTP JSON on --port, envoy gRPC on --grpc-port)
+                  --config FILE|DIR        rules (YAML), watched and reloaded live
+                  --redis URL              share counters and rules through Redis
+                  --redis-cluster H:P,...  ... or through a Redis Cluster (default: memory store)
+                  --port N (8080) --grpc-port N (8081) --host ADDR (0.0.0.0)
+                  --admin-token TOKEN      enables PUT /v1/rules and the key admin endpoints
+                  --log-level LEVEL        fatal|error|warn|info|debug|trace|silent (info)
+                Every flag also reads TOLLGATE_<FLAG> (e.g. TOLLGATE_REDIS); flags win.
   demo          Show every algorithm deciding a burst of requests on the embedded memory store
   validate PATH Check a rules file, or a directory of *.yaml files: prints "OK: N domains,
                 M descriptors" (exit 0) or every error as file:line:col: path: message (exit 1)
@@ -28,34 +39,68 @@ function version(): string {
 }
 
 async function main(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
-    });
-  } catch (error) {
-    process.stderr.write(`tollgate: ${(error as Error).message}\n\n${USAGE}`);
-    return 2;
+  const [first, ...rest] = argv;
+  if (first === 'serve') return serve(rest);
+  if (first === 'validate') return validate(rest);
+  if (first === 'demo') {
+    if (rest.length > 0) return usageError(`demo takes no arguments, got ${JSON.stringify(rest.join(' '))}`);
+    await runDemo((line) => process.stdout.write(`${line}\n`));
+    return 0;
   }
-  const { values, positionals } = parsed;
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } } }));
+  } catch (error) {
+    return usageError((error as Error).message);
+  }
   if (values.version) {
     process.stdout.write(`${version()}\n`);
     return 0;
   }
-  const [command, ...rest] = positionals;
-  if (values.help || command === undefined) {
+  if (values.help) {
     process.stdout.write(USAGE);
-    return values.help ? 0 : 2;
-  }
-  if (command === 'demo' && rest.length === 0) {
-    await runDemo((line) => process.stdout.write(`${line}\n`));
     return 0;
   }
-  if (command === 'validate') return validate(rest);
-  process.stderr.write(`tollgate: unknown command ${JSON.stringify([command, ...rest].join(' '))}\n\n${USAGE}`);
+  if (first === undefined) {
+    process.stdout.write(USAGE);
+    return 2;
+  }
+  process.stderr.write(`tollgate: unknown command ${JSON.stringify(argv.join(' '))}\n\n${USAGE}`);
   return 2;
+}
+
+function usageError(message: string): number {
+  process.stderr.write(`tollgate: ${message}\n\n${USAGE}`);
+  return 2;
+}
+
+/** `tollgate serve`: runs until SIGTERM or SIGINT, then shuts down gracefully. */
+async function serve(args: string[]): Promise<number> {
+  let values: Record<string, string | undefined>;
+  try {
+    const options = Object.fromEntries(Object.keys(SERVE_FLAGS).map((flag) => [flag, { type: 'string' as const }]));
+    ({ values } = parseArgs({ args, options, allowPositionals: false }) as { values: Record<string, string | undefined> });
+  } catch (error) {
+    return usageError(`serve: ${(error as Error).message}`);
+  }
+  let service;
+  try {
+    service = await startService(resolveServiceOptions(values, process.env));
+  } catch (error) {
+    const known = error instanceof TollgateError;
+    process.stderr.write(`tollgate serve: ${known ? (error as Error).message : String((error as Error).stack ?? error)}\n`);
+    return known ? 2 : 1;
+  }
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      void service.close().then(resolve);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+  return 0;
 }
 
 /** `tollgate validate PATH`: 0 when the rules load, 1 with every error on stderr, 2 on misuse. */

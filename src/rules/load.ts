@@ -1,7 +1,6 @@
 /** `loadRules(path)`: a rules file or directory, validated and compiled. */
 import { RulesError } from '../errors.js';
-import type { RulesText } from './files.js';
-import { loadDomainConfigs } from './files.js';
+import { readRuleSources, type RulesText } from './files.js';
 import { duplicateDomainErrors, parseRules } from './parse.js';
 import { compileRules, type RuleSet } from './ruleset.js';
 import type { DomainConfig } from './types.js';
@@ -11,7 +10,9 @@ import type { DomainConfig } from './types.js';
  * Rejects with a {@link RulesError} (`file:line:col: path: what to fix`) on the first problem.
  */
 export async function loadRules(path: string): Promise<RuleSet> {
-  return compileRules(await loadDomainConfigs(path));
+  const sources = await readRuleSources(path);
+  // Versioned by the source texts, as hot reload versions them: one file, one version.
+  return compileRules(parseRuleSources(sources), sources.map((source) => source.text));
 }
 
 /** Parses already-read sources (hot reload) and refuses a domain defined twice. */

@@ -122,6 +122,11 @@ export class RulesHolder implements RuleSource {
     this.rules = this.pushed === undefined ? files : files.withDomains(this.pushed);
   }
 
+  /** The pushed layer alone (empty when nothing was pushed). */
+  pushedRules(): RuleSet {
+    return this.pushed ?? new RuleSet(new Map(), 'empty');
+  }
+
   /** Puts new pushed rules in force, over the file rules. */
   replacePushed(pushed: RuleSet): void {
     this.pushed = pushed;

@@ -81,7 +81,8 @@ export class RedisStore implements Store {
   readonly name = 'redis';
   /** Where the store connects, for error messages. */
   readonly address: string;
-  private readonly client: Redis | Cluster;
+  /** The ioredis connection (shared with rules sync; do not close it yourself). */
+  readonly client: Redis | Cluster;
   private readonly ownsClient: boolean;
   private readonly isCluster: boolean;
   private readonly keyPrefix: string;

@@ -1,0 +1,56 @@
+/**
+ * The rate-limit headers of a decision (DESIGN.md): `X-RateLimit-Limit`, `X-RateLimit-Remaining`,
+ * `X-RateLimit-Reset` (epoch seconds), and when throttled `Retry-After` / `X-RateLimit-Retry-After`
+ * (seconds, rounded up), plus the IETF `RateLimit-Policy` / `RateLimit` fields.
+ */
+import type { Decision } from '../decision.js';
+import type { CheckResult } from '../rules/check.js';
+
+/** Headers for one decision. `windowMs` names the policy's window in `RateLimit-Policy`. */
+export function decisionHeaders(decision: Decision, now: number, windowMs: number): Record<string, string> {
+  const resetSeconds = Math.max(0, Math.ceil((decision.resetAt - now) / 1000));
+  const headers: Record<string, string> = {
+    'x-ratelimit-limit': String(decision.limit),
+    'x-ratelimit-remaining': String(decision.remaining),
+    'x-ratelimit-reset': String(Math.ceil(decision.resetAt / 1000)),
+    'ratelimit-policy': `${decision.limit};w=${Math.ceil(windowMs / 1000)}`,
+    ratelimit: `limit=${decision.limit}, remaining=${decision.remaining}, reset=${resetSeconds}`,
+  };
+  if (!decision.allowed) {
+    const retrySeconds = String(Math.max(1, Math.ceil(decision.retryAfter / 1000)));
+    headers['retry-after'] = retrySeconds;
+    headers['x-ratelimit-retry-after'] = retrySeconds;
+  }
+  return headers;
+}
+
+const UNIT_SECONDS: Readonly<Record<string, number>> = { second: 1, minute: 60, hour: 3_600, day: 86_400, week: 604_800, month: 2_592_000, year: 31_536_000 };
+
+/**
+ * Headers for a check: `X-RateLimit-*` from the most restrictive limit (the fewest remaining),
+ * and `RateLimit-Policy` listing every matched limit, not only the closest one.
+ */
+export function checkHeaders(result: CheckResult, now: number): Record<string, string> {
+  const limited = result.statuses.filter((status) => status.currentLimit !== undefined);
+  if (limited.length === 0) return {};
+  const tightest = limited.reduce((a, b) => (b.code === 'OVER_LIMIT' && a.code !== 'OVER_LIMIT') || b.limitRemaining < a.limitRemaining ? b : a);
+  const resetSeconds = Math.ceil(tightest.durationUntilReset / 1000);
+  const headers: Record<string, string> = {
+    'x-ratelimit-limit': String(tightest.currentLimit!.requestsPerUnit),
+    'x-ratelimit-remaining': String(tightest.limitRemaining),
+    'x-ratelimit-reset': String(Math.ceil((now + tightest.durationUntilReset) / 1000)),
+    'ratelimit-policy': limited
+      .map((status) => {
+        const limit = status.currentLimit!;
+        const window = UNIT_SECONDS[limit.unit]! * limit.unitMultiplier;
+        return `${limit.requestsPerUnit};w=${window}${limit.name !== undefined ? `;name="${limit.name.replace(/"/g, '')}"` : ''}`;
+      })
+      .join(', '),
+    ratelimit: `limit=${tightest.currentLimit!.requestsPerUnit}, remaining=${tightest.limitRemaining}, reset=${resetSeconds}`,
+  };
+  if (result.overallCode === 'OVER_LIMIT') {
+    headers['retry-after'] = String(Math.max(1, resetSeconds));
+    headers['x-ratelimit-retry-after'] = headers['retry-after']!;
+  }
+  return headers;
+}

@@ -1,0 +1,56 @@
+/**
+ * What the service's parts share: the limiter, the rules, the store, the settings, a logger, and an
+ * event stream of decisions that metrics and the dashboard listen to (handlers never call them).
+ */
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { Limiter } from '../limiter.js';
+import type { CheckResult } from '../rules/check.js';
+import type { RulesHolder } from '../rules/ruleset.js';
+import type { RulesSync } from '../rules/sync.js';
+import type { RulesWatcher } from '../rules/watch.js';
+import type { Store } from '../store/types.js';
+import type { ServiceOptions } from './options.js';
+
+/** One answered check (HTTP /json, /v1/check or gRPC). */
+export interface CheckEvent {
+  readonly domain: string;
+  readonly result: CheckResult;
+  /** Counter key per status (absent where no limit applied), for "most throttled keys". */
+  readonly keys: readonly (string | undefined)[];
+  /** How the check arrived. */
+  readonly via: 'json' | 'check' | 'grpc';
+  /** Time spent deciding, in ms. */
+  readonly durationMs: number;
+}
+
+/** A request refused as malformed (400 / INVALID_ARGUMENT). */
+export interface RejectedEvent {
+  readonly via: 'http' | 'grpc';
+  readonly reason: string;
+}
+
+/** A decision that failed on the store. */
+export interface StoreErrorEvent {
+  readonly kind: string;
+}
+
+export interface ServiceEvents {
+  check: [CheckEvent];
+  rejected: [RejectedEvent];
+  storeError: [StoreErrorEvent];
+}
+
+export interface ServiceContext {
+  readonly options: ServiceOptions;
+  readonly logger: Logger;
+  readonly limiter: Limiter;
+  readonly store: Store;
+  readonly holder: RulesHolder;
+  readonly watcher: RulesWatcher | undefined;
+  readonly sync: RulesSync | undefined;
+  readonly events: EventEmitter<ServiceEvents>;
+  readonly startedAt: number;
+  /** Whether rules are loaded and the store answers (with details for /readyz). */
+  readiness(): Promise<{ ready: boolean; details: Record<string, unknown> }>;
+}

@@ -1,0 +1,193 @@
+/**
+ * The HTTP API: envoy's `/json`, Tollgate's `/v1/check` and `/v1/limit`, health, rules and admin.
+ * node:http with a table of routes: per-request overhead is a map lookup. Other modules (metrics,
+ * dashboard) add routes with {@link HttpRoutes.add}.
+ */
+import { timingSafeEqual, createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { InvalidCheckError, describeValue } from '../errors.js';
+import { checkHeaders, decisionHeaders } from '../http/headers.js';
+import { compilePolicy, type Policy } from '../policy.js';
+import type { CheckRequest, CheckResult } from '../rules/check.js';
+import { parseRules } from '../rules/parse.js';
+import { compileRules } from '../rules/ruleset.js';
+import type { ServiceContext } from './context.js';
+import { fromEnvoyRequest, toEnvoyResponse } from './envoy.js';
+import { HttpError, errorReply, readBody, readJson, sendJson } from './http-util.js';
+
+export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: URL) => Promise<void> | void;
+
+/** Routes by `METHOD /path`. */
+export class HttpRoutes {
+  private readonly routes = new Map<string, RouteHandler>();
+
+  add(method: string, path: string, handler: RouteHandler): void {
+    this.routes.set(`${method} ${path}`, handler);
+  }
+
+  find(method: string, path: string): RouteHandler | undefined {
+    return this.routes.get(`${method} ${path}`);
+  }
+
+  /** Whether any method serves `path` (405 rather than 404). */
+  knows(path: string): boolean {
+    for (const route of this.routes.keys()) if (route.endsWith(` ${path}`)) return true;
+    return false;
+  }
+}
+
+/** Creates the HTTP server with the core routes. */
+export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new HttpRoutes()): { server: Server; routes: HttpRoutes } {
+  addCoreRoutes(ctx, routes);
+  const server = createServer((request, response) => {
+    const url = new URL(request.url ?? '/', 'http://tollgate');
+    const handler = routes.find(request.method ?? 'GET', url.pathname);
+    if (handler === undefined) {
+      const known = routes.knows(url.pathname);
+      sendJson(response, known ? 405 : 404, { error: known ? 'method_not_allowed' : 'not_found', message: `${request.method} ${url.pathname} is not served` });
+      request.resume();
+      return;
+    }
+    Promise.resolve()
+      .then(() => handler(request, response, url))
+      .catch((error: unknown) => {
+        const { status, body } = errorReply(error);
+        if (status === 400 || status === 413) ctx.events.emit('rejected', { via: 'http', reason: String(body.message) });
+        else if (status >= 500) ctx.logger.error({ err: error, path: url.pathname }, 'request failed');
+        if (!response.headersSent) sendJson(response, status, body);
+        else response.destroy();
+      });
+  });
+  // Slow-loris: a client that trickles its headers or body is cut off instead of holding a socket.
+  server.headersTimeout = 5_000;
+  server.requestTimeout = 10_000;
+  server.keepAliveTimeout = 5_000;
+  return { server, routes };
+}
+
+function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
+  routes.add('POST', '/json', async (request, response) => {
+    const checkRequest = fromEnvoyRequest(await readJson(request));
+    const result = await decide(ctx, checkRequest, 'json');
+    sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result), checkHeaders(result, Date.now()));
+  });
+
+  routes.add('POST', '/v1/check', async (request, response) => {
+    const result = await decide(ctx, friendlyCheck(await readJson(request)), 'check');
+    sendJson(response, result.overallCode === 'OK' ? 200 : 429, result, checkHeaders(result, Date.now()));
+  });
+
+  routes.add('POST', '/v1/limit', async (request, response) => {
+    const body = await readJson(request);
+    if (typeof body !== 'object' || body === null) throw new HttpError(400, 'the body must be { key, policy, cost? }');
+    const { key, policy, cost, ...rest } = body as { key?: unknown; policy?: unknown; cost?: unknown };
+    if (Object.keys(rest).length > 0) throw new HttpError(400, `unknown field ${JSON.stringify(Object.keys(rest)[0])}; the fields are key, policy, cost`);
+    const compiled = compilePolicy(policy as Policy);
+    const decision = await ctx.limiter.limit(key as string, compiled, cost === undefined ? {} : { cost: cost as number });
+    sendJson(response, decision.allowed ? 200 : 429, decision, decisionHeaders(decision, Date.now(), compiled.windowMs));
+  });
+
+  routes.add('GET', '/healthz', (_request, response) => sendJson(response, 200, { status: 'ok', uptimeMs: Date.now() - ctx.startedAt }));
+
+  routes.add('GET', '/readyz', async (_request, response) => {
+    const { ready, details } = await ctx.readiness();
+    sendJson(response, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', ...details });
+  });
+
+  routes.add('GET', '/v1/rules', (_request, response) => {
+    const rules = ctx.holder.current;
+    sendJson(response, 200, {
+      version: rules.version,
+      domains: rules.domainNames(),
+      ...(ctx.watcher !== undefined ? { files: ctx.watcher.status() } : {}),
+      ...(ctx.sync !== undefined ? { pushed: ctx.sync.status() } : {}),
+    });
+  });
+
+  routes.add('PUT', '/v1/rules', async (request, response) => {
+    requireAdmin(ctx, request);
+    const yaml = await readBody(request);
+    if (ctx.sync !== undefined) {
+      const { version, domains } = await ctx.sync.publish(yaml, 'PUT /v1/rules');
+      sendJson(response, 200, { pushed: version, domains, version: ctx.holder.current.version });
+      return;
+    }
+    // No Redis: this node only.
+    const parsed = parseRules(yaml, 'PUT /v1/rules');
+    ctx.holder.replacePushed(ctx.holder.pushedRules().withDomains(compileRules(parsed, [yaml])));
+    sendJson(response, 200, { domains: parsed.map((d) => d.domain), version: ctx.holder.current.version });
+  });
+
+  routes.add('GET', '/v1/keys', async (request, response, url) => {
+    requireAdmin(ctx, request);
+    const { key, policy } = keyQuery(url);
+    const decision = await ctx.limiter.peek(key, policy);
+    sendJson(response, 200, { key, decision });
+  });
+
+  routes.add('DELETE', '/v1/keys', async (request, response, url) => {
+    requireAdmin(ctx, request);
+    const { key, policy } = keyQuery(url);
+    await ctx.limiter.reset(key, policy);
+    sendJson(response, 200, { key, reset: true });
+  });
+}
+
+/** Runs a check and tells the listeners (metrics, dashboard). */
+async function decide(ctx: ServiceContext, request: CheckRequest, via: 'json' | 'check'): Promise<CheckResult> {
+  const started = performance.now();
+  const result = await ctx.limiter.check(request);
+  ctx.events.emit('check', {
+    domain: request.domain,
+    result,
+    keys: result.statuses.map((status) => status.rule),
+    via,
+    durationMs: performance.now() - started,
+  });
+  return result;
+}
+
+/**
+ * `/v1/check` takes envoy's shape, or a friendlier one where a descriptor is a plain object of
+ * key → value (in order): `{ domain, descriptors: [{ remote_address: "1.2.3.4" }], hits? }`.
+ */
+function friendlyCheck(body: unknown): CheckRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new InvalidCheckError(`the body must be { domain, descriptors, hits? }, got ${describeValue(body)}`);
+  }
+  const { domain, descriptors, hits, ...rest } = body as Record<string, unknown>;
+  if (Object.keys(rest).length > 0) throw new InvalidCheckError(`unknown field ${JSON.stringify(Object.keys(rest)[0])}; the fields are domain, descriptors, hits`);
+  if (!Array.isArray(descriptors)) throw new InvalidCheckError('descriptors must be an array');
+  return {
+    domain: domain as string,
+    descriptors: descriptors.map((descriptor: unknown) => {
+      if (typeof descriptor === 'object' && descriptor !== null && !Array.isArray(descriptor) && !('entries' in descriptor)) {
+        return { entries: Object.entries(descriptor).map(([key, value]) => ({ key, value: value as string })) };
+      }
+      return descriptor as CheckRequest['descriptors'][number];
+    }),
+    ...(hits !== undefined ? { hits: hits as number } : {}),
+  };
+}
+
+function keyQuery(url: URL): { key: string; policy: Policy } {
+  const key = url.searchParams.get('key');
+  const algorithm = url.searchParams.get('algorithm');
+  const limit = url.searchParams.get('limit');
+  const window = url.searchParams.get('window');
+  if (key === null || algorithm === null || limit === null || window === null) {
+    throw new HttpError(400, 'give key, algorithm, limit and window as query parameters, e.g. ?key=user:42&algorithm=token-bucket&limit=10&window=1s');
+  }
+  return { key, policy: { algorithm: algorithm as Policy['algorithm'], limit: Number(limit), window: /^\d+$/.test(window) ? Number(window) : window } };
+}
+
+/** 401 without the admin token (compared in constant time); 403 when no token is configured. */
+function requireAdmin(ctx: ServiceContext, request: IncomingMessage): void {
+  const expected = ctx.options.adminToken;
+  if (expected === undefined) throw new HttpError(403, 'admin endpoints are disabled: start the service with --admin-token (or TOLLGATE_ADMIN_TOKEN)');
+  const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1] ?? '';
+  // Hash both sides so the comparison takes the same time whatever the lengths.
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  if (!timingSafeEqual(a, b)) throw new HttpError(401, 'a valid admin token is required: Authorization: Bearer <token>');
+}

@@ -1,0 +1,87 @@
+/**
+ * `tollgate serve` settings: command-line flags, then `TOLLGATE_*` environment variables, then
+ * defaults (flags win). Every value is validated; a bad one is an error naming the flag and the
+ * variable, never a silent default.
+ */
+import { InvalidOptionError } from '../errors.js';
+
+export interface ServiceOptions {
+  /** Rules file or directory (`--config`, `TOLLGATE_CONFIG`). */
+  readonly config?: string;
+  /** Redis URL (`--redis`, `TOLLGATE_REDIS`); neither this nor `redisCluster`: memory store. */
+  readonly redis?: string;
+  /** Redis Cluster seed nodes (`--redis-cluster host:port,...`, `TOLLGATE_REDIS_CLUSTER`). */
+  readonly redisCluster?: readonly { host: string; port: number }[];
+  /** HTTP port (`--port`, `TOLLGATE_PORT`), default 8080; 0 picks a free port. */
+  readonly port: number;
+  /** gRPC port (`--grpc-port`, `TOLLGATE_GRPC_PORT`), default 8081; 0 picks a free port. */
+  readonly grpcPort: number;
+  /** Address to listen on (`--host`, `TOLLGATE_HOST`), default 0.0.0.0. */
+  readonly host: string;
+  /** Bearer token for the admin endpoints (`--admin-token`, `TOLLGATE_ADMIN_TOKEN`); unset: admin disabled. */
+  readonly adminToken?: string;
+  /** pino level (`--log-level`, `TOLLGATE_LOG_LEVEL`), default info. */
+  readonly logLevel: string;
+}
+
+/** The flags `serve` takes: name → environment variable. */
+export const SERVE_FLAGS: Readonly<Record<string, string>> = {
+  config: 'TOLLGATE_CONFIG',
+  redis: 'TOLLGATE_REDIS',
+  'redis-cluster': 'TOLLGATE_REDIS_CLUSTER',
+  port: 'TOLLGATE_PORT',
+  'grpc-port': 'TOLLGATE_GRPC_PORT',
+  host: 'TOLLGATE_HOST',
+  'admin-token': 'TOLLGATE_ADMIN_TOKEN',
+  'log-level': 'TOLLGATE_LOG_LEVEL',
+};
+
+const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+/** Merges flags over the environment and validates the result. */
+export function resolveServiceOptions(flags: Readonly<Record<string, string | undefined>>, env: NodeJS.ProcessEnv): ServiceOptions {
+  const value = (flag: string): string | undefined => {
+    const given = flags[flag] ?? env[SERVE_FLAGS[flag]!];
+    return given === undefined || given === '' ? undefined : given;
+  };
+  const where = (flag: string) => `--${flag} (or ${SERVE_FLAGS[flag]})`;
+  const port = (flag: string, fallback: number): number => {
+    const text = value(flag);
+    if (text === undefined) return fallback;
+    const number = Number(text);
+    if (!/^\d+$/.test(text) || number > 65_535) throw new InvalidOptionError(`${where(flag)} must be a port from 0 to 65535, got ${JSON.stringify(text)}`);
+    return number;
+  };
+  const redis = value('redis');
+  const clusterText = value('redis-cluster');
+  if (redis !== undefined && clusterText !== undefined) {
+    throw new InvalidOptionError(`give ${where('redis')} or ${where('redis-cluster')}, not both`);
+  }
+  if (redis !== undefined && !/^rediss?:\/\//.test(redis)) {
+    throw new InvalidOptionError(`${where('redis')} must look like redis://host:6379, got ${JSON.stringify(redis)}`);
+  }
+  const redisCluster = clusterText?.split(',').map((node) => {
+    const match = /^\s*([^\s:]+):(\d{1,5})\s*$/.exec(node);
+    if (match === null || Number(match[2]) > 65_535) {
+      throw new InvalidOptionError(`${where('redis-cluster')} must be host:port,host:port,..., got ${JSON.stringify(node)}`);
+    }
+    return { host: match[1]!, port: Number(match[2]) };
+  });
+  const logLevel = value('log-level') ?? 'info';
+  if (!LOG_LEVELS.has(logLevel)) throw new InvalidOptionError(`${where('log-level')} must be one of ${[...LOG_LEVELS].join(', ')}, got ${JSON.stringify(logLevel)}`);
+  const adminToken = value('admin-token');
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new InvalidOptionError(`${where('admin-token')} must be at least 16 characters (it guards rule changes and key resets)`);
+  }
+  const config = value('config');
+  return {
+    ...(config !== undefined ? { config } : {}),
+    ...(redis !== undefined ? { redis } : {}),
+    ...(redisCluster !== undefined ? { redisCluster } : {}),
+    ...(adminToken !== undefined ? { adminToken } : {}),
+    port: port('port', 8080),
+    grpcPort: port('grpc-port', 8081),
+    host: value('host') ?? '0.0.0.0',
+    logLevel,
+  };
+}
