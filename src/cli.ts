@@ -47,6 +47,10 @@ async function main(argv: string[]): Promise<number> {
     await runDemo((line) => process.stdout.write(`${line}\n`));
     return 0;
   }
+  if (first !== undefined && !first.startsWith('-')) {
+    process.stderr.write(`tollgate: unknown command ${JSON.stringify(argv.join(' '))}\n\n${USAGE}`);
+    return 2;
+  }
   let values;
   try {
     ({ values } = parseArgs({ args: argv, options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } } }));
@@ -105,6 +109,11 @@ async function serve(args: string[]): Promise<number> {
 
 /** `tollgate validate PATH`: 0 when the rules load, 1 with every error on stderr, 2 on misuse. */
 async function validate(args: string[]): Promise<number> {
+  try {
+    args = parseArgs({ args, allowPositionals: true, options: {} }).positionals;
+  } catch (error) {
+    return usageError(`validate: ${(error as Error).message}`);
+  }
   if (args.length !== 1) {
     process.stderr.write(`tollgate: validate takes one PATH (a rules file or a directory of *.yaml files)\n\n${USAGE}`);
     return 2;
