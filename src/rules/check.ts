@@ -67,6 +67,7 @@ export interface CheckEngine {
 /** Most descriptors in one request, and entries in one descriptor. */
 export const MAX_DESCRIPTORS = 64;
 export const MAX_ENTRIES = 32;
+const UNLIMITED_REMAINING = 4_294_967_295;
 const NO_LIMIT: DescriptorStatus = Object.freeze({ code: 'OK', limitRemaining: 0, durationUntilReset: 0 });
 
 /** Decides `request` against `rules` (read once: a reload mid-check cannot mix rule sets). */
@@ -83,7 +84,12 @@ export async function check(engine: CheckEngine, rules: RuleSet, request: CheckR
   const enforced: { index: number; match: Match; cost: number }[] = [];
   const shadow: { index: number; match: Match; cost: number }[] = [];
   matches.forEach((match, index) => {
-    if (match === undefined || match.rule.unlimited) return;
+    if (match === undefined) return;
+    if (match.rule.unlimited) {
+      // As envoy: unlimited reports the largest uint32 remaining, so callers can tell it from "no limit".
+      statuses[index] = { code: 'OK', limitRemaining: UNLIMITED_REMAINING, durationUntilReset: 0, rule: match.rule.path };
+      return;
+    }
     if (match.rule.name !== undefined && replaced.has(match.rule.name)) return;
     const hits = positiveHits(request.descriptors[index]!.hitsAddend) ?? positiveHits(request.hits) ?? 1;
     (match.rule.shadowMode ? shadow : enforced).push({ index, match, cost: hits * match.rule.cost });
@@ -125,7 +131,8 @@ function status(match: Match, decision: Decision, now: number, code: DescriptorS
       ...(rule.name !== undefined ? { name: rule.name } : {}),
     },
     limitRemaining: decision.remaining,
-    durationUntilReset: Math.max(0, decision.resetAt - now),
+    // A denied limit resets no sooner than the request could pass (a limit of 0: one window).
+    durationUntilReset: Math.max(0, decision.resetAt - now, decision.allowed ? 0 : decision.retryAfter),
     rule: rule.path,
   };
 }

@@ -23,7 +23,8 @@ const RULES_FILE = /\.ya?ml$/i;
  * Reads the rules at `path`: the file itself, or every `*.yaml` / `*.yml` file directly in the
  * directory, sorted by name (dotfiles ignored). Each `source` is `path` joined with the name.
  *
- * @throws {RulesError} when `path` cannot be read or a file is over {@link RULES_LIMITS}.maxBytes.
+ * @throws {RulesError} when `path` cannot be read, holds no rules files, or a file is over
+ *   {@link RULES_LIMITS}.maxBytes.
  */
 export async function readRuleSources(path: string): Promise<RulesText[]> {
   const info = await stat(path).catch((error: unknown) => {
@@ -39,6 +40,8 @@ export async function readRuleSources(path: string): Promise<RulesText[]> {
     const file = join(path, name);
     if ((await stat(file)).isFile()) sources.push(await readRulesFile(file));
   }
+  // A wrong path would otherwise load no rules at all and silently limit nothing.
+  if (sources.length === 0) throw new RulesError(path, 1, 1, '', 'no rules files here: a rules directory needs at least one *.yaml or *.yml file');
   return sources;
 }
 

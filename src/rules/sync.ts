@@ -75,10 +75,21 @@ export class RulesSync {
   /** Loads the current version, subscribes to notices, and starts the periodic check. */
   async start(): Promise<void> {
     await this.sync();
-    this.subscriber = this.redis.duplicate();
-    this.subscriber.on('error', () => undefined);
-    this.subscriber.on('message', () => void this.sync());
-    await this.subscriber.subscribe(this.channel);
+    const subscriber = this.redis.duplicate();
+    this.subscriber = subscriber;
+    subscriber.on('error', () => undefined);
+    subscriber.on('message', () => void this.sync());
+    // The duplicate inherits a disabled offline queue: wait until it is connected to subscribe.
+    if (subscriber.status !== 'ready') {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('the rules subscriber could not connect to Redis within 5 s')), 5_000);
+        subscriber.once('ready', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    await subscriber.subscribe(this.channel);
     this.timer = setInterval(() => void this.sync(), this.pollIntervalMs);
     this.timer.unref();
   }
@@ -92,7 +103,9 @@ export class RulesSync {
     const domains = parseRules(yaml, source);
     compileRules(domains); // every limit must compile, too
     const fields: string[] = [];
-    for (const domain of domains) fields.push(domain.domain, documentOf(yaml, domain, domains.length));
+    // Each domain keeps the text it came in (the whole push when it held several domains); a node
+    // reads back only the domain the field is named after, so later pushes replace domains one by one.
+    for (const domain of domains) fields.push(domain.domain, yaml);
     const results = await this.redis.multi().hset(this.rulesKey, ...fields).incr(this.versionKey).exec();
     const failed = results?.find(([error]) => error !== null);
     if (results === null || failed !== undefined) throw failed?.[0] ?? new Error('rules push was aborted');
@@ -133,11 +146,9 @@ export class RulesSync {
     try {
       const domains: DomainConfig[] = [];
       for (const [name, text] of Object.entries(stored)) {
-        const parsed = parseRules(text, `redis:${this.rulesKey}#${name}`);
-        if (parsed.length !== 1 || parsed[0]!.domain !== name) {
-          throw new Error(`stored rules for domain ${JSON.stringify(name)} do not define exactly that domain`);
-        }
-        domains.push(parsed[0]!);
+        const own = parseRules(text, `redis:${this.rulesKey}#${name}`).find((domain) => domain.domain === name);
+        if (own === undefined) throw new Error(`the stored rules for domain ${JSON.stringify(name)} do not define it`);
+        domains.push(own);
       }
       this.holder.replacePushed(compileRules(domains, Object.values(stored)));
       this.version = version;
@@ -151,12 +162,4 @@ export class RulesSync {
       this.onError(error);
     }
   }
-}
-
-/** The YAML of one domain's document: the whole text when it holds only that domain. */
-function documentOf(yaml: string, domain: DomainConfig, count: number): string {
-  if (count === 1) return yaml;
-  // Several documents: store each domain on its own so later pushes can replace them one by one.
-  const documents = yaml.split(/^---[ \t]*$/m).filter((part) => part.trim() !== '');
-  return documents.find((part) => parseRules(part, domain.source).some((d) => d.domain === domain.domain)) ?? yaml;
 }

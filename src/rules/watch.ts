@@ -41,6 +41,8 @@ export interface RulesWatcher {
 export function watchRules(path: string, holder: RulesHolder, options: WatchRulesOptions = {}): RulesWatcher {
   const onError = options.onError ?? ((error: unknown) => console.error(`tollgate: rules reload refused: ${(error as Error).message}`));
   let lastHash: string | undefined;
+  /** The content that last failed: not re-parsed (nor re-counted) until it changes. */
+  let lastFailedHash: string | undefined;
   let reloads = 0;
   let failures = 0;
   let lastError: string | undefined;
@@ -53,10 +55,12 @@ export function watchRules(path: string, holder: RulesHolder, options: WatchRule
       const hash = createHash('sha256');
       for (const { source, text } of sources) hash.update(source).update('\u0000').update(text).update('\u0000');
       const digest = hash.digest('hex');
-      if (digest === lastHash) return;
+      if (digest === lastHash || digest === lastFailedHash) return;
+      lastFailedHash = digest;
       const rules = compileRules(parseRuleSources(sources), sources.map((s) => s.text));
       holder.replace(rules);
       lastHash = digest;
+      lastFailedHash = undefined;
       reloads += 1;
       lastError = undefined;
       options.onReload?.(rules.version);

@@ -39,7 +39,9 @@ export class HttpRoutes {
 /** Creates the HTTP server with the core routes. */
 export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new HttpRoutes()): { server: Server; routes: HttpRoutes } {
   addCoreRoutes(ctx, routes);
-  const server = createServer((request, response) => {
+  // Slow-loris: a client that trickles its headers or body is cut off (408) instead of holding a
+  // socket; the timeouts are checked every second (Node's default is every 30 s).
+  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 5_000, requestTimeout: 10_000, keepAliveTimeout: 5_000 }, (request, response) => {
     const url = new URL(request.url ?? '/', 'http://tollgate');
     const handler = routes.find(request.method ?? 'GET', url.pathname);
     if (handler === undefined) {
@@ -58,10 +60,6 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
         else response.destroy();
       });
   });
-  // Slow-loris: a client that trickles its headers or body is cut off instead of holding a socket.
-  server.headersTimeout = 5_000;
-  server.requestTimeout = 10_000;
-  server.keepAliveTimeout = 5_000;
   return { server, routes };
 }
 

@@ -58,3 +58,17 @@ describe('examples/rules', () => {
     expect((await limiter.check(free)).overallCode).toBe('OVER_LIMIT');
   });
 });
+
+describe('a rules directory without rules files', () => {
+  it('is refused rather than loaded as "no limits"', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-empty-'));
+    try {
+      await expect(loadRules(dir)).rejects.toThrow(/no rules files here/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

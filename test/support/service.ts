@@ -1,0 +1,58 @@
+/**
+ * Starts the real `tollgate serve` CLI as a child process on free ports and reads its listening
+ * ports from its JSON log lines.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
+
+export interface ServiceProcess {
+  readonly httpPort: number;
+  readonly grpcPort: number | undefined;
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly logs: Record<string, unknown>[];
+  url(path: string): string;
+  /** SIGTERM, then resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+export async function startServiceProcess(args: string[], env: Record<string, string> = {}): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', ...args], {
+    env: { ...process.env, ...env },
+  });
+  const logs: Record<string, unknown>[] = [];
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    try {
+      logs.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      logs.push({ msg: line });
+    }
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const deadline = Date.now() + 10_000;
+  while (!logs.some((line) => String(line.msg).startsWith('HTTP listening'))) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`tollgate serve did not start: ${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  // gRPC starts right after HTTP; give it a moment to log.
+  const grpcDeadline = Date.now() + 2_000;
+  while (!logs.some((line) => String(line.msg).startsWith('gRPC listening')) && Date.now() < grpcDeadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const httpPort = Number(logs.find((line) => String(line.msg).startsWith('HTTP listening'))!.port);
+  const grpcLine = logs.find((line) => String(line.msg).startsWith('gRPC listening'));
+  return {
+    httpPort,
+    grpcPort: grpcLine === undefined ? undefined : Number(grpcLine.port),
+    child,
+    logs,
+    url: (path) => `http://127.0.0.1:${httpPort}${path}`,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
