@@ -60,10 +60,13 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   response.end(text);
 }
 
+const STATUS_NAMES: Readonly<Record<number, string>> = { 401: 'unauthorized', 403: 'forbidden', 413: 'payload_too_large' };
+
 /** Status and body for an error thrown by a handler. */
 export function errorReply(error: unknown): { status: number; body: Record<string, unknown> } {
   if (error instanceof HttpError) {
-    return { status: error.status, body: { error: 'bad_request', message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) } };
+    const name = STATUS_NAMES[error.status] ?? 'bad_request';
+    return { status: error.status, body: { error: name, message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) } };
   }
   if (error instanceof RulesError) {
     return { status: 400, body: { error: 'invalid_rules', code: error.code, message: error.message } };
