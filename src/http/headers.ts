@@ -32,7 +32,12 @@ const UNIT_SECONDS: Readonly<Record<string, number>> = { second: 1, minute: 60, 
  */
 export function checkHeaders(result: CheckResult, now: number): Record<string, string> {
   const limited = result.statuses.filter((status) => status.currentLimit !== undefined);
-  if (limited.length === 0) return {};
+  if (limited.length === 0) {
+    // Denied without a limit (a blocked key): only when to come back.
+    if (result.overallCode !== 'OVER_LIMIT') return {};
+    const wait = String(Math.max(1, Math.ceil(Math.max(...result.statuses.map((status) => status.durationUntilReset)) / 1000)));
+    return { 'retry-after': wait, 'x-ratelimit-retry-after': wait };
+  }
   const tightest = limited.reduce((a, b) => (b.code === 'OVER_LIMIT' && a.code !== 'OVER_LIMIT') || b.limitRemaining < a.limitRemaining ? b : a);
   const resetSeconds = Math.ceil(tightest.durationUntilReset / 1000);
   const headers: Record<string, string> = {

@@ -10,6 +10,7 @@ import type { RulesHolder } from '../rules/ruleset.js';
 import type { RulesSync } from '../rules/sync.js';
 import type { RulesWatcher } from '../rules/watch.js';
 import type { Store } from '../store/types.js';
+import type { BlockList } from './blocks.js';
 import type { ServiceOptions } from './options.js';
 
 /** One answered check (HTTP /json, /v1/check or gRPC). */
@@ -50,6 +51,8 @@ export interface ServiceContext {
   readonly watcher: RulesWatcher | undefined;
   readonly sync: RulesSync | undefined;
   readonly events: EventEmitter<ServiceEvents>;
+  /** Keys blocked by an operator. */
+  readonly blocks: BlockList;
   readonly startedAt: number;
   /** Whether rules are loaded and the store answers (with details for /readyz). */
   readiness(): Promise<{ ready: boolean; details: Record<string, unknown> }>;

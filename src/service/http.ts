@@ -8,10 +8,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { InvalidCheckError, describeValue } from '../errors.js';
 import { checkHeaders, decisionHeaders } from '../http/headers.js';
 import { compilePolicy, type Policy } from '../policy.js';
-import type { CheckRequest, CheckResult } from '../rules/check.js';
+import type { CheckRequest } from '../rules/check.js';
 import { parseRules } from '../rules/parse.js';
 import { compileRules } from '../rules/ruleset.js';
 import type { ServiceContext } from './context.js';
+import { decideCheck } from './decide.js';
 import { fromEnvoyRequest, toEnvoyResponse } from './envoy.js';
 import { HttpError, errorReply, readBody, readJson, sendJson } from './http-util.js';
 
@@ -66,12 +67,12 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
 function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   routes.add('POST', '/json', async (request, response) => {
     const checkRequest = fromEnvoyRequest(await readJson(request));
-    const result = await decide(ctx, checkRequest, 'json');
+    const result = await decideCheck(ctx, checkRequest, 'json');
     sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result), checkHeaders(result, Date.now()));
   });
 
   routes.add('POST', '/v1/check', async (request, response) => {
-    const result = await decide(ctx, friendlyCheck(await readJson(request)), 'check');
+    const result = await decideCheck(ctx, friendlyCheck(await readJson(request)), 'check');
     sendJson(response, result.overallCode === 'OK' ? 200 : 429, result, checkHeaders(result, Date.now()));
   });
 
@@ -81,6 +82,13 @@ function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     const { key, policy, cost, ...rest } = body as { key?: unknown; policy?: unknown; cost?: unknown };
     if (Object.keys(rest).length > 0) throw new HttpError(400, `unknown field ${JSON.stringify(Object.keys(rest)[0])}; the fields are key, policy, cost`);
     const compiled = compilePolicy(policy as Policy);
+    const blockedFor = typeof key === 'string' ? ctx.blocks.remaining(key) : 0;
+    if (blockedFor > 0) {
+      const now = Date.now();
+      const blocked = { allowed: false, limit: compiled.nominalCapacity, remaining: 0, resetAt: now + blockedFor, retryAfter: blockedFor };
+      sendJson(response, 429, { ...blocked, reason: 'blocked' }, decisionHeaders(blocked, now, compiled.windowMs));
+      return;
+    }
     const decision = await ctx.limiter.limit(key as string, compiled, cost === undefined ? {} : { cost: cost as number });
     sendJson(response, decision.allowed ? 200 : 429, decision, decisionHeaders(decision, Date.now(), compiled.windowMs));
   });
@@ -123,6 +131,28 @@ function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     sendJson(response, 200, { key, decision });
   });
 
+  routes.add('GET', '/v1/keys/blocked', (request, response) => {
+    requireAdmin(ctx, request);
+    sendJson(response, 200, { blocked: ctx.blocks.list() });
+  });
+
+  routes.add('POST', '/v1/keys/block', async (request, response) => {
+    requireAdmin(ctx, request);
+    const body = (await readJson(request)) as { key?: unknown; ttlMs?: unknown } | null;
+    if (typeof body !== 'object' || body === null) throw new HttpError(400, 'the body must be { key, ttlMs? }');
+    const key = body.key as string;
+    const until = ctx.blocks.block(key, body.ttlMs === undefined ? 3_600_000 : (body.ttlMs as number));
+    ctx.logger.warn({ key, until }, 'key blocked by an operator');
+    sendJson(response, 200, { key, blockedUntil: until });
+  });
+
+  routes.add('DELETE', '/v1/keys/block', (request, response, url) => {
+    requireAdmin(ctx, request);
+    const key = url.searchParams.get('key');
+    if (key === null) throw new HttpError(400, 'give the key to unblock: ?key=...');
+    sendJson(response, 200, { key, unblocked: ctx.blocks.unblock(key) });
+  });
+
   routes.add('DELETE', '/v1/keys', async (request, response, url) => {
     requireAdmin(ctx, request);
     const { key, policy } = keyQuery(url);
@@ -131,19 +161,6 @@ function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   });
 }
 
-/** Runs a check and tells the listeners (metrics, dashboard). */
-async function decide(ctx: ServiceContext, request: CheckRequest, via: 'json' | 'check'): Promise<CheckResult> {
-  const started = performance.now();
-  const result = await ctx.limiter.check(request);
-  ctx.events.emit('check', {
-    domain: request.domain,
-    result,
-    keys: result.statuses.map((status) => status.rule),
-    via,
-    durationMs: performance.now() - started,
-  });
-  return result;
-}
 
 /**
  * `/v1/check` takes envoy's shape, or a friendlier one where a descriptor is a plain object of

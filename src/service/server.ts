@@ -13,6 +13,7 @@ import { RulesSync } from '../rules/sync.js';
 import { watchRules, type RulesWatcher } from '../rules/watch.js';
 import { memoryStore, type MemoryStore } from '../store/memory.js';
 import { redisStore, type RedisStore } from '../store/redis/store.js';
+import { BlockList } from './blocks.js';
 import type { ServiceContext, ServiceEvents } from './context.js';
 import { attachDashboard } from './dashboard.js';
 import { startGrpcServer } from './grpc.js';
@@ -76,6 +77,7 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
     watcher,
     sync,
     events,
+    blocks: new BlockList(),
     startedAt,
     readiness: async () => {
       const details: Record<string, unknown> = { rulesVersion: holder.current.version, domains: holder.current.domainNames(), store: store.name };

@@ -101,6 +101,24 @@ describe('tollgate serve, memory store', () => {
     expect((await post(service, '/v1/limit', { key: 'k', policy: { algorithm: 'token-bucket', limit: 1, window: '1m' } })).status).toBe(200);
   });
 
+  it('blocks a key or a descriptor entry by hand, until it expires or is unblocked', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    expect((await post(service, '/v1/keys/block', { key: 'user=mallory' })).status).toBe(401);
+    expect((await post(service, '/v1/keys/block', { key: 'user=mallory', ttlMs: 60_000 }, auth)).status).toBe(200);
+    expect((await post(service, '/v1/keys/block', { key: 'abuser', ttlMs: 60_000 }, auth)).status).toBe(200);
+    expect((await post(service, '/v1/keys/block', { key: 'x', ttlMs: -5 }, auth)).status).toBe(400);
+    const blocked = await post(service, '/json', login('mallory'));
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(50);
+    const limit = await post(service, '/v1/limit', { key: 'abuser', policy: { algorithm: 'gcra', limit: 100, window: '1s' } });
+    expect(limit.status).toBe(429);
+    expect(limit.body).toMatchObject({ allowed: false, reason: 'blocked' });
+    const list = (await (await fetch(service.url('/v1/keys/blocked'), { headers: auth })).json()) as { blocked: { key: string }[] };
+    expect(list.blocked.map((b) => b.key).sort()).toEqual(['abuser', 'user=mallory']);
+    expect((await fetch(service.url('/v1/keys/block?key=user%3Dmallory'), { method: 'DELETE', headers: auth })).status).toBe(200);
+    expect((await post(service, '/json', login('mallory'))).status).toBe(200);
+  });
+
   it.each([
     ['malformed JSON', '{"domain": ', 400, /not valid JSON/],
     ['missing domain', { descriptors: [{ entries: [{ key: 'a', value: 'b' }] }] }, 400, /domain must be a non-empty string/],
