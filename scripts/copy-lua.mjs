@@ -1,7 +1,12 @@
-// Build step: tsc does not copy non-TypeScript files; the Redis store reads its Lua at run time.
-import { cpSync } from 'node:fs';
+// Build step: tsc does not copy non-TypeScript files. The Redis store reads its Lua at run time,
+// and the gRPC service loads its .proto files at run time.
+import { cpSync, statSync } from 'node:fs';
 
-cpSync(new URL('../src/store/redis/scripts/', import.meta.url), new URL('../dist/store/redis/scripts/', import.meta.url), {
-  recursive: true,
-  filter: (source) => !source.includes('.') || source.endsWith('.lua') || source.endsWith('/'),
-});
+const copy = (from, to, extension) =>
+  cpSync(new URL(from, import.meta.url), new URL(to, import.meta.url), {
+    recursive: true,
+    filter: (source) => source.endsWith(extension) || statSync(source).isDirectory(),
+  });
+
+copy('../src/store/redis/scripts/', '../dist/store/redis/scripts/', '.lua');
+copy('../src/service/proto/', '../dist/service/proto/', '.proto');
