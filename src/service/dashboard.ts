@@ -1,11 +1,385 @@
-/** The live dashboard at GET /dashboard (placeholder: replaced by the dashboard work). */
-import type { ServiceContext } from './context.js';
+/**
+ * The live dashboard: GET /dashboard serves one self-contained page (dashboard-page.ts), fed by
+ * Server-Sent Events from GET /v1/events. Decisions are aggregated here, in memory bounded by
+ * constants (rules tracked, keys tracked, seconds of history, clients), and one snapshot a second
+ * is built once and written to every client, whatever the traffic.
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { CheckEvent, RejectedEvent, ServiceContext, StoreErrorEvent } from './context.js';
+import { DASHBOARD_SCRIPT, DASHBOARD_STYLE, dashboardHtml } from './dashboard-page.js';
 import type { HttpRoutes } from './http.js';
+import { sendJson } from './http-util.js';
+import { classifyCheck, NO_RULE, ruleIndex } from './metrics.js';
+import type { MemoryStoreStats } from '../store/memory.js';
 
-export function attachDashboard(_ctx: ServiceContext, routes: HttpRoutes): { close(): void } {
+/** How often a snapshot is sent, in ms. */
+export const SNAPSHOT_INTERVAL_MS = 1_000;
+/** Seconds of per-second history kept (and sent to a client that connects). */
+export const HISTORY_SECONDS = 120;
+/** Distinct rules tracked; decisions of later ones are counted under {@link OTHER_RULES}. */
+export const MAX_RULES = 500;
+/** Rules listed per snapshot (the busiest), and entries in the top-N lists. */
+export const MAX_LISTED_RULES = 50;
+export const TOP_N = 10;
+/** Counters of the most-throttled-keys sketch (Space-Saving: the true top keys are found within its error). */
+export const KEY_SLOTS = 128;
+/** Longest key shown (keys may be long; they are cut, never used as labels). */
+const MAX_KEY_CHARS = 160;
+/** Simultaneous event-stream clients; more get a 503. */
+export const MAX_CLIENTS = 32;
+/** A client whose unsent data passes this is dropped (it stopped reading). */
+const MAX_BUFFERED_BYTES = 512 * 1024;
+export const OTHER_RULES = '(other rules)';
+
+/** Per-rule counts: allowed, throttled, shadow-mode hits, near-limit. */
+interface RuleCounts {
+  allowed: number;
+  throttled: number;
+  shadow: number;
+  near: number;
+}
+
+/** Totals of one second, or since start. */
+interface Totals extends RuleCounts {
+  checks: number;
+  deniedChecks: number;
+  unmatched: number;
+  rejected: number;
+  storeErrors: number;
+}
+
+/** One second as sent: totals, and per rule `[rule, allowed, throttled, shadow, near]`. */
+interface SecondSnapshot extends Totals {
+  t: number;
+  rules: [string, number, number, number, number][];
+}
+
+const zeroCounts = (): RuleCounts => ({ allowed: 0, throttled: 0, shadow: 0, near: 0 });
+const zeroTotals = (): Totals => ({ ...zeroCounts(), checks: 0, deniedChecks: 0, unmatched: 0, rejected: 0, storeErrors: 0 });
+
+/**
+ * Space-Saving: the most frequent of an unbounded stream of keys in `slots` counters. A key not
+ * held replaces the smallest counter, inheriting its count as its possible overcount (`error`).
+ */
+export class TopKeys {
+  private readonly counts = new Map<string, { count: number; error: number }>();
+
+  constructor(private readonly slots: number) {}
+
+  add(key: string): void {
+    const entry = this.counts.get(key);
+    if (entry !== undefined) {
+      entry.count += 1;
+      return;
+    }
+    if (this.counts.size < this.slots) {
+      this.counts.set(key, { count: 1, error: 0 });
+      return;
+    }
+    let minKey: string | undefined;
+    let min = Infinity;
+    for (const [held, { count }] of this.counts) {
+      if (count < min) {
+        min = count;
+        minKey = held;
+      }
+    }
+    this.counts.delete(minKey!);
+    this.counts.set(key, { count: min + 1, error: min });
+  }
+
+  top(n: number): { key: string; count: number; error: number }[] {
+    return [...this.counts]
+      .map(([key, { count, error }]) => ({ key, count, error }))
+      .sort((a, b) => b.count - a.count || (a.key < b.key ? -1 : 1))
+      .slice(0, n);
+  }
+
+  get size(): number {
+    return this.counts.size;
+  }
+}
+
+/** The aggregate behind the dashboard: fed by the event stream, read once a second. */
+export class DashboardAggregate {
+  private second = zeroTotals();
+  private secondRules = new Map<string, RuleCounts>();
+  readonly totals = zeroTotals();
+  private readonly ruleTotals = new Map<string, RuleCounts & { domain: string }>();
+  private readonly keys = new TopKeys(KEY_SLOTS);
+  private readonly history: SecondSnapshot[] = [];
+  lastStoreError: { kind: string; at: number } | undefined;
+  /** Store errors in the last few seconds (for the store's state). */
+  private recentStoreErrors: number[] = [];
+
+  constructor(private readonly ctx: ServiceContext) {}
+
+  private ruleName(rule: string): string {
+    return this.ruleTotals.has(rule) || this.ruleTotals.size < MAX_RULES ? rule : OTHER_RULES;
+  }
+
+  onCheck(event: CheckEvent): void {
+    this.second.checks += 1;
+    if (event.result.overallCode === 'OVER_LIMIT') this.second.deniedChecks += 1;
+    for (const outcome of classifyCheck(this.ctx.holder.current, event)) {
+      if (outcome.rule === NO_RULE) {
+        this.second.unmatched += 1;
+        continue;
+      }
+      const rule = this.ruleName(outcome.rule);
+      let total = this.ruleTotals.get(rule);
+      if (total === undefined) {
+        total = { ...zeroCounts(), domain: rule === OTHER_RULES ? '' : outcome.domain };
+        this.ruleTotals.set(rule, total);
+      }
+      let now = this.secondRules.get(rule);
+      if (now === undefined) {
+        now = zeroCounts();
+        this.secondRules.set(rule, now);
+      }
+      const bump = (field: keyof RuleCounts): void => {
+        now[field] += 1;
+        total[field] += 1;
+        this.second[field] += 1;
+      };
+      // Denied only because another limit of the request denied it: neither admitted nor throttled here.
+      if (outcome.reason === 'other_limit_exceeded') continue;
+      if (outcome.result === 'over_limit') {
+        bump('throttled');
+        const key = outcome.key ?? outcome.rule;
+        this.keys.add(key.length > MAX_KEY_CHARS ? `${key.slice(0, MAX_KEY_CHARS)}…` : key);
+      } else {
+        bump('allowed');
+      }
+      if (outcome.result === 'shadow_over_limit') bump('shadow');
+      if (outcome.near) bump('near');
+    }
+  }
+
+  onRejected(_event: RejectedEvent): void {
+    this.second.rejected += 1;
+  }
+
+  onStoreError(event: StoreErrorEvent): void {
+    this.second.storeErrors += 1;
+    this.lastStoreError = { kind: event.kind.slice(0, 64), at: Date.now() };
+  }
+
+  /** Closes the current second: adds it to the totals and the history; returns it. */
+  roll(t: number): SecondSnapshot {
+    const second: SecondSnapshot = {
+      ...this.second,
+      t,
+      rules: [...this.secondRules].map(([rule, c]) => [rule, c.allowed, c.throttled, c.shadow, c.near]),
+    };
+    for (const field of Object.keys(this.totals) as (keyof Totals)[]) this.totals[field] += this.second[field];
+    this.recentStoreErrors.push(this.second.storeErrors);
+    if (this.recentStoreErrors.length > 10) this.recentStoreErrors.shift();
+    this.second = zeroTotals();
+    this.secondRules = new Map();
+    this.history.push(second);
+    if (this.history.length > HISTORY_SECONDS) this.history.shift();
+    return second;
+  }
+
+  recentHistory(): readonly SecondSnapshot[] {
+    return this.history;
+  }
+
+  storeErrorsLast10s(): number {
+    return this.recentStoreErrors.reduce((a, b) => a + b, 0);
+  }
+
+  /** The busiest rules (by decisions) with their totals. */
+  listedRules(): { rule: string; domain: string; allowed: number; throttled: number; shadow: number; near: number }[] {
+    return [...this.ruleTotals]
+      .map(([rule, c]) => ({ rule, domain: c.domain, allowed: c.allowed, throttled: c.throttled, shadow: c.shadow, near: c.near }))
+      .sort((a, b) => b.allowed + b.throttled - (a.allowed + a.throttled) || (a.rule < b.rule ? -1 : 1))
+      .slice(0, MAX_LISTED_RULES);
+  }
+
+  topRules(): { rule: string; throttled: number; allowed: number }[] {
+    return [...this.ruleTotals]
+      .filter(([, c]) => c.throttled > 0)
+      .map(([rule, c]) => ({ rule, throttled: c.throttled, allowed: c.allowed }))
+      .sort((a, b) => b.throttled - a.throttled || (a.rule < b.rule ? -1 : 1))
+      .slice(0, TOP_N);
+  }
+
+  topKeys(): { key: string; throttled: number; error: number }[] {
+    return this.keys.top(TOP_N).map(({ key, count, error }) => ({ key, throttled: count, error }));
+  }
+}
+
+interface Client {
+  readonly request: IncomingMessage;
+  readonly response: ServerResponse;
+}
+
+function memoryStats(ctx: ServiceContext): MemoryStoreStats | undefined {
+  const store = ctx.store as { stats?: () => MemoryStoreStats };
+  return typeof store.stats === 'function' ? store.stats() : undefined;
+}
+
+const hashOf = (text: string): string => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+
+/** Serves the dashboard and its event stream. */
+export function attachDashboard(ctx: ServiceContext, routes: HttpRoutes): { close(): void } {
+  const aggregate = new DashboardAggregate(ctx);
+  const clients = new Set<Client>();
+  let readiness: { ready: boolean; details: Record<string, unknown> } | undefined;
+  let readinessRunning = false;
+
+  const onCheck = (event: CheckEvent): void => aggregate.onCheck(event);
+  const onRejected = (event: RejectedEvent): void => aggregate.onRejected(event);
+  const onStoreError = (event: StoreErrorEvent): void => aggregate.onStoreError(event);
+  ctx.events.on('check', onCheck);
+  ctx.events.on('rejected', onRejected);
+  ctx.events.on('storeError', onStoreError);
+
+  // Readiness may ask Redis: one probe at a time, and only while someone is watching.
+  const refreshReadiness = (): void => {
+    if (readinessRunning) return;
+    readinessRunning = true;
+    ctx
+      .readiness()
+      .then(
+        (result) => (readiness = result),
+        (error: unknown) => (readiness = { ready: false, details: { error: (error as Error).message } }),
+      )
+      .finally(() => (readinessRunning = false));
+  };
+
+  const snapshot = (second: SecondSnapshot): string => {
+    const rules = ctx.holder.current;
+    const stats = memoryStats(ctx);
+    const errors10s = aggregate.storeErrorsLast10s();
+    const details = readiness?.details ?? {};
+    const reachable = typeof details.storeReachable === 'boolean' ? details.storeReachable : undefined;
+    const fallback = details.fallback;
+    const watcher = ctx.watcher?.status();
+    const sync = ctx.sync?.status();
+    return JSON.stringify({
+      t: second.t,
+      intervalMs: SNAPSHOT_INTERVAL_MS,
+      uptimeMs: Date.now() - ctx.startedAt,
+      clients: clients.size,
+      ready: readiness?.ready,
+      second,
+      totals: aggregate.totals,
+      rules: aggregate.listedRules(),
+      topRules: aggregate.topRules(),
+      topKeys: aggregate.topKeys(),
+      rulesInfo: {
+        version: rules.version,
+        domains: rules.domainNames(),
+        rules: ruleIndex(rules).size,
+        ...(watcher !== undefined ? { watcher: { reloads: watcher.reloads, failures: watcher.failures, lastError: watcher.lastError ?? null } } : {}),
+        ...(sync !== undefined ? { sync: { version: sync.version, applied: sync.applied, refused: sync.refused, lastError: sync.lastError ?? null } } : {}),
+      },
+      store: {
+        name: ctx.store.name,
+        state: reachable === false ? 'unreachable' : errors10s > 0 ? 'errors' : readiness === undefined ? 'unknown' : 'ok',
+        ...(reachable !== undefined ? { reachable } : {}),
+        errorsLast10s: errors10s,
+        errorsTotal: aggregate.totals.storeErrors,
+        lastError: aggregate.lastStoreError ?? null,
+        fallback: fallback === undefined ? null : fallback,
+        ...(stats !== undefined ? { keys: stats.keys, maxKeys: stats.maxKeys, evictions: stats.evictions, expired: stats.expired } : {}),
+      },
+    });
+  };
+
+  const drop = (client: Client): void => {
+    if (!clients.delete(client)) return;
+    // An event stream's connection is never reused: close it, so a shutting-down server need not
+    // wait for the keep-alive timeout.
+    if (!client.response.writableEnded) client.response.end(() => client.request.socket.end());
+  };
+
+  const send = (client: Client, text: string): void => {
+    const { response } = client;
+    // A client that stopped reading is dropped rather than buffered without end.
+    if (response.writableLength > MAX_BUFFERED_BYTES) {
+      drop(client);
+      client.request.socket.destroy();
+      return;
+    }
+    response.write(text);
+  };
+
+  const tick = (): void => {
+    const second = aggregate.roll(Date.now());
+    if (clients.size === 0) return;
+    refreshReadiness();
+    const text = `event: snapshot\ndata: ${snapshot(second)}\n\n`;
+    for (const client of clients) {
+      // The server is shutting down: end the stream so it can close.
+      const server = (client.request.socket as Socket & { server?: Server }).server;
+      if (server !== undefined && !server.listening) drop(client);
+      else send(client, text);
+    }
+  };
+  const timer = setInterval(tick, SNAPSHOT_INTERVAL_MS);
+  timer.unref();
+
+  const html = dashboardHtml();
+  const csp = [
+    "default-src 'none'",
+    `script-src ${hashOf(DASHBOARD_SCRIPT)}`,
+    `style-src ${hashOf(DASHBOARD_STYLE)}`,
+    "connect-src 'self'",
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
   routes.add('GET', '/dashboard', (_request, response) => {
-    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    response.end('<!doctype html><title>Tollgate</title><p>Tollgate dashboard</p>');
+    response.writeHead(200, {
+      'content-type': 'text/html; charset=utf-8',
+      'content-length': Buffer.byteLength(html),
+      'content-security-policy': csp,
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+      'cache-control': 'no-store',
+    });
+    response.end(html);
   });
-  return { close: () => undefined };
+
+  routes.add('GET', '/v1/events', (request, response) => {
+    if (clients.size >= MAX_CLIENTS) {
+      sendJson(response, 503, { error: 'too_many_clients', message: `at most ${MAX_CLIENTS} event streams at once; close one and retry` }, { 'retry-after': '5' });
+      return;
+    }
+    const client: Client = { request, response };
+    clients.add(client);
+    request.socket.setNoDelay(true);
+    request.socket.setKeepAlive(true);
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    response.write(`retry: 2000\n\nevent: history\ndata: ${JSON.stringify(aggregate.recentHistory())}\n\n`);
+    const last = aggregate.recentHistory().at(-1);
+    if (last !== undefined) response.write(`event: snapshot\ndata: ${snapshot(last)}\n\n`);
+    refreshReadiness();
+    const gone = (): void => drop(client);
+    request.on('close', gone);
+    response.on('close', gone);
+    response.on('error', gone);
+  });
+
+  return {
+    close: () => {
+      clearInterval(timer);
+      ctx.events.off('check', onCheck);
+      ctx.events.off('rejected', onRejected);
+      ctx.events.off('storeError', onStoreError);
+      for (const client of [...clients]) drop(client);
+    },
+  };
 }

@@ -1,11 +1,325 @@
-/** Prometheus metrics at GET /metrics (placeholder: replaced by the metrics work). */
-import type { ServiceContext } from './context.js';
+/**
+ * Prometheus metrics at GET /metrics, on a registry of this service's own (never prom-client's
+ * global one, so two services in one process, or an embedding application, do not mix counts).
+ *
+ * Counters follow the service's event stream (`ctx.events`); the rest (rules version, reloads,
+ * memory-store keys and evictions) is read at scrape time. Label values come from the rules
+ * (domains, rule paths) or from small fixed sets, never from a request: a request cannot create a
+ * new series, so cardinality is bounded by the configuration.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { CheckEvent, RejectedEvent, ServiceContext, StoreErrorEvent } from './context.js';
 import type { HttpRoutes } from './http.js';
+import type { CompiledRule, RuleNode, RuleSet } from '../rules/ruleset.js';
+import type { DescriptorStatus } from '../rules/check.js';
+import type { MemoryStoreStats } from '../store/memory.js';
 
-export function attachMetrics(_ctx: ServiceContext, routes: HttpRoutes): { close(): void } {
-  routes.add('GET', '/metrics', (_request, response) => {
-    response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-    response.end('');
+/** A limit is "near" when an admitted decision leaves at most this share of its quota. */
+export const NEAR_LIMIT_SHARE = 0.2;
+
+/** Label used when a descriptor matched no limit, and for a domain that is not in the rules. */
+export const NO_RULE = '(none)';
+export const UNKNOWN_DOMAIN = '(unknown)';
+
+/** Per-descriptor result: the status code, with shadow-mode excesses apart. */
+export type DescriptorResult = 'ok' | 'over_limit' | 'shadow_over_limit';
+
+/**
+ * Why a descriptor got its result:
+ * - `within_limit`: a limit applied and admitted it;
+ * - `limit_exceeded`: its own limit denied it;
+ * - `other_limit_exceeded`: its limit would have admitted it, but another limit of the same request
+ *   denied the request (all-or-nothing: nothing was recorded);
+ * - `shadow_mode`: a shadow-mode limit was exceeded (reported, not enforced);
+ * - `no_rule`: no limit applied (no match, unlimited, or replaced);
+ * - `unknown_domain`: the request's domain is not in the rules.
+ */
+export type DescriptorReason = 'within_limit' | 'limit_exceeded' | 'other_limit_exceeded' | 'shadow_mode' | 'no_rule' | 'unknown_domain';
+
+/** One descriptor of a check, reduced to bounded labels (plus the key, for the dashboard only). */
+export interface DescriptorOutcome {
+  /** The domain, or {@link UNKNOWN_DOMAIN} when it is not in the rules. */
+  readonly domain: string;
+  /** The rule path (from the configuration), or {@link NO_RULE}. */
+  readonly rule: string;
+  readonly result: DescriptorResult;
+  readonly reason: DescriptorReason;
+  /** Admitted with at most {@link NEAR_LIMIT_SHARE} of the quota left. */
+  readonly near: boolean;
+  /** Whether the limit is in shadow mode. */
+  readonly shadow: boolean;
+  /** The event's key for this status (may hold request values: never a metric label). */
+  readonly key: string | undefined;
+}
+
+const ruleIndexes = new WeakMap<RuleSet, Map<string, CompiledRule>>();
+
+/** Every rule of `rules` by path (built once per rule set, so a reload is picked up). */
+export function ruleIndex(rules: RuleSet): Map<string, CompiledRule> {
+  let index = ruleIndexes.get(rules);
+  if (index !== undefined) return index;
+  index = new Map();
+  const visit = (node: RuleNode): void => {
+    if (node.rule !== undefined) index!.set(node.rule.path, node.rule);
+    for (const values of node.exact.values()) for (const child of values.values()) visit(child);
+    for (const list of node.wildcards.values()) for (const child of list) visit(child.node);
+    for (const child of node.keyOnly.values()) visit(child);
+  };
+  for (const name of rules.domainNames()) visit(rules.domain(name)!);
+  ruleIndexes.set(rules, index);
+  return index;
+}
+
+/** Classifies each status of a check (shared by the metrics and the dashboard). */
+export function classifyCheck(rules: RuleSet, event: CheckEvent): DescriptorOutcome[] {
+  const knownDomain = rules.domain(event.domain) !== undefined;
+  const denied = event.result.overallCode === 'OVER_LIMIT';
+  const index = ruleIndex(rules);
+  return event.result.statuses.map((status, i) => classifyStatus(status, event.domain, knownDomain, denied, index, event.keys[i]));
+}
+
+function classifyStatus(
+  status: DescriptorStatus,
+  domain: string,
+  knownDomain: boolean,
+  denied: boolean,
+  index: Map<string, CompiledRule>,
+  key: string | undefined,
+): DescriptorOutcome {
+  // A rule path always starts with its domain; trust it only if the rules still hold it.
+  const compiled = status.rule === undefined ? undefined : index.get(status.rule);
+  if (status.rule === undefined || (compiled === undefined && !knownDomain)) {
+    return { domain: knownDomain ? domain : UNKNOWN_DOMAIN, rule: NO_RULE, result: 'ok', reason: knownDomain ? 'no_rule' : 'unknown_domain', near: false, shadow: false, key };
+  }
+  // A rule reloaded away between the decision and now: still a configured path of a known domain.
+  const rule = status.rule;
+  const shadow = compiled?.shadowMode ?? false;
+  if (status.shadowOverLimit === true) return { domain, rule, result: 'shadow_over_limit', reason: 'shadow_mode', near: false, shadow: true, key };
+  if (status.code === 'OVER_LIMIT') return { domain, rule, result: 'over_limit', reason: 'limit_exceeded', near: false, shadow, key };
+  if (denied && !shadow) return { domain, rule, result: 'ok', reason: 'other_limit_exceeded', near: false, shadow, key };
+  const capacity = compiled?.policy.nominalCapacity ?? status.currentLimit?.requestsPerUnit ?? 0;
+  const near = capacity > 0 && status.limitRemaining <= capacity * NEAR_LIMIT_SHARE;
+  return { domain, rule, result: 'ok', reason: 'within_limit', near, shadow, key };
+}
+
+/** Puts a malformed-request message in one of a few buckets (the message holds request values). */
+export function rejectionReason(message: string): 'invalid_json' | 'body_too_large' | 'invalid_rules' | 'invalid_request' {
+  if (/not valid JSON/i.test(message)) return 'invalid_json';
+  if (/\bbytes\b/.test(message) && /\b(at most|over)\b/.test(message)) return 'body_too_large';
+  // RulesError: `file:line:column: path: problem`.
+  if (/^[^\n]*?:\d+:\d+: /.test(message)) return 'invalid_rules';
+  return 'invalid_request';
+}
+
+/** Most distinct store-error kinds given their own series; later ones are counted as `other`. */
+const MAX_STORE_ERROR_KINDS = 16;
+
+/** The memory store's counters, when the store is one. */
+function memoryStats(ctx: ServiceContext): MemoryStoreStats | undefined {
+  const store = ctx.store as { stats?: () => MemoryStoreStats };
+  return typeof store.stats === 'function' ? store.stats() : undefined;
+}
+
+/** Registers the metrics on a new registry and serves them at GET /metrics. */
+export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(): void } {
+  const registry = new Registry();
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry });
+
+  const decisions = new Counter({
+    name: 'tollgate_decisions_total',
+    help: 'Descriptor decisions by domain, rule path, result (ok, over_limit, shadow_over_limit) and reason (within_limit, limit_exceeded, other_limit_exceeded, shadow_mode, no_rule, unknown_domain).',
+    labelNames: ['domain', 'rule', 'result', 'reason'] as const,
+    registers,
   });
-  return { close: () => undefined };
+  const checks = new Counter({
+    name: 'tollgate_checks_total',
+    help: 'Answered check requests by domain, transport (json, check, grpc) and overall result (ok, over_limit).',
+    labelNames: ['domain', 'transport', 'result'] as const,
+    registers,
+  });
+  const nearLimit = new Counter({
+    name: 'tollgate_near_limit_total',
+    help: `Admitted decisions that left at most ${NEAR_LIMIT_SHARE * 100}% of the limit's quota, by domain and rule path.`,
+    labelNames: ['domain', 'rule'] as const,
+    registers,
+  });
+  const shadowHits = new Counter({
+    name: 'tollgate_shadow_mode_hits_total',
+    help: 'Shadow-mode limits exceeded (the request would have been denied; it was admitted), by domain and rule path.',
+    labelNames: ['domain', 'rule'] as const,
+    registers,
+  });
+  const duration = new Histogram({
+    name: 'tollgate_check_duration_seconds',
+    help: 'Time to decide a check (rules lookup and store round trip), by transport.',
+    labelNames: ['transport'] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers,
+  });
+  const rejected = new Counter({
+    name: 'tollgate_rejected_requests_total',
+    help: 'Requests refused as malformed (HTTP 400/413, gRPC INVALID_ARGUMENT), by transport and reason (invalid_json, body_too_large, invalid_rules, invalid_request).',
+    labelNames: ['transport', 'reason'] as const,
+    registers,
+  });
+  const storeErrors = new Counter({
+    name: 'tollgate_store_errors_total',
+    help: `Decisions that failed on the store, by error kind (at most ${MAX_STORE_ERROR_KINDS} kinds, then "other").`,
+    labelNames: ['kind'] as const,
+    registers,
+  });
+
+  new Gauge({
+    name: 'tollgate_rules_info',
+    help: 'The rules in force: 1 for the current version (a content hash).',
+    labelNames: ['version'] as const,
+    registers,
+    collect() {
+      this.reset();
+      this.set({ version: ctx.holder.current.version }, 1);
+    },
+  });
+  new Gauge({
+    name: 'tollgate_rules_domains',
+    help: 'Domains in the rules in force.',
+    registers,
+    collect() {
+      this.set(ctx.holder.current.domainNames().length);
+    },
+  });
+  new Gauge({
+    name: 'tollgate_rules_rules',
+    help: 'Limits (rule paths) in the rules in force.',
+    registers,
+    collect() {
+      this.set(ruleIndex(ctx.holder.current).size);
+    },
+  });
+  // Reload counts live in the watcher and the sync; the counter follows them by their increase.
+  const seenReloads = new Map<string, number>();
+  new Counter({
+    name: 'tollgate_rules_reloads_total',
+    help: 'Rules reloads by source (watcher: files on disk; sync: pushed through Redis) and result (applied, refused: the last good rules stayed in force).',
+    labelNames: ['source', 'result'] as const,
+    registers,
+    collect() {
+      const follow = (source: 'watcher' | 'sync', result: 'applied' | 'refused', total: number): void => {
+        const id = `${source}/${result}`;
+        const increase = total - (seenReloads.get(id) ?? 0);
+        if (increase > 0 || !seenReloads.has(id)) this.inc({ source, result }, Math.max(0, increase));
+        seenReloads.set(id, Math.max(total, seenReloads.get(id) ?? 0));
+      };
+      const watched = ctx.watcher?.status();
+      if (watched !== undefined) {
+        follow('watcher', 'applied', watched.reloads);
+        follow('watcher', 'refused', watched.failures);
+      }
+      const pushed = ctx.sync?.status();
+      if (pushed !== undefined) {
+        follow('sync', 'applied', pushed.applied);
+        follow('sync', 'refused', pushed.refused);
+      }
+    },
+  });
+  new Gauge({
+    name: 'tollgate_rules_reload_failing',
+    help: 'Whether the latest reload from this source was refused (1) or not (0); the last good rules stay in force meanwhile.',
+    labelNames: ['source'] as const,
+    registers,
+    collect() {
+      if (ctx.watcher !== undefined) this.set({ source: 'watcher' }, ctx.watcher.status().lastError === undefined ? 0 : 1);
+      if (ctx.sync !== undefined) this.set({ source: 'sync' }, ctx.sync.status().lastError === undefined ? 0 : 1);
+    },
+  });
+  if (ctx.sync !== undefined) {
+    new Gauge({
+      name: 'tollgate_rules_pushed_version',
+      help: 'The version of the rules pushed through Redis in force on this node (0: none yet).',
+      registers,
+      collect() {
+        this.set(ctx.sync?.status().version ?? 0);
+      },
+    });
+  }
+
+  if (memoryStats(ctx) !== undefined) {
+    new Gauge({
+      name: 'tollgate_memory_store_keys',
+      help: 'Keys held by the memory store.',
+      registers,
+      collect() {
+        this.set(memoryStats(ctx)?.keys ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'tollgate_memory_store_max_keys',
+      help: 'Most keys the memory store holds before evicting the least recently used.',
+      registers,
+      collect() {
+        this.set(memoryStats(ctx)?.maxKeys ?? 0);
+      },
+    });
+    const seenStats = { evictions: 0, expired: 0 };
+    const follow = (field: 'evictions' | 'expired') =>
+      function (this: Counter) {
+        const total = memoryStats(ctx)?.[field] ?? 0;
+        if (total > seenStats[field]) this.inc(total - seenStats[field]);
+        seenStats[field] = Math.max(total, seenStats[field]);
+      };
+    new Counter({
+      name: 'tollgate_memory_store_evictions_total',
+      help: 'Keys the memory store dropped to make room (least recently used first).',
+      registers,
+      collect: follow('evictions'),
+    });
+    new Counter({
+      name: 'tollgate_memory_store_expired_total',
+      help: 'Keys the memory store reclaimed because their state had expired.',
+      registers,
+      collect: follow('expired'),
+    });
+  }
+
+  const onCheck = (event: CheckEvent): void => {
+    const outcomes = classifyCheck(ctx.holder.current, event);
+    for (const outcome of outcomes) {
+      decisions.inc({ domain: outcome.domain, rule: outcome.rule, result: outcome.result, reason: outcome.reason });
+      if (outcome.near) nearLimit.inc({ domain: outcome.domain, rule: outcome.rule });
+      if (outcome.result === 'shadow_over_limit') shadowHits.inc({ domain: outcome.domain, rule: outcome.rule });
+    }
+    const domain = ctx.holder.current.domain(event.domain) !== undefined ? event.domain : UNKNOWN_DOMAIN;
+    checks.inc({ domain, transport: event.via, result: event.result.overallCode === 'OK' ? 'ok' : 'over_limit' });
+    duration.observe({ transport: event.via }, event.durationMs / 1_000);
+  };
+  const onRejected = (event: RejectedEvent): void => {
+    rejected.inc({ transport: event.via, reason: rejectionReason(event.reason) });
+  };
+  const kinds = new Set<string>();
+  const onStoreError = (event: StoreErrorEvent): void => {
+    let kind = /^[A-Za-z0-9_.-]{1,64}$/.test(event.kind) ? event.kind : 'other';
+    if (!kinds.has(kind)) {
+      if (kinds.size < MAX_STORE_ERROR_KINDS) kinds.add(kind);
+      else kind = 'other';
+    }
+    storeErrors.inc({ kind });
+  };
+  ctx.events.on('check', onCheck);
+  ctx.events.on('rejected', onRejected);
+  ctx.events.on('storeError', onStoreError);
+
+  routes.add('GET', '/metrics', async (_request, response) => {
+    const text = await registry.metrics();
+    response.writeHead(200, { 'content-type': registry.contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+    response.end(text);
+  });
+
+  return {
+    close: () => {
+      ctx.events.off('check', onCheck);
+      ctx.events.off('rejected', onRejected);
+      ctx.events.off('storeError', onStoreError);
+      registry.clear();
+    },
+  };
 }
