@@ -93,7 +93,8 @@ async function serve(args: string[]): Promise<number> {
   } catch (error) {
     const known = error instanceof TollgateError;
     process.stderr.write(`tollgate serve: ${known ? (error as Error).message : String((error as Error).stack ?? error)}\n`);
-    return known ? 2 : 1;
+    // Exit now: a connection opened before the failure must not keep the process alive.
+    process.exit(known ? 2 : 1);
   }
   await new Promise<void>((resolve) => {
     const stop = (): void => {

@@ -8,13 +8,18 @@ import type { ServiceContext } from './context.js';
 export async function decideCheck(ctx: ServiceContext, request: CheckRequest, via: 'json' | 'check' | 'grpc'): Promise<CheckResult> {
   const started = performance.now();
   const result = blockedResult(ctx, request) ?? (await ctx.limiter.check(request));
-  ctx.events.emit('check', {
-    domain: request.domain,
-    result,
-    keys: result.statuses.map((status) => status.rule),
-    via,
-    durationMs: performance.now() - started,
-  });
+  try {
+    ctx.events.emit('check', {
+      domain: request.domain,
+      result,
+      keys: result.statuses.map((status) => status.rule),
+      via,
+      durationMs: performance.now() - started,
+    });
+  } catch (error) {
+    // A failing listener (metrics, dashboard) must never fail the decision.
+    ctx.logger.error({ err: error }, 'a check listener failed');
+  }
   return result;
 }
 

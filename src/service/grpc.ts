@@ -16,6 +16,7 @@ import { InvalidCheckError, StoreUnavailableError, TollgateError, describeValue 
 import { checkHeaders } from '../http/headers.js';
 import type { CheckRequest, CheckResult, DescriptorStatus } from '../rules/check.js';
 import type { ServiceContext } from './context.js';
+import { decideCheck } from './decide.js';
 import { fromEnvoyRequest } from './envoy.js';
 
 export interface GrpcServer {
@@ -222,17 +223,8 @@ export async function startGrpcServer(ctx: ServiceContext, host: string, port: n
 
 async function shouldRateLimit(ctx: ServiceContext, message: GrpcRateLimitRequest, callback: sendUnaryData<GrpcRateLimitResponse>): Promise<void> {
   try {
-    const request = fromGrpcRequest(message);
-    const started = performance.now();
-    const result = await ctx.limiter.check(request);
-    const durationMs = performance.now() - started;
-    const response = toGrpcResponse(result, Date.now());
-    try {
-      ctx.events.emit('check', { domain: request.domain, result, keys: result.statuses.map((status) => status.rule), via: 'grpc', durationMs });
-    } catch (error) {
-      ctx.logger.error({ err: error }, 'a check listener failed');
-    }
-    callback(null, response);
+    const result = await decideCheck(ctx, fromGrpcRequest(message), 'grpc');
+    callback(null, toGrpcResponse(result, Date.now()));
   } catch (error) {
     const { code, details, invalid, storeErrorKind } = grpcError(error);
     try {

@@ -56,7 +56,10 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
       .catch((error: unknown) => {
         const { status, body } = errorReply(error);
         if (status === 400 || status === 413) ctx.events.emit('rejected', { via: 'http', reason: String(body.message) });
-        else if (status >= 500) ctx.logger.error({ err: error, path: url.pathname }, 'request failed');
+        if (status >= 500) {
+          ctx.events.emit('storeError', { kind: String(body.code ?? body.error) });
+          if (status !== 503) ctx.logger.error({ err: error, path: url.pathname }, 'request failed');
+        }
         if (!response.headersSent) sendJson(response, status, body);
         else response.destroy();
       });

@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
+import { InvalidOptionError } from '../errors.js';
 import { createLimiter } from '../limiter.js';
 import { loadRules } from '../rules/load.js';
 import { RulesHolder } from '../rules/ruleset.js';
@@ -95,13 +96,27 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   const { server, routes } = createHttpServer(context);
   const metrics = attachMetrics(context, routes);
   const dashboard = attachDashboard(context, routes);
+  // If a listener cannot start, close what already runs, so the process can exit.
+  const abandon = async (error: unknown): Promise<never> => {
+    server.close();
+    watcher?.close();
+    metrics.close();
+    dashboard.close();
+    await sync?.close();
+    await limiter.close();
+    throw error;
+  };
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(new InvalidOptionError(`HTTP cannot listen on ${options.host}:${options.port}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`)),
+    );
     server.listen(options.port, options.host, () => resolve());
-  });
+  }).catch(abandon);
   const httpPort = (server.address() as AddressInfo).port;
   logger.info({ port: httpPort, store: store.name, rules: holder.current.version }, `HTTP listening on ${options.host}:${httpPort}`);
-  const grpc = await startGrpcServer(context, options.host, options.grpcPort);
+  const grpc = await startGrpcServer(context, options.host, options.grpcPort).catch((error: unknown) =>
+    abandon(error instanceof Error && !(error instanceof InvalidOptionError) ? new InvalidOptionError(error.message) : error),
+  );
   if (grpc !== undefined) logger.info({ port: grpc.port }, `gRPC listening on ${options.host}:${grpc.port}`);
 
   let closing: Promise<void> | undefined;
