@@ -20,6 +20,10 @@ export const NEAR_LIMIT_SHARE = 0.2;
 /** Label used when a descriptor matched no limit, and for a domain that is not in the rules. */
 export const NO_RULE = '(none)';
 export const UNKNOWN_DOMAIN = '(unknown)';
+/** The rule of a status denied by a block set by hand (see decide.ts). */
+export const BLOCKED_RULE = 'blocked';
+/** Label for a status whose rule is neither in the rules nor a block. */
+export const OTHER_RULE = '(other)';
 
 /** Per-descriptor result: the status code, with shadow-mode excesses apart. */
 export type DescriptorResult = 'ok' | 'over_limit' | 'shadow_over_limit';
@@ -31,10 +35,11 @@ export type DescriptorResult = 'ok' | 'over_limit' | 'shadow_over_limit';
  * - `other_limit_exceeded`: its limit would have admitted it, but another limit of the same request
  *   denied the request (all-or-nothing: nothing was recorded);
  * - `shadow_mode`: a shadow-mode limit was exceeded (reported, not enforced);
+ * - `blocked`: an entry of the descriptor is blocked by hand (rule `blocked`);
  * - `no_rule`: no limit applied (no match, unlimited, or replaced);
  * - `unknown_domain`: the request's domain is not in the rules.
  */
-export type DescriptorReason = 'within_limit' | 'limit_exceeded' | 'other_limit_exceeded' | 'shadow_mode' | 'no_rule' | 'unknown_domain';
+export type DescriptorReason = 'within_limit' | 'limit_exceeded' | 'other_limit_exceeded' | 'shadow_mode' | 'blocked' | 'no_rule' | 'unknown_domain';
 
 /** One descriptor of a check, reduced to bounded labels (plus the key, for the dashboard only). */
 export interface DescriptorOutcome {
@@ -86,13 +91,18 @@ function classifyStatus(
   index: Map<string, CompiledRule>,
   key: string | undefined,
 ): DescriptorOutcome {
-  // A rule path always starts with its domain; trust it only if the rules still hold it.
-  const compiled = status.rule === undefined ? undefined : index.get(status.rule);
-  if (status.rule === undefined || (compiled === undefined && !knownDomain)) {
-    return { domain: knownDomain ? domain : UNKNOWN_DOMAIN, rule: NO_RULE, result: 'ok', reason: knownDomain ? 'no_rule' : 'unknown_domain', near: false, shadow: false, key };
+  const domainLabel = knownDomain ? domain : UNKNOWN_DOMAIN;
+  if (status.rule === undefined) {
+    return { domain: domainLabel, rule: NO_RULE, result: 'ok', reason: knownDomain ? 'no_rule' : 'unknown_domain', near: false, shadow: false, key };
   }
-  // A rule reloaded away between the decision and now: still a configured path of a known domain.
-  const rule = status.rule;
+  // Denied by a block set by hand (POST /v1/blocks), before any rule.
+  if (status.rule === BLOCKED_RULE) {
+    return { domain: domainLabel, rule: BLOCKED_RULE, result: 'over_limit', reason: 'blocked', near: false, shadow: false, key };
+  }
+  const compiled = index.get(status.rule);
+  // A path the rules no longer hold (reloaded between the decision and now) is still a configured
+  // path when it is under the request's known domain; anything else is not trusted as a label.
+  const rule = compiled !== undefined || (knownDomain && status.rule.startsWith(`${domain}.`)) ? status.rule : OTHER_RULE;
   const shadow = compiled?.shadowMode ?? false;
   if (status.shadowOverLimit === true) return { domain, rule, result: 'shadow_over_limit', reason: 'shadow_mode', near: false, shadow: true, key };
   if (status.code === 'OVER_LIMIT') return { domain, rule, result: 'over_limit', reason: 'limit_exceeded', near: false, shadow, key };
@@ -128,7 +138,7 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(
 
   const decisions = new Counter({
     name: 'tollgate_decisions_total',
-    help: 'Descriptor decisions by domain, rule path, result (ok, over_limit, shadow_over_limit) and reason (within_limit, limit_exceeded, other_limit_exceeded, shadow_mode, no_rule, unknown_domain).',
+    help: 'Descriptor decisions by domain, rule path, result (ok, over_limit, shadow_over_limit) and reason (within_limit, limit_exceeded, other_limit_exceeded, shadow_mode, blocked, no_rule, unknown_domain).',
     labelNames: ['domain', 'rule', 'result', 'reason'] as const,
     registers,
   });

@@ -141,6 +141,22 @@ describe('GET /metrics', () => {
     expect(text).not.toContain('192.0.2.61');
   });
 
+  it('counts checks denied by a block set by hand under the rule "blocked"', async () => {
+    const before = (await scrape(base)).samples;
+    service.context.blocks.block('user=mallory-zz7', 60_000);
+    try {
+      expect(await check(base, [{ action: 'login', user: 'mallory-zz7' }])).toBe(429);
+      expect(await check(base, [{ user: 'mallory-zz7' }], 'no-such-domain-zz7')).toBe(429);
+    } finally {
+      service.context.blocks.unblock('user=mallory-zz7');
+    }
+    const { text, samples: after } = await scrape(base);
+    const delta = (labels: Record<string, string>) => value(after, 'tollgate_decisions_total', labels) - value(before, 'tollgate_decisions_total', labels);
+    expect(delta({ domain: 'classic', rule: 'blocked', result: 'over_limit', reason: 'blocked' })).toBe(1);
+    expect(delta({ domain: '(unknown)', rule: 'blocked', result: 'over_limit', reason: 'blocked' })).toBe(1);
+    expect(text).not.toContain('zz7');
+  });
+
   it('counts malformed requests by transport and a bounded reason', async () => {
     const before = (await scrape(base)).samples;
     expect(await post(base, '/v1/check', '{ not json')).toBe(400);
