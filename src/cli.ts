@@ -4,6 +4,7 @@
  * (the limiter deciding on the embedded store), `--help`, `--version`. `gateway`, `simulate` and
  * `bench` arrive with their issues.
  */
+import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { runDemo } from './demo.js';
@@ -23,6 +24,7 @@ Commands:
                   --port N (8080) --grpc-port N (8081) --host ADDR (0.0.0.0)
                   --admin-token TOKEN      enables PUT /v1/rules and the key admin endpoints
                   --log-level LEVEL        fatal|error|warn|info|debug|trace|silent (info)
+                  --workers N              N processes on the same ports (needs Redis) (1)
                 Every flag also reads TOLLGATE_<FLAG> (e.g. TOLLGATE_REDIS); flags win.
   demo          Show every algorithm deciding a burst of requests on the embedded memory store
   validate PATH Check a rules file, or a directory of *.yaml files: prints "OK: N domains,
@@ -89,7 +91,9 @@ async function serve(args: string[]): Promise<number> {
   }
   let service;
   try {
-    service = await startService(resolveServiceOptions(values, process.env));
+    const options = resolveServiceOptions(values, process.env);
+    if (options.workers > 1 && cluster.isPrimary) return runWorkers(options.workers);
+    service = await startService(options);
   } catch (error) {
     const known = error instanceof TollgateError;
     process.stderr.write(`tollgate serve: ${known ? (error as Error).message : String((error as Error).stack ?? error)}\n`);
@@ -100,10 +104,46 @@ async function serve(args: string[]): Promise<number> {
     const stop = (): void => {
       process.off('SIGTERM', stop);
       process.off('SIGINT', stop);
-      void service.close().then(resolve);
+      // A cluster worker's IPC channel would keep it alive: leave once closed.
+      void service.close().then(() => (cluster.isWorker ? process.exit(0) : resolve()));
     };
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
+  });
+  return 0;
+}
+
+/**
+ * `--workers N`: N processes (node:cluster) share the HTTP and gRPC ports and one Redis. The primary
+ * restarts a worker that dies unexpectedly and forwards SIGTERM/SIGINT for a graceful stop.
+ */
+async function runWorkers(count: number): Promise<number> {
+  let stopping = false;
+  const fork = (): void => {
+    cluster.fork().once('exit', (code) => {
+      if (!stopping) {
+        process.stderr.write(`tollgate serve: a worker exited (code ${code}); starting another\n`);
+        fork();
+      }
+    });
+  };
+  for (let i = 0; i < count; i++) fork();
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      stopping = true;
+      const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
+      let running = workers.length;
+      if (running === 0) resolve();
+      for (const worker of workers) {
+        worker.once('exit', () => {
+          running -= 1;
+          if (running === 0) resolve();
+        });
+        worker.process.kill('SIGTERM');
+      }
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
   });
   return 0;
 }

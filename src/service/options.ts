@@ -22,6 +22,8 @@ export interface ServiceOptions {
   readonly adminToken?: string;
   /** pino level (`--log-level`, `TOLLGATE_LOG_LEVEL`), default info. */
   readonly logLevel: string;
+  /** Processes serving the same ports (`--workers`, `TOLLGATE_WORKERS`), default 1; > 1 needs Redis. */
+  readonly workers: number;
 }
 
 /** The flags `serve` takes: name → environment variable. */
@@ -34,6 +36,7 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   host: 'TOLLGATE_HOST',
   'admin-token': 'TOLLGATE_ADMIN_TOKEN',
   'log-level': 'TOLLGATE_LOG_LEVEL',
+  workers: 'TOLLGATE_WORKERS',
 };
 
 const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -74,7 +77,16 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     throw new InvalidOptionError(`${where('admin-token')} must be at least 16 characters (it guards rule changes and key resets)`);
   }
   const config = value('config');
+  const workersText = value('workers') ?? '1';
+  const workers = Number(workersText);
+  if (!/^\d+$/.test(workersText) || workers < 1 || workers > 64) {
+    throw new InvalidOptionError(`${where('workers')} must be a whole number from 1 to 64, got ${JSON.stringify(workersText)}`);
+  }
+  if (workers > 1 && redis === undefined && redisCluster === undefined) {
+    throw new InvalidOptionError(`${where('workers')} above 1 needs --redis or --redis-cluster: each worker's memory store would count on its own`);
+  }
   return {
+    workers,
     ...(config !== undefined ? { config } : {}),
     ...(redis !== undefined ? { redis } : {}),
     ...(redisCluster !== undefined ? { redisCluster } : {}),

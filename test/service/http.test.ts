@@ -202,3 +202,23 @@ describe('tollgate serve, two nodes sharing Redis', () => {
     expect((await post(b, '/json', pushed)).status).toBe(429);
   });
 });
+
+describe('tollgate serve --workers 2 on Redis', () => {
+  it('two worker processes share the ports and the counters, and stop gracefully', async () => {
+    const redis = await startRedis();
+    try {
+      const service = await startServiceProcess(['--config', 'examples/rules', '--redis', redis.url, '--workers', '2']);
+      const started = () => service.logs.filter((line) => String(line.msg).startsWith('HTTP listening')).length;
+      await expect.poll(started, { timeout: 10_000 }).toBe(2);
+      const pids = new Set(service.logs.filter((line) => String(line.msg).startsWith('HTTP listening')).map((line) => line.pid));
+      expect(pids.size).toBe(2);
+      const codes: number[] = [];
+      for (let i = 0; i < 8; i++) codes.push((await post(service, '/json', login('workers'))).status);
+      expect(codes).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+      expect(await service.stop()).toBe(0);
+      expect(service.logs.filter((line) => line.msg === 'stopped')).toHaveLength(2);
+    } finally {
+      await redis.stop();
+    }
+  }, 30_000);
+});
