@@ -50,6 +50,8 @@ export interface DescriptorStatus {
   readonly shadowOverLimit?: boolean;
   /** Where the limit is in the rules (`domain.key=value...`), when one applied. */
   readonly rule?: string;
+  /** The counter this descriptor counted in (`domain|key=value|...`), when a limit applied. */
+  readonly key?: string;
 }
 
 /** envoy's RateLimitResponse. */
@@ -134,6 +136,7 @@ function status(match: Match, decision: Decision, now: number, code: DescriptorS
     // A denied limit resets no sooner than the request could pass (a limit of 0: one window).
     durationUntilReset: Math.max(0, decision.resetAt - now, decision.allowed ? 0 : decision.retryAfter),
     rule: rule.path,
+    key: match.counterKey,
   };
 }
 

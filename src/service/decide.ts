@@ -12,7 +12,7 @@ export async function decideCheck(ctx: ServiceContext, request: CheckRequest, vi
     ctx.events.emit('check', {
       domain: request.domain,
       result,
-      keys: result.statuses.map((status) => status.rule),
+      keys: result.statuses.map((status) => status.key ?? status.rule),
       via,
       durationMs: performance.now() - started,
     });

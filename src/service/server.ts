@@ -124,10 +124,11 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
     closing ??= (async () => {
       const httpClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // Event streams never finish on their own: end them first so the server can close at once.
+      dashboard.close();
       await Promise.all([httpClosed, grpc?.close()]);
       watcher?.close();
       metrics.close();
-      dashboard.close();
       await sync?.close();
       await limiter.close();
       logger.info('stopped');

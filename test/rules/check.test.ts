@@ -119,6 +119,7 @@ describe('check()', () => {
           limitRemaining: 1,
           durationUntilReset: 40_000, // NOW is 20 s into its minute
           rule: 'api.user',
+          key: 'api|user=bob',
         },
         { code: 'OK', limitRemaining: 0, durationUntilReset: 0 },
       ],

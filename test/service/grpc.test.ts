@@ -167,7 +167,7 @@ describe('gRPC ShouldRateLimit (in-process service, memory store)', () => {
     await client.shouldRateLimit({ domain: 'classic', descriptors: [{ entries: entries({ action: 'login', user: 'eve' }) }, { entries: entries({ x: 'y' }) }] });
     const events = checks.slice(before);
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ via: 'grpc', domain: 'classic', keys: ['classic.action=login.user', undefined] });
+    expect(events[0]).toMatchObject({ via: 'grpc', domain: 'classic', keys: ['classic|action=login|user=eve', undefined] });
     expect(events[0]!.result.overallCode).toBe('OK');
     expect(events[0]!.durationMs).toBeGreaterThanOrEqual(0);
   });
