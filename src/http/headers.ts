@@ -5,6 +5,7 @@
  */
 import type { Decision } from '../decision.js';
 import type { CheckResult } from '../rules/check.js';
+import { UNIT_SECONDS } from '../rules/ruleset.js';
 
 /** Headers for one decision. `windowMs` names the policy's window in `RateLimit-Policy`. */
 export function decisionHeaders(decision: Decision, now: number, windowMs: number): Record<string, string> {
@@ -24,7 +25,6 @@ export function decisionHeaders(decision: Decision, now: number, windowMs: numbe
   return headers;
 }
 
-const UNIT_SECONDS: Readonly<Record<string, number>> = { second: 1, minute: 60, hour: 3_600, day: 86_400, week: 604_800, month: 2_592_000, year: 31_536_000 };
 
 /**
  * Headers for a check: `X-RateLimit-*` from the most restrictive limit (the fewest remaining),
@@ -47,7 +47,7 @@ export function checkHeaders(result: CheckResult, now: number): Record<string, s
     'ratelimit-policy': limited
       .map((status) => {
         const limit = status.currentLimit!;
-        const window = UNIT_SECONDS[limit.unit]! * limit.unitMultiplier;
+        const window = UNIT_SECONDS[limit.unit] * limit.unitMultiplier;
         return `${limit.requestsPerUnit};w=${window}${limit.name !== undefined ? `;name="${limit.name.replace(/"/g, '')}"` : ''}`;
       })
       .join(', '),

@@ -16,7 +16,8 @@ export interface EnvoyRequest {
 const REQUEST_FIELDS = new Set(['domain', 'descriptors', 'hits_addend', 'hitsAddend']);
 const DESCRIPTOR_FIELDS = new Set(['entries', 'limit', 'hits_addend', 'hitsAddend']);
 const ENTRY_FIELDS = new Set(['key', 'value']);
-const UNIT_NAMES: Readonly<Record<string, string>> = {
+/** envoy's unit enum names, by Tollgate's unit. */
+export const UNIT_NAMES: Readonly<Record<string, string>> = {
   second: 'SECOND',
   minute: 'MINUTE',
   hour: 'HOUR',

@@ -17,7 +17,7 @@ import { checkHeaders } from '../http/headers.js';
 import type { CheckRequest, CheckResult, DescriptorStatus } from '../rules/check.js';
 import type { ServiceContext } from './context.js';
 import { decideCheck } from './decide.js';
-import { fromEnvoyRequest } from './envoy.js';
+import { UNIT_NAMES, fromEnvoyRequest } from './envoy.js';
 
 export interface GrpcServer {
   readonly port: number;
@@ -84,15 +84,6 @@ export interface GrpcDescriptorStatus {
   duration_until_reset?: { seconds: number; nanos: number };
 }
 
-const UNIT_NAMES: Readonly<Record<string, string>> = {
-  second: 'SECOND',
-  minute: 'MINUTE',
-  hour: 'HOUR',
-  day: 'DAY',
-  week: 'WEEK',
-  month: 'MONTH',
-  year: 'YEAR',
-};
 
 const UINT32_MAX = 0xffffffff;
 
