@@ -25,6 +25,7 @@ Commands:
                   --admin-token TOKEN      enables PUT /v1/rules and the key admin endpoints
                   --log-level LEVEL        fatal|error|warn|info|debug|trace|silent (info)
                   --workers N              N processes on the same ports (needs Redis) (1)
+                  --settings FILE          YAML/JSON of these settings (flags and env win)
                 Every flag also reads TOLLGATE_<FLAG> (e.g. TOLLGATE_REDIS); flags win.
   demo          Show every algorithm deciding a burst of requests on the embedded memory store
   validate PATH Check a rules file, or a directory of *.yaml files: prints "OK: N domains,

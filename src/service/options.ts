@@ -1,8 +1,10 @@
 /**
- * `tollgate serve` settings: command-line flags, then `TOLLGATE_*` environment variables, then
- * defaults (flags win). Every value is validated; a bad one is an error naming the flag and the
+ * `tollgate serve` settings: command-line flags, then `TOLLGATE_*` environment variables, then an
+ * optional settings file, then defaults (flags win). Every value is validated; a bad one is an error naming the flag and the
  * variable, never a silent default.
  */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../errors.js';
 
 export interface ServiceOptions {
@@ -37,14 +39,41 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'admin-token': 'TOLLGATE_ADMIN_TOKEN',
   'log-level': 'TOLLGATE_LOG_LEVEL',
   workers: 'TOLLGATE_WORKERS',
+  settings: 'TOLLGATE_SETTINGS',
 };
 
 const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
-/** Merges flags over the environment and validates the result. */
+/**
+ * Reads a settings file (`--settings FILE`, `TOLLGATE_SETTINGS`): YAML or JSON mapping flag names
+ * (`port`, `redis`, `admin-token`, ...) to values. Unknown names are errors.
+ */
+export function readSettingsFile(path: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(readFileSync(path, 'utf8'), { maxAliasCount: 0 });
+  } catch (error) {
+    throw new InvalidOptionError(`settings file ${path} cannot be read: ${(error as Error).message}`);
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new InvalidOptionError(`settings file ${path} must be a mapping of flag names to values`);
+  const settings: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parsed)) {
+    if (!(name in SERVE_FLAGS) || name === 'settings') {
+      throw new InvalidOptionError(`settings file ${path}: unknown setting ${JSON.stringify(name)}; the settings are ${Object.keys(SERVE_FLAGS).filter((flag) => flag !== 'settings').join(', ')}`);
+    }
+    if (typeof value !== 'string' && typeof value !== 'number') throw new InvalidOptionError(`settings file ${path}: ${name} must be a string or a number`);
+    settings[name] = String(value);
+  }
+  return settings;
+}
+
+/** Merges flags over the environment over the settings file, and validates the result. */
 export function resolveServiceOptions(flags: Readonly<Record<string, string | undefined>>, env: NodeJS.ProcessEnv): ServiceOptions {
+  const settingsPath = flags.settings ?? env.TOLLGATE_SETTINGS;
+  const file = settingsPath === undefined || settingsPath === '' ? {} : readSettingsFile(settingsPath);
   const value = (flag: string): string | undefined => {
-    const given = flags[flag] ?? env[SERVE_FLAGS[flag]!];
+    const given = flags[flag] ?? env[SERVE_FLAGS[flag]!] ?? file[flag];
     return given === undefined || given === '' ? undefined : given;
   };
   const where = (flag: string) => `--${flag} (or ${SERVE_FLAGS[flag]})`;

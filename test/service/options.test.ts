@@ -1,0 +1,43 @@
+/** `tollgate serve` settings: flags over environment over settings file; bad values are errors. */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { InvalidOptionError } from '../../src/index.js';
+import { resolveServiceOptions } from '../../src/service/options.js';
+
+describe('serve settings', () => {
+  it('defaults', () => {
+    expect(resolveServiceOptions({}, {})).toEqual({ port: 8080, grpcPort: 8081, host: '0.0.0.0', logLevel: 'info', workers: 1 });
+  });
+
+  it('flags win over the environment, which wins over the settings file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-settings-'));
+    try {
+      const file = join(dir, 'tollgate.yaml');
+      writeFileSync(file, 'port: 9000\ngrpc-port: 9001\nconfig: rules/\nlog-level: warn\n');
+      const options = resolveServiceOptions({ port: '7000', settings: file }, { TOLLGATE_GRPC_PORT: '7001' });
+      expect(options).toMatchObject({ port: 7000, grpcPort: 7001, config: 'rules/', logLevel: 'warn' });
+      writeFileSync(file, 'prot: 9000\n');
+      expect(() => resolveServiceOptions({ settings: file }, {})).toThrow(/unknown setting "prot"/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    [{ port: 'abc' }, {}, /--port \(or TOLLGATE_PORT\) must be a port from 0 to 65535, got "abc"/],
+    [{}, { TOLLGATE_PORT: '70000' }, /must be a port/],
+    [{ redis: 'localhost:6379' }, {}, /must look like redis:\/\/host:6379/],
+    [{ redis: 'redis://a:1', 'redis-cluster': 'b:2' }, {}, /not both/],
+    [{ 'redis-cluster': 'a:1,b' }, {}, /host:port,host:port/],
+    [{ 'admin-token': 'short' }, {}, /at least 16 characters/],
+    [{ 'log-level': 'loud' }, {}, /must be one of fatal/],
+    [{ workers: '2' }, {}, /needs --redis or --redis-cluster/],
+    [{ workers: '0', redis: 'redis://a:1' }, {}, /from 1 to 64/],
+    [{ settings: '/nonexistent/tollgate.yaml' }, {}, /cannot be read/],
+  ])('%j %j is refused', (flags, env, message) => {
+    expect(() => resolveServiceOptions(flags, env)).toThrow(InvalidOptionError);
+    expect(() => resolveServiceOptions(flags, env)).toThrow(message);
+  });
+});
