@@ -1,0 +1,64 @@
+// Baseline servers for bench/service.js (each runs in its own process, started and killed by PID
+// by the benchmark):
+//
+//   node bench/service-hello.js http PORT             plain node:http "hello world" (any method, any
+//                                                     path; a request body is left to Node to discard)
+//   node bench/service-hello.js grpc PORT PROTO_DIR   @grpc/grpc-js server whose ShouldRateLimit
+//                                                     answers a constant OK (no limiter): what gRPC
+//                                                     itself costs in Node
+//
+// Prints "ready <port>" on stdout once listening.
+import { createServer } from 'node:http';
+
+const [mode, portArg, protoDir] = process.argv.slice(2);
+const port = Number(portArg);
+
+if (mode === 'http') {
+  const body = 'hello world\n';
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
+    response.end(body);
+  });
+  server.listen(port, '127.0.0.1', () => console.log(`ready ${server.address().port}`));
+  process.on('SIGTERM', () => {
+    server.close(() => process.exit(0));
+    server.closeAllConnections();
+  });
+} else if (mode === 'grpc') {
+  const grpc = await import('@grpc/grpc-js');
+  const { loadSync } = await import('@grpc/proto-loader');
+  const definition = loadSync(['envoy/service/ratelimit/v3/rls.proto'], {
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: true,
+    arrays: true,
+    oneofs: true,
+    includeDirs: [protoDir],
+  });
+  // The same shape Tollgate answers with for one matched limit (headers included).
+  const reply = {
+    overall_code: 'OK',
+    statuses: [{ code: 'OK', current_limit: { requests_per_unit: 100, unit: 'MINUTE' }, limit_remaining: 99, duration_until_reset: { seconds: 60, nanos: 0 } }],
+    response_headers_to_add: [
+      { key: 'RateLimit-Limit', value: '100' },
+      { key: 'RateLimit-Remaining', value: '99' },
+      { key: 'RateLimit-Reset', value: '60' },
+    ],
+  };
+  const server = new grpc.Server();
+  server.addService(definition['envoy.service.ratelimit.v3.RateLimitService'], {
+    ShouldRateLimit: (call, callback) => {
+      if (call.request.domain === '') callback({ code: grpc.status.INVALID_ARGUMENT, details: 'domain' });
+      else callback(null, reply);
+    },
+  });
+  server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => {
+    if (error) throw error;
+    console.log(`ready ${bound}`);
+  });
+  process.on('SIGTERM', () => server.tryShutdown(() => process.exit(0)));
+} else {
+  console.error('usage: node bench/service-hello.js http PORT | grpc PORT PROTO_DIR');
+  process.exit(2);
+}

@@ -1,0 +1,78 @@
+// Servers between node:http hello world and `tollgate serve`, for bench/service.js: they split the
+// decision service's cost per request into the response it sends, the decision itself, and the
+// service around it. Each runs in its own process (started and killed by PID by the benchmark):
+//
+//   node bench/service-variants.js same-response PORT
+//       node:http that reads and JSON.parses the body, then answers the exact headers and body
+//       Tollgate sends for an admitted /json request: no decision
+//   node bench/service-variants.js bare-check PORT DIST_DIR RULES_DIR
+//       the same handler around Tollgate's decision: fromEnvoyRequest → limiter.check() (memory
+//       store, the rules) → toEnvoyResponse + rate-limit headers; no routes, metrics, dashboard
+//   node bench/service-variants.js serve-no-listeners PORT DIST_DIR RULES_DIR
+//       the real service (startService, as `tollgate serve --config RULES --log-level silent`),
+//       with the 'check' event listeners (metrics, dashboard) removed after start
+//
+// Prints "ready <port>" on stdout once listening.
+import { createServer } from 'node:http';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [mode, portArg, distDir, rulesDir] = process.argv.slice(2);
+const port = Number(portArg);
+const load = (path) => import(pathToFileURL(join(distDir, path)).href);
+
+function readJsonBody(request, then) {
+  const chunks = [];
+  request.on('data', (chunk) => chunks.push(chunk));
+  request.on('end', () => then(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+}
+
+if (mode === 'same-response') {
+  const body = '{"overallCode":"OK","statuses":[{"code":"OK","currentLimit":{"requestsPerUnit":100,"unit":"MINUTE"},"limitRemaining":99,"durationUntilReset":"49s"}]}';
+  const headers = {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-ratelimit-limit': '100',
+    'x-ratelimit-remaining': '99',
+    'x-ratelimit-reset': '1795312561',
+    'ratelimit-policy': '100;w=60',
+    ratelimit: 'limit=100, remaining=99, reset=49',
+  };
+  const server = createServer((request, response) =>
+    readJsonBody(request, () => {
+      response.writeHead(200, headers);
+      response.end(body);
+    }),
+  );
+  server.listen(port, '127.0.0.1', () => console.log(`ready ${server.address().port}`));
+} else if (mode === 'bare-check') {
+  const { createLimiter, memoryStore, loadRules, RulesHolder } = await load('index.js');
+  const { fromEnvoyRequest, toEnvoyResponse } = await load('service/envoy.js');
+  const { checkHeaders } = await load('http/headers.js');
+  const limiter = createLimiter({ store: memoryStore(), rules: new RulesHolder(await loadRules(rulesDir)) });
+  const server = createServer((request, response) =>
+    readJsonBody(request, async (json) => {
+      const result = await limiter.check(fromEnvoyRequest(json));
+      const text = JSON.stringify(toEnvoyResponse(result));
+      response.writeHead(result.overallCode === 'OK' ? 200 : 429, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(text),
+        ...checkHeaders(result, Date.now()),
+      });
+      response.end(text);
+    }),
+  );
+  server.listen(port, '127.0.0.1', () => console.log(`ready ${server.address().port}`));
+} else if (mode === 'serve-no-listeners') {
+  const { startService, createLogger } = await load('service/server.js');
+  const { resolveServiceOptions } = await load('service/options.js');
+  const options = resolveServiceOptions({ config: rulesDir, port: String(port), 'grpc-port': '0', host: '127.0.0.1', 'log-level': 'silent' }, {});
+  const service = await startService(options, createLogger('silent'));
+  const removed = service.context.events.listenerCount('check');
+  service.context.events.removeAllListeners('check');
+  console.log(`ready ${service.httpPort} (removed ${removed} check listeners)`);
+} else {
+  console.error('usage: node bench/service-variants.js same-response PORT | bare-check PORT DIST RULES | serve-no-listeners PORT DIST RULES');
+  process.exit(2);
+}
+process.on('SIGTERM', () => process.exit(0));
