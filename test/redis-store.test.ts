@@ -4,7 +4,7 @@
  * checks, on a single node and on a 3-master Cluster.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   InvalidOptionError,
   StoreDataError,
@@ -14,32 +14,22 @@ import {
   redisStore,
   type Policy,
   type RedisStore,
+  type RedisStoreOptions,
 } from '../src/index.js';
 import { DECIDE_SCRIPT } from '../src/store/redis/scripts.js';
-import { freePort, startCluster, startRedis, type RedisCluster, type RedisServer } from './support/redis.js';
+import { freePort, startRedis } from './support/redis.js';
+import { useRedisTopologies } from './support/redis-topologies.js';
 
 const NOW = 1_700_000_000_000;
 const PER_MINUTE: Policy = { algorithm: 'fixed-window', limit: 3, window: '1m' };
 
-let single: RedisServer;
-let cluster: RedisCluster;
+const redis = useRedisTopologies();
+const open = (options: RedisStoreOptions): Promise<RedisStore> => redis.open(options);
+/** Stores made here without open() (never connected): closed after the file's tests. */
 const stores: RedisStore[] = [];
-
-beforeAll(async () => {
-  [single, cluster] = await Promise.all([startRedis(), startCluster(3)]);
-}, 60_000);
-
 afterAll(async () => {
   await Promise.all(stores.map((store) => store.close()));
-  await Promise.all([single?.stop(), cluster?.stop()]);
 });
-
-async function open(options: Parameters<typeof redisStore>[0]): Promise<RedisStore> {
-  const store = redisStore(options);
-  stores.push(store);
-  await store.ready();
-  return store;
-}
 
 function unique(name: string): string {
   return `${name}:${Math.random().toString(36).slice(2)}`;
@@ -51,16 +41,16 @@ describe('the decision script', () => {
   });
 
   it('is what Redis computes for SCRIPT LOAD', () => {
-    expect(single.cli('SCRIPT', 'LOAD', DECIDE_SCRIPT.source).trim()).toBe(DECIDE_SCRIPT.sha1);
+    expect(redis.single.cli('SCRIPT', 'LOAD', DECIDE_SCRIPT.source).trim()).toBe(DECIDE_SCRIPT.sha1);
   });
 
   it('survives SCRIPT FLUSH without a failed decision', async () => {
-    const limiter = createLimiter({ store: await open({ url: single.url }) });
+    const limiter = createLimiter({ store: await open({ url: redis.single.url }) });
     const key = unique('flush');
     expect((await limiter.limit(key, PER_MINUTE, { now: NOW })).remaining).toBe(2);
-    single.cli('SCRIPT', 'FLUSH');
+    redis.single.cli('SCRIPT', 'FLUSH');
     expect((await limiter.limit(key, PER_MINUTE, { now: NOW })).remaining).toBe(1);
-    expect(single.cli('SCRIPT', 'EXISTS', DECIDE_SCRIPT.sha1).trim()).toBe('1');
+    expect(redis.single.cli('SCRIPT', 'EXISTS', DECIDE_SCRIPT.sha1).trim()).toBe('1');
   });
 
   it('survives a Redis restart: once reconnected, decisions succeed (scripts are loaded again)', async () => {
@@ -79,7 +69,7 @@ describe('the decision script', () => {
   }, 30_000);
 
   it('fails loudly on bad arguments rather than writing NaN', async () => {
-    const client = new Redis(single.url);
+    const client = new Redis(redis.single.url);
     try {
       const key = unique('tollgate:{bad}');
       const call = (args: (string | number)[]) => client.eval(DECIDE_SCRIPT.source, 1, key, ...args);
@@ -118,18 +108,18 @@ describe('batching', () => {
 
 describe('keys', () => {
   it('are readable, prefixed, escaped, and expire with their state', async () => {
-    const store = await open({ url: single.url, keyPrefix: 'app:' });
+    const store = await open({ url: redis.single.url, keyPrefix: 'app:' });
     const limiter = createLimiter({ store });
     await limiter.limit('user:{42}%', PER_MINUTE);
     const key = store.redisKey('user:{42}%', compilePolicy(PER_MINUTE));
     expect(key).toBe('app:{user:%7B42%7D%25}:fw:1m');
-    const ttl = Number(single.cli('PTTL', key).trim());
+    const ttl = Number(redis.single.cli('PTTL', key).trim());
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(60_000);
   });
 
   it('never map two identities to one key', async () => {
-    const store = await open({ url: single.url });
+    const store = await open({ url: redis.single.url });
     const policy = compilePolicy(PER_MINUTE);
     const identities = ['a{b}', 'a%7Bb%7D', 'a}:fw:1m', 'a', '{a}', '%'];
     const keys = identities.map((identity) => store.redisKey(identity, policy));
@@ -138,7 +128,7 @@ describe('keys', () => {
   });
 
   it('with braces in the identity still land in the identity\'s own slot on a Cluster', async () => {
-    const limiter = createLimiter({ store: await open({ cluster: cluster.nodes }) });
+    const limiter = createLimiter({ store: await open({ cluster: redis.cluster.nodes }) });
     for (const identity of ['x{y', 'x}y', '{tag}rest', 'plain']) {
       const d1 = await limiter.limit(identity, PER_MINUTE, { now: NOW });
       const d2 = await limiter.limit(identity, PER_MINUTE, { now: NOW });
@@ -149,10 +139,10 @@ describe('keys', () => {
 
 describe('foreign and corrupt keys', () => {
   it('a key of another type is a typed error and is left alone; other decisions of the batch go on', async () => {
-    const store = await open({ url: single.url });
+    const store = await open({ url: redis.single.url });
     const limiter = createLimiter({ store });
     const key = store.redisKey('foreign', compilePolicy(PER_MINUTE));
-    single.cli('HSET', key, 'owner', 'another-app');
+    redis.single.cli('HSET', key, 'owner', 'another-app');
     const [foreign, normal] = await Promise.allSettled([limiter.limit('foreign', PER_MINUTE), limiter.limit(unique('normal'), PER_MINUTE)]);
     expect(foreign.status).toBe('rejected');
     const error = (foreign as PromiseRejectedResult).reason as StoreDataError;
@@ -160,20 +150,20 @@ describe('foreign and corrupt keys', () => {
     expect(error.code).toBe('ERR_TOLLGATE_STORE_DATA');
     expect(error.message).toMatch(/holds a value of another type/);
     expect(normal.status).toBe('fulfilled');
-    expect(single.cli('HGET', key, 'owner').trim()).toBe('another-app');
+    expect(redis.single.cli('HGET', key, 'owner').trim()).toBe('another-app');
   });
 
   it('unreadable state is a typed error and is not overwritten', async () => {
-    const store = await open({ url: single.url });
+    const store = await open({ url: redis.single.url });
     const limiter = createLimiter({ store });
     for (const algorithm of ['token-bucket', 'sliding-window', 'sliding-log'] as const) {
       const policy: Policy = { algorithm, limit: 5, window: 1000 };
       const key = store.redisKey('corrupt', compilePolicy(policy));
-      if (algorithm === 'sliding-log') single.cli('RPUSH', key, 'not numbers');
-      else single.cli('SET', key, '12 abc');
+      if (algorithm === 'sliding-log') redis.single.cli('RPUSH', key, 'not numbers');
+      else redis.single.cli('SET', key, '12 abc');
       await expect(limiter.limit('corrupt', policy)).rejects.toThrow(/holds state Tollgate cannot read/);
     }
-    expect(single.cli('GET', store.redisKey('corrupt', compilePolicy({ algorithm: 'token-bucket', limit: 5, window: 1000 }))).trim()).toBe('12 abc');
+    expect(redis.single.cli('GET', store.redisKey('corrupt', compilePolicy({ algorithm: 'token-bucket', limit: 5, window: 1000 }))).trim()).toBe('12 abc');
   });
 });
 
@@ -214,8 +204,8 @@ describe('options', () => {
 });
 
 describe.each([
-  ['single Redis', () => ({ url: single.url })],
-  ['Redis Cluster', () => ({ cluster: cluster.nodes })],
+  ['single Redis', () => ({ url: redis.single.url })],
+  ['Redis Cluster', () => ({ cluster: redis.cluster.nodes })],
 ])('multi-limit checks on %s', (_name, options) => {
   it('are all-or-nothing: when one limit denies, no other counter moves', async () => {
     const limiter = createLimiter({ store: await open(options()) });
