@@ -2,9 +2,11 @@
 // decision service's cost per request into the response it sends, the decision itself, and the
 // service around it. Each runs in its own process (started and killed by PID by the benchmark):
 //
-//   node bench/service-variants.js same-response PORT
+//   node bench/service-variants.js same-response PORT [SPIN_US]
 //       node:http that reads and JSON.parses the body, then answers the exact headers and body
-//       Tollgate sends for an admitted /json request: no decision
+//       Tollgate sends for an admitted /json request: no decision. SPIN_US: busy-wait that many µs
+//       per request first (a stand-in for work, to see how the kernel's cost per response changes
+//       when the server answers more slowly)
 //   node bench/service-variants.js bare-check PORT DIST_DIR RULES_DIR
 //       the same handler around Tollgate's decision: fromEnvoyRequest → limiter.check() (memory
 //       store, the rules) → toEnvoyResponse + rate-limit headers; no routes, metrics, dashboard
@@ -24,7 +26,15 @@ const load = (path) => import(pathToFileURL(join(distDir, path)).href);
 function readJsonBody(request, then) {
   const chunks = [];
   request.on('data', (chunk) => chunks.push(chunk));
-  request.on('end', () => then(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+  request.on('end', () => {
+    let json;
+    try {
+      json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      json = null;
+    }
+    then(json);
+  });
 }
 
 if (mode === 'same-response') {
@@ -38,8 +48,12 @@ if (mode === 'same-response') {
     'ratelimit-policy': '100;w=60',
     ratelimit: 'limit=100, remaining=99, reset=49',
   };
+  const spinUs = Number(distDir); // bench/service.js passes its dist dir here: no spin
+  const spinNs = BigInt(Number.isFinite(spinUs) ? Math.round(spinUs * 1000) : 0);
   const server = createServer((request, response) =>
     readJsonBody(request, () => {
+      const started = process.hrtime.bigint();
+      while (spinNs > 0n && process.hrtime.bigint() - started < spinNs);
       response.writeHead(200, headers);
       response.end(body);
     }),
@@ -52,7 +66,14 @@ if (mode === 'same-response') {
   const limiter = createLimiter({ store: memoryStore(), rules: new RulesHolder(await loadRules(rulesDir)) });
   const server = createServer((request, response) =>
     readJsonBody(request, async (json) => {
-      const result = await limiter.check(fromEnvoyRequest(json));
+      let result;
+      try {
+        result = await limiter.check(fromEnvoyRequest(json));
+      } catch (error) {
+        response.writeHead(400, { 'content-type': 'text/plain' });
+        response.end(String(error.message));
+        return;
+      }
       const text = JSON.stringify(toEnvoyResponse(result));
       response.writeHead(result.overallCode === 'OK' ? 200 : 429, {
         'content-type': 'application/json; charset=utf-8',
@@ -72,7 +93,7 @@ if (mode === 'same-response') {
   service.context.events.removeAllListeners('check');
   console.log(`ready ${service.httpPort} (removed ${removed} check listeners)`);
 } else {
-  console.error('usage: node bench/service-variants.js same-response PORT | bare-check PORT DIST RULES | serve-no-listeners PORT DIST RULES');
+  console.error('usage: node bench/service-variants.js same-response PORT [SPIN_US] | bare-check PORT DIST RULES | serve-no-listeners PORT DIST RULES');
   process.exit(2);
 }
 process.on('SIGTERM', () => process.exit(0));
