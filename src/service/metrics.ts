@@ -75,8 +75,20 @@ export function ruleIndex(rules: RuleSet): Map<string, CompiledRule> {
   return index;
 }
 
-/** Classifies each status of a check (shared by the metrics and the dashboard). */
+/** Outcomes already computed for an event: metrics and the dashboard both listen to the same one. */
+const classified = new WeakMap<CheckEvent, DescriptorOutcome[]>();
+
+/** Classifies each status of a check (shared by the metrics and the dashboard; computed once per event). */
 export function classifyCheck(rules: RuleSet, event: CheckEvent): DescriptorOutcome[] {
+  let outcomes = classified.get(event);
+  if (outcomes === undefined) {
+    outcomes = classifyOnce(rules, event);
+    classified.set(event, outcomes);
+  }
+  return outcomes;
+}
+
+function classifyOnce(rules: RuleSet, event: CheckEvent): DescriptorOutcome[] {
   const knownDomain = rules.domain(event.domain) !== undefined;
   const denied = event.result.overallCode === 'OVER_LIMIT';
   const index = ruleIndex(rules);
