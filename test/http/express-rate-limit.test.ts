@@ -1,0 +1,283 @@
+/**
+ * TollgateStore under express-rate-limit: real Express 5 apps listening on loopback, driven over
+ * HTTP with fetch, on the memory store, a real redis-server and a real 3-master Redis Cluster.
+ * Windows are a day long (aligned to UTC midnight), so no test depends on timing.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type ErrorRequestHandler } from 'express';
+import { rateLimit, type Options, type RateLimitRequestHandler } from 'express-rate-limit';
+import { afterAll, describe, expect, it } from 'vitest';
+import { TollgateStore } from '../../src/http/express-rate-limit.js';
+import { InvalidKeyError, InvalidOptionError, StoreUnavailableError, memoryStore, redisStore, type Store } from '../../src/index.js';
+import { freePort } from '../support/redis.js';
+import { useRedisTopologies } from '../support/redis-topologies.js';
+
+const DAY = 86_400_000;
+const root = new URL('../..', import.meta.url).pathname;
+
+const redis = useRedisTopologies();
+const memory = memoryStore({ sweepIntervalMs: 0 });
+const servers: Server[] = [];
+/** Stores made here and not by redis.open(): closed after the file's tests. */
+const stores: Store[] = [memory];
+afterAll(async () => {
+  for (const server of servers) server.closeAllConnections();
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  await Promise.all(stores.map((store) => store.close()));
+});
+
+function unique(name: string): string {
+  return `${name}:${Math.random().toString(36).slice(2)}:`;
+}
+
+interface Reply {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: string;
+}
+
+interface TestApp {
+  readonly limiter: RateLimitRequestHandler;
+  /** What express-rate-limit logged: validation warnings, store errors it passed over. */
+  readonly logged: unknown[];
+  /** Errors that reached Express's error handler. */
+  readonly failures: unknown[];
+  /** GET `path` as `client` (the rate limit key). `/ok` answers 200, `/fail` 500. */
+  get(path: string, client: string): Promise<Reply>;
+}
+
+/** An Express 5 app with express-rate-limit in front, listening on a free loopback port. */
+async function startApp(options: Partial<Options>): Promise<TestApp> {
+  const logged: unknown[] = [];
+  const failures: unknown[] = [];
+  const limiter = rateLimit({
+    windowMs: DAY,
+    keyGenerator: (request) => request.get('x-client') ?? 'anonymous',
+    logger: { error: (error) => logged.push(error), warn: (error) => logged.push(error) },
+    ...options,
+  });
+  const app = express();
+  app.use(limiter);
+  app.get('/ok', (_request, response) => {
+    response.send('ok');
+  });
+  app.get('/fail', (_request, response) => {
+    response.status(500).send('failed');
+  });
+  const onError: ErrorRequestHandler = (error, _request, response, _next) => {
+    failures.push(error);
+    response.status(500).send('error');
+  };
+  app.use(onError);
+  const server = createServer(app);
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    limiter,
+    logged,
+    failures,
+    async get(path, client) {
+      const response = await fetch(base + path, { headers: { 'x-client': client } });
+      return { status: response.status, headers: response.headers, body: await response.text() };
+    },
+  };
+}
+
+/** Sends `paths` one after another, each answered before the next goes out. */
+async function statuses(app: TestApp, client: string, paths: readonly string[]): Promise<number[]> {
+  const seen: number[] = [];
+  for (const path of paths) seen.push((await app.get(path, client)).status);
+  return seen;
+}
+
+const topologies: readonly { name: string; connect: () => Promise<Store> }[] = [
+  // Every "app" gets the same memory store: limiters of one process sharing it.
+  { name: 'memory store', connect: async () => memory },
+  // Every "app" gets its own connection, as separate processes would.
+  { name: 'single Redis', connect: () => redis.open({ url: redis.single.url }) },
+  { name: 'Redis Cluster', connect: () => redis.open({ cluster: redis.cluster.nodes }) },
+];
+
+describe.each(topologies)('express-rate-limit on the $name', ({ connect }) => {
+  it('admits `limit` requests per window, then answers 429, with express-rate-limit\'s headers', async () => {
+    const app = await startApp({
+      limit: 2,
+      standardHeaders: 'draft-7',
+      store: new TollgateStore({ store: await connect(), prefix: unique('headers') }),
+    });
+    const replies = [await app.get('/ok', 'alice'), await app.get('/ok', 'alice'), await app.get('/ok', 'alice')];
+    expect(replies.map((reply) => reply.status)).toEqual([200, 200, 429]);
+    expect(replies[2]!.body).toBe('Too many requests, please try again later.');
+    expect(replies.map((reply) => reply.headers.get('x-ratelimit-remaining'))).toEqual(['1', '0', '0']);
+    for (const [index, { headers }] of replies.entries()) {
+      expect(headers.get('x-ratelimit-limit')).toBe('2');
+      expect(headers.get('ratelimit-policy')).toBe('2;w=86400');
+      // The window ends on a UTC midnight: Tollgate's fixed windows are aligned to the epoch.
+      const resetAt = Number(headers.get('x-ratelimit-reset'));
+      expect(resetAt % 86_400).toBe(0);
+      expect(resetAt * 1000).toBeGreaterThan(Date.now());
+      expect(resetAt * 1000).toBeLessThanOrEqual(Date.now() + DAY);
+      expect(headers.get('ratelimit')).toMatch(new RegExp(`^limit=2, remaining=${Math.max(0, 1 - index)}, reset=\\d+$`));
+    }
+    const retryAfter = Number(replies[2]!.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(86_400);
+    // Another client has its own count.
+    expect((await app.get('/ok', 'bob')).status).toBe(200);
+    expect(app.logged).toEqual([]);
+  });
+
+  it('two apps on one store share the count exactly: 200 concurrent requests, limit 50 → exactly 50 admitted', async () => {
+    const prefix = unique('shared');
+    const apps = [
+      await startApp({ limit: 50, store: new TollgateStore({ store: await connect(), prefix }) }),
+      await startApp({ limit: 50, store: new TollgateStore({ store: await connect(), prefix }) }),
+    ];
+    const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => apps[i % 2]!.get('/ok', 'crowd')));
+    const admitted = replies.filter((reply) => reply.status === 200);
+    expect(admitted).toHaveLength(50);
+    expect(replies.filter((reply) => reply.status === 429)).toHaveLength(150);
+    // Each admitted request saw its own count: remaining 49, 48, ..., 0, each exactly once.
+    const remaining = admitted.map((reply) => Number(reply.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b);
+    expect(remaining).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    expect(await apps[0]!.limiter.getKey('crowd')).toEqual({ totalHits: 200, resetTime: expect.any(Date) });
+    expect(apps.flatMap((app) => app.logged)).toEqual([]);
+  });
+
+  it('skipFailedRequests: failed requests are refunded (decrement), and so are 429s', async () => {
+    const app = await startApp({
+      limit: 2,
+      skipFailedRequests: true,
+      store: new TollgateStore({ store: await connect(), prefix: unique('refunds') }),
+    });
+    // Without refunds the third failure would already be a 429.
+    expect(await statuses(app, 'carol', ['/fail', '/fail', '/fail', '/ok', '/ok', '/ok'])).toEqual([500, 500, 500, 200, 200, 429]);
+    // 6 hits − 3 failures − the 429 (a status ≥ 400 is a failed request to express-rate-limit).
+    expect((await app.limiter.getKey('carol'))?.totalHits).toBe(2);
+    expect(app.logged).toEqual([]);
+  });
+
+  it('resetKey forgets a client\'s hits and refunds', async () => {
+    const app = await startApp({
+      limit: 1,
+      skipFailedRequests: true,
+      store: new TollgateStore({ store: await connect(), prefix: unique('reset') }),
+    });
+    expect(await statuses(app, 'dave', ['/fail', '/ok', '/ok'])).toEqual([500, 200, 429]);
+    await app.limiter.resetKey('dave');
+    expect(await app.limiter.getKey('dave')).toBeUndefined();
+    // A refund left behind would let two through now.
+    expect(await statuses(app, 'dave', ['/ok', '/ok'])).toEqual([200, 429]);
+    expect(app.logged).toEqual([]);
+  });
+
+  it('keeps keys apart: a key ending in "#refunds" is not another key\'s refund counter', async () => {
+    const store = new TollgateStore({ store: await connect(), prefix: unique('keys') });
+    store.init({ windowMs: DAY });
+    for (const key of ['a#refunds', 'a#refunds', 'a#refunds', 'a', 'a', 'x#', 'x%23', 'x%23']) await store.increment(key);
+    expect((await store.get('a'))?.totalHits).toBe(2);
+    expect((await store.get('a#refunds'))?.totalHits).toBe(3);
+    expect((await store.get('x#'))?.totalHits).toBe(1);
+    expect((await store.get('x%23'))?.totalHits).toBe(2);
+    expect(await store.get('never-seen')).toBeUndefined();
+    await store.decrement('a');
+    expect(await store.increment('a')).toEqual({ totalHits: 2, resetTime: expect.any(Date) });
+  });
+});
+
+describe('round trips', () => {
+  it('on a single Redis, increment and get each cost one script call (hits and refunds in one batch)', async () => {
+    const store = new TollgateStore({ store: await redis.open({ url: redis.single.url }), prefix: unique('trips') });
+    store.init({ windowMs: DAY });
+    const scriptCalls = (): number => Number(/cmdstat_evalsha:calls=(\d+)/.exec(redis.single.cli('INFO', 'commandstats'))?.[1] ?? 0);
+    redis.single.cli('CONFIG', 'RESETSTAT');
+    await store.increment('k');
+    expect(scriptCalls()).toBe(1);
+    await store.get('k');
+    expect(scriptCalls()).toBe(2);
+  });
+});
+
+describe('an unreachable Redis', () => {
+  it('passOnStoreError true lets requests through, false answers 500; the error is Tollgate\'s and nothing crashes', async () => {
+    const store = redisStore({ url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 300 });
+    stores.push(store);
+    const open = await startApp({ limit: 1, passOnStoreError: true, skipFailedRequests: true, store: new TollgateStore({ store }) });
+    const closed = await startApp({ limit: 1, passOnStoreError: false, store: new TollgateStore({ store }) });
+
+    expect(await statuses(open, 'erin', ['/ok', '/ok', '/fail'])).toEqual([200, 200, 500]);
+    expect(open.logged).toHaveLength(3);
+    for (const error of open.logged) expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect(open.failures).toEqual([]);
+
+    expect(await statuses(closed, 'erin', ['/ok', '/ok'])).toEqual([500, 500]);
+    expect(closed.failures).toHaveLength(2);
+    for (const error of closed.failures) expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect(closed.logged).toEqual([]);
+  });
+});
+
+describe('options', () => {
+  it.each([
+    ['not an object', null, /TollgateStore options must be an object/],
+    ['no store', {}, /store must be a Tollgate store such as memoryStore\(\)/],
+    ['not a store', { store: { name: 'x' } }, /store must be a Tollgate store/],
+    ['a misspelt option', { store: memory, prefx: 'a:' }, /unknown option "prefx"; the options are store, prefix/],
+    ['a prefix that is not a string', { store: memory, prefix: 3 }, /prefix must be a string/],
+  ])('refuses %s', (_name, options, message) => {
+    expect(() => new TollgateStore(options as never)).toThrow(InvalidOptionError);
+    expect(() => new TollgateStore(options as never)).toThrow(message);
+  });
+
+  it.each([
+    ['a fractional windowMs', { windowMs: 1500.5 }, /windowMs must be a whole number of milliseconds ≥ 1, got 1500.5/],
+    ['a zero windowMs', { windowMs: 0 }, /windowMs must be a whole number of milliseconds ≥ 1, got 0/],
+    ['a windowMs that is not a number', { windowMs: '1m' }, /got "1m"/],
+    ['a windowMs too long to count exactly', { windowMs: 10_000_000_000 }, /windowMs 10000000000 is too long .* at most 9007190247 ms/],
+    ['a limit it cannot count to', { windowMs: DAY, limit: 2e8 }, /limit 200000000 is not below the 104249990 hits/],
+  ])('init refuses %s, and then every call rejects with the same error', async (_name, options, message) => {
+    const store = new TollgateStore({ store: memory });
+    expect(() => store.init(options as never)).toThrow(message);
+    await expect(store.increment('k')).rejects.toThrow(message);
+    await expect(store.decrement('k')).rejects.toThrow(message);
+  });
+
+  it('an express-rate-limit with a bad windowMs logs the init error and fails each request with it', async () => {
+    const app = await startApp({ windowMs: 1500.5, limit: 5, store: new TollgateStore({ store: memory }) });
+    expect(app.logged).toHaveLength(1);
+    expect(String(app.logged[0])).toMatch(/windowMs must be a whole number of milliseconds ≥ 1, got 1500.5/);
+    expect((await app.get('/ok', 'frank')).status).toBe(500);
+    expect(app.failures[0]).toBeInstanceOf(InvalidOptionError);
+  });
+
+  it('rejects calls before init, and keys that are not strings', async () => {
+    const store = new TollgateStore({ store: memory });
+    await expect(store.increment('k')).rejects.toThrow(/no window yet: pass it to rateLimit/);
+    store.init({ windowMs: DAY });
+    await expect(store.increment(42 as never)).rejects.toThrow(InvalidKeyError);
+    expect(store.localKeys).toBe(false);
+    expect(store.prefix).toBe('erl:');
+    expect('resetAll' in store).toBe(false);
+  });
+});
+
+describe('the built package', () => {
+  it('exports TollgateStore as "tollgate/express-rate-limit", with types that do not need express-rate-limit', () => {
+    const script = `
+      import { TollgateStore } from 'tollgate/express-rate-limit';
+      import { memoryStore } from 'tollgate';
+      const store = new TollgateStore({ store: memoryStore({ sweepIntervalMs: 0 }) });
+      store.init({ windowMs: 60000 });
+      await store.increment('k');
+      console.log((await store.increment('k')).totalHits);`;
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' });
+    expect(output.trim()).toBe('2');
+    const types = readFileSync(new URL('../../dist/http/express-rate-limit.d.ts', import.meta.url), 'utf8');
+    expect(types).toMatch(/export declare class TollgateStore/);
+    expect(types).not.toMatch(/from ['"](express-rate-limit|express)['"]/);
+  });
+});
