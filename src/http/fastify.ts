@@ -1,0 +1,92 @@
+/**
+ * Fastify: `app.register(tollgate, options)` limits every request of the app at `onRequest`, 404s
+ * included (the plugin is not encapsulated); `rateLimitHook(options)` limits one route or one
+ * encapsulated context (`{ onRequest: rateLimitHook(...) }`).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import { HttpRateLimiter, NodeRequestView, type CoreOptions, type Verdict } from './core.js';
+import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type LimitedInfo } from './report.js';
+
+export interface FastifyRateLimitOptions extends CoreOptions<FastifyRequest> {
+  /** Answers a throttled request instead of Tollgate's 429 (the rate-limit headers are already set). */
+  readonly onLimited?: (request: FastifyRequest, reply: FastifyReply, info: LimitedInfo) => void;
+}
+
+/** The hook, with its validated configuration. */
+export type RateLimitHook = onRequestHookHandler & { readonly limiter: HttpRateLimiter<FastifyRequest> };
+
+/** An `onRequest` hook that rate limits; use it on a route or inside a plugin. */
+export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
+  const limiter = new HttpRateLimiter<FastifyRequest>(options, ['onLimited']);
+  const onLimited = options.onLimited;
+  if (onLimited !== undefined && typeof onLimited !== 'function') {
+    throw new TypeError('onLimited must be a function (request, reply, info) => void');
+  }
+
+  const apply = (request: FastifyRequest, reply: FastifyReply, verdict: Verdict, done: (error?: Error) => void): void => {
+    if (verdict.unavailable === true) {
+      reply
+        .code(503)
+        .header('retry-after', '1')
+        .type('application/json; charset=utf-8')
+        .send('{"error":"rate_limiter_unavailable","message":"The rate limiter cannot reach its store; retry shortly."}');
+      return;
+    }
+    const own = verdict.reports;
+    if (own === undefined) {
+      done();
+      return;
+    }
+    const reports = collectReports(request.raw, own);
+    const headers = rateLimitHeaders(reports, limiter.headerStyle, verdict.now);
+    for (const [name, value] of headers) reply.header(name, value);
+    if (verdict.allowed) {
+      if (verdict.delayMs === 0) done();
+      else setTimeout(() => (request.raw.destroyed ? undefined : done()), verdict.delayMs);
+      return;
+    }
+    const body = limitedBody(reports, limiter.message, request.headers.accept);
+    // Calling send() without done() ends the request here: no handler, no later hooks.
+    if (onLimited !== undefined) onLimited(request, reply, { reports, retryAfter: retryAfterSeconds(reports), body });
+    else reply.code(429).type(body.contentType).send(body.text);
+  };
+
+  const hook = function tollgateRateLimit(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
+    let verdict: ReturnType<HttpRateLimiter<FastifyRequest>['decide']>;
+    try {
+      const raw = request.raw;
+      verdict = limiter.decide(request, new NodeRequestView(limiter, raw.method ?? 'GET', raw.url ?? '/', raw.headers, raw.socket?.remoteAddress));
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    if (verdict instanceof Promise) verdict.then((resolved) => apply(request, reply, resolved, done), done);
+    else apply(request, reply, verdict, done);
+  };
+  Object.defineProperty(hook, 'limiter', { value: limiter });
+  return hook as unknown as RateLimitHook;
+}
+
+/**
+ * The Fastify plugin: limits every request of the instance it is registered on (and its
+ * children), 404s included. The store it created is closed with the instance.
+ */
+export function tollgate(fastify: FastifyInstance, options: FastifyRateLimitOptions, done: (error?: Error) => void): void {
+  let hook: RateLimitHook;
+  try {
+    hook = rateLimitHook(options);
+  } catch (error) {
+    done(error as Error);
+    return;
+  }
+  fastify.addHook('onRequest', hook);
+  fastify.addHook('onClose', (_instance, closed) => {
+    hook.limiter.close().then(() => closed(), closed);
+  });
+  done();
+}
+// Not encapsulated (what fastify-plugin does): the hook reaches the routes and 404 handler of the
+// instance that registers it.
+Object.assign(tollgate, { [Symbol.for('skip-override')]: true, [Symbol.for('fastify.display-name')]: 'tollgate' });
+
+export default tollgate;

@@ -1,0 +1,106 @@
+/**
+ * Hono: `app.use(rateLimiter(options))`, or on one route. Runs on any runtime Hono runs on; the
+ * client address comes from `remoteAddress(c)`, which by default reads what @hono/node-server and
+ * Bun expose.
+ */
+import type { Context, MiddlewareHandler } from 'hono';
+import type { HeaderGetter } from './identity.js';
+import { HttpRateLimiter, type CoreOptions, type RequestView } from './core.js';
+import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type HeaderList, type LimitedInfo } from './report.js';
+
+export interface HonoRateLimitOptions extends CoreOptions<Context> {
+  /** Answers a throttled request instead of Tollgate's 429 (the rate-limit headers are already set on `c`). */
+  readonly onLimited?: (c: Context, info: LimitedInfo) => Response | Promise<Response>;
+  /** The socket peer's address (default: @hono/node-server's `c.env.incoming`, or Bun's `c.env.requestIP`). */
+  readonly remoteAddress?: (c: Context) => string | undefined;
+}
+
+export type HonoRateLimitMiddleware = MiddlewareHandler & { readonly limiter: HttpRateLimiter<Context> };
+
+interface RuntimeEnv {
+  incoming?: { socket?: { remoteAddress?: string } };
+  requestIP?: (request: Request) => { address?: string } | null;
+}
+
+function defaultRemoteAddress(c: Context): string | undefined {
+  const env = c.env as RuntimeEnv | undefined;
+  if (env === undefined || env === null) return undefined;
+  return env.incoming?.socket?.remoteAddress ?? (typeof env.requestIP === 'function' ? env.requestIP(c.req.raw)?.address : undefined);
+}
+
+class HonoRequestView implements RequestView {
+  private cachedIpKey: string | undefined;
+
+  constructor(
+    private readonly limiter: HttpRateLimiter<Context>,
+    private readonly c: Context,
+    readonly remoteAddress: string | undefined,
+  ) {}
+
+  get method(): string {
+    return this.c.req.method;
+  }
+
+  get path(): string {
+    return this.c.req.path;
+  }
+
+  readonly header: HeaderGetter = (name) => this.c.req.raw.headers.get(name) ?? undefined;
+
+  get ipKey(): string {
+    return (this.cachedIpKey ??= this.limiter.clientIp.key(this.remoteAddress, this.header));
+  }
+
+  get ip(): string {
+    return this.ipKey.slice(3);
+  }
+}
+
+function addHeaders(c: Context, headers: HeaderList): void {
+  try {
+    for (const [name, value] of headers) c.res.headers.set(name, value);
+  } catch {
+    // Immutable headers (a fetched Response): copy the response.
+    const copy = new Response(c.res.body, c.res);
+    for (const [name, value] of headers) copy.headers.set(name, value);
+    c.res = copy;
+  }
+}
+
+/** Hono middleware that rate limits the requests it sees. */
+export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddleware {
+  const limiter = new HttpRateLimiter<Context>(options, ['onLimited', 'remoteAddress']);
+  const { onLimited } = options;
+  const remoteAddress = options.remoteAddress ?? defaultRemoteAddress;
+  if (onLimited !== undefined && typeof onLimited !== 'function') throw new TypeError('onLimited must be a function (c, info) => Response');
+  if (typeof remoteAddress !== 'function') throw new TypeError('remoteAddress must be a function (c) => string | undefined');
+
+  const middleware: MiddlewareHandler = async (c, next) => {
+    const verdict = await limiter.decide(c, new HonoRequestView(limiter, c, remoteAddress(c)));
+    if (verdict.unavailable === true) {
+      return c.body(
+        '{"error":"rate_limiter_unavailable","message":"The rate limiter cannot reach its store; retry shortly."}',
+        503,
+        { 'retry-after': '1', 'content-type': 'application/json; charset=utf-8' },
+      );
+    }
+    const own = verdict.reports;
+    if (own === undefined) return next();
+    const reports = collectReports(c, own);
+    const headers = rateLimitHeaders(reports, limiter.headerStyle, verdict.now);
+    for (const [name, value] of headers) c.header(name, value);
+    if (verdict.allowed) {
+      if (verdict.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, verdict.delayMs));
+      await next();
+      // A handler that returned its own Response bypassed c.header(): add the headers it lacks.
+      if (headers.length > 0 && !c.res.headers.has(headers[0]![0])) addHeaders(c, headers);
+      return;
+    }
+    const body = limitedBody(reports, limiter.message, c.req.header('accept'));
+    if (onLimited !== undefined) return onLimited(c, { reports, retryAfter: retryAfterSeconds(reports), body });
+    if (c.req.method === 'HEAD') return c.body(null, 429, { 'content-type': body.contentType });
+    return c.body(body.text, 429, { 'content-type': body.contentType });
+  };
+  Object.defineProperty(middleware, 'limiter', { value: limiter });
+  return middleware as HonoRateLimitMiddleware;
+}

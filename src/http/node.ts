@@ -1,0 +1,120 @@
+/**
+ * `rateLimit()` for node:http, Express and Connect: a `(req, res, next)` middleware, plus
+ * `handle(req, res)` for a plain node:http server.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HttpRateLimiter, NodeRequestView, type CoreOptions, type Verdict } from './core.js';
+import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type LimitedInfo } from './report.js';
+
+export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse> extends CoreOptions<Req> {
+  /** Answers a throttled request instead of Tollgate's 429 (the rate-limit headers are already set). */
+  readonly onLimited?: (req: Req, res: Res, info: LimitedInfo) => void;
+}
+
+export interface RateLimitMiddleware<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse> {
+  /** Express / Connect middleware: calls `next()` when the request may go on, answers 429 otherwise. */
+  (req: Req, res: Res, next: (error?: unknown) => void): void;
+  /** For a plain node:http handler: resolves true when the request may go on, false when it was answered. */
+  handle(req: Req, res: Res): Promise<boolean>;
+  /** The validated configuration and its store. */
+  readonly limiter: HttpRateLimiter<Req>;
+  /** Closes the store if the middleware created it. */
+  close(): Promise<void>;
+}
+
+/**
+ * Rate limits node:http / Express / Connect requests.
+ *
+ * ```ts
+ * app.use(rateLimit({ policy: { algorithm: 'sliding-window', limit: 100, window: '1m' } }));
+ * ```
+ */
+export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse>(
+  options: RateLimitOptions<Req, Res>,
+): RateLimitMiddleware<Req, Res> {
+  const limiter = new HttpRateLimiter<Req>(options, ['onLimited']);
+  const onLimited = options.onLimited;
+  if (onLimited !== undefined && typeof onLimited !== 'function') {
+    throw new TypeError('onLimited must be a function (req, res, info) => void');
+  }
+
+  const decide = (req: Req): ReturnType<HttpRateLimiter<Req>['decide']> =>
+    limiter.decide(req, new NodeRequestView(limiter, req.method ?? 'GET', req.url ?? '/', req.headers, req.socket?.remoteAddress));
+
+  /** Applies the verdict; returns whether the request may go on now (false: answered, or held). */
+  const apply = (req: Req, res: Res, verdict: Verdict, next: () => void): boolean => {
+    if (verdict.unavailable === true) {
+      answer(req, res, 503, 'application/json; charset=utf-8', '{"error":"rate_limiter_unavailable","message":"The rate limiter cannot reach its store; retry shortly."}', [['retry-after', '1']]);
+      return false;
+    }
+    const own = verdict.reports;
+    if (own === undefined) return true;
+    const reports = collectReports(req, own);
+    const headers = rateLimitHeaders(reports, limiter.headerStyle, verdict.now);
+    if (verdict.allowed) {
+      if (!res.headersSent) for (const [name, value] of headers) res.setHeader(name, value);
+      if (verdict.delayMs === 0) return true;
+      // Shaping: the request waits its turn; a client that left is not served.
+      setTimeout(() => {
+        if (!res.destroyed && !res.writableEnded) next();
+      }, verdict.delayMs);
+      return false;
+    }
+    const body = limitedBody(reports, limiter.message, req.headers.accept);
+    if (onLimited !== undefined) {
+      if (!res.headersSent) for (const [name, value] of headers) res.setHeader(name, value);
+      onLimited(req, res, { reports, retryAfter: retryAfterSeconds(reports), body });
+      return false;
+    }
+    answer(req, res, 429, body.contentType, body.text, headers);
+    return false;
+  };
+
+  const middleware = ((req: Req, res: Res, next: (error?: unknown) => void): void => {
+    let verdict: ReturnType<typeof decide>;
+    try {
+      verdict = decide(req);
+    } catch (error) {
+      next(error);
+      return;
+    }
+    if (verdict instanceof Promise) {
+      verdict.then((resolved) => {
+        if (apply(req, res, resolved, next)) next();
+      }, next);
+    } else if (apply(req, res, verdict, next)) {
+      next();
+    }
+  }) as RateLimitMiddleware<Req, Res>;
+
+  middleware.handle = (req, res) =>
+    new Promise<boolean>((resolve, reject) => {
+      middleware(req, res, (error?: unknown) => (error === undefined ? resolve(true) : reject(error)));
+      // Answered (429/503/onLimited): resolve false once the response is under way.
+      if (res.headersSent || res.writableEnded) resolve(false);
+      else res.once('finish', () => resolve(false)).once('close', () => resolve(false));
+    });
+  Object.defineProperty(middleware, 'limiter', { value: limiter });
+  middleware.close = () => limiter.close();
+  return middleware;
+}
+
+function answer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  contentType: string,
+  text: string,
+  headers: ReadonlyArray<readonly [string, string]>,
+): void {
+  if (res.headersSent) {
+    // Someone already started the response; all we can do is stop it going further.
+    res.end();
+    return;
+  }
+  res.statusCode = status;
+  for (const [name, value] of headers) res.setHeader(name, value);
+  res.setHeader('content-type', contentType);
+  res.setHeader('content-length', Buffer.byteLength(text));
+  res.end(req.method === 'HEAD' ? undefined : text);
+}

@@ -1,0 +1,187 @@
+/**
+ * What a request was told by each limit that applied to it, and the HTTP answer built from that:
+ * `X-RateLimit-*` and `Retry-After` headers, the IETF `RateLimit-Policy` / `RateLimit` structured
+ * fields (draft-ietf-httpapi-ratelimit-headers-10), and the 429 body.
+ *
+ * Several limits (one middleware with several policies, or several middlewares on one route) each
+ * add a report; the headers are always computed from all of them, so a later limiter never hides
+ * an earlier one's tighter quota.
+ */
+import { createHash } from 'node:crypto';
+
+/** One limit's verdict on one request. Times are epoch ms, durations ms. */
+export interface LimitReport {
+  /** Policy name, unique per limiter (`RateLimit-Policy` identifier, `violated-policies`). */
+  readonly name: string;
+  /** The quota `remaining` counts down from. */
+  readonly limit: number;
+  /** The policy's window in ms (`w` in `RateLimit-Policy`). */
+  readonly windowMs: number;
+  readonly remaining: number;
+  /** When the quota is whole again (never before the decision). */
+  readonly resetAt: number;
+  readonly allowed: boolean;
+  /** ms until a retry can pass; 0 when allowed. */
+  readonly retryAfter: number;
+  /** The store key the limit counted in; hashed into `pk` for the IETF fields. */
+  readonly partitionKey: string;
+}
+
+/** Which rate-limit headers a response carries. `Retry-After` is sent on every 429 regardless. */
+export type HeaderStyle = 'legacy' | 'ietf' | 'both' | 'none';
+export const HEADER_STYLES: readonly HeaderStyle[] = ['legacy', 'ietf', 'both', 'none'];
+
+/** `[name, value]` pairs, lower-case names, in a stable order. */
+export type HeaderList = Array<[string, string]>;
+
+/**
+ * The report the X-RateLimit-* headers describe: a denying one (the longest wait) if any, else
+ * the one with the fewest remaining (ties: the later reset). `reports` is non-empty.
+ */
+export function bindingReport(reports: readonly LimitReport[]): LimitReport {
+  let best = reports[0]!;
+  for (let i = 1; i < reports.length; i++) {
+    const report = reports[i]!;
+    if (best.allowed !== report.allowed) {
+      if (!report.allowed) best = report;
+      continue;
+    }
+    if (!report.allowed) {
+      if (report.retryAfter > best.retryAfter) best = report;
+    } else if (report.remaining < best.remaining || (report.remaining === best.remaining && report.resetAt > best.resetAt)) {
+      best = report;
+    }
+  }
+  return best;
+}
+
+/** Whole seconds a client waits: never less than 1, never earlier than the real retry time. */
+export function retryAfterSeconds(reports: readonly LimitReport[]): number {
+  let wait = 0;
+  for (const report of reports) if (!report.allowed && report.retryAfter > wait) wait = report.retryAfter;
+  return Math.max(1, Math.ceil(wait / 1000));
+}
+
+/** The headers for `reports` (non-empty) at `now`. */
+export function rateLimitHeaders(reports: readonly LimitReport[], style: HeaderStyle, now: number): HeaderList {
+  const headers: HeaderList = [];
+  const denied = reports.some((report) => !report.allowed);
+  if (style === 'legacy' || style === 'both') {
+    const binding = bindingReport(reports);
+    headers.push(
+      ['x-ratelimit-limit', String(binding.limit)],
+      ['x-ratelimit-remaining', String(binding.remaining)],
+      // Rounded up: a client that waits until this second finds the quota whole.
+      ['x-ratelimit-reset', String(Math.ceil(Math.max(binding.resetAt, now) / 1000))],
+    );
+  }
+  if (style === 'ietf' || style === 'both') {
+    headers.push(['ratelimit-policy', reports.map(policyItem).join(', ')], ['ratelimit', reports.map((report) => limitItem(report, now)).join(', ')]);
+  }
+  if (denied) {
+    const wait = String(retryAfterSeconds(reports));
+    headers.push(['retry-after', wait]);
+    if (style !== 'none') headers.push(['x-ratelimit-retry-after', wait]);
+  }
+  return headers;
+}
+
+function policyItem(report: LimitReport): string {
+  return `${sfString(report.name)};q=${report.limit};w=${Math.max(1, Math.ceil(report.windowMs / 1000))};pk=${partitionKeyHash(report.partitionKey)}`;
+}
+
+function limitItem(report: LimitReport, now: number): string {
+  const reset = Math.max(0, Math.ceil((report.resetAt - now) / 1000));
+  return `${sfString(report.name)};r=${report.remaining};t=${reset};pk=${partitionKeyHash(report.partitionKey)}`;
+}
+
+/** A structured-field String: printable ASCII only, `"` and `\` escaped. */
+function sfString(text: string): string {
+  return `"${text.replace(/[^\x20-\x7e]/g, '?').replace(/["\\]/g, '\\$&')}"`;
+}
+
+/** `pk` as a structured-field Byte Sequence: 12 bytes of SHA-256, so the key itself never leaks. */
+const pkCache = new Map<string, string>();
+function partitionKeyHash(key: string): string {
+  let hashed = pkCache.get(key);
+  if (hashed === undefined) {
+    hashed = `:${createHash('sha256').update(key).digest().subarray(0, 12).toString('base64')}:`;
+    if (pkCache.size >= 4096) pkCache.clear();
+    pkCache.set(key, hashed);
+  }
+  return hashed;
+}
+
+/** The IETF problem type for an exceeded quota. */
+export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
+
+/** What a 429 says, before it is serialized. */
+export interface LimitedBody {
+  readonly contentType: string;
+  readonly text: string;
+}
+
+/**
+ * The 429 body: `{ error: 'rate_limited', message, limit, remaining, retryAfter }` (seconds), or an
+ * RFC 9457 problem of type `quota-exceeded` when the client prefers `application/problem+json`.
+ */
+export function limitedBody(reports: readonly LimitReport[], message: string | undefined, accept: string | undefined): LimitedBody {
+  const binding = bindingReport(reports);
+  const retryAfter = retryAfterSeconds(reports);
+  const text = message ?? defaultMessage(binding, retryAfter);
+  if (accept !== undefined && accept.includes('application/problem+json')) {
+    return {
+      contentType: 'application/problem+json',
+      text: JSON.stringify({
+        type: QUOTA_EXCEEDED_TYPE,
+        title: 'Request cannot be satisfied as assigned quota has been exceeded',
+        status: 429,
+        detail: text,
+        'violated-policies': reports.filter((report) => !report.allowed).map((report) => report.name),
+        limit: binding.limit,
+        remaining: binding.remaining,
+        retryAfter,
+      }),
+    };
+  }
+  return {
+    contentType: 'application/json; charset=utf-8',
+    text: JSON.stringify({ error: 'rate_limited', message: text, limit: binding.limit, remaining: binding.remaining, retryAfter }),
+  };
+}
+
+function defaultMessage(binding: LimitReport, retryAfter: number): string {
+  return `Too many requests: the limit is ${binding.limit} per ${describeWindow(binding.windowMs)}. Retry in ${retryAfter} s.`;
+}
+
+function describeWindow(ms: number): string {
+  const units: Array<[number, string]> = [[604_800_000, 'week'], [86_400_000, 'day'], [3_600_000, 'hour'], [60_000, 'minute'], [1000, 'second']];
+  for (const [size, unit] of units) {
+    if (ms % size === 0) return ms === size ? unit : `${ms / size} ${unit}s`;
+  }
+  return `${ms} ms`;
+}
+
+/**
+ * Every limiter that ran on one request adds its reports here, keyed by the framework's request
+ * object, so the headers of the last one describe all of them.
+ */
+const reportsByRequest = new WeakMap<object, readonly LimitReport[]>();
+
+/** Adds `reports` to those already made for `request` and returns all of them. */
+export function collectReports(request: object, reports: readonly LimitReport[]): readonly LimitReport[] {
+  const earlier = reportsByRequest.get(request);
+  const all = earlier === undefined ? reports : earlier.concat(reports);
+  reportsByRequest.set(request, all);
+  return all;
+}
+
+/** What a custom `onLimited` handler is given. The rate-limit headers are already set. */
+export interface LimitedInfo {
+  /** Every limit that applied to the request, this middleware's and earlier ones'. */
+  readonly reports: readonly LimitReport[];
+  /** Whole seconds, as in `Retry-After`. */
+  readonly retryAfter: number;
+  /** The body Tollgate would send (JSON, or a problem document if the client asked for one). */
+  readonly body: LimitedBody;
+}

@@ -1,0 +1,311 @@
+/**
+ * The behaviour suite every adapter must pass: node:http, Express, Fastify and Hono, real HTTP over
+ * loopback, the memory store (Redis runs in middleware-redis.test.ts).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { SignJWT } from 'jose';
+import { byApiKey, byHeader, byJwt, rateLimit } from '../../src/http/index.js';
+import { rateLimitHook } from '../../src/http/fastify.js';
+import { rateLimiter } from '../../src/http/hono.js';
+import { FRAMEWORKS, startApp, type RunningApp, type SharedOptions } from '../support/http-apps.js';
+
+const hourly = (limit: number) => ({ algorithm: 'fixed-window' as const, limit, window: '1h' });
+
+describe.each(FRAMEWORKS)('%s middleware', (framework) => {
+  let app: RunningApp | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+  const start = async (limiters: SharedOptions[], perRoute?: SharedOptions) => {
+    app = await startApp(framework, limiters, perRoute);
+    return app.url;
+  };
+
+  it('2 per second: 200, 200, then 429 with the headers and the JSON body', async () => {
+    const url = await start([{ policy: { algorithm: 'sliding-log', limit: 2, window: '1s' } }]);
+    const before = Date.now();
+    const responses = [await fetch(`${url}/hello`), await fetch(`${url}/hello`), await fetch(`${url}/hello`)];
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 429]);
+    expect(responses.map((r) => r.headers.get('x-ratelimit-limit'))).toEqual(['2', '2', '2']);
+    expect(responses.map((r) => r.headers.get('x-ratelimit-remaining'))).toEqual(['1', '0', '0']);
+    for (const response of responses) {
+      const reset = Number(response.headers.get('x-ratelimit-reset'));
+      expect(reset * 1000).toBeGreaterThanOrEqual(before);
+      expect(reset * 1000).toBeLessThanOrEqual(Date.now() + 2000);
+    }
+    expect(await responses[0]!.text()).toBe('ok');
+    expect(responses[0]!.headers.get('retry-after')).toBeNull();
+    const limited = responses[2]!;
+    expect(limited.headers.get('retry-after')).toBe('1');
+    expect(limited.headers.get('x-ratelimit-retry-after')).toBe('1');
+    expect(limited.headers.get('content-type')).toMatch(/^application\/json/);
+    const body = await limited.json();
+    expect(body).toEqual({ error: 'rate_limited', message: expect.stringContaining('2 per second'), limit: 2, remaining: 0, retryAfter: 1 });
+  });
+
+  it('answers application/problem+json with the quota-exceeded problem type when asked', async () => {
+    const url = await start([{ name: 'burst', policy: hourly(1) }]);
+    await fetch(`${url}/hello`);
+    const response = await fetch(`${url}/hello`, { headers: { accept: 'application/problem+json, application/json;q=0.5' } });
+    expect(response.status).toBe(429);
+    expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const problem = (await response.json()) as Record<string, number>;
+    expect(problem).toMatchObject({
+      type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
+      status: 429,
+      'violated-policies': ['burst'],
+      limit: 1,
+      remaining: 0,
+    });
+    expect(problem.retryAfter).toBeGreaterThanOrEqual(1);
+  });
+
+  it('sends the IETF RateLimit-Policy and RateLimit fields, one named item per policy, pk hashed', async () => {
+    const url = await start([{ name: 'hourly', policy: hourly(5), headers: 'both' }]);
+    const response = await fetch(`${url}/hello`);
+    const policy = response.headers.get('ratelimit-policy')!;
+    const current = response.headers.get('ratelimit')!;
+    expect(policy).toMatch(/^"hourly";q=5;w=3600;pk=:[A-Za-z0-9+/]{16}:$/);
+    expect(current).toMatch(/^"hourly";r=4;t=\d+;pk=:[A-Za-z0-9+/]{16}:$/);
+    expect(Number(/t=(\d+)/.exec(current)![1])).toBeLessThanOrEqual(3600);
+    expect(policy).not.toContain('127.0.0.1');
+    expect(response.headers.get('x-ratelimit-limit')).toBe('5');
+  });
+
+  it('ignores X-Forwarded-For from an untrusted peer', async () => {
+    const url = await start([{ policy: hourly(2) }]);
+    const statuses = [];
+    for (const spoof of ['1.1.1.1', '2.2.2.2', '3.3.3.3']) {
+      statuses.push((await fetch(`${url}/hello`, { headers: { 'x-forwarded-for': spoof, 'x-real-ip': spoof, forwarded: `for=${spoof}` } })).status);
+    }
+    expect(statuses).toEqual([200, 200, 429]);
+  });
+
+  it('uses the right-most untrusted hop behind a trusted proxy', async () => {
+    const url = await start([{ policy: hourly(1), trustProxy: ['loopback', '10.0.0.0/8'] }]);
+    // The client forged "6.6.6.6"; our proxies 10.0.0.1 and the loopback peer appended what they saw.
+    const via = (chain: string) => fetch(`${url}/hello`, { headers: { 'x-forwarded-for': chain } }).then((r) => r.status);
+    expect(await via('6.6.6.6, 203.0.113.7, 10.0.0.1')).toBe(200);
+    expect(await via('7.7.7.7, 203.0.113.7, 10.0.0.1')).toBe(429); // same client, other forgery
+    expect(await via('203.0.113.8, 10.0.0.1')).toBe(200); // another client
+    expect(await via('::ffff:203.0.113.8')).toBe(429); // the same client, IPv4-mapped
+  });
+
+  it('limits every route that reaches a handler: nested routers, prefixes, 404s, HEAD, OPTIONS, encoded paths', async () => {
+    const url = await start([{ policy: hourly(7) }]);
+    const attempts: Array<[string, string]> = [
+      ['GET', '/hello'],
+      ['GET', '/api/v1/items/42'],
+      ['GET', '/admin/stats'],
+      ['GET', '/no/such/route'],
+      ['HEAD', '/hello'],
+      ['OPTIONS', '/hello'],
+      ['GET', '/%68ello?x=%20'],
+    ];
+    const seen: Array<[string, string | null]> = [];
+    for (const [method, path] of attempts) {
+      const response = await fetch(`${url}${path}`, { method });
+      expect(response.status, `${method} ${path}`).toBeLessThan(500);
+      seen.push([`${method} ${path}`, response.headers.get('x-ratelimit-remaining')]);
+      await response.arrayBuffer();
+    }
+    expect(seen.map(([, remaining]) => remaining)).toEqual(['6', '5', '4', '3', '2', '1', '0']);
+    for (const [method, path] of attempts) {
+      const response = await fetch(`${url}${path}`, { method });
+      expect(response.status, `${method} ${path}`).toBe(429);
+      if (method === 'HEAD') expect(await response.text()).toBe('');
+    }
+  });
+
+  it('reports every policy when several limiters run on one route, never negative, never a past reset', async () => {
+    const url = await start([
+      { name: 'wide', policy: hourly(5), headers: 'both' },
+      { name: 'narrow', policy: { algorithm: 'token-bucket', limit: 2, window: '1m' }, headers: 'both' },
+    ]);
+    const first = await fetch(`${url}/hello`);
+    expect(first.headers.get('ratelimit-policy')).toMatch(/^"wide";q=5;w=3600;pk=:[^:]+:, "narrow";q=2;w=60;pk=:[^:]+:$/);
+    expect(first.headers.get('ratelimit')).toMatch(/^"wide";r=4;t=\d+;pk=:[^:]+:, "narrow";r=1;t=\d+;pk=:[^:]+:$/);
+    // X-RateLimit-* describe the tighter of the two, not whichever ran last.
+    expect(first.headers.get('x-ratelimit-limit')).toBe('2');
+    expect(first.headers.get('x-ratelimit-remaining')).toBe('1');
+    await fetch(`${url}/hello`);
+    const third = await fetch(`${url}/hello`, { headers: { accept: 'application/problem+json' } });
+    expect(third.status).toBe(429);
+    expect(((await third.json()) as Record<string, unknown>)['violated-policies']).toEqual(['narrow']);
+    expect(third.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect(Number(third.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(Number(third.headers.get('x-ratelimit-reset')) * 1000).toBeGreaterThanOrEqual(Date.now() - 1000);
+    for (const match of third.headers.get('ratelimit')!.matchAll(/r=(-?\d+);t=(-?\d+)/g)) {
+      expect(Number(match[1])).toBeGreaterThanOrEqual(0);
+      expect(Number(match[2])).toBeGreaterThanOrEqual(0);
+    }
+  });
+
+  it('decides several limits of one middleware together: a refused request spends none of them', async () => {
+    const url = await start([
+      {
+        limits: [
+          { name: 'per-ip', policy: hourly(3) },
+          { name: 'per-key', policy: hourly(1), key: byApiKey() },
+        ],
+      },
+    ]);
+    const call = (apiKey?: string) => fetch(`${url}/hello`, { headers: apiKey === undefined ? {} : { 'x-api-key': apiKey } });
+    expect((await call('k1')).status).toBe(200);
+    const refused = await call('k1');
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('x-ratelimit-limit')).toBe('1');
+    // The refused request did not spend the per-IP quota: 2 left for requests without a key.
+    const anonymous = await call();
+    expect(anonymous.status).toBe(200);
+    expect(anonymous.headers.get('x-ratelimit-remaining')).toBe('1');
+    expect((await call('k2')).status).toBe(200);
+    expect((await call()).status).toBe(429);
+  });
+
+  it('applies a limiter to one route only', async () => {
+    const url = await start([], { policy: hourly(1) });
+    expect((await fetch(`${url}/limited-route`)).status).toBe(200);
+    expect((await fetch(`${url}/limited-route`)).status).toBe(429);
+    const other = await fetch(`${url}/hello`);
+    expect(other.status).toBe(200);
+    expect(other.headers.get('x-ratelimit-limit')).toBeNull();
+  });
+
+  it('honours skip and cost, and a cost of 0 only reports', async () => {
+    const url = await start([
+      {
+        policy: hourly(10),
+        key: byHeader('x-tenant'),
+        skip: (_req, view) => view.path === '/admin/stats',
+        cost: (_req, view) => (view.method === 'HEAD' ? 0 : view.path.startsWith('/api') ? 4 : 1),
+      },
+    ]);
+    const call = (path: string, method = 'GET') => fetch(`${url}${path}`, { method, headers: { 'x-tenant': 'acme' } });
+    expect((await call('/api/v1/items/42')).headers.get('x-ratelimit-remaining')).toBe('6');
+    expect((await call('/hello', 'HEAD')).headers.get('x-ratelimit-remaining')).toBe('6');
+    const skipped = await call('/admin/stats');
+    expect(skipped.status).toBe(200);
+    expect(skipped.headers.get('x-ratelimit-remaining')).toBeNull();
+    expect((await call('/api/v1/items/42')).headers.get('x-ratelimit-remaining')).toBe('2');
+    const tooDear = await call('/api/v1/items/42');
+    expect(tooDear.status).toBe(429);
+    expect((await call('/hello')).headers.get('x-ratelimit-remaining')).toBe('1');
+    // No tenant header: this limit does not apply.
+    const anonymous = await fetch(`${url}/hello`);
+    expect(anonymous.status).toBe(200);
+    expect(anonymous.headers.get('x-ratelimit-limit')).toBeNull();
+  });
+
+  it('uses the custom message and the none header style', async () => {
+    const url = await start([{ policy: hourly(1), headers: 'none', message: 'Slow down, please.' }]);
+    const ok = await fetch(`${url}/hello`);
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('x-ratelimit-limit')).toBeNull();
+    const limited = await fetch(`${url}/hello`);
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).not.toBeNull();
+    expect(limited.headers.get('x-ratelimit-retry-after')).toBeNull();
+    expect(((await limited.json()) as { message: string }).message).toBe('Slow down, please.');
+  });
+
+  it('follows a controlled clock: admitted again once the window has passed', async () => {
+    let now = Date.UTC(2030, 0, 1, 12, 0, 0);
+    const url = await start([{ policy: { algorithm: 'fixed-window', limit: 1, window: '1m' }, clock: () => now }]);
+    expect((await fetch(`${url}/hello`)).status).toBe(200);
+    const limited = await fetch(`${url}/hello`);
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('60');
+    expect(limited.headers.get('x-ratelimit-reset')).toBe(String((now + 60_000) / 1000));
+    now += 59_999;
+    expect((await fetch(`${url}/hello`)).headers.get('retry-after')).toBe('1');
+    now += 1;
+    expect((await fetch(`${url}/hello`)).status).toBe(200);
+  });
+
+  it('shapes traffic with a leaky bucket: over the rate but within the queue waits its turn', async () => {
+    // 20 per second: one every 50 ms. A queue of up to 150 ms: 4 requests pass (0, 50, 100, 150 ms), the rest are refused.
+    const url = await start([{ policy: { algorithm: 'leaky-bucket', limit: 20, window: '1s', burst: 10 }, shaping: { maxDelay: '150ms' } }]);
+    const started = performance.now();
+    const results = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const response = await fetch(`${url}/hello`);
+        await response.arrayBuffer();
+        return { status: response.status, at: performance.now() - started };
+      }),
+    );
+    const passed = results.filter((r) => r.status === 200).map((r) => r.at).sort((a, b) => a - b);
+    expect(passed).toHaveLength(4);
+    expect(results.filter((r) => r.status === 429)).toHaveLength(2);
+    // Each waited its turn: the last one no sooner than 150 ms after the first was let through.
+    expect(passed[3]! - passed[0]!).toBeGreaterThanOrEqual(140);
+    expect(passed[3]!).toBeLessThan(2000);
+  });
+
+  it('limits per IP and per verified user on the same request (hybrid identity)', async () => {
+    const secret = new TextEncoder().encode('a-test-secret-of-at-least-32-bytes!!');
+    const token = (sub: string) => new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(sub).setExpirationTime('1h').sign(secret);
+    const url = await start([
+      {
+        limits: [
+          { name: 'ip', policy: hourly(4) },
+          { name: 'user', policy: hourly(2), key: byJwt({ secret }) },
+        ],
+      },
+    ]);
+    const [alice, bob] = await Promise.all([token('alice'), token('bob')]);
+    const call = (jwt?: string) => fetch(`${url}/hello`, { headers: jwt === undefined ? {} : { authorization: `Bearer ${jwt}` } }).then((r) => r.status);
+    expect([await call(alice), await call(alice), await call(alice)]).toEqual([200, 200, 429]);
+    // A forged token is no user: only the IP limit applies.
+    expect(await call(`${alice.slice(0, -4)}AAAA`)).toBe(200);
+    expect(await call(bob)).toBe(200);
+    expect(await call(bob)).toBe(429); // the IP limit (4) is spent
+  });
+
+  it('passes an error thrown by a key function to the framework (500), and keeps serving', async () => {
+    const url = await start([
+      {
+        policy: hourly(100),
+        key: (_req, view) => {
+          if (view.path === '/admin/stats') throw new Error('key function bug');
+          return 'k';
+        },
+      },
+    ]);
+    const broken = await fetch(`${url}/admin/stats`);
+    expect(broken.status).toBe(500);
+    await broken.arrayBuffer();
+    expect((await fetch(`${url}/hello`)).status).toBe(200);
+  });
+});
+
+describe('bad middleware options are refused when the middleware is created', () => {
+  const makers: Array<[string, (options: unknown) => unknown]> = [
+    ['rateLimit', (options) => rateLimit(options as never)],
+    ['rateLimitHook', (options) => rateLimitHook(options as never)],
+    ['rateLimiter', (options) => rateLimiter(options as never)],
+  ];
+  const cases: Array<[string, unknown, RegExp]> = [
+    ['not an object', 'fast', /options must be an object/],
+    ['no policy', {}, /give exactly one of policy/],
+    ['policy and rules', { policy: hourly(1), limits: [{ policy: hourly(1) }] }, /give exactly one of policy/],
+    ['bad policy', { policy: { algorithm: 'fixed-window', limit: -1, window: '1m' } }, /limit/],
+    ['unknown option', { policy: hourly(1), windowMs: 1000 }, /unknown rate limit option "windowMs"/],
+    ['bad headers style', { policy: hourly(1), headers: 'draft-7' }, /headers must be one of/],
+    ['bad cost', { policy: hourly(1), cost: 1.5 }, /cost must be a whole number/],
+    ['key not a function', { policy: hourly(1), key: 'ip' }, /key must be a function/],
+    ['rules without domain', { rules: { current: () => undefined } }, /rules need the domain/],
+    ['duplicate limit names', { limits: [{ name: 'a', policy: hourly(1) }, { name: 'a', policy: hourly(2) }] }, /two limits are named "a"/],
+    ['shaping without leaky bucket', { policy: hourly(1), shaping: { maxDelay: '1s' } }, /shaping needs one policy with algorithm 'leaky-bucket'/],
+    ['bad maxDelay', { policy: { algorithm: 'leaky-bucket', limit: 1, window: '1s' }, shaping: { maxDelay: 'soon' } }, /shaping.maxDelay/],
+    ['trustProxy true', { policy: hourly(1), trustProxy: true }, /trustProxy/],
+    ['bad ipv6Subnet', { policy: hourly(1), ipv6Subnet: 128 }, /ipv6Subnet/],
+    ['bad failureMode', { policy: hourly(1), failureMode: 'sometimes' }, /failureMode must be 'open'/],
+  ];
+  for (const [maker, make] of makers) {
+    it.each(cases)(`${maker}: %s`, (_name, options, message) => {
+      expect(() => make(options)).toThrow(message);
+    });
+  }
+});
