@@ -15,7 +15,7 @@ import { InvalidOptionError, describeValue } from '../errors.js';
 import { createLimiter, MAX_LIMITS_PER_CHECK, type Limiter } from '../limiter.js';
 import { compilePolicy, type CompiledPolicy, type Policy } from '../policy.js';
 import type { CheckResult, RateLimitDescriptor } from '../rules/check.js';
-import { UNIT_SECONDS, type RuleSource } from '../rules/ruleset.js';
+import { RuleSet, UNIT_SECONDS, type RuleSource } from '../rules/ruleset.js';
 import { memoryStore } from '../store/memory.js';
 import type { MaybePromise, Store, StoreRequest } from '../store/types.js';
 import { clientIp, type ClientIp, type ClientIpOptions, type HeaderGetter } from './identity.js';
@@ -67,7 +67,7 @@ export interface CoreOptions<Req> {
   readonly limits?: readonly LimitSpec<Req>[];
   /** Name of the single `policy`. */
   readonly name?: string;
-  /** Envoy-style rules instead of policies: a `RulesHolder`, `RuleSet` or anything with `current()`. */
+  /** Envoy-style rules instead of policies: a `RuleSet` (loadRules) or a `RulesHolder` (hot reload, pushes). */
   readonly rules?: RuleSource;
   /** The rules domain to check (required with `rules`). */
   readonly domain?: string;
@@ -185,7 +185,7 @@ export class HttpRateLimiter<Req> {
       );
     }
     if (options.rules !== undefined) {
-      if (typeof options.rules !== 'object' || options.rules === null || typeof (options.rules as RuleSource).current !== 'function') {
+      if (typeof options.rules !== 'object' || options.rules === null || !(options.rules.current instanceof RuleSet)) {
         throw new InvalidOptionError(`rules must be a RulesHolder or RuleSet (see loadRules / compileRules), got ${describeValue(options.rules)}`);
       }
       if (typeof options.domain !== 'string' || options.domain === '') {

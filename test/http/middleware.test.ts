@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { SignJWT } from 'jose';
+import { compileRules, parseRules } from '../../src/index.js';
 import { byApiKey, byHeader, byJwt, rateLimit } from '../../src/http/index.js';
 import { rateLimitHook } from '../../src/http/fastify.js';
 import { rateLimiter } from '../../src/http/hono.js';
@@ -243,6 +244,43 @@ describe.each(FRAMEWORKS)('%s middleware', (framework) => {
     expect(passed[3]!).toBeLessThan(2000);
   });
 
+  it('checks envoy-style rules with descriptors from the request', async () => {
+    const rules = compileRules(
+      parseRules(
+        [
+          'domain: web',
+          'descriptors:',
+          '  - key: remote_address',
+          '    rate_limit: { unit: hour, requests_per_unit: 3, name: per-ip }',
+          '  - key: path',
+          '    value: /admin/stats',
+          '    rate_limit: { unit: hour, requests_per_unit: 1, name: admin }',
+        ].join('\n'),
+        'web.yaml',
+      ),
+    );
+    const url = await start([
+      {
+        rules,
+        domain: 'web',
+        headers: 'both',
+        descriptors: (_req, view) => [{ entries: [{ key: 'remote_address', value: view.ip }] }, { entries: [{ key: 'path', value: view.path }] }],
+      },
+    ]);
+    const first = await fetch(`${url}/admin/stats`);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('ratelimit-policy')).toMatch(/^"per-ip";q=3;w=3600;pk=:[^:]+:, "admin";q=1;w=3600;pk=:[^:]+:$/);
+    expect(first.headers.get('x-ratelimit-limit')).toBe('1');
+    const second = await fetch(`${url}/admin/stats`, { headers: { accept: 'application/problem+json' } });
+    expect(second.status).toBe(429);
+    expect(((await second.json()) as Record<string, unknown>)['violated-policies']).toEqual(['admin']);
+    // The refused request spent nothing: 2 of the 3 per-IP requests are left, then the third is refused.
+    const hello = await fetch(`${url}/hello`);
+    expect(hello.headers.get('x-ratelimit-remaining')).toBe('1');
+    expect((await fetch(`${url}/hello`)).status).toBe(200);
+    expect((await fetch(`${url}/hello`)).status).toBe(429);
+  });
+
   it('limits per IP and per verified user on the same request (hybrid identity)', async () => {
     const secret = new TextEncoder().encode('a-test-secret-of-at-least-32-bytes!!');
     const token = (sub: string) => new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(sub).setExpirationTime('1h').sign(secret);
@@ -295,7 +333,7 @@ describe('bad middleware options are refused when the middleware is created', ()
     ['bad headers style', { policy: hourly(1), headers: 'draft-7' }, /headers must be one of/],
     ['bad cost', { policy: hourly(1), cost: 1.5 }, /cost must be a whole number/],
     ['key not a function', { policy: hourly(1), key: 'ip' }, /key must be a function/],
-    ['rules without domain', { rules: { current: () => undefined } }, /rules need the domain/],
+    ['rules not a rule set', { rules: { current: () => undefined }, domain: 'api' }, /rules must be a RulesHolder or RuleSet/],
     ['duplicate limit names', { limits: [{ name: 'a', policy: hourly(1) }, { name: 'a', policy: hourly(2) }] }, /two limits are named "a"/],
     ['shaping without leaky bucket', { policy: hourly(1), shaping: { maxDelay: '1s' } }, /shaping needs one policy with algorithm 'leaky-bucket'/],
     ['bad maxDelay', { policy: { algorithm: 'leaky-bucket', limit: 1, window: '1s' }, shaping: { maxDelay: 'soon' } }, /shaping.maxDelay/],
