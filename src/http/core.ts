@@ -15,9 +15,10 @@ import { InvalidOptionError, describeValue } from '../errors.js';
 import { createLimiter, MAX_LIMITS_PER_CHECK, type Limiter } from '../limiter.js';
 import { compilePolicy, type CompiledPolicy, type Policy } from '../policy.js';
 import type { CheckResult, RateLimitDescriptor } from '../rules/check.js';
-import { RuleSet, UNIT_SECONDS, type RuleSource } from '../rules/ruleset.js';
+import { RuleSet, type RuleSource } from '../rules/ruleset.js';
 import { memoryStore } from '../store/memory.js';
 import type { MaybePromise, Store, StoreRequest } from '../store/types.js';
+import { checkReports } from './headers.js';
 import { clientIp, type ClientIp, type ClientIpOptions, type HeaderGetter } from './identity.js';
 import { HEADER_STYLES, type HeaderStyle, type LimitReport } from './report.js';
 
@@ -305,22 +306,7 @@ export class HttpRateLimiter<Req> {
       return this.failed(error, req);
     }
     const now = clockNow ?? Date.now();
-    const reports: LimitReport[] = [];
-    result.statuses.forEach((status, index) => {
-      const limit = status.currentLimit;
-      if (limit === undefined || status.shadowOverLimit === true) return;
-      const denied = status.code === 'OVER_LIMIT';
-      reports.push({
-        name: limit.name ?? status.rule ?? `descriptor-${index}`,
-        limit: limit.requestsPerUnit,
-        windowMs: UNIT_SECONDS[limit.unit] * limit.unitMultiplier * 1000,
-        remaining: status.limitRemaining,
-        resetAt: now + status.durationUntilReset,
-        allowed: !denied,
-        retryAfter: denied ? Math.max(1, status.durationUntilReset) : 0,
-        partitionKey: status.key ?? status.rule ?? '',
-      });
-    });
+    const reports = checkReports(result, now);
     return { reports: reports.length === 0 ? undefined : reports, allowed: result.overallCode === 'OK', delayMs: 0, now };
   }
 

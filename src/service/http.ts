@@ -89,11 +89,11 @@ function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     if (blockedFor > 0) {
       const now = Date.now();
       const blocked = { allowed: false, limit: compiled.nominalCapacity, remaining: 0, resetAt: now + blockedFor, retryAfter: blockedFor };
-      sendJson(response, 429, { ...blocked, reason: 'blocked' }, decisionHeaders(blocked, now, compiled.windowMs));
+      sendJson(response, 429, { ...blocked, reason: 'blocked' }, decisionHeaders(blocked, now, compiled.windowMs, key as string));
       return;
     }
     const decision = await ctx.limiter.limit(key as string, compiled, cost === undefined ? {} : { cost: cost as number });
-    sendJson(response, decision.allowed ? 200 : 429, decision, decisionHeaders(decision, Date.now(), compiled.windowMs));
+    sendJson(response, decision.allowed ? 200 : 429, decision, decisionHeaders(decision, Date.now(), compiled.windowMs, key as string));
   });
 
   routes.add('GET', '/healthz', (_request, response) => sendJson(response, 200, { status: 'ok', uptimeMs: Date.now() - ctx.startedAt }));

@@ -48,7 +48,7 @@ describe('tollgate serve, memory store', () => {
     expect(denied.headers.get('x-ratelimit-limit')).toBe('5');
     expect(denied.headers.get('x-ratelimit-remaining')).toBe('0');
     expect(Number(denied.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(denied.headers.get('ratelimit-policy')).toBe('5;w=60');
+    expect(denied.headers.get('ratelimit-policy')).toMatch(/^"classic\.action=login\.user";q=5;w=60;pk=:[A-Za-z0-9+/]{16}:$/);
   });
 
   it('POST /v1/check takes a friendlier shape; POST /v1/limit decides a key directly', async () => {
