@@ -347,3 +347,17 @@ describe('bad middleware options are refused when the middleware is created', ()
     });
   }
 });
+
+describe('hono specifics', () => {
+  it('adds the headers to a Response a handler built itself', async () => {
+    const app = await startApp('hono', [{ policy: hourly(3), headers: 'both' }]);
+    try {
+      const response = await fetch(`${app.url}/raw-response`);
+      expect(await response.text()).toBe('raw');
+      expect(response.headers.get('x-ratelimit-remaining')).toBe('2');
+      expect(response.headers.get('ratelimit')).toMatch(/^"3-per-1h";r=2;/);
+    } finally {
+      await app.close();
+    }
+  });
+});
