@@ -93,6 +93,23 @@ describe.each(FRAMEWORKS)('%s middleware', (framework) => {
     expect(await via('::ffff:203.0.113.8')).toBe(429); // the same client, IPv4-mapped
   });
 
+  it('keys IPv6 clients by /56 and folds IPv4-mapped addresses, through a trusted proxy', async () => {
+    const url = await start([{ policy: hourly(5), trustProxy: 'loopback' }]);
+    const from = (address: string) => fetch(`${url}/hello`, { headers: { 'x-forwarded-for': address } }).then(async (r) => (await r.arrayBuffer(), r.status));
+    const count = framework === 'node' ? 10_000 : 1000;
+    const random16 = () => Math.floor(Math.random() * 0x10000).toString(16);
+    // Addresses inside 2001:db8:aa:bb00::/56: the last byte of the 4th group and the 64-bit tail vary.
+    const addresses = Array.from({ length: count }, () => `2001:db8:aa:bb${Math.floor(Math.random() * 256).toString(16).padStart(2, '0')}:${random16()}:${random16()}:${random16()}:${random16()}`);
+    const statuses: number[] = [];
+    for (let i = 0; i < addresses.length; i += 50) statuses.push(...(await Promise.all(addresses.slice(i, i + 50).map(from))));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
+    expect(await from('2001:db8:aa:bc00::1')).toBe(200); // the neighbouring /56
+    // Three spellings of one IPv4 client share a key; an IPv6 address embedding the same bits does not.
+    expect([await from('::ffff:1.2.3.4'), await from('::ffff:102:304'), await from('1.2.3.4')]).toEqual([200, 200, 200]);
+    expect([await from('1.2.3.4'), await from('1.2.3.4'), await from('::ffff:102:304')]).toEqual([200, 200, 429]);
+    expect(await from('2001:db8::1.2.3.4')).toBe(200);
+  }, 60_000);
+
   it('limits every route that reaches a handler: nested routers, prefixes, 404s, HEAD, OPTIONS, encoded paths', async () => {
     const url = await start([{ policy: hourly(7) }]);
     const attempts: Array<[string, string]> = [
