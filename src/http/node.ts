@@ -70,7 +70,8 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
     return false;
   };
 
-  const middleware = ((req: Req, res: Res, next: (error?: unknown) => void): void => {
+  /** Decides `req`: `next()` when it may go on (now or after shaping), `answered()` when it was answered. */
+  const run = (req: Req, res: Res, next: (error?: unknown) => void, answered: () => void): void => {
     let verdict: ReturnType<typeof decide>;
     try {
       verdict = decide(req);
@@ -79,20 +80,23 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
       return;
     }
     if (verdict instanceof Promise) {
-      verdict.then((resolved) => {
-        if (apply(req, res, resolved, next)) next();
-      }, next);
+      verdict.then((resolved) => (apply(req, res, resolved, next) ? next() : answered()), next);
     } else if (apply(req, res, verdict, next)) {
       next();
+    } else {
+      answered();
     }
-  }) as RateLimitMiddleware<Req, Res>;
+  };
+  const nothing = (): void => {};
 
+  const middleware = ((req: Req, res: Res, next: (error?: unknown) => void): void => run(req, res, next, nothing)) as RateLimitMiddleware<Req, Res>;
   middleware.handle = (req, res) =>
     new Promise<boolean>((resolve, reject) => {
-      middleware(req, res, (error?: unknown) => (error === undefined ? resolve(true) : reject(error)));
-      // Answered (429/503/onLimited): resolve false once the response is under way.
-      if (res.headersSent || res.writableEnded) resolve(false);
-      else res.once('finish', () => resolve(false)).once('close', () => resolve(false));
+      run(req, res, (error?: unknown) => (error === undefined ? resolve(true) : reject(error)), () => {
+        // Held for shaping: apply() calls next() later. Otherwise the response is answered.
+        if (res.headersSent || res.writableEnded || res.destroyed) resolve(false);
+        else res.once('finish', () => resolve(false)).once('close', () => resolve(false));
+      });
     });
   Object.defineProperty(middleware, 'limiter', { value: limiter });
   middleware.close = () => limiter.close();
