@@ -180,6 +180,27 @@ describe('an unreachable Redis', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
   });
 
+  it('decisions made before the first connection is up wait for it (no ready() call needed)', async () => {
+    const store = redisStore({ url: redis.single.url });
+    stores.push(store);
+    const limiter = createLimiter({ store });
+    const decisions = await Promise.all([limiter.limit('early', PER_MINUTE), limiter.limit('early', PER_MINUTE)]);
+    expect(decisions.map((d) => d.remaining)).toEqual([PER_MINUTE.limit - 1, PER_MINUTE.limit - 2]);
+  });
+
+  it('without ready(), the first decisions on an unreachable Redis wait connectTimeoutMs once, then fail fast', async () => {
+    const port = await freePort();
+    const store = redisStore({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 300 });
+    stores.push(store);
+    const limiter = createLimiter({ store });
+    let started = Date.now();
+    await expect(limiter.limit('k', PER_MINUTE)).rejects.toThrow(StoreUnavailableError);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    started = Date.now();
+    await expect(limiter.limit('k', PER_MINUTE)).rejects.toThrow(StoreUnavailableError);
+    expect(Date.now() - started).toBeLessThan(250);
+  });
+
   it('hides the password in messages', () => {
     const store = redisStore({ url: 'redis://user:secret@127.0.0.1:1' });
     stores.push(store);

@@ -14,7 +14,7 @@ import { parseDuration } from '../duration.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import { createLimiter, MAX_LIMITS_PER_CHECK, type Limiter } from '../limiter.js';
 import { compilePolicy, type CompiledPolicy, type Policy } from '../policy.js';
-import type { CheckResult, RateLimitDescriptor } from '../rules/check.js';
+import { check, type CheckEngine, type CheckResult, type RateLimitDescriptor } from '../rules/check.js';
 import { RuleSet, type RuleSource } from '../rules/ruleset.js';
 import { memoryStore } from '../store/memory.js';
 import type { MaybePromise, Store, StoreRequest } from '../store/types.js';
@@ -141,6 +141,8 @@ export class HttpRateLimiter<Req> {
   private readonly failClosed: boolean;
   private readonly onError: (error: unknown, req: Req) => void;
   private readonly rulesLimiter: Limiter | undefined;
+  private readonly rules: RuleSource | undefined;
+  private readonly peekEngine: CheckEngine | undefined;
   private readonly domain: string;
   private readonly descriptors: CoreOptions<Req>['descriptors'];
   /** Shaping: ms between two requests of the bucket, and how many queued requests skip the wait. */
@@ -167,7 +169,7 @@ export class HttpRateLimiter<Req> {
     }
     this.message = options.message;
     this.failClosed = checkFailureMode(options.failureMode);
-    this.onError = optionalFunction(options.onError, 'onError') ?? defaultOnError;
+    this.onError = optionalFunction(options.onError, 'onError') ?? logStoreFailure(this.failClosed);
     this.defaultKey = optionalFunction(options.key, 'key');
     this.skip = optionalFunction(options.skip, 'skip');
     this.cost = checkCostOption(options.cost);
@@ -194,6 +196,12 @@ export class HttpRateLimiter<Req> {
       }
       if (options.shaping !== undefined) throw new InvalidOptionError('shaping works with one leaky-bucket policy, not with rules');
       this.rulesLimiter = createLimiter({ store: this.store, rules: options.rules });
+      this.rules = options.rules;
+      const limiter = this.rulesLimiter;
+      this.peekEngine = {
+        limit: (key, policy, callOptions) => limiter.peek(key, policy, callOptions),
+        limitAll: (requests, callOptions) => Promise.all(requests.map((r) => limiter.peek(r.key, r.policy, { ...callOptions, cost: r.cost ?? 1 }))),
+      };
       this.domain = options.domain;
       this.limits = [];
     } else {
@@ -297,9 +305,11 @@ export class HttpRateLimiter<Req> {
   private async decideRules(req: Req, view: RequestView, cost: number): Promise<Verdict> {
     const descriptors = this.descriptors === undefined ? [{ entries: [{ key: 'remote_address', value: view.ip }] }] : await this.descriptors(req, view);
     const clockNow = this.clock?.();
+    const request = { domain: this.domain, descriptors, hits: Math.max(cost, 1), ...(clockNow === undefined ? {} : { now: clockNow }) };
     let result: CheckResult;
     try {
-      result = await this.rulesLimiter!.check({ domain: this.domain, descriptors, hits: Math.max(cost, 1), ...(clockNow === undefined ? {} : { now: clockNow }) });
+      // Cost 0 looks without spending: the same check, on an engine that only peeks.
+      result = await (cost === 0 ? check(this.peekEngine!, this.rules!.current, request) : this.rulesLimiter!.check(request));
     } catch (error) {
       // A bad descriptor list is the caller's bug, not the store's: let it surface.
       if (error instanceof Error && (error as { code?: string }).code === 'ERR_TOLLGATE_INVALID_CHECK') throw error;
@@ -307,6 +317,7 @@ export class HttpRateLimiter<Req> {
     }
     const now = clockNow ?? Date.now();
     const reports = checkReports(result, now);
+    if (cost === 0) return { reports: reports.length === 0 ? undefined : reports.map(freeReport), allowed: true, delayMs: 0, now };
     return { reports: reports.length === 0 ? undefined : reports, allowed: result.overallCode === 'OK', delayMs: 0, now };
   }
 
@@ -361,6 +372,10 @@ export class HttpRateLimiter<Req> {
 /** A cost-0 request spends nothing and is never refused: report the quota as it stands (the peek was for one unit). */
 function free(decision: Decision): Decision {
   return { ...decision, allowed: true, retryAfter: 0, remaining: decision.allowed ? decision.remaining + 1 : decision.remaining };
+}
+
+function freeReport(report: LimitReport): LimitReport {
+  return { ...report, allowed: true, retryAfter: 0, remaining: report.allowed ? report.remaining + 1 : report.remaining };
 }
 
 function toReport<Req>(limit: PreparedLimit<Req>, storeKey: string, decision: Decision): LimitReport {
@@ -450,11 +465,15 @@ function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
 }
 
 let lastErrorLog = 0;
-function defaultOnError(error: unknown): void {
-  const now = Date.now();
-  if (now - lastErrorLog < 10_000) return;
-  lastErrorLog = now;
-  process.stderr.write(`tollgate: the rate limit store failed, requests pass unchecked (failureMode 'open'): ${(error as Error)?.message ?? String(error)}\n`);
+/** The default `onError`: one line on stderr at most every 10 s, saying what clients get meanwhile. */
+function logStoreFailure(failClosed: boolean): (error: unknown) => void {
+  const outcome = failClosed ? "requests are answered 503 (failureMode 'closed')" : "requests pass unchecked (failureMode 'open')";
+  return (error) => {
+    const now = Date.now();
+    if (now - lastErrorLog < 10_000) return;
+    lastErrorLog = now;
+    process.stderr.write(`tollgate: the rate limit store failed, ${outcome}: ${(error as Error)?.message ?? String(error)}\n`);
+  };
 }
 
 /** A {@link RequestView} over node's header object, computing the client IP on first use. */

@@ -4,6 +4,7 @@
  * encapsulated context (`{ onRequest: rateLimitHook(...) }`).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import { InvalidOptionError, describeValue } from '../errors.js';
 import { HttpRateLimiter, NodeRequestView, type CoreOptions, type Verdict } from './core.js';
 import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type LimitedInfo } from './report.js';
 
@@ -20,7 +21,7 @@ export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
   const limiter = new HttpRateLimiter<FastifyRequest>(options, ['onLimited']);
   const onLimited = options.onLimited;
   if (onLimited !== undefined && typeof onLimited !== 'function') {
-    throw new TypeError('onLimited must be a function (request, reply, info) => void');
+    throw new InvalidOptionError(`onLimited must be a function (request, reply, info) => void, got ${describeValue(onLimited)}`);
   }
 
   const apply = (request: FastifyRequest, reply: FastifyReply, verdict: Verdict, done: (error?: Error) => void): void => {

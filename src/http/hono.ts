@@ -5,6 +5,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { HeaderGetter } from './identity.js';
+import { InvalidOptionError, describeValue } from '../errors.js';
 import { HttpRateLimiter, type CoreOptions, type RequestView } from './core.js';
 import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type HeaderList, type LimitedInfo } from './report.js';
 
@@ -72,8 +73,8 @@ export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddlew
   const limiter = new HttpRateLimiter<Context>(options, ['onLimited', 'remoteAddress']);
   const { onLimited } = options;
   const remoteAddress = options.remoteAddress ?? defaultRemoteAddress;
-  if (onLimited !== undefined && typeof onLimited !== 'function') throw new TypeError('onLimited must be a function (c, info) => Response');
-  if (typeof remoteAddress !== 'function') throw new TypeError('remoteAddress must be a function (c) => string | undefined');
+  if (onLimited !== undefined && typeof onLimited !== 'function') throw new InvalidOptionError(`onLimited must be a function (c, info) => Response, got ${describeValue(onLimited)}`);
+  if (typeof remoteAddress !== 'function') throw new InvalidOptionError(`remoteAddress must be a function (c) => string | undefined, got ${describeValue(remoteAddress)}`);
 
   const middleware: MiddlewareHandler = async (c, next) => {
     const verdict = await limiter.decide(c, new HonoRequestView(limiter, c, remoteAddress(c)));
@@ -90,7 +91,11 @@ export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddlew
     const headers = rateLimitHeaders(reports, limiter.headerStyle, verdict.now);
     for (const [name, value] of headers) c.header(name, value);
     if (verdict.allowed) {
-      if (verdict.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, verdict.delayMs));
+      if (verdict.delayMs > 0) {
+        await new Promise((resolve) => setTimeout(resolve, verdict.delayMs));
+        // The client left while its request waited its turn: do not run the handler for nobody.
+        if (c.req.raw.signal?.aborted === true) return c.body(null, 408);
+      }
       await next();
       // A handler that returned its own Response bypassed c.header(): add the headers it lacks.
       if (headers.length > 0 && !c.res.headers.has(headers[0]![0])) addHeaders(c, headers);

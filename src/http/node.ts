@@ -3,6 +3,7 @@
  * `handle(req, res)` for a plain node:http server.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { InvalidOptionError, describeValue } from '../errors.js';
 import { HttpRateLimiter, NodeRequestView, type CoreOptions, type Verdict } from './core.js';
 import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type LimitedInfo } from './report.js';
 
@@ -35,7 +36,7 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
   const limiter = new HttpRateLimiter<Req>(options, ['onLimited']);
   const onLimited = options.onLimited;
   if (onLimited !== undefined && typeof onLimited !== 'function') {
-    throw new TypeError('onLimited must be a function (req, res, info) => void');
+    throw new InvalidOptionError(`onLimited must be a function (req, res, info) => void, got ${describeValue(onLimited)}`);
   }
 
   const decide = (req: Req): ReturnType<HttpRateLimiter<Req>['decide']> =>

@@ -298,6 +298,20 @@ describe.each(FRAMEWORKS)('%s middleware', (framework) => {
     expect((await fetch(`${url}/hello`)).status).toBe(429);
   });
 
+  it('with rules, a cost of 0 reports the quota without spending it', async () => {
+    const rules = compileRules(parseRules('domain: web\ndescriptors:\n  - key: remote_address\n    rate_limit: { unit: hour, requests_per_unit: 2 }\n', 'web.yaml'));
+    const url = await start([{ rules, domain: 'web', cost: (_req, view) => (view.method === 'HEAD' ? 0 : 1) }]);
+    const head = () => fetch(`${url}/hello`, { method: 'HEAD' });
+    expect((await head()).headers.get('x-ratelimit-remaining')).toBe('2');
+    expect((await head()).headers.get('x-ratelimit-remaining')).toBe('2');
+    expect((await fetch(`${url}/hello`)).headers.get('x-ratelimit-remaining')).toBe('1');
+    await fetch(`${url}/hello`);
+    const spent = await head();
+    expect(spent.status).toBe(200);
+    expect(spent.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect((await fetch(`${url}/hello`)).status).toBe(429);
+  });
+
   it('limits per IP and per verified user on the same request (hybrid identity)', async () => {
     const secret = new TextEncoder().encode('a-test-secret-of-at-least-32-bytes!!');
     const token = (sub: string) => new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(sub).setExpirationTime('1h').sign(secret);

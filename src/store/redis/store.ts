@@ -92,6 +92,13 @@ export class RedisStore implements Store {
   /** Requests of this tick, by their explicit `now` ('' = Redis TIME). */
   private queues = new Map<string, Pending[]>();
   private flushScheduled = false;
+  /**
+   * Until the first connection is up (or has failed once), decisions wait for it instead of failing
+   * at once: an app that starts serving before `ready()` resolves does not let its first requests
+   * through unchecked. Bounded by `connectTimeoutMs`; after that, failures are immediate.
+   */
+  private firstConnection: Promise<void> | undefined;
+  private waitForFirstConnection = true;
   private lastConnectionError: Error | undefined;
   private closed = false;
 
@@ -166,7 +173,13 @@ export class RedisStore implements Store {
    * takes longer than `connectTimeoutMs`.
    */
   async ready(): Promise<void> {
-    if (this.client.status !== 'ready') await this.connected();
+    if (this.client.status !== 'ready') {
+      try {
+        await this.connected();
+      } finally {
+        this.waitForFirstConnection = false;
+      }
+    }
     // Load the script up front, so the first batches do not each pay a NOSCRIPT round trip.
     const nodes = this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
     await Promise.all(nodes.map((node) => node.script('LOAD', DECIDE_SCRIPT.source).catch(() => undefined)));
@@ -261,6 +274,26 @@ export class RedisStore implements Store {
     this.flushScheduled = false;
     const queues = this.queues;
     this.queues = new Map();
+    if (this.waitForFirstConnection) {
+      if (this.client.status === 'ready') {
+        this.waitForFirstConnection = false;
+      } else {
+        this.firstConnection ??= this.connected().finally(() => {
+          this.waitForFirstConnection = false;
+        });
+        this.firstConnection.then(
+          () => this.dispatch(queues),
+          (error: unknown) => {
+            for (const queue of queues.values()) for (const pending of queue) pending.reject(error);
+          },
+        );
+        return;
+      }
+    }
+    this.dispatch(queues);
+  }
+
+  private dispatch(queues: Map<string, Pending[]>): void {
     for (const [timeKey, queue] of queues) {
       if (!this.isCluster) {
         this.sendInBatches(timeKey, queue);
