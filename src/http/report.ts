@@ -129,7 +129,7 @@ export function limitedBody(reports: readonly LimitReport[], message: string | u
   const binding = bindingReport(reports);
   const retryAfter = retryAfterSeconds(reports);
   const text = message ?? defaultMessage(binding, retryAfter);
-  if (accept !== undefined && accept.includes('application/problem+json')) {
+  if (accept !== undefined && prefersProblem(accept)) {
     return {
       contentType: 'application/problem+json',
       text: JSON.stringify({
@@ -148,6 +148,28 @@ export function limitedBody(reports: readonly LimitReport[], message: string | u
     contentType: 'application/json; charset=utf-8',
     text: JSON.stringify({ error: 'rate_limited', message: text, limit: binding.limit, remaining: binding.remaining, retryAfter }),
   };
+}
+
+/**
+ * Whether `Accept` asks for a problem document: `application/problem+json` with a q above 0 and at
+ * least that of `application/json` (or `*\/*`). Cheap on purpose: only 429s parse it.
+ */
+export function prefersProblem(accept: string): boolean {
+  if (!accept.includes('application/problem+json')) return false;
+  let problem = 0;
+  let json = 0;
+  for (const item of accept.slice(0, 1024).split(',')) {
+    const [type = '', ...params] = item.split(';');
+    let q = 1;
+    for (const param of params) {
+      const [name, value] = param.split('=');
+      if (name?.trim().toLowerCase() === 'q') q = Number(value) >= 0 && Number(value) <= 1 ? Number(value) : 0;
+    }
+    const media = type.trim().toLowerCase();
+    if (media === 'application/problem+json') problem = Math.max(problem, q);
+    else if (media === 'application/json') json = Math.max(json, q);
+  }
+  return problem > 0 && problem >= json;
 }
 
 function defaultMessage(binding: LimitReport, retryAfter: number): string {
