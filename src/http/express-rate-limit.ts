@@ -30,6 +30,8 @@ export interface TollgateStoreOptions {
    * `windowMs` and the same prefix share their counts, so give each limiter its own prefix.
    */
   readonly prefix?: string;
+  /** Decision time in epoch ms (tests, replays); default: the store's clock. */
+  readonly clock?: () => number;
 }
 
 /** The express-rate-limit options TollgateStore reads in {@link TollgateStore.init}. */
@@ -48,7 +50,7 @@ export interface RateLimitClientInfo {
   resetTime: Date | undefined;
 }
 
-const OPTION_NAMES: ReadonlySet<string> = new Set(['store', 'prefix']);
+const OPTION_NAMES: ReadonlySet<string> = new Set(['store', 'prefix', 'clock']);
 const DEFAULT_PREFIX = 'erl:';
 /**
  * Ends the key of a key's refund counter. `#` (and `%`) are percent-escaped in the keys
@@ -109,7 +111,10 @@ export class TollgateStore {
       throw new InvalidOptionError(`TollgateStore: prefix must be a string like "erl:login:", got ${describeValue(prefix)}`);
     }
     this.prefix = prefix;
-    this.limiter = createLimiter({ store });
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      throw new InvalidOptionError(`TollgateStore: clock must be a function returning epoch ms, got ${describeValue(options.clock)}`);
+    }
+    this.limiter = createLimiter(options.clock === undefined ? { store } : { store, clock: options.clock });
   }
 
   /** Called by express-rate-limit with its options: takes the window from `windowMs`. */
