@@ -263,9 +263,11 @@ export class RedisStore implements Store {
       queue.push({ keys, policies, op, costs, resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
-        // nextTick scheduled from a promise job runs after the whole microtask queue drains, so
-        // every decision issued by callers resumed in this tick joins the batch, at no added latency.
-        process.nextTick(() => this.flush());
+        // setImmediate, not nextTick: an HTTP server decides each request in its own I/O callback,
+        // and nextTick runs after each one, so under load nearly every batch held one decision
+        // (87,526 script calls for ~105k requests). The check phase comes after all the I/O of
+        // this loop turn: ~45 decisions per call at 100 connections, for a few µs of latency.
+        setImmediate(() => this.flush());
       }
     });
   }
