@@ -128,27 +128,51 @@ export interface LimitedBody {
 export function limitedBody(reports: readonly LimitReport[], message: string | undefined, accept: string | undefined): LimitedBody {
   const binding = bindingReport(reports);
   const retryAfter = retryAfterSeconds(reports);
-  const text = message ?? defaultMessage(binding, retryAfter);
-  if (accept !== undefined && prefersProblem(accept)) {
-    return {
-      contentType: 'application/problem+json',
-      text: JSON.stringify({
-        type: QUOTA_EXCEEDED_TYPE,
-        title: 'Request cannot be satisfied as assigned quota has been exceeded',
-        status: 429,
-        detail: text,
-        'violated-policies': reports.filter((report) => !report.allowed).map((report) => report.name),
-        limit: binding.limit,
-        remaining: binding.remaining,
-        retryAfter,
-      }),
-    };
+  const problem = accept !== undefined && prefersProblem(accept);
+  // A client hammering past its limit gets the same body many times a second: reuse the last one.
+  const last = lastBody;
+  if (
+    reports.length === 1 &&
+    last !== undefined &&
+    last.problem === problem &&
+    last.limit === binding.limit &&
+    last.remaining === binding.remaining &&
+    last.retryAfter === retryAfter &&
+    last.windowMs === binding.windowMs &&
+    last.name === binding.name &&
+    last.message === message
+  ) {
+    return last.body;
   }
-  return {
-    contentType: 'application/json; charset=utf-8',
-    text: JSON.stringify({ error: 'rate_limited', message: text, limit: binding.limit, remaining: binding.remaining, retryAfter }),
-  };
+  const text = message ?? defaultMessage(binding, retryAfter);
+  const body: LimitedBody = problem
+    ? {
+        contentType: 'application/problem+json',
+        text: JSON.stringify({
+          type: QUOTA_EXCEEDED_TYPE,
+          title: 'Request cannot be satisfied as assigned quota has been exceeded',
+          status: 429,
+          detail: text,
+          'violated-policies': reports.filter((report) => !report.allowed).map((report) => report.name),
+          limit: binding.limit,
+          remaining: binding.remaining,
+          retryAfter,
+        }),
+      }
+    : {
+        contentType: 'application/json; charset=utf-8',
+        text: JSON.stringify({ error: 'rate_limited', message: text, limit: binding.limit, remaining: binding.remaining, retryAfter }),
+      };
+  if (reports.length === 1) {
+    lastBody = { problem, limit: binding.limit, remaining: binding.remaining, retryAfter, windowMs: binding.windowMs, name: binding.name, message, body };
+  }
+  return body;
 }
+
+/** The last single-report body and what it was made from. */
+let lastBody:
+  | { problem: boolean; limit: number; remaining: number; retryAfter: number; windowMs: number; name: string; message: string | undefined; body: LimitedBody }
+  | undefined;
 
 /**
  * Whether `Accept` asks for a problem document: `application/problem+json` with a q above 0 and at
