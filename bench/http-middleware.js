@@ -546,6 +546,8 @@ async function main() {
   }
 
   const workDir = mkdtempSync(join(tmpdir(), 'tollgate-http-bench-'));
+  // Also when the run fails half-way (a server that does not answer as expected throws).
+  process.on('exit', () => rmSync(workDir, { recursive: true, force: true }));
   const dist = snapshotDist(workDir);
   const environment = {
     date: new Date().toISOString(),
