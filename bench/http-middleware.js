@@ -51,12 +51,13 @@
 // bench/results/http-middleware-profiles.json too.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+
+import { canConnect, children, freePort, startChild, stopChild, waitForPort } from './support/children.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(HERE);
@@ -135,81 +136,6 @@ function allSubjects() {
 // ---------------------------------------------------------------------------------------------
 // Processes: every child is recorded and killed by its PID, nothing else
 // ---------------------------------------------------------------------------------------------
-
-const children = new Map(); // pid → { name, proc }
-
-function startChild(name, command, args, options = {}) {
-  const proc = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
-  children.set(proc.pid, { name, proc });
-  let output = '';
-  const keep = (chunk) => {
-    output = (output + chunk).slice(-4000);
-  };
-  proc.stdout.on('data', keep);
-  proc.stderr.on('data', keep);
-  proc.on('exit', () => children.delete(proc.pid));
-  return { name, pid: proc.pid, proc, output: () => output };
-}
-
-async function stopChild(child, graceMs = 5_000) {
-  if (child.proc.exitCode !== null || child.proc.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.proc.once('exit', resolve));
-  process.kill(child.pid, 'SIGTERM');
-  const timer = sleep(graceMs).then(() => 'timeout');
-  if ((await Promise.race([exited, timer])) === 'timeout') {
-    process.kill(child.pid, 'SIGKILL');
-    await exited;
-  }
-}
-
-function killAllNow() {
-  for (const pid of children.keys()) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-}
-process.on('exit', killAllNow);
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => {
-    killAllNow();
-    process.exit(130);
-  });
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function canConnect(port) {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-async function waitForReady(child, port, timeoutMs = 15_000) {
-  const deadline = performance.now() + timeoutMs;
-  while (performance.now() < deadline) {
-    if (child.proc.exitCode !== null) throw new Error(`${child.name} exited (${child.proc.exitCode}): ${child.output()}`);
-    if (child.output().includes('ready') && (await canConnect(port))) return;
-    await sleep(50);
-  }
-  throw new Error(`${child.name} did not listen on ${port}: ${child.output()}`);
-}
 
 function commandExists(command) {
   try {
@@ -380,7 +306,7 @@ async function startServer(subject, dist, redisUrl, nodeArgs = []) {
   const limit = subject.mode === 'throttled' ? 1 : ADMITTED_LIMIT;
   const args = [...nodeArgs, SERVER, subject.framework, subject.variant, String(limit), String(port), dist, redisUrl];
   const child = startChild(subject.id, process.execPath, args);
-  await waitForReady(child, port);
+  await waitForPort(child, port, { marker: 'ready' });
   return Object.assign(child, { port, command: `node ${args.join(' ')}` });
 }
 
