@@ -3,10 +3,10 @@
  * client address comes from `remoteAddress(c)`, which by default reads what @hono/node-server and
  * Bun expose.
  */
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler, Next } from 'hono';
 import type { HeaderGetter } from './identity.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
-import { HttpRateLimiter, type CoreOptions, type RequestView } from './core.js';
+import { HttpRateLimiter, type CoreOptions, type RequestView, type Verdict } from './core.js';
 import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type HeaderList, type LimitedInfo } from './report.js';
 
 export interface HonoRateLimitOptions extends CoreOptions<Context> {
@@ -20,6 +20,8 @@ export type HonoRateLimitMiddleware = MiddlewareHandler & { readonly limiter: Ht
 
 interface RuntimeEnv {
   incoming?: { socket?: { remoteAddress?: string } };
+  /** @hono/node-server's ServerResponse. */
+  outgoing?: { setHeader?: (name: string, value: string) => unknown; headersSent?: boolean };
   requestIP?: (request: Request) => { address?: string } | null;
 }
 
@@ -76,8 +78,8 @@ export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddlew
   if (onLimited !== undefined && typeof onLimited !== 'function') throw new InvalidOptionError(`onLimited must be a function (c, info) => Response, got ${describeValue(onLimited)}`);
   if (typeof remoteAddress !== 'function') throw new InvalidOptionError(`remoteAddress must be a function (c) => string | undefined, got ${describeValue(remoteAddress)}`);
 
-  const middleware: MiddlewareHandler = async (c, next) => {
-    const verdict = await limiter.decide(c, new HonoRequestView(limiter, c, remoteAddress(c)));
+  /** Applies a verdict: the handler's turn (now or after shaping), or the answer. */
+  const finish = (c: Context, next: Next, verdict: Verdict): Promise<void | Response> | Response => {
     if (verdict.unavailable === true) {
       return c.body(
         '{"error":"rate_limiter_unavailable","message":"The rate limiter cannot reach its store; retry shortly."}',
@@ -89,22 +91,42 @@ export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddlew
     if (own === undefined) return next();
     const reports = collectReports(c, own);
     const headers = rateLimitHeaders(reports, limiter.headerStyle, verdict.now);
-    for (const [name, value] of headers) c.header(name, value);
+    // On @hono/node-server, straight onto node's response: c.header() (or reading c.res.headers)
+    // takes node-server off its fast path for c.text().
+    const outgoing = (c.env as RuntimeEnv | undefined)?.outgoing;
+    const direct = typeof outgoing?.setHeader === 'function' && outgoing.headersSent !== true;
+    if (direct) for (const [name, value] of headers) outgoing!.setHeader!(name, value);
+    else for (const [name, value] of headers) c.header(name, value);
     if (verdict.allowed) {
-      if (verdict.delayMs > 0) {
-        await new Promise((resolve) => setTimeout(resolve, verdict.delayMs));
+      const run = (): Promise<void> => {
+        if (direct || headers.length === 0) return next();
+        // A handler that returned its own Response bypassed c.header(): add the headers it lacks.
+        return next().then(() => {
+          if (!c.res.headers.has(headers[0]![0])) addHeaders(c, headers);
+        });
+      };
+      if (verdict.delayMs === 0) return run();
+      return new Promise<void>((resolve) => setTimeout(resolve, verdict.delayMs)).then<void | Response>(() =>
         // The client left while its request waited its turn: do not run the handler for nobody.
-        if (c.req.raw.signal?.aborted === true) return c.body(null, 408);
-      }
-      await next();
-      // A handler that returned its own Response bypassed c.header(): add the headers it lacks.
-      if (headers.length > 0 && !c.res.headers.has(headers[0]![0])) addHeaders(c, headers);
-      return;
+        c.req.raw.signal?.aborted === true ? c.body(null, 408) : run(),
+      );
     }
     const body = limitedBody(reports, limiter.message, c.req.header('accept'));
     if (onLimited !== undefined) return onLimited(c, { reports, retryAfter: retryAfterSeconds(reports), body });
     if (c.req.method === 'HEAD') return c.body(null, 429, { 'content-type': body.contentType });
     return c.body(body.text, 429, { 'content-type': body.contentType });
+  };
+
+  // Not async: a memory-store verdict is applied without waiting for a promise.
+  const middleware: MiddlewareHandler = (c, next) => {
+    let verdict: ReturnType<HttpRateLimiter<Context>['decide']>;
+    try {
+      verdict = limiter.decide(c, new HonoRequestView(limiter, c, remoteAddress(c)));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (verdict instanceof Promise) return verdict.then((resolved) => finish(c, next, resolved));
+    return Promise.resolve(finish(c, next, verdict));
   };
   Object.defineProperty(middleware, 'limiter', { value: limiter });
   return middleware as HonoRateLimitMiddleware;

@@ -391,4 +391,20 @@ describe('hono specifics', () => {
       await app.close();
     }
   });
+
+  it('works without node-server too (headers through c.header, e.g. app.request or another runtime)', async () => {
+    const { Hono } = await import('hono');
+    const app = new Hono();
+    app.use('*', rateLimiter({ policy: hourly(2), remoteAddress: () => '192.0.2.1' }));
+    app.get('/hello', (c) => c.text('ok'));
+    app.get('/raw', () => new Response('raw'));
+    const first = await app.request('/hello');
+    expect([first.status, first.headers.get('x-ratelimit-remaining')]).toEqual([200, '1']);
+    const raw = await app.request('/raw');
+    expect([raw.status, raw.headers.get('x-ratelimit-remaining'), await raw.text()]).toEqual([200, '0', 'raw']);
+    const limited = await app.request('/hello');
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).not.toBeNull();
+  });
 });
+
