@@ -58,10 +58,10 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { canConnect, children, freePort, startChild, stopChild, waitForPort } from './support/children.js';
+import { CLK_TCK, commandExists, cpuBetween, quietWaiter, snapshotCpu } from './support/cpu.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(HERE);
-const CLK_TCK = 100;
 const SERVER = join(HERE, 'http-middleware-server.js');
 const ADMITTED_LIMIT = 1_000_000_000;
 
@@ -137,81 +137,8 @@ function allSubjects() {
 // Processes: every child is recorded and killed by its PID, nothing else
 // ---------------------------------------------------------------------------------------------
 
-function commandExists(command) {
-  try {
-    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// CPU accounting
-// ---------------------------------------------------------------------------------------------
-
-/** Busy CPU seconds of the machine (steal excluded, reported apart), from /proc/stat. */
-function machineCpu() {
-  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, , , irq, softirq, steal] = fields;
-  return { busy: (user + nice + system + irq + softirq) / CLK_TCK, steal: (steal ?? 0) / CLK_TCK };
-}
-
-/** CPU seconds of one process (utime + stime), 0 if gone. */
-function processCpu(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-  } catch {
-    return 0;
-  }
-}
-
-function snapshotCpu() {
-  const perPid = {};
-  for (const [pid, { name }] of children) perPid[name] = { pid, cpu: processCpu(pid) };
-  const self = process.cpuUsage();
-  return { at: performance.now(), machine: machineCpu(), perPid, self: (self.user + self.system) / 1e6 };
-}
-
-/** Cores used between two snapshots: each of our processes, ourselves, wrk, and everything else. */
-function cpuBetween(a, b, loadGeneratorSeconds = 0) {
-  const seconds = (b.at - a.at) / 1000;
-  const ours = {};
-  let oursTotal = 0;
-  for (const [name, { pid, cpu }] of Object.entries(b.perPid)) {
-    const before = a.perPid[name]?.pid === pid ? a.perPid[name].cpu : cpu;
-    ours[name] = (cpu - before) / seconds;
-    oursTotal += cpu - before;
-  }
-  const self = b.self - a.self;
-  const busy = b.machine.busy - a.machine.busy;
-  return {
-    seconds,
-    machineCores: busy / seconds,
-    stealCores: (b.machine.steal - a.machine.steal) / seconds,
-    servers: ours,
-    loadGeneratorCores: loadGeneratorSeconds / seconds,
-    foreignCores: Math.max(0, (busy - oursTotal - self - loadGeneratorSeconds) / seconds),
-  };
-}
-
-let quietWaitedMs = 0;
-/** Waits until processes other than ours use at most QUIET_LIMIT cores (up to QUIET_WAIT_S). */
-async function waitForQuiet() {
-  const started = performance.now();
-  let foreign;
-  for (;;) {
-    const a = snapshotCpu();
-    await sleep(500);
-    foreign = cpuBetween(a, snapshotCpu()).foreignCores;
-    if (foreign <= QUIET_LIMIT || performance.now() - started > QUIET_WAIT_S * 1000) break;
-  }
-  const waitedMs = Math.round(performance.now() - started) - 500;
-  quietWaitedMs += waitedMs;
-  return { foreignBeforeCores: foreign, waitedMs, loadavg1: loadavg()[0] };
-}
+const quietness = quietWaiter({ limitCores: QUIET_LIMIT, maxWaitS: QUIET_WAIT_S, sampleMs: 500 });
+const waitForQuiet = quietness.wait;
 
 /** Redis `INFO commandstats`: { command: { calls, usec } }. */
 function redisCommandStats(port) {
@@ -656,7 +583,7 @@ async function main() {
   }
 
   const result = {
-    environment: { ...environment, wallSeconds: Math.round((performance.now() - wallStart) / 1000), quietWaitedSeconds: Math.round(quietWaitedMs / 1000), reruns, loadavgAtEnd: loadavg() },
+    environment: { ...environment, wallSeconds: Math.round((performance.now() - wallStart) / 1000), quietWaitedSeconds: Math.round(quietness.waitedMs() / 1000), reruns, loadavgAtEnd: loadavg() },
     settings: { rounds: ROUNDS, durationS: DURATION_S, warmupS: WARMUP_S, connections: CONNECTIONS, threads: THREADS, quietLimitCores: QUIET_LIMIT, attempts: ATTEMPTS, admittedLimit: ADMITTED_LIMIT },
     headers: Object.fromEntries(Object.entries(headersSeen).map(([id, h]) => [id, { admitted: h.admitted.headers, second: { status: h.second.status, headers: h.second.headers, body: h.second.body.slice(0, 200) } }])),
     servers: Object.fromEntries(Object.entries(servers).map(([id, s]) => [id, s.command])),
@@ -700,7 +627,7 @@ async function main() {
   for (const [id, r] of Object.entries(ratios)) {
     console.log(`  ${id}: ×bare ${r.vsBare.all.join(' / ')}${r.vsPeer ? `; ×peer ${r.vsPeer.all.join(' / ')}` : ''}${r.vsAdmitted ? `; ÷admitted ${r.vsAdmitted.all.join(' / ')}` : ''}; CPU/request ×bare ${r.cpuPerRequestVsBare.all.join(' / ')}`);
   }
-  console.error(`\n${Math.round((performance.now() - wallStart) / 1000)} s; waited ${Math.round(quietWaitedMs / 1000)} s for quiet; ${reruns} re-runs; results in bench/${out}`);
+  console.error(`\n${Math.round((performance.now() - wallStart) / 1000)} s; waited ${Math.round(quietness.waitedMs() / 1000)} s for quiet; ${reruns} re-runs; results in bench/${out}`);
 }
 
 await main();

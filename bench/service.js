@@ -50,10 +50,10 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { canConnect, children, freePort, startChild, stopChild, waitForPort } from './support/children.js';
+import { CLK_TCK, childPids, commandExists, cpuBetween, quietWaiter, snapshotCpu } from './support/cpu.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(HERE);
-const CLK_TCK = 100;
 const ADDRESSES = 100_000;
 const BODY_ADDRESS = '10.0.0.1';
 
@@ -80,100 +80,8 @@ const GRPC = !argv.includes('--no-grpc');
 // Processes: every child is recorded and killed by its PID, nothing else
 // ---------------------------------------------------------------------------------------------
 
-function commandExists(command) {
-  try {
-    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// CPU accounting
-// ---------------------------------------------------------------------------------------------
-
-/** Busy CPU seconds of the machine (steal excluded, reported apart), from /proc/stat. */
-function machineCpu() {
-  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, , , irq, softirq, steal] = fields;
-  return { busy: (user + nice + system + irq + softirq) / CLK_TCK, steal: (steal ?? 0) / CLK_TCK };
-}
-
-/** CPU seconds of one process (utime + stime) and of its live descendants (cluster workers), 0 if gone. */
-function processCpu(pid) {
-  let total = 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    total += (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-  } catch {
-    return 0;
-  }
-  for (const child of childPids(pid)) total += processCpu(child);
-  return total;
-}
-
-function childPids(pid) {
-  const pids = [];
-  try {
-    for (const task of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        pids.push(...readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
-      } catch {
-        // The thread ended.
-      }
-    }
-  } catch {
-    // The process ended.
-  }
-  return pids;
-}
-
-function snapshotCpu() {
-  const perPid = {};
-  for (const [pid, { name }] of children) perPid[name] = { pid, cpu: processCpu(pid) };
-  const self = process.cpuUsage();
-  return { at: performance.now(), machine: machineCpu(), perPid, self: (self.user + self.system) / 1e6 };
-}
-
-/** Cores used between two snapshots: each of our processes, ourselves, and everything else. */
-function cpuBetween(a, b, loadGeneratorSeconds = 0) {
-  const seconds = (b.at - a.at) / 1000;
-  const ours = {};
-  let oursTotal = 0;
-  for (const [name, { pid, cpu }] of Object.entries(b.perPid)) {
-    const before = a.perPid[name]?.pid === pid ? a.perPid[name].cpu : cpu;
-    ours[name] = (cpu - before) / seconds;
-    oursTotal += cpu - before;
-  }
-  const self = b.self - a.self;
-  const busy = b.machine.busy - a.machine.busy;
-  return {
-    seconds,
-    machineCores: busy / seconds,
-    stealCores: (b.machine.steal - a.machine.steal) / seconds,
-    servers: ours,
-    loadGeneratorCores: loadGeneratorSeconds / seconds,
-    foreignCores: Math.max(0, (busy - oursTotal - self - loadGeneratorSeconds) / seconds),
-  };
-}
-
-let quietWaitedMs = 0;
-/** Waits until processes other than ours use at most QUIET_LIMIT cores (up to QUIET_WAIT_S). */
-async function waitForQuiet() {
-  const started = performance.now();
-  let foreign;
-  for (;;) {
-    const a = snapshotCpu();
-    await sleep(1_000);
-    foreign = cpuBetween(a, snapshotCpu()).foreignCores;
-    if (foreign <= QUIET_LIMIT || performance.now() - started > QUIET_WAIT_S * 1000) break;
-  }
-  const waitedMs = Math.round(performance.now() - started) - 1_000;
-  quietWaitedMs += waitedMs;
-  return { foreignBeforeCores: foreign, waitedMs, loadavg1: loadavg()[0] };
-}
+const quietness = quietWaiter({ limitCores: QUIET_LIMIT, maxWaitS: QUIET_WAIT_S, sampleMs: 1000 });
+const waitForQuiet = quietness.wait;
 
 // ---------------------------------------------------------------------------------------------
 // Load generators
@@ -793,7 +701,7 @@ async function main() {
   };
 
   const result = {
-    environment: { ...environment, wallSeconds: Math.round((performance.now() - wallStart) / 1000), quietWaitedSeconds: Math.round(quietWaitedMs / 1000), loadavgAtEnd: loadavg() },
+    environment: { ...environment, wallSeconds: Math.round((performance.now() - wallStart) / 1000), quietWaitedSeconds: Math.round(quietness.waitedMs() / 1000), loadavgAtEnd: loadavg() },
     settings: { repeats: REPEATS, durationS: DURATION_S, connections: CONNECTIONS, threads: THREADS, warmupS: WARMUP_S, quietLimitCores: QUIET_LIMIT, addresses: ADDRESSES },
     notes,
     checks,
@@ -826,7 +734,7 @@ async function main() {
   console.log('\nratios (per repeat, median):');
   for (const [name, r] of Object.entries(ratios)) console.log(`  ${name}: ${fmt(r.median, 3)} (${r.all.join(' / ')})`);
   for (const note of notes) console.log(`note: ${note}`);
-  console.error(`\n${Math.round((performance.now() - wallStart) / 1000)} s; waited ${Math.round(quietWaitedMs / 1000)} s for quiet; results in bench/results/service.json`);
+  console.error(`\n${Math.round((performance.now() - wallStart) / 1000)} s; waited ${Math.round(quietness.waitedMs() / 1000)} s for quiet; results in bench/results/service.json`);
 }
 
 await main();
