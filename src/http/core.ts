@@ -132,6 +132,8 @@ export class HttpRateLimiter<Req> {
   readonly headerStyle: HeaderStyle;
   readonly message: string | undefined;
   readonly clientIp: ClientIp;
+  /** Whether the client IP depends on headers (trusted proxies): if not, views skip the header getter. */
+  readonly ipReadsHeaders: boolean;
   readonly store: Store;
   private readonly ownsStore: boolean;
   private readonly limits: readonly PreparedLimit<Req>[];
@@ -160,6 +162,7 @@ export class HttpRateLimiter<Req> {
       }
     }
     this.clientIp = clientIp({ trustProxy: options.trustProxy, proxyHeader: options.proxyHeader, ipv6Subnet: options.ipv6Subnet });
+    this.ipReadsHeaders = options.trustProxy !== undefined && options.trustProxy !== false;
     this.headerStyle = options.headers ?? 'legacy';
     if (!HEADER_STYLES.includes(this.headerStyle)) {
       throw new InvalidOptionError(`headers must be one of ${HEADER_STYLES.map((s) => `'${s}'`).join(', ')}, got ${describeValue(options.headers)}`);
@@ -476,34 +479,58 @@ function logStoreFailure(failClosed: boolean): (error: unknown) => void {
   };
 }
 
-/** A {@link RequestView} over node's header object, computing the client IP on first use. */
-export class NodeRequestView implements RequestView {
+/** For a client IP that ignores headers: no per-request closure. */
+const NO_HEADERS: HeaderGetter = () => undefined;
+
+/**
+ * The parts every view shares: the client IP is computed on first use, and the header getter is
+ * made only when something asks for it (the default IP key without trusted proxies never does).
+ */
+export abstract class LazyRequestView implements RequestView {
   private cachedIpKey: string | undefined;
-  private cachedIp: string | undefined;
+  private cachedHeader: HeaderGetter | undefined;
 
   constructor(
-    private readonly limiter: { readonly clientIp: ClientIp },
+    private readonly limiter: { readonly clientIp: ClientIp; readonly ipReadsHeaders: boolean },
+    readonly remoteAddress: string | undefined,
+  ) {}
+
+  abstract readonly method: string;
+  abstract readonly path: string;
+  protected abstract readHeader(name: string): string | undefined;
+
+  get header(): HeaderGetter {
+    return (this.cachedHeader ??= (name) => this.readHeader(name));
+  }
+
+  get ipKey(): string {
+    return (this.cachedIpKey ??= this.limiter.clientIp.key(this.remoteAddress, this.limiter.ipReadsHeaders ? this.header : NO_HEADERS));
+  }
+
+  get ip(): string {
+    return this.ipKey.slice(3);
+  }
+}
+
+/** A {@link RequestView} over node's request line and header object. */
+export class NodeRequestView extends LazyRequestView {
+  constructor(
+    limiter: { readonly clientIp: ClientIp; readonly ipReadsHeaders: boolean },
     readonly method: string,
     private readonly url: string,
     private readonly headers: Readonly<Record<string, string | string[] | undefined>>,
-    readonly remoteAddress: string | undefined,
-  ) {}
+    remoteAddress: string | undefined,
+  ) {
+    super(limiter, remoteAddress);
+  }
 
   get path(): string {
     const query = this.url.indexOf('?');
     return query === -1 ? this.url : this.url.slice(0, query);
   }
 
-  readonly header: HeaderGetter = (name) => {
+  protected readHeader(name: string): string | undefined {
     const value = this.headers[name];
     return Array.isArray(value) ? value.join(', ') : value;
-  };
-
-  get ipKey(): string {
-    return (this.cachedIpKey ??= this.limiter.clientIp.key(this.remoteAddress, this.header));
-  }
-
-  get ip(): string {
-    return (this.cachedIp ??= this.ipKey.slice(3));
   }
 }

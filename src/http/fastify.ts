@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import { HttpRateLimiter, NodeRequestView, type CoreOptions, type Verdict } from './core.js';
-import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type LimitedInfo } from './report.js';
+import { UNAVAILABLE_BODY, collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type LimitedInfo } from './report.js';
 
 export interface FastifyRateLimitOptions extends CoreOptions<FastifyRequest> {
   /** Answers a throttled request instead of Tollgate's 429 (the rate-limit headers are already set). */
@@ -30,7 +30,7 @@ export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
         .code(503)
         .header('retry-after', '1')
         .type('application/json; charset=utf-8')
-        .send('{"error":"rate_limiter_unavailable","message":"The rate limiter cannot reach its store; retry shortly."}');
+        .send(UNAVAILABLE_BODY);
       return;
     }
     const own = verdict.reports;

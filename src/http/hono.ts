@@ -4,10 +4,9 @@
  * Bun expose.
  */
 import type { Context, MiddlewareHandler, Next } from 'hono';
-import type { HeaderGetter } from './identity.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
-import { HttpRateLimiter, type CoreOptions, type RequestView, type Verdict } from './core.js';
-import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type HeaderList, type LimitedInfo } from './report.js';
+import { HttpRateLimiter, LazyRequestView, type CoreOptions, type Verdict } from './core.js';
+import { UNAVAILABLE_BODY, collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type HeaderList, type LimitedInfo } from './report.js';
 
 export interface HonoRateLimitOptions extends CoreOptions<Context> {
   /** Answers a throttled request instead of Tollgate's 429 (the rate-limit headers are already set on `c`). */
@@ -31,14 +30,14 @@ function defaultRemoteAddress(c: Context): string | undefined {
   return env.incoming?.socket?.remoteAddress ?? (typeof env.requestIP === 'function' ? env.requestIP(c.req.raw)?.address : undefined);
 }
 
-class HonoRequestView implements RequestView {
-  private cachedIpKey: string | undefined;
-
+class HonoRequestView extends LazyRequestView {
   constructor(
-    private readonly limiter: HttpRateLimiter<Context>,
+    limiter: HttpRateLimiter<Context>,
     private readonly c: Context,
-    readonly remoteAddress: string | undefined,
-  ) {}
+    remoteAddress: string | undefined,
+  ) {
+    super(limiter, remoteAddress);
+  }
 
   get method(): string {
     return this.c.req.method;
@@ -48,14 +47,8 @@ class HonoRequestView implements RequestView {
     return this.c.req.path;
   }
 
-  readonly header: HeaderGetter = (name) => this.c.req.raw.headers.get(name) ?? undefined;
-
-  get ipKey(): string {
-    return (this.cachedIpKey ??= this.limiter.clientIp.key(this.remoteAddress, this.header));
-  }
-
-  get ip(): string {
-    return this.ipKey.slice(3);
+  protected readHeader(name: string): string | undefined {
+    return this.c.req.raw.headers.get(name) ?? undefined;
   }
 }
 
@@ -82,7 +75,7 @@ export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddlew
   const finish = (c: Context, next: Next, verdict: Verdict): Promise<void | Response> | Response => {
     if (verdict.unavailable === true) {
       return c.body(
-        '{"error":"rate_limiter_unavailable","message":"The rate limiter cannot reach its store; retry shortly."}',
+        UNAVAILABLE_BODY,
         503,
         { 'retry-after': '1', 'content-type': 'application/json; charset=utf-8' },
       );

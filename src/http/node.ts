@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import { HttpRateLimiter, NodeRequestView, type CoreOptions, type Verdict } from './core.js';
-import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type LimitedInfo } from './report.js';
+import { UNAVAILABLE_BODY, collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type LimitedInfo } from './report.js';
 
 export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse> extends CoreOptions<Req> {
   /** Answers a throttled request instead of Tollgate's 429 (the rate-limit headers are already set). */
@@ -45,7 +45,7 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
   /** Applies the verdict; returns whether the request may go on now (false: answered, or held). */
   const apply = (req: Req, res: Res, verdict: Verdict, next: () => void): boolean => {
     if (verdict.unavailable === true) {
-      answer(req, res, 503, 'application/json; charset=utf-8', '{"error":"rate_limiter_unavailable","message":"The rate limiter cannot reach its store; retry shortly."}', [['retry-after', '1']]);
+      answer(req, res, 503, 'application/json; charset=utf-8', UNAVAILABLE_BODY, [['retry-after', '1']]);
       return false;
     }
     const own = verdict.reports;

@@ -112,6 +112,9 @@ function partitionKeyHash(key: string): string {
   return hashed;
 }
 
+/** The 503 body when the store failed and `failureMode` is `closed` (sent with `Retry-After: 1`). */
+export const UNAVAILABLE_BODY = '{"error":"rate_limiter_unavailable","message":"The rate limiter cannot reach its store; retry shortly."}';
+
 /** The IETF problem type for an exceeded quota. */
 export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
 
