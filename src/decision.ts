@@ -24,6 +24,12 @@ export interface Decision {
   readonly resetAt: number;
   /** Whole ms until a request of the same cost could be admitted; 0 when allowed, > 0 when denied. */
   readonly retryAfter: number;
+  /**
+   * The instant the decision was made (epoch ms): the caller's `now`, else the store's clock (Redis
+   * `TIME` on Redis). Every relative figure derived from a decision (headers, `durationUntilReset`)
+   * is computed from this instant, never from a later clock reading.
+   */
+  readonly now: number;
   /** leaky-bucket only: ms a shaping caller waits before forwarding this request (its turn in the queue). */
   readonly delay?: number;
   /** Present only when the answer did not come from a normal evaluation. */

@@ -3,7 +3,7 @@
  * limit of 5 per second, on the embedded memory store. A controlled clock makes the output
  * identical on every run.
  */
-import { createLimiter } from './limiter.js';
+import { createLimiter } from './rules/limiter.js';
 import { ALGORITHMS } from './policy.js';
 import { memoryStore } from './store/memory.js';
 

@@ -1,5 +1,7 @@
-export { createLimiter, MAX_KEY_BYTES, MAX_LIMITS_PER_CHECK } from './limiter.js';
-export type { Limiter, LimiterOptions, LimitOptions, LimitRequest } from './limiter.js';
+export { createLimiter } from './rules/limiter.js';
+export type { Limiter, LimiterOptions } from './rules/limiter.js';
+export { MAX_KEY_BYTES, MAX_LIMITS_PER_CHECK } from './limiter.js';
+export type { LimiterCore, LimiterCoreOptions, LimitOptions, LimitRequest } from './limiter.js';
 export { memoryStore, MemoryStore } from './store/memory.js';
 export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export type { Store, StoreRequest, MaybePromise } from './store/types.js';
@@ -29,7 +31,7 @@ export type { WatchRulesOptions, RulesWatcher, RulesWatchStatus } from './rules/
 export { RulesSync } from './rules/sync.js';
 export type { RulesSyncOptions, RulesSyncStatus } from './rules/sync.js';
 export type { RuleSource, CompiledRule } from './rules/ruleset.js';
-export type { CheckRequest, CheckResult, DescriptorStatus, CurrentLimit, RateLimitDescriptor } from './rules/check.js';
+export type { CheckRequest, CheckResult, CheckOptions, DescriptorStatus, CurrentLimit, RateLimitDescriptor } from './rules/check.js';
 export type { DescriptorEntry } from './rules/match.js';
 export type { DomainConfig, DescriptorConfig, RateLimitConfig, RuleUnit, FailureMode, SourceLocation } from './rules/types.js';
 export type { TollgateErrorCode } from './errors.js';

@@ -1,20 +1,24 @@
 /**
- * The engine: validates what callers pass, compiles policies once, and asks the store.
- * `limit(key, policy, { cost, now })` decides and records, `peek` decides without recording,
- * `reset` forgets a key.
+ * The engine, and the only door to a store: validates what callers pass, compiles policies once,
+ * and asks the store. `limit(key, policy, { cost, now })` decides and records, `peek` decides
+ * without recording, `limitAll` decides several limits of one request together, `reset` forgets a
+ * key. Every adapter (middleware, decision service, express-rate-limit store) and every feature
+ * that touches decisions goes through here; rules checking (`check`) sits on top, in
+ * rules/limiter.ts.
  */
 import { limitZero } from './algorithms/outcome.js';
 import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from './errors.js';
+import { MAX_KEY_BYTES } from './keys.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
-import { check, type CheckRequest, type CheckResult } from './rules/check.js';
-import type { RuleSource } from './rules/ruleset.js';
 import { memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest } from './store/types.js';
 
-/** Options of {@link createLimiter}. */
-export interface LimiterOptions {
+export { MAX_KEY_BYTES } from './keys.js';
+
+/** Options of the limiter without rules (see `createLimiter` for the full set). */
+export interface LimiterCoreOptions {
   /** Where state lives. Default: a new {@link memoryStore}. */
   readonly store?: Store;
   /**
@@ -22,8 +26,6 @@ export interface LimiterOptions {
    * (the process clock for the memory store, Redis `TIME` for Redis).
    */
   readonly clock?: () => number;
-  /** Rules for {@link Limiter.check}: a RuleSet (`loadRules`) or a holder that hot-reloads them. */
-  readonly rules?: RuleSource;
 }
 
 /** Per-call options. */
@@ -34,7 +36,7 @@ export interface LimitOptions {
   readonly now?: number;
 }
 
-/** One limit of a multi-limit check ({@link Limiter.limitAll}). */
+/** One limit of a multi-limit check ({@link LimiterCore.limitAll}). */
 export interface LimitRequest {
   readonly key: string;
   readonly policy: Policy | CompiledPolicy;
@@ -42,20 +44,31 @@ export interface LimitRequest {
   readonly cost?: number;
 }
 
-/** Most limits in one {@link Limiter.limitAll} call. */
+/**
+ * What a decision does: `limit` decides and records, `peek` decides without recording, `look`
+ * reports the quota as it stands without spending it and is never refused (a request of cost 0:
+ * the middleware's `cost: 0`, a rules check with `spend: false`).
+ */
+export type DecideMode = 'limit' | 'peek' | 'look';
+
+/** Most limits in one {@link LimiterCore.limitAll} call. */
 export const MAX_LIMITS_PER_CHECK = 64;
 
-/** Longest key accepted, in UTF-8 bytes. Longer keys are rejected (not hashed): see docs/errors.md. */
-export const MAX_KEY_BYTES = 1024;
 /** Any string of at most this many UTF-16 units is at most MAX_KEY_BYTES in UTF-8. */
 const ALWAYS_SHORT_ENOUGH = Math.floor(MAX_KEY_BYTES / 3);
-const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['store', 'clock', 'rules']);
+const CORE_OPTIONS: readonly string[] = ['store', 'clock'];
 
-export interface Limiter {
+/** The limiter's decisions; `Limiter` (rules/limiter.ts) adds `check`. */
+export interface LimiterCore {
   /** Decides one request and records it if admitted. Never rejects to mean "denied". */
   limit(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision>;
   /** What `limit` would answer for the same arguments, recording nothing. */
   peek(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision>;
+  /**
+   * The quota as it stands, spending nothing and never refused (`allowed: true`; `remaining` is
+   * what is left now). A limit of 0 still answers `limit-zero`.
+   */
+  look(key: string, policy: Policy | CompiledPolicy, options?: Pick<LimitOptions, 'now'>): Promise<Decision>;
   /**
    * Decides several limits of one request together (say per IP and per user), all-or-nothing: the
    * request is admitted when every decision is, and if any denies, no limit records anything (a
@@ -63,10 +76,12 @@ export interface Limiter {
    */
   limitAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>): Promise<Decision[]>;
   /**
-   * envoy's ShouldRateLimit: matches each descriptor of `request` against the rules and decides all
-   * matched limits in one store round trip. Needs `rules` at construction.
+   * `limit` (or `peek`, `look`) for adapters on a hot path: the decision itself when the store
+   * answers synchronously (the memory store), a promise otherwise. Bad input throws synchronously.
    */
-  check(request: CheckRequest): Promise<CheckResult>;
+  decide(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions, mode?: DecideMode): MaybePromise<Decision>;
+  /** `limitAll` (or a peek or look of every limit) answered like {@link decide}. */
+  decideAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>, mode?: DecideMode): MaybePromise<Decision[]>;
   /** Forgets `key`'s state under `policy` (its algorithm and window). */
   reset(key: string, policy: Policy | CompiledPolicy): Promise<void>;
   /** The store decisions go to. */
@@ -75,14 +90,20 @@ export interface Limiter {
   close(): Promise<void>;
 }
 
-/** Creates a limiter on `store` (the embedded memory store by default). */
-export function createLimiter(options: LimiterOptions = {}): Limiter {
+/**
+ * Validates the options shared by every limiter (`store`, `clock`) and refuses names outside
+ * `known`. Returns the store (a new memory store when none is given) and the clock.
+ */
+export function limiterCoreOptions(
+  options: LimiterCoreOptions,
+  known: readonly string[] = CORE_OPTIONS,
+): { store: Store; clock: (() => number) | undefined } {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidOptionError(`createLimiter options must be an object, got ${describeValue(options)}`);
   }
   for (const name of Object.keys(options)) {
-    if (!LIMITER_OPTIONS.has(name)) {
-      throw new InvalidOptionError(`createLimiter: unknown option ${JSON.stringify(name)}; the options are ${[...LIMITER_OPTIONS].join(', ')}`);
+    if (!known.includes(name)) {
+      throw new InvalidOptionError(`createLimiter: unknown option ${JSON.stringify(name)}; the options are ${known.join(', ')}`);
     }
   }
   if (options.clock !== undefined && typeof options.clock !== 'function') {
@@ -92,116 +113,127 @@ export function createLimiter(options: LimiterOptions = {}): Limiter {
   if (typeof store !== 'object' || store === null || typeof store.consume !== 'function') {
     throw new InvalidOptionError(`createLimiter: store must be a Store such as memoryStore() or redisStore(...), got ${describeValue(store)}`);
   }
-  const rules = options.rules;
-  if (rules !== undefined && (typeof rules !== 'object' || rules === null || !('current' in rules))) {
-    throw new InvalidOptionError(`createLimiter: rules must come from loadRules(...) or a RulesHolder, got ${describeValue(rules)}`);
-  }
-  return new RateLimiter(store, options.clock, rules);
+  return { store, clock: options.clock };
 }
 
-class RateLimiter implements Limiter {
+/** Creates a limiter without rules on `store` (the embedded memory store by default). */
+export function createLimiterCore(options: LimiterCoreOptions = {}): LimiterCore {
+  const { store, clock } = limiterCoreOptions(options);
+  return new CoreLimiter(store, clock);
+}
+
+export class CoreLimiter implements LimiterCore {
   private readonly policies = new PolicyCache();
 
   constructor(
     readonly store: Store,
     private readonly clock: (() => number) | undefined,
-    private readonly rules: RuleSource | undefined,
   ) {}
 
-  check(request: CheckRequest): Promise<CheckResult> {
-    if (this.rules === undefined) {
-      return Promise.reject(new InvalidOptionError('check() needs rules: createLimiter({ store, rules: await loadRules(path) })'));
-    }
-    try {
-      return check(this, this.rules.current, request);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
   limit(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision> {
-    return this.run(key, policy, options, true);
+    return settle(() => this.decide(key, policy, options, 'limit'));
   }
 
   peek(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision> {
-    return this.run(key, policy, options, false);
+    return settle(() => this.decide(key, policy, options, 'peek'));
+  }
+
+  look(key: string, policy: Policy | CompiledPolicy, options?: Pick<LimitOptions, 'now'>): Promise<Decision> {
+    return settle(() => this.decide(key, policy, options, 'look'));
+  }
+
+  limitAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>): Promise<Decision[]> {
+    return settle(() => this.decideAll(requests, options, 'limit'));
   }
 
   reset(key: string, policy: Policy | CompiledPolicy): Promise<void> {
-    try {
+    return settle(() => {
       checkKey(key);
-      return Promise.resolve(this.store.reset(key, this.policies.get(policy)));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+      return this.store.reset(key, this.policies.get(policy));
+    });
   }
 
   close(): Promise<void> {
     return this.store.close();
   }
 
-  limitAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>): Promise<Decision[]> {
-    try {
-      if (!Array.isArray(requests) || requests.length > MAX_LIMITS_PER_CHECK) {
-        throw new InvalidOptionError(`limitAll takes an array of at most ${MAX_LIMITS_PER_CHECK} { key, policy, cost? }, got ${describeValue(requests)}${Array.isArray(requests) ? ` of ${requests.length}` : ''}`);
-      }
-      let now: number | undefined;
-      if (options !== undefined) {
-        checkCallOptions(options);
-        if (options.now !== undefined) now = checkNow(options.now);
-      }
-      if (now === undefined && this.clock !== undefined) now = checkNow(this.clock());
-      const storeRequests: StoreRequest[] = [];
-      let denyAll = false;
-      for (const request of requests) {
-        if (typeof request !== 'object' || request === null) {
-          throw new InvalidOptionError(`limitAll: each request must be { key, policy, cost? }, got ${describeValue(request)}`);
-        }
-        checkKey(request.key);
-        const policy = this.policies.get(request.policy);
-        const cost = request.cost === undefined ? 1 : checkCost(request.cost);
-        if (policy.limit === 0) denyAll = true;
-        else storeRequests.push({ key: request.key, policy, cost });
-      }
-      if (requests.length === 0) return Promise.resolve([]);
-      // A limit of 0 denies the whole request: the others are only looked at, never recorded.
-      const decided = storeRequests.length === 0 ? [] : this.store.consumeAll(storeRequests, now, !denyAll);
-      return Promise.resolve(decided).then((decisions) => {
-        if (!denyAll) return decisions;
-        const time = now ?? currentTime();
-        let next = 0;
-        return requests.map((request) => {
-          const policy = this.policies.get(request.policy);
-          return policy.limit === 0 ? limitZero(policy, time) : decisions[next++]!;
-        });
-      });
-    } catch (error) {
-      return Promise.reject(error);
+  decideAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>, mode: DecideMode = 'limit'): MaybePromise<Decision[]> {
+    if (!Array.isArray(requests) || requests.length > MAX_LIMITS_PER_CHECK) {
+      throw new InvalidOptionError(`limitAll takes an array of at most ${MAX_LIMITS_PER_CHECK} { key, policy, cost? }, got ${describeValue(requests)}${Array.isArray(requests) ? ` of ${requests.length}` : ''}`);
     }
+    if (options !== undefined) checkCallOptions(options);
+    const now = this.callTime(options);
+    const prepared = requests.map((request) => this.prepare(request, mode));
+    if (prepared.length === 0) return [];
+    // A limit of 0 denies the whole request: the others are only looked at, never recorded.
+    const zero = prepared.some((request) => request.policy.limit === 0);
+    const decidable = zero ? prepared.filter((request) => request.policy.limit !== 0) : prepared;
+    const decided = decidable.length === 0 ? [] : this.store.consumeAll(decidable, now, mode === 'limit' && !zero);
+    const finish = (decisions: Decision[]): Decision[] => {
+      const list = mode === 'look' ? decisions.map(unspent) : decisions;
+      if (!zero) return list;
+      const time = list[0]?.now ?? now ?? currentTime();
+      let next = 0;
+      return prepared.map((request) => (request.policy.limit === 0 ? limitZero(request.policy, time) : list[next++]!));
+    };
+    return decided instanceof Promise ? decided.then(finish) : finish(decided);
   }
 
-  // Not async: a memory-store decision is settled without an extra microtask hop.
-  private run(key: string, policy: Policy | CompiledPolicy, options: LimitOptions | undefined, commit: boolean): Promise<Decision> {
-    try {
-      checkKey(key);
-      const compiled = this.policies.get(policy);
-      let cost = 1;
-      let now: number | undefined;
-      if (options !== undefined) {
-        checkCallOptions(options);
-        if (options.cost !== undefined) cost = checkCost(options.cost);
-        if (options.now !== undefined) now = checkNow(options.now);
-      }
-      if (now === undefined && this.clock !== undefined) now = checkNow(this.clock());
-      if (compiled.limit === 0) return Promise.resolve(limitZero(compiled, now ?? currentTime()));
-      const decision: MaybePromise<Decision> = commit
-        ? this.store.consume(key, compiled, cost, now)
-        : this.store.peek(key, compiled, cost, now);
-      return decision instanceof Promise ? decision : Promise.resolve(decision);
-    } catch (error) {
-      return Promise.reject(error);
+  /** Decides one request; not async, so a memory-store decision settles without a microtask hop. */
+  decide(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions, mode: DecideMode = 'limit'): MaybePromise<Decision> {
+    checkKey(key);
+    const compiled = this.policies.get(policy);
+    let cost = 1;
+    if (options !== undefined) {
+      checkCallOptions(options);
+      if (options.cost !== undefined) cost = checkCost(options.cost);
     }
+    const now = this.callTime(options);
+    if (compiled.limit === 0) return limitZero(compiled, now ?? currentTime());
+    if (mode === 'limit') return this.store.consume(key, compiled, cost, now);
+    if (mode === 'peek') return this.store.peek(key, compiled, cost, now);
+    // A look asks the store about one unit, whatever the cost, and gives it back.
+    const looked = this.store.peek(key, compiled, 1, now);
+    return looked instanceof Promise ? looked.then(unspent) : unspent(looked);
   }
+
+  /** The call's `now`, else the limiter's clock, else undefined (the store's own time). */
+  private callTime(options: Pick<LimitOptions, 'now'> | undefined): number | undefined {
+    if (options !== undefined && options.now !== undefined) return checkNow(options.now);
+    return this.clock === undefined ? undefined : checkNow(this.clock());
+  }
+
+  private prepare(request: LimitRequest, mode: DecideMode): StoreRequest {
+    if (typeof request !== 'object' || request === null) {
+      throw new InvalidOptionError(`limitAll: each request must be { key, policy, cost? }, got ${describeValue(request)}`);
+    }
+    checkKey(request.key);
+    const policy = this.policies.get(request.policy);
+    const cost = request.cost === undefined ? 1 : checkCost(request.cost);
+    return { key: request.key, policy, cost: mode === 'look' ? 1 : cost };
+  }
+}
+
+/** Runs `decide` and always answers with a promise: thrown input errors become rejections. */
+function settle<T>(decide: () => MaybePromise<T>): Promise<T> {
+  try {
+    const result = decide();
+    return result instanceof Promise ? result : Promise.resolve(result);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * A look spends nothing and is never refused. The store was asked about one unit, so an admitted
+ * answer gives that unit back to `remaining`.
+ */
+function unspent(decision: Decision): Decision {
+  if (decision.allowed) return { ...decision, remaining: decision.remaining + 1 };
+  const { limit, remaining, resetAt, now, delay } = decision;
+  return delay === undefined
+    ? { allowed: true, limit, remaining, resetAt, retryAfter: 0, now }
+    : { allowed: true, limit, remaining, resetAt, retryAfter: 0, now, delay };
 }
 
 function checkKey(key: unknown): void {

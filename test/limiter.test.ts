@@ -170,7 +170,7 @@ describe('decisions', () => {
     const policy: Policy = { algorithm: 'token-bucket', limit: 1, window: '1m' };
     expect((await limiter.limit('k', policy, { now: NOW })).allowed).toBe(true);
     const denied = await limiter.limit('k', policy, { now: NOW });
-    expect(denied).toEqual({ allowed: false, limit: 1, remaining: 0, resetAt: NOW + 60_000, retryAfter: 60_000 });
+    expect(denied).toEqual({ allowed: false, limit: 1, remaining: 0, resetAt: NOW + 60_000, retryAfter: 60_000, now: NOW });
   });
 
   it('limit 0 denies everything, stores nothing, and suggests retrying after one window', async () => {
@@ -178,7 +178,7 @@ describe('decisions', () => {
     const limiter = createLimiter({ store });
     for (const algorithm of ['token-bucket', 'fixed-window', 'sliding-log', 'gcra'] as const) {
       const decision = await limiter.limit('k', { algorithm, limit: 0, window: '1m' }, { now: NOW });
-      expect(decision).toEqual({ allowed: false, limit: 0, remaining: 0, resetAt: NOW, retryAfter: 60_000, reason: 'limit-zero' });
+      expect(decision).toEqual({ allowed: false, limit: 0, remaining: 0, resetAt: NOW, retryAfter: 60_000, now: NOW, reason: 'limit-zero' });
     }
     expect(store.stats().keys).toBe(0);
   });

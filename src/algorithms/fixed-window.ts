@@ -22,14 +22,14 @@ export const fixedWindow: SlotAlgorithm = {
     if (storedStart > start) start = storedStart;
     const count = storedStart === start ? state[at + COUNT]! : 0;
     const end = start + windowMs;
-    if (cost > capacity) return impossible(policy, capacity - count, count > 0 ? end : now);
+    if (cost > capacity) return impossible(policy, now, capacity - count, count > 0 ? end : now);
     if (count + cost > capacity) {
-      return outcome(policy, false, capacity - count, count > 0 ? end : now, end - now);
+      return outcome(policy, now, false, capacity - count, count > 0 ? end : now, end - now);
     }
     if (commit) {
       state[at + COUNT] = count + cost;
       state[at + START] = start;
     }
-    return outcome(policy, true, capacity - count - cost, end, 0);
+    return outcome(policy, now, true, capacity - count - cost, end, 0);
   },
 };

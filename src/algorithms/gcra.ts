@@ -25,11 +25,11 @@ export const gcra: SlotAlgorithm = {
     const tolerance = capacity * windowMs;
     const remainingAt = (aheadUnits: number): number =>
       tolerance > aheadUnits ? floorDiv(tolerance - aheadUnits, windowMs) : 0;
-    if (cost > capacity) return impossible(policy, remainingAt(ahead), now + ceilDiv(ahead, limit));
+    if (cost > capacity) return impossible(policy, now, remainingAt(ahead), now + ceilDiv(ahead, limit));
     const increment = cost * windowMs;
     if (ahead + increment > tolerance) {
       const retryAfter = ceilDiv(ahead + increment - tolerance, limit);
-      return outcome(policy, false, remainingAt(ahead), now + ceilDiv(ahead, limit), retryAfter);
+      return outcome(policy, now, false, remainingAt(ahead), now + ceilDiv(ahead, limit), retryAfter);
     }
     const next = ahead + increment;
     if (commit) {
@@ -37,6 +37,6 @@ export const gcra: SlotAlgorithm = {
       state[at + TAT_MS] = now + wholeMs;
       state[at + TAT_REMAINDER] = next - wholeMs * limit;
     }
-    return outcome(policy, true, remainingAt(next), now + ceilDiv(next, limit), 0);
+    return outcome(policy, now, true, remainingAt(next), now + ceilDiv(next, limit), 0);
   },
 };

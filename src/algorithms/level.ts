@@ -41,7 +41,7 @@ export function decideLevel(
   const { windowMs, limit, capacity } = policy;
   const fullUnits = capacity * windowMs;
   if (cost > capacity) {
-    const decision = impossible(policy, rawRemaining(fullUnits, level, windowMs), now + ceilDiv(level, limit));
+    const decision = impossible(policy, now, rawRemaining(fullUnits, level, windowMs), now + ceilDiv(level, limit));
     return shaping ? { ...decision, delay: 0 } : decision;
   }
   const units = cost * windowMs;
@@ -50,8 +50,8 @@ export function decideLevel(
     const remaining = rawRemaining(fullUnits, level, windowMs);
     const resetAt = now + ceilDiv(level, limit);
     return shaping
-      ? shapedOutcome(policy, false, remaining, resetAt, retryAfter, 0)
-      : outcome(policy, false, remaining, resetAt, retryAfter);
+      ? shapedOutcome(policy, now, false, remaining, resetAt, retryAfter, 0)
+      : outcome(policy, now, false, remaining, resetAt, retryAfter);
   }
   const next = level + units;
   if (commit) {
@@ -61,6 +61,6 @@ export function decideLevel(
   const remaining = rawRemaining(fullUnits, next, windowMs);
   const resetAt = now + ceilDiv(next, limit);
   return shaping
-    ? shapedOutcome(policy, true, remaining, resetAt, 0, ceilDiv(level, limit))
-    : outcome(policy, true, remaining, resetAt, 0);
+    ? shapedOutcome(policy, now, true, remaining, resetAt, 0, ceilDiv(level, limit))
+    : outcome(policy, now, true, remaining, resetAt, 0);
 }

@@ -146,16 +146,16 @@ export function decideSlidingLog(
   if (!commit) return decideSlidingLog(log.clone(), now, cost, policy, true);
   log.expire(now, windowMs);
   const count = log.total();
-  if (cost > capacity) return impossible(policy, capacity - count, resetTime(log, now, windowMs));
+  if (cost > capacity) return impossible(policy, now, capacity - count, resetTime(log, now, windowMs));
   const allowed = count + cost <= capacity;
   // Entries stay in time order even if the caller's clock went back.
   const newest = log.newestTime();
   const time = newest > now ? newest : now;
   if (allowed || policy.countRejected) log.append(time, cost, capacity);
   const after = log.total();
-  if (allowed) return outcome(policy, true, capacity - after, resetTime(log, now, windowMs), 0);
+  if (allowed) return outcome(policy, now, true, capacity - after, resetTime(log, now, windowMs), 0);
   const retryAt = log.expiryFreeing(capacity - cost) + windowMs;
-  return outcome(policy, false, capacity - after, resetTime(log, now, windowMs), retryAt - now);
+  return outcome(policy, now, false, capacity - after, resetTime(log, now, windowMs), retryAt - now);
 }
 
 function resetTime(log: SlidingLog, now: number, windowMs: number): number {

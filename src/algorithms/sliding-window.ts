@@ -40,11 +40,11 @@ export const slidingWindow: SlotAlgorithm = {
     const estimate = current + previousWeighted;
 
     if (cost > capacity) {
-      return impossible(policy, capacity - estimate, resetTime(now, start, windowMs, current, previous));
+      return impossible(policy, now, capacity - estimate, resetTime(now, start, windowMs, current, previous));
     }
     if (estimate + cost > capacity) {
       const retryAfter = retryDelay(now, start, windowMs, capacity, cost, current, previous);
-      return outcome(policy, false, capacity - estimate, resetTime(now, start, windowMs, current, previous), retryAfter);
+      return outcome(policy, now, false, capacity - estimate, resetTime(now, start, windowMs, current, previous), retryAfter);
     }
     const nextCurrent = current + cost;
     if (commit) {
@@ -52,7 +52,7 @@ export const slidingWindow: SlotAlgorithm = {
       state[at + START] = start;
       state[at + PREVIOUS] = previous;
     }
-    return outcome(policy, true, capacity - nextCurrent - previousWeighted, resetTime(now, start, windowMs, nextCurrent, previous), 0);
+    return outcome(policy, now, true, capacity - nextCurrent - previousWeighted, resetTime(now, start, windowMs, nextCurrent, previous), 0);
   },
 };
 

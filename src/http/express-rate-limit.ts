@@ -13,7 +13,7 @@
  */
 import type { Decision } from '../decision.js';
 import { InvalidKeyError, InvalidOptionError, describeValue } from '../errors.js';
-import { createLimiter, type Limiter } from '../limiter.js';
+import { createLimiterCore, type LimiterCore } from '../limiter.js';
 import { compilePolicy, type CompiledPolicy } from '../policy.js';
 import type { Store } from '../store/types.js';
 
@@ -87,7 +87,7 @@ export class TollgateStore {
   readonly prefix: string;
   /** The counts are shared by every process using the same Tollgate store. */
   readonly localKeys = false;
-  private readonly limiter: Limiter;
+  private readonly limiter: LimiterCore;
   /** Set by `init`: a fixed window of `windowMs` that never denies. */
   private policy: CompiledPolicy | undefined;
   /** Why `init` failed: every call rejects with it (express-rate-limit only logs init errors). */
@@ -114,7 +114,7 @@ export class TollgateStore {
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       throw new InvalidOptionError(`TollgateStore: clock must be a function returning epoch ms, got ${describeValue(options.clock)}`);
     }
-    this.limiter = createLimiter(options.clock === undefined ? { store } : { store, clock: options.clock });
+    this.limiter = createLimiterCore(options.clock === undefined ? { store } : { store, clock: options.clock });
   }
 
   /** Called by express-rate-limit with its options: takes the window from `windowMs`. */

@@ -5,8 +5,16 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { InvalidOptionError, describeValue } from '../errors.js';
-import { HttpRateLimiter, NodeRequestView, type CoreOptions, type Verdict } from './core.js';
-import { UNAVAILABLE_BODY, collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type LimitedInfo } from './report.js';
+import { HttpRateLimiter, NodeRequestView, type CoreOptions } from './core.js';
+import { UNAVAILABLE_BODY, type LimitedInfo } from './report.js';
+import { applyVerdict, type Verdict, type VerdictActions } from './verdict.js';
+
+/** One request as the hook handles it. */
+interface FastifyExchange {
+  readonly request: FastifyRequest;
+  readonly reply: FastifyReply;
+  readonly done: (error?: Error) => void;
+}
 
 export interface FastifyRateLimitOptions extends CoreOptions<FastifyRequest> {
   /** Answers a throttled request instead of Tollgate's 429 (the rate-limit headers are already set). */
@@ -24,33 +32,27 @@ export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
     throw new InvalidOptionError(`onLimited must be a function (request, reply, info) => void, got ${describeValue(onLimited)}`);
   }
 
-  const apply = (request: FastifyRequest, reply: FastifyReply, verdict: Verdict, done: (error?: Error) => void): void => {
-    if (verdict.unavailable === true) {
-      reply
-        .code(503)
-        .header('retry-after', '1')
-        .type('application/json; charset=utf-8')
-        .send(UNAVAILABLE_BODY);
-      return;
-    }
-    const own = verdict.reports;
-    if (own === undefined) {
-      done();
-      return;
-    }
-    const reports = collectReports(request.raw, own);
-    const headers = rateLimitHeaders(reports, limiter.headerStyle, verdict.now);
-    for (const [name, value] of headers) reply.header(name, value);
-    if (verdict.allowed) {
-      if (verdict.delayMs === 0) done();
-      else setTimeout(() => (request.raw.destroyed ? undefined : done()), verdict.delayMs);
-      return;
-    }
-    const body = limitedBody(reports, limiter.message, request.headers.accept);
-    // Calling send() without done() ends the request here: no handler, no later hooks.
-    if (onLimited !== undefined) onLimited(request, reply, { reports, retryAfter: retryAfterSeconds(reports), body });
-    else reply.code(429).type(body.contentType).send(body.text);
+  const actions: VerdictActions<FastifyExchange, void> = {
+    reportsHolder: (x) => x.request.raw,
+    accept: (x) => x.request.headers.accept,
+    unavailable: ({ reply }) => {
+      reply.code(503).header('retry-after', '1').type('application/json; charset=utf-8').send(UNAVAILABLE_BODY);
+    },
+    skip: ({ done }) => done(),
+    admit: ({ request, reply, done }, headers, delayMs) => {
+      for (const [name, value] of headers) reply.header(name, value);
+      if (delayMs === 0) done();
+      else setTimeout(() => (request.raw.destroyed ? undefined : done()), delayMs);
+    },
+    refuse: ({ request, reply }, headers, info) => {
+      for (const [name, value] of headers) reply.header(name, value);
+      // Calling send() without done() ends the request here: no handler, no later hooks.
+      if (onLimited !== undefined) onLimited(request, reply, info);
+      else reply.code(429).type(info.body.contentType).send(info.body.text);
+    },
   };
+  const apply = (request: FastifyRequest, reply: FastifyReply, verdict: Verdict, done: (error?: Error) => void): void =>
+    applyVerdict(limiter, verdict, { request, reply, done }, actions);
 
   const hook = function tollgateRateLimit(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
     let verdict: ReturnType<HttpRateLimiter<FastifyRequest>['decide']>;

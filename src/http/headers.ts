@@ -8,8 +8,11 @@ import type { CheckResult } from '../rules/check.js';
 import { UNIT_SECONDS } from '../rules/ruleset.js';
 import { rateLimitHeaders, type LimitReport } from './report.js';
 
-/** Headers for one decision of `/v1/limit`; the policy is named `default` and keyed by `key`. */
-export function decisionHeaders(decision: Decision, now: number, windowMs: number, key = ''): Record<string, string> {
+/**
+ * Headers for one decision of `/v1/limit`; the policy is named `default` and keyed by `key`. Times
+ * are relative to the instant the decision was made.
+ */
+export function decisionHeaders(decision: Decision, windowMs: number, key = ''): Record<string, string> {
   const report: LimitReport = {
     name: 'default',
     limit: decision.limit,
@@ -20,7 +23,7 @@ export function decisionHeaders(decision: Decision, now: number, windowMs: numbe
     retryAfter: decision.retryAfter,
     partitionKey: key,
   };
-  return Object.fromEntries(rateLimitHeaders([report], 'both', now));
+  return Object.fromEntries(rateLimitHeaders([report], 'both', decision.now));
 }
 
 /**
@@ -28,7 +31,8 @@ export function decisionHeaders(decision: Decision, now: number, windowMs: numbe
  * a shadow-mode limit that was exceeded did not deny, so it is left out rather than shown at 0.
  * A denied limit's wait is its `durationUntilReset`, which is never earlier than the real retry.
  */
-export function checkReports(result: CheckResult, now: number): LimitReport[] {
+export function checkReports(result: CheckResult): LimitReport[] {
+  const { now } = result;
   const reports: LimitReport[] = [];
   result.statuses.forEach((status, index) => {
     const limit = status.currentLimit;
@@ -48,14 +52,14 @@ export function checkReports(result: CheckResult, now: number): LimitReport[] {
   return reports;
 }
 
-/** Headers for a check (`/json`, `/v1/check`, gRPC `response_headers_to_add`). */
-export function checkHeaders(result: CheckResult, now: number): Record<string, string> {
-  const reports = checkReports(result, now);
+/** Headers for a check (`/json`, `/v1/check`, gRPC `response_headers_to_add`), relative to the check's instant. */
+export function checkHeaders(result: CheckResult): Record<string, string> {
+  const reports = checkReports(result);
   if (reports.length === 0) {
     // Denied without a limit (a blocked key): only when to come back.
     if (result.overallCode !== 'OVER_LIMIT') return {};
     const wait = String(Math.max(1, Math.ceil(Math.max(...result.statuses.map((status) => status.durationUntilReset)) / 1000)));
     return { 'retry-after': wait, 'x-ratelimit-retry-after': wait };
   }
-  return Object.fromEntries(rateLimitHeaders(reports, 'both', now));
+  return Object.fromEntries(rateLimitHeaders(reports, 'both', result.now));
 }

@@ -5,8 +5,15 @@
  */
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import { InvalidOptionError, describeValue } from '../errors.js';
-import { HttpRateLimiter, LazyRequestView, type CoreOptions, type Verdict } from './core.js';
-import { UNAVAILABLE_BODY, collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type HeaderList, type LimitedInfo } from './report.js';
+import { HttpRateLimiter, LazyRequestView, type CoreOptions } from './core.js';
+import { UNAVAILABLE_BODY, type HeaderList, type LimitedInfo } from './report.js';
+import { applyVerdict, type Verdict, type VerdictActions } from './verdict.js';
+
+/** One request as the middleware handles it. */
+interface HonoExchange {
+  readonly c: Context;
+  readonly next: Next;
+}
 
 export interface HonoRateLimitOptions extends CoreOptions<Context> {
   /** Answers a throttled request instead of Tollgate's 429 (the rate-limit headers are already set on `c`). */
@@ -52,6 +59,19 @@ class HonoRequestView extends LazyRequestView {
   }
 }
 
+/**
+ * Sets `headers` for the response; on @hono/node-server straight onto node's response (c.header(),
+ * or reading c.res.headers, takes node-server off its fast path for c.text()). Returns whether they
+ * went there directly.
+ */
+function setHeaders(c: Context, headers: HeaderList): boolean {
+  const outgoing = (c.env as RuntimeEnv | undefined)?.outgoing;
+  const direct = typeof outgoing?.setHeader === 'function' && outgoing.headersSent !== true;
+  if (direct) for (const [name, value] of headers) outgoing!.setHeader!(name, value);
+  else for (const [name, value] of headers) c.header(name, value);
+  return direct;
+}
+
 function addHeaders(c: Context, headers: HeaderList): void {
   try {
     for (const [name, value] of headers) c.res.headers.set(name, value);
@@ -71,26 +91,14 @@ export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddlew
   if (onLimited !== undefined && typeof onLimited !== 'function') throw new InvalidOptionError(`onLimited must be a function (c, info) => Response, got ${describeValue(onLimited)}`);
   if (typeof remoteAddress !== 'function') throw new InvalidOptionError(`remoteAddress must be a function (c) => string | undefined, got ${describeValue(remoteAddress)}`);
 
-  /** Applies a verdict: the handler's turn (now or after shaping), or the answer. */
-  const finish = (c: Context, next: Next, verdict: Verdict): Promise<void | Response> | Response => {
-    if (verdict.unavailable === true) {
-      return c.body(
-        UNAVAILABLE_BODY,
-        503,
-        { 'retry-after': '1', 'content-type': 'application/json; charset=utf-8' },
-      );
-    }
-    const own = verdict.reports;
-    if (own === undefined) return next();
-    const reports = collectReports(c, own);
-    const headers = rateLimitHeaders(reports, limiter.headerStyle, verdict.now);
-    // On @hono/node-server, straight onto node's response: c.header() (or reading c.res.headers)
-    // takes node-server off its fast path for c.text().
-    const outgoing = (c.env as RuntimeEnv | undefined)?.outgoing;
-    const direct = typeof outgoing?.setHeader === 'function' && outgoing.headersSent !== true;
-    if (direct) for (const [name, value] of headers) outgoing!.setHeader!(name, value);
-    else for (const [name, value] of headers) c.header(name, value);
-    if (verdict.allowed) {
+  /** Hono's side of a verdict: the handler's turn (now or after shaping), or the answer. */
+  const actions: VerdictActions<HonoExchange, Promise<void | Response> | Response> = {
+    reportsHolder: (x) => x.c,
+    accept: (x) => x.c.req.header('accept'),
+    unavailable: ({ c }) => c.body(UNAVAILABLE_BODY, 503, { 'retry-after': '1', 'content-type': 'application/json; charset=utf-8' }),
+    skip: ({ next }) => next(),
+    admit: ({ c, next }, headers, delayMs) => {
+      const direct = setHeaders(c, headers);
       const run = (): Promise<void> => {
         if (direct || headers.length === 0) return next();
         // A handler that returned its own Response bypassed c.header(): add the headers it lacks.
@@ -98,17 +106,20 @@ export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddlew
           if (!c.res.headers.has(headers[0]![0])) addHeaders(c, headers);
         });
       };
-      if (verdict.delayMs === 0) return run();
-      return new Promise<void>((resolve) => setTimeout(resolve, verdict.delayMs)).then<void | Response>(() =>
+      if (delayMs === 0) return run();
+      return new Promise<void>((resolve) => setTimeout(resolve, delayMs)).then<void | Response>(() =>
         // The client left while its request waited its turn: do not run the handler for nobody.
         c.req.raw.signal?.aborted === true ? c.body(null, 408) : run(),
       );
-    }
-    const body = limitedBody(reports, limiter.message, c.req.header('accept'));
-    if (onLimited !== undefined) return onLimited(c, { reports, retryAfter: retryAfterSeconds(reports), body });
-    if (c.req.method === 'HEAD') return c.body(null, 429, { 'content-type': body.contentType });
-    return c.body(body.text, 429, { 'content-type': body.contentType });
+    },
+    refuse: ({ c }, headers, info) => {
+      setHeaders(c, headers);
+      if (onLimited !== undefined) return onLimited(c, info);
+      if (c.req.method === 'HEAD') return c.body(null, 429, { 'content-type': info.body.contentType });
+      return c.body(info.body.text, 429, { 'content-type': info.body.contentType });
+    },
   };
+  const finish = (c: Context, next: Next, verdict: Verdict): Promise<void | Response> | Response => applyVerdict(limiter, verdict, { c, next }, actions);
 
   // Not async: a memory-store verdict is applied without waiting for a promise.
   const middleware: MiddlewareHandler = (c, next) => {

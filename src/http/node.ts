@@ -4,12 +4,20 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidOptionError, describeValue } from '../errors.js';
-import { HttpRateLimiter, NodeRequestView, type CoreOptions, type Verdict } from './core.js';
-import { UNAVAILABLE_BODY, collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type LimitedInfo } from './report.js';
+import { HttpRateLimiter, NodeRequestView, type CoreOptions } from './core.js';
+import { UNAVAILABLE_BODY, type LimitedInfo } from './report.js';
+import { applyVerdict, type Verdict, type VerdictActions } from './verdict.js';
 
 export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse> extends CoreOptions<Req> {
   /** Answers a throttled request instead of Tollgate's 429 (the rate-limit headers are already set). */
   readonly onLimited?: (req: Req, res: Res, info: LimitedInfo) => void;
+}
+
+/** One request as node's middleware handles it. */
+interface NodeExchange<Req, Res> {
+  readonly req: Req;
+  readonly res: Res;
+  readonly next: () => void;
 }
 
 export interface RateLimitMiddleware<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse> {
@@ -42,34 +50,35 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
   const decide = (req: Req): ReturnType<HttpRateLimiter<Req>['decide']> =>
     limiter.decide(req, new NodeRequestView(limiter, req.method ?? 'GET', req.url ?? '/', req.headers, req.socket?.remoteAddress));
 
-  /** Applies the verdict; returns whether the request may go on now (false: answered, or held). */
-  const apply = (req: Req, res: Res, verdict: Verdict, next: () => void): boolean => {
-    if (verdict.unavailable === true) {
-      answer(req, res, 503, 'application/json; charset=utf-8', UNAVAILABLE_BODY, [['retry-after', '1']]);
+  /** node's side of a verdict; each answers whether the request may go on now (false: answered, or held). */
+  const actions: VerdictActions<NodeExchange<Req, Res>, boolean> = {
+    reportsHolder: (x) => x.req,
+    accept: (x) => x.req.headers.accept,
+    unavailable: (x) => {
+      answer(x.req, x.res, 503, 'application/json; charset=utf-8', UNAVAILABLE_BODY, [['retry-after', '1']]);
       return false;
-    }
-    const own = verdict.reports;
-    if (own === undefined) return true;
-    const reports = collectReports(req, own);
-    const headers = rateLimitHeaders(reports, limiter.headerStyle, verdict.now);
-    if (verdict.allowed) {
+    },
+    skip: () => true,
+    admit: ({ res, next }, headers, delayMs) => {
       if (!res.headersSent) for (const [name, value] of headers) res.setHeader(name, value);
-      if (verdict.delayMs === 0) return true;
+      if (delayMs === 0) return true;
       // Shaping: the request waits its turn; a client that left is not served.
       setTimeout(() => {
         if (!res.destroyed && !res.writableEnded) next();
-      }, verdict.delayMs);
+      }, delayMs);
       return false;
-    }
-    const body = limitedBody(reports, limiter.message, req.headers.accept);
-    if (onLimited !== undefined) {
-      if (!res.headersSent) for (const [name, value] of headers) res.setHeader(name, value);
-      onLimited(req, res, { reports, retryAfter: retryAfterSeconds(reports), body });
+    },
+    refuse: ({ req, res }, headers, info) => {
+      if (onLimited !== undefined) {
+        if (!res.headersSent) for (const [name, value] of headers) res.setHeader(name, value);
+        onLimited(req, res, info);
+      } else {
+        answer(req, res, 429, info.body.contentType, info.body.text, headers);
+      }
       return false;
-    }
-    answer(req, res, 429, body.contentType, body.text, headers);
-    return false;
+    },
   };
+  const apply = (req: Req, res: Res, verdict: Verdict, next: () => void): boolean => applyVerdict(limiter, verdict, { req, res, next }, actions);
 
   /** Decides `req`: `next()` when it may go on (now or after shaping), `answered()` when it was answered. */
   const run = (req: Req, res: Res, next: (error?: unknown) => void, answered: () => void): void => {

@@ -7,7 +7,7 @@
  */
 import type { Decision } from '../decision.js';
 import { InvalidCheckError, describeValue } from '../errors.js';
-import type { LimitRequest } from '../limiter.js';
+import type { LimiterCore } from '../limiter.js';
 import { matchDescriptor, type DescriptorEntry, type Match } from './match.js';
 import type { RuleSet } from './ruleset.js';
 import type { RuleUnit } from './types.js';
@@ -58,12 +58,18 @@ export interface DescriptorStatus {
 export interface CheckResult {
   readonly overallCode: 'OK' | 'OVER_LIMIT';
   readonly statuses: readonly DescriptorStatus[];
+  /**
+   * The instant the check was decided (epoch ms): the decisions' own time (Redis `TIME` on Redis),
+   * else the limiter's clock. Every `durationUntilReset` is relative to it, and headers derived
+   * from the result must use it, not a later clock reading.
+   */
+  readonly now: number;
 }
 
-/** What check needs of the limiter. */
-export interface CheckEngine {
-  limit(key: string, policy: LimitRequest['policy'], options?: { cost?: number; now?: number }): Promise<Decision>;
-  limitAll(requests: readonly LimitRequest[], options?: { now?: number }): Promise<Decision[]>;
+/** How a check spends: `spend: false` looks without spending (every matched limit at cost 0). */
+export interface CheckOptions {
+  /** Default true. False: nothing is recorded and nothing is denied; statuses report the quota as it stands. */
+  readonly spend?: boolean;
 }
 
 /** Most descriptors in one request, and entries in one descriptor. */
@@ -72,12 +78,22 @@ export const MAX_ENTRIES = 32;
 const UNLIMITED_REMAINING = 4_294_967_295;
 const NO_LIMIT: DescriptorStatus = Object.freeze({ code: 'OK', limitRemaining: 0, durationUntilReset: 0 });
 
-/** Decides `request` against `rules` (read once: a reload mid-check cannot mix rule sets). */
-export async function check(engine: CheckEngine, rules: RuleSet, request: CheckRequest): Promise<CheckResult> {
+/**
+ * Decides `request` against `rules` (read once: a reload mid-check cannot mix rule sets) on
+ * `limiter`. `clock` gives the result's time when no limit was decided.
+ */
+export async function checkRules(
+  limiter: LimiterCore,
+  rules: RuleSet,
+  request: CheckRequest,
+  clock: () => number,
+  options: CheckOptions = {},
+): Promise<CheckResult> {
   validate(request);
   const root = rules.domain(request.domain);
   const statuses: DescriptorStatus[] = request.descriptors.map(() => NO_LIMIT);
-  if (root === undefined) return { overallCode: 'OK', statuses };
+  if (root === undefined) return { overallCode: 'OK', statuses, now: request.now ?? clock() };
+  const mode = options.spend === false ? 'look' : 'limit';
 
   const matches = request.descriptors.map((descriptor) => matchDescriptor(root, request.domain, descriptor.entries));
   const replaced = new Set<string>();
@@ -97,32 +113,34 @@ export async function check(engine: CheckEngine, rules: RuleSet, request: CheckR
     (match.rule.shadowMode ? shadow : enforced).push({ index, match, cost: hits * match.rule.cost });
   });
 
-  const options = request.now === undefined ? {} : { now: request.now };
+  const at = request.now === undefined ? {} : { now: request.now };
   // Issued together, so a networked store sends them in one batch.
   const [enforcedDecisions, shadowDecisions] = await Promise.all([
     enforced.length === 0
       ? Promise.resolve([])
-      : engine.limitAll(
+      : limiter.decideAll(
           enforced.map(({ match, cost }) => ({ key: match.counterKey, policy: match.rule.policy, cost })),
-          options,
+          at,
+          mode,
         ),
-    Promise.all(shadow.map(({ match, cost }) => engine.limit(match.counterKey, match.rule.policy, { ...options, cost }))),
+    Promise.all(shadow.map(({ match, cost }) => limiter.decide(match.counterKey, match.rule.policy, { ...at, cost }, mode))),
   ]);
-  const now = request.now ?? Date.now();
+  const now = enforcedDecisions[0]?.now ?? shadowDecisions[0]?.now ?? request.now ?? clock();
   let overallCode: CheckResult['overallCode'] = 'OK';
   enforced.forEach(({ index, match }, i) => {
     const decision = enforcedDecisions[i]!;
     if (!decision.allowed) overallCode = 'OVER_LIMIT';
-    statuses[index] = status(match, decision, now, decision.allowed ? 'OK' : 'OVER_LIMIT');
+    statuses[index] = status(match, decision, decision.allowed ? 'OK' : 'OVER_LIMIT');
   });
   shadow.forEach(({ index, match }, i) => {
     const decision = shadowDecisions[i]!;
-    statuses[index] = { ...status(match, decision, now, 'OK'), ...(decision.allowed ? {} : { shadowOverLimit: true }) };
+    statuses[index] = { ...status(match, decision, 'OK'), ...(decision.allowed ? {} : { shadowOverLimit: true }) };
   });
-  return { overallCode, statuses };
+  return { overallCode, statuses, now };
 }
 
-function status(match: Match, decision: Decision, now: number, code: DescriptorStatus['code']): DescriptorStatus {
+/** A matched limit's status; its times are relative to the instant its decision was made. */
+function status(match: Match, decision: Decision, code: DescriptorStatus['code']): DescriptorStatus {
   const { rule } = match;
   return {
     code,
@@ -134,7 +152,7 @@ function status(match: Match, decision: Decision, now: number, code: DescriptorS
     },
     limitRemaining: decision.remaining,
     // A denied limit resets no sooner than the request could pass (a limit of 0: one window).
-    durationUntilReset: Math.max(0, decision.resetAt - now, decision.allowed ? 0 : decision.retryAfter),
+    durationUntilReset: Math.max(0, decision.resetAt - decision.now, decision.allowed ? 0 : decision.retryAfter),
     rule: rule.path,
     key: match.counterKey,
   };

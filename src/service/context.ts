@@ -4,7 +4,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import type { Limiter } from '../limiter.js';
+import type { Limiter } from '../rules/limiter.js';
 import type { CheckResult } from '../rules/check.js';
 import type { RulesHolder } from '../rules/ruleset.js';
 import type { RulesSync } from '../rules/sync.js';
@@ -54,6 +54,8 @@ export interface ServiceContext {
   /** Keys blocked by an operator. */
   readonly blocks: BlockList;
   readonly startedAt: number;
+  /** The service's clock (epoch ms) for answers no store decided (blocked keys); decisions carry their own instant. */
+  readonly clock: () => number;
   /** Whether rules are loaded and the store answers (with details for /readyz). */
   readiness(): Promise<{ ready: boolean; details: Record<string, unknown> }>;
 }

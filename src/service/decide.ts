@@ -26,7 +26,7 @@ export async function decideCheck(ctx: ServiceContext, request: CheckRequest, vi
 /** The answer when an entry of the request is blocked: every blocked descriptor over limit. */
 function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult | undefined {
   if (ctx.blocks.size === 0 || !Array.isArray(request.descriptors)) return undefined;
-  const now = Date.now();
+  const now = ctx.clock();
   let blocked = false;
   const statuses = request.descriptors.map((descriptor): DescriptorStatus => {
     let longest = 0;
@@ -37,5 +37,5 @@ function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult 
     blocked = true;
     return { code: 'OVER_LIMIT', limitRemaining: 0, durationUntilReset: longest, rule: 'blocked' };
   });
-  return blocked ? { overallCode: 'OVER_LIMIT', statuses } : undefined;
+  return blocked ? { overallCode: 'OVER_LIMIT', statuses, now } : undefined;
 }

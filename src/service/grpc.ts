@@ -110,11 +110,11 @@ export function fromGrpcRequest(message: GrpcRateLimitRequest): CheckRequest {
 }
 
 /** A check result → RateLimitResponse, with the rate-limit headers of every matched limit. */
-export function toGrpcResponse(result: CheckResult, now: number): GrpcRateLimitResponse {
+export function toGrpcResponse(result: CheckResult): GrpcRateLimitResponse {
   return {
     overall_code: result.overallCode,
     statuses: result.statuses.map(grpcStatus),
-    response_headers_to_add: Object.entries(checkHeaders(result, now)).map(([key, value]) => ({ key, value })),
+    response_headers_to_add: Object.entries(checkHeaders(result)).map(([key, value]) => ({ key, value })),
   };
 }
 
@@ -215,7 +215,7 @@ export async function startGrpcServer(ctx: ServiceContext, host: string, port: n
 async function shouldRateLimit(ctx: ServiceContext, message: GrpcRateLimitRequest, callback: sendUnaryData<GrpcRateLimitResponse>): Promise<void> {
   try {
     const result = await decideCheck(ctx, fromGrpcRequest(message), 'grpc');
-    callback(null, toGrpcResponse(result, Date.now()));
+    callback(null, toGrpcResponse(result));
   } catch (error) {
     const { code, details, invalid, storeErrorKind } = grpcError(error);
     try {

@@ -71,12 +71,13 @@ function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   routes.add('POST', '/json', async (request, response) => {
     const checkRequest = fromEnvoyRequest(await readJson(request));
     const result = await decideCheck(ctx, checkRequest, 'json');
-    sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result), checkHeaders(result, Date.now()));
+    sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result), checkHeaders(result));
   });
 
   routes.add('POST', '/v1/check', async (request, response) => {
     const result = await decideCheck(ctx, friendlyCheck(await readJson(request)), 'check');
-    sendJson(response, result.overallCode === 'OK' ? 200 : 429, result, checkHeaders(result, Date.now()));
+    const { overallCode, statuses } = result;
+    sendJson(response, overallCode === 'OK' ? 200 : 429, { overallCode, statuses }, checkHeaders(result));
   });
 
   routes.add('POST', '/v1/limit', async (request, response) => {
@@ -85,15 +86,15 @@ function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     const { key, policy, cost, ...rest } = body as { key?: unknown; policy?: unknown; cost?: unknown };
     if (Object.keys(rest).length > 0) throw new HttpError(400, `unknown field ${JSON.stringify(Object.keys(rest)[0])}; the fields are key, policy, cost`);
     const compiled = compilePolicy(policy as Policy);
-    const blockedFor = typeof key === 'string' ? ctx.blocks.remaining(key) : 0;
+    const blockedFor = typeof key === 'string' ? ctx.blocks.remaining(key, ctx.clock()) : 0;
     if (blockedFor > 0) {
-      const now = Date.now();
-      const blocked = { allowed: false, limit: compiled.nominalCapacity, remaining: 0, resetAt: now + blockedFor, retryAfter: blockedFor };
-      sendJson(response, 429, { ...blocked, reason: 'blocked' }, decisionHeaders(blocked, now, compiled.windowMs, key as string));
+      const now = ctx.clock();
+      const blocked = { allowed: false, limit: compiled.nominalCapacity, remaining: 0, resetAt: now + blockedFor, retryAfter: blockedFor, now };
+      sendJson(response, 429, { ...blocked, reason: 'blocked' }, decisionHeaders(blocked, compiled.windowMs, key as string));
       return;
     }
     const decision = await ctx.limiter.limit(key as string, compiled, cost === undefined ? {} : { cost: cost as number });
-    sendJson(response, decision.allowed ? 200 : 429, decision, decisionHeaders(decision, Date.now(), compiled.windowMs, key as string));
+    sendJson(response, decision.allowed ? 200 : 429, decision, decisionHeaders(decision, compiled.windowMs, key as string));
   });
 
   routes.add('GET', '/healthz', (_request, response) => sendJson(response, 200, { status: 'ok', uptimeMs: Date.now() - ctx.startedAt }));

@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { InvalidOptionError } from '../errors.js';
-import { createLimiter } from '../limiter.js';
+import { createLimiter } from '../rules/limiter.js';
 import { loadRules } from '../rules/load.js';
 import { RulesHolder } from '../rules/ruleset.js';
 import { RulesSync } from '../rules/sync.js';
@@ -80,6 +80,7 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
     events,
     blocks: new BlockList(),
     startedAt,
+    clock: Date.now,
     readiness: async () => {
       const details: Record<string, unknown> = { rulesVersion: holder.current.version, domains: holder.current.domainNames(), store: store.name };
       let ready = true;

@@ -123,6 +123,7 @@ describe('check()', () => {
         },
         { code: 'OK', limitRemaining: 0, durationUntilReset: 0 },
       ],
+      now: NOW,
     });
   });
 
@@ -159,11 +160,12 @@ describe('check()', () => {
 
   it('an unknown domain or an empty descriptor list limits nothing', async () => {
     const limiter = setup();
-    expect(await limiter.check({ domain: 'nope', descriptors: [{ entries: [{ key: 'user', value: 'x' }] }] })).toEqual({
+    expect(await limiter.check({ domain: 'nope', descriptors: [{ entries: [{ key: 'user', value: 'x' }] }], now: NOW })).toEqual({
       overallCode: 'OK',
       statuses: [{ code: 'OK', limitRemaining: 0, durationUntilReset: 0 }],
+      now: NOW,
     });
-    expect(await limiter.check({ domain: 'api', descriptors: [] })).toEqual({ overallCode: 'OK', statuses: [] });
+    expect(await limiter.check({ domain: 'api', descriptors: [], now: NOW })).toEqual({ overallCode: 'OK', statuses: [], now: NOW });
     expect(await limiter.check({ domain: 'api', descriptors: [{ entries: [] }] })).toMatchObject({ overallCode: 'OK' });
   });
 

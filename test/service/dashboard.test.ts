@@ -246,7 +246,7 @@ describe('dashboard aggregate (bounded memory)', () => {
     via: 'check',
     durationMs: 0.1,
     keys: [key],
-    result: { overallCode: code, statuses: [{ code, limitRemaining: code === 'OK' ? 5 : 0, durationUntilReset: 1000, rule, currentLimit: { requestsPerUnit: 10, unit: 'second', unitMultiplier: 1 } }] },
+    result: { overallCode: code, statuses: [{ code, limitRemaining: code === 'OK' ? 5 : 0, durationUntilReset: 1000, rule, currentLimit: { requestsPerUnit: 10, unit: 'second', unitMultiplier: 1 } }], now: 0 },
   });
 
   it('keeps at most HISTORY_SECONDS seconds and MAX_RULES rules', () => {

@@ -1,6 +1,6 @@
 /**
  * The wire format between the Redis store and decide.lua: each distinct policy once per batch,
- * then (policy, op, cost) per request; 6 integers per decision back. Field order and codes must match the header of scripts/decide.lua.
+ * then (policy, op, cost) per request; back: the decision time, then 6 integers per decision. Field order and codes must match the header of scripts/decide.lua.
  */
 import type { Decision, DecisionReason } from '../../decision.js';
 import type { AlgorithmName, CompiledPolicy } from '../../policy.js';
@@ -18,6 +18,8 @@ export const ALGORITHM_CODES: Readonly<Record<AlgorithmName, number>> = {
   gcra: 6,
 };
 
+/** Where the first decision starts in the script's reply (after the decision time). */
+export const RESULT_START = 1;
 /** Integers returned per decision. */
 export const RESULT_WIDTH = 6;
 export const REASON_COST_EXCEEDS_CAPACITY = 1;
@@ -38,6 +40,7 @@ export function policyFields(policy: CompiledPolicy): number[] {
 
 /** Builds the decision from the script's integers at `offset`; reasons ≥ 10 are the caller's to raise. */
 export function decodeDecision(values: readonly number[], offset: number, policy: CompiledPolicy): Decision {
+  const now = values[0]!;
   const allowed = values[offset] === 1;
   const remaining = values[offset + 1]!;
   const resetAt = values[offset + 2]!;
@@ -49,8 +52,8 @@ export function decodeDecision(values: readonly number[], offset: number, policy
   if (reasonCode === REASON_COST_EXCEEDS_CAPACITY) reason = 'cost-exceeds-capacity';
   if (delay >= 0) {
     return reason === undefined
-      ? { allowed, limit, remaining, resetAt, retryAfter, delay }
-      : { allowed, limit, remaining, resetAt, retryAfter, reason, delay };
+      ? { allowed, limit, remaining, resetAt, retryAfter, now, delay }
+      : { allowed, limit, remaining, resetAt, retryAfter, now, reason, delay };
   }
-  return reason === undefined ? { allowed, limit, remaining, resetAt, retryAfter } : { allowed, limit, remaining, resetAt, retryAfter, reason };
+  return reason === undefined ? { allowed, limit, remaining, resetAt, retryAfter, now } : { allowed, limit, remaining, resetAt, retryAfter, now, reason };
 }

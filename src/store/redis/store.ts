@@ -17,6 +17,7 @@ import {
   OP_RESET,
   REASON_CORRUPT_STATE,
   REASON_WRONG_TYPE,
+  RESULT_START,
   RESULT_WIDTH,
   decodeDecision,
   policyFields,
@@ -349,7 +350,7 @@ export class RedisStore implements Store {
       for (const pending of batch) pending.reject(failure);
       return;
     }
-    let offset = 0;
+    let offset = RESULT_START;
     for (const pending of batch) {
       const decisions: Decision[] = [];
       let problem: Error | undefined;

@@ -19,7 +19,8 @@
     op              1 consume, 2 peek (record nothing), 3 reset (delete the key)
     cost            integer >= 1
 
-  Returns 6 integers per request: allowed (1/0), remaining, reset_at, retry_after,
+  Returns now (the decision time, epoch ms: every relative figure the caller derives starts from
+  it), then 6 integers per request: allowed (1/0), remaining, reset_at, retry_after,
   delay (-1 unless leaky-bucket), reason (0 none, 1 cost exceeds capacity, 10 the key holds
   another type, 11 the key holds unreadable state). Bad arguments fail the whole call before
   anything is read or written.
@@ -159,8 +160,8 @@ local function record(key, p, write, reset_at)
   call('PEXPIRE', key, ttl)
 end
 
-local out = {}
-local n = 0
+local out = { now }
+local n = 1
 local function emit(p, allowed, remaining, reset_at, retry_after, delay, reason)
   local shown = remaining - (p.capacity - p.nominal)
   if shown < 0 then shown = 0 end

@@ -1,0 +1,248 @@
+/**
+ * The middleware's options: their types, and their validation, done once when a middleware is
+ * created. Every refusal is an {@link InvalidOptionError} that says what to write instead.
+ */
+import { parseDuration } from '../duration.js';
+import { InvalidOptionError, describeValue } from '../errors.js';
+import { MAX_LIMITS_PER_CHECK } from '../limiter.js';
+import { compilePolicy, type CompiledPolicy, type Policy } from '../policy.js';
+import type { RateLimitDescriptor } from '../rules/check.js';
+import { RuleSet, type RuleSource } from '../rules/ruleset.js';
+import type { MaybePromise, Store } from '../store/types.js';
+import type { ClientIpOptions } from './identity.js';
+import { HEADER_STYLES, type HeaderStyle } from './report.js';
+import type { RequestView } from './view.js';
+
+/** Who a request counts against. `undefined`: this limit does not apply to the request. */
+export type KeyFunction<Req> = (req: Req, view: RequestView) => MaybePromise<string | undefined>;
+/** How many units a request costs; 0 reports the quota without spending it. */
+export type CostOption<Req> = number | ((req: Req, view: RequestView) => MaybePromise<number>);
+
+/** One limit of a middleware. */
+export interface LimitSpec<Req> {
+  /** Names the policy in headers and 429 bodies, and namespaces its counters (default from the policy: `100-per-1m`). */
+  readonly name?: string;
+  readonly policy: Policy;
+  /** Default: the middleware's `key`, else the client IP. */
+  readonly key?: KeyFunction<Req>;
+}
+
+/** Traffic shaping with a leaky bucket: a request over the rate waits its turn instead of being refused. */
+export interface ShapingOptions {
+  /** Longest a request may be held (ms or a duration string). Requests that would wait longer are refused. */
+  readonly maxDelay: number | string;
+  /** This many queued requests pass at once, without waiting (nginx's `delay=`). Default 0. */
+  readonly delayAfter?: number;
+}
+
+export interface CoreOptions<Req> {
+  /** Where counters live (default: a memory store of this middleware's own). */
+  readonly store?: Store;
+  /** One policy, decided for `key` (or the client IP). */
+  readonly policy?: Policy;
+  /** Several policies decided together, all-or-nothing: a request refused by one spends none of the others. */
+  readonly limits?: readonly LimitSpec<Req>[];
+  /** Name of the single `policy`. */
+  readonly name?: string;
+  /** Envoy-style rules instead of policies: a `RuleSet` (loadRules) or a `RulesHolder` (hot reload, pushes). */
+  readonly rules?: RuleSource;
+  /** The rules domain to check (required with `rules`). */
+  readonly domain?: string;
+  /** The request's descriptors (default: one `remote_address` entry with the client IP). */
+  readonly descriptors?: (req: Req, view: RequestView) => MaybePromise<readonly RateLimitDescriptor[]>;
+  readonly key?: KeyFunction<Req>;
+  readonly cost?: CostOption<Req>;
+  /** Requests for which this returns true are not limited and get no headers. */
+  readonly skip?: (req: Req, view: RequestView) => MaybePromise<boolean>;
+  /** Which rate-limit headers to send (default `legacy`: X-RateLimit-*). */
+  readonly headers?: HeaderStyle;
+  /** Overrides the 429 body's `message`. */
+  readonly message?: string;
+  readonly shaping?: ShapingOptions;
+  /** When the store fails: `open` (default) lets requests through, `closed` answers 503. */
+  readonly failureMode?: 'open' | 'closed';
+  /** Told about store failures (default: one line on stderr at most every 10 s). */
+  readonly onError?: (error: unknown, req: Req) => void;
+  /** Trusted proxies and IPv6 subnet for the client IP (see `ClientIpOptions`). */
+  readonly trustProxy?: ClientIpOptions['trustProxy'];
+  readonly proxyHeader?: ClientIpOptions['proxyHeader'];
+  readonly ipv6Subnet?: number;
+  /** Decision time in epoch ms (tests, simulations); default: the store's clock. */
+  readonly clock?: () => number;
+}
+
+const CORE_OPTIONS = [
+  'store', 'policy', 'limits', 'name', 'rules', 'domain', 'descriptors', 'key', 'cost', 'skip', 'headers', 'message',
+  'shaping', 'failureMode', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Subnet', 'clock',
+];
+
+/** A limit of a middleware, validated; `prefix` (`name` + separator) starts every store key. */
+export interface PreparedLimit<Req> {
+  readonly name: string;
+  readonly policy: CompiledPolicy;
+  readonly key: KeyFunction<Req> | undefined;
+  readonly prefix: string;
+}
+
+/** Shaping, derived: ms between two requests of the bucket, and how many queued requests skip the wait. */
+export interface PreparedShaping {
+  readonly interval: number;
+  readonly free: number;
+}
+
+/** Refuses anything but a plain object of known option names. */
+export function checkOptionNames(options: unknown, adapterOptions: readonly string[]): asserts options is CoreOptions<unknown> {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidOptionError(`rate limit options must be an object like { policy: { algorithm: 'fixed-window', limit: 100, window: '1m' } }, got ${describeValue(options)}`);
+  }
+  for (const name of Object.keys(options)) {
+    if (!CORE_OPTIONS.includes(name) && !adapterOptions.includes(name)) {
+      throw new InvalidOptionError(`unknown rate limit option ${JSON.stringify(name)}; the options are ${[...CORE_OPTIONS, ...adapterOptions].join(', ')}`);
+    }
+  }
+}
+
+/** Which of `policy`, `limits` and `rules` is used: exactly one must be given. */
+export function limitMode(options: CoreOptions<unknown>): 'policy' | 'limits' | 'rules' {
+  const given = (['policy', 'limits', 'rules'] as const).filter((name) => options[name] !== undefined);
+  if (given.length !== 1) {
+    throw new InvalidOptionError(
+      `give exactly one of policy (one limit), limits (several, decided together) or rules (+ domain); got ${given.length === 0 ? 'none' : 'more than one'}`,
+    );
+  }
+  const mode = given[0]!;
+  if (mode === 'rules') {
+    const rules = options.rules as unknown as { current?: unknown } | null;
+    if (typeof rules !== 'object' || rules === null || !(rules.current instanceof RuleSet)) {
+      throw new InvalidOptionError(`rules must be a RulesHolder or RuleSet (see loadRules / compileRules), got ${describeValue(options.rules)}`);
+    }
+    if (typeof options.domain !== 'string' || options.domain === '') {
+      throw new InvalidOptionError(`rules need the domain to check: add domain: 'my-api' (a domain of the rules files)`);
+    }
+    if (options.shaping !== undefined) throw new InvalidOptionError('shaping works with one leaky-bucket policy, not with rules');
+  } else if (options.domain !== undefined || options.descriptors !== undefined) {
+    throw new InvalidOptionError('domain and descriptors only apply with rules; with policy or limits, use key');
+  }
+  return mode;
+}
+
+export function checkStore(store: unknown): Store | undefined {
+  if (store !== undefined && (typeof store !== 'object' || store === null || typeof (store as Store).consume !== 'function')) {
+    throw new InvalidOptionError(`store must be a Tollgate store (memoryStore() or redisStore()), got ${describeValue(store)}`);
+  }
+  return store as Store | undefined;
+}
+
+export function checkHeaderStyle(style: unknown): HeaderStyle {
+  if (style === undefined) return 'legacy';
+  if (!HEADER_STYLES.includes(style as HeaderStyle)) {
+    throw new InvalidOptionError(`headers must be one of ${HEADER_STYLES.map((s) => `'${s}'`).join(', ')}, got ${describeValue(style)}`);
+  }
+  return style as HeaderStyle;
+}
+
+export function checkMessage(message: unknown): string | undefined {
+  if (message !== undefined && typeof message !== 'string') {
+    throw new InvalidOptionError(`message must be a string, got ${describeValue(message)}`);
+  }
+  return message;
+}
+
+export function prepareLimits<Req>(limits: unknown, name: unknown): PreparedLimit<Req>[] {
+  if (!Array.isArray(limits) || limits.length === 0 || limits.length > MAX_LIMITS_PER_CHECK) {
+    throw new InvalidOptionError(`limits must be a non-empty array (at most ${MAX_LIMITS_PER_CHECK}) of { name, policy, key? }, got ${describeValue(limits)}`);
+  }
+  if (name !== undefined) throw new InvalidOptionError('name names the single policy; with limits, give each limit its own name');
+  const prepared = limits.map((spec: unknown, index) => {
+    if (typeof spec !== 'object' || spec === null) throw new InvalidOptionError(`limits[${index}] must be { name, policy, key? }, got ${describeValue(spec)}`);
+    return prepareLimit(spec as LimitSpec<Req>, `limits[${index}]`);
+  });
+  const names = new Set<string>();
+  for (const limit of prepared) {
+    if (names.has(limit.name)) throw new InvalidOptionError(`two limits are named ${JSON.stringify(limit.name)}: give each a distinct name (it namespaces their counters)`);
+    names.add(limit.name);
+  }
+  return prepared;
+}
+
+export function prepareLimit<Req>(spec: Partial<LimitSpec<Req>>, where: string): PreparedLimit<Req> {
+  for (const field of Object.keys(spec)) {
+    if (field !== 'name' && field !== 'policy' && field !== 'key') {
+      throw new InvalidOptionError(`${where}: unknown field ${JSON.stringify(field)}; a limit is { name, policy, key? }`);
+    }
+  }
+  let policy: CompiledPolicy;
+  try {
+    policy = compilePolicy(spec.policy as Policy);
+  } catch (error) {
+    throw new InvalidOptionError(`${where}: ${(error as Error).message}`);
+  }
+  const name = spec.name ?? `${policy.limit}-per-${formatWindow(policy.windowMs)}`;
+  if (typeof name !== 'string' || name === '' || name.length > 128) {
+    throw new InvalidOptionError(`${where}: name must be a non-empty string of at most 128 characters, got ${describeValue(spec.name)}`);
+  }
+  return { name, policy, key: optionalFunction(spec.key, `${where}.key`), prefix: `${name}|` };
+}
+
+/**
+ * Shaping needs one leaky-bucket limit. Its queue is what passes at once (`delayAfter`) plus what
+ * can wait at most `maxDelay`, capped by the policy's burst; returns the limit to use in its place.
+ */
+export function prepareShaping<Req>(shaping: unknown, limits: readonly PreparedLimit<Req>[]): { limit: PreparedLimit<Req> | undefined; shaping: PreparedShaping } {
+  if (shaping === undefined) return { limit: undefined, shaping: { interval: 0, free: 0 } };
+  if (typeof shaping !== 'object' || shaping === null) {
+    throw new InvalidOptionError(`shaping must be { maxDelay: '500ms', delayAfter?: 0 }, got ${describeValue(shaping)}`);
+  }
+  const only = limits.length === 1 ? limits[0]! : undefined;
+  if (only === undefined || only.policy.algorithm !== 'leaky-bucket') {
+    throw new InvalidOptionError(`shaping needs one policy with algorithm 'leaky-bucket' (the queue whose turn a request waits for)`);
+  }
+  const { maxDelay: maxDelayOption, delayAfter: delayAfterOption } = shaping as ShapingOptions;
+  const maxDelay = parseDuration(maxDelayOption);
+  if (typeof maxDelay === 'string') throw new InvalidOptionError(`shaping.maxDelay ${maxDelay}`);
+  const delayAfter = delayAfterOption ?? 0;
+  if (!Number.isSafeInteger(delayAfter) || delayAfter < 0) {
+    throw new InvalidOptionError(`shaping.delayAfter must be a whole number ≥ 0 (requests let through without waiting), got ${describeValue(delayAfterOption)}`);
+  }
+  const policy = only.policy;
+  const interval = policy.windowMs / policy.limit;
+  const queue = delayAfter + Math.floor(maxDelay / interval) + 1;
+  const limit =
+    queue < policy.burst
+      ? { ...only, policy: compilePolicy({ algorithm: 'leaky-bucket', limit: policy.limit, window: policy.windowMs, burst: queue, softPercent: policy.softPercent }) }
+      : undefined;
+  return { limit, shaping: { interval, free: delayAfter } };
+}
+
+function formatWindow(ms: number): string {
+  for (const [size, unit] of [[604_800_000, 'w'], [86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm'], [1000, 's']] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+export function checkFailureMode(mode: unknown): boolean {
+  if (mode === undefined || mode === 'open') return false;
+  if (mode === 'closed') return true;
+  throw new InvalidOptionError(`failureMode must be 'open' (let requests through when the store fails) or 'closed' (answer 503), got ${describeValue(mode)}`);
+}
+
+export function checkCostOption<Req>(cost: unknown): CostOption<Req> {
+  if (cost === undefined) return 1;
+  if (typeof cost === 'function') return cost as CostOption<Req>;
+  return checkCost(cost);
+}
+
+export function checkCost(cost: unknown): number {
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+    throw new InvalidOptionError(`cost must be a whole number ≥ 0 (0 reports the quota without spending it), got ${describeValue(cost)}`);
+  }
+  return cost;
+}
+
+export function optionalFunction<T>(value: T | undefined, name: string): T | undefined {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new InvalidOptionError(`${name} must be a function, got ${describeValue(value)}`);
+  }
+  return value;
+}

@@ -1,0 +1,62 @@
+/**
+ * The public limiter: the engine of limiter.ts plus `check` (envoy's ShouldRateLimit) over rules.
+ * Rules checking sits on top of the engine: it matches descriptors to limits, then decides them
+ * through the same `limitAll` every other caller uses.
+ */
+import { currentTime } from '../clock.js';
+import { InvalidOptionError, describeValue } from '../errors.js';
+import { CoreLimiter, limiterCoreOptions, type LimiterCore, type LimiterCoreOptions } from '../limiter.js';
+import type { Store } from '../store/types.js';
+import { checkRules, type CheckOptions, type CheckRequest, type CheckResult } from './check.js';
+import type { RuleSource } from './ruleset.js';
+
+/** Options of {@link createLimiter}. */
+export interface LimiterOptions extends LimiterCoreOptions {
+  /** Rules for {@link Limiter.check}: a RuleSet (`loadRules`) or a holder that hot-reloads them. */
+  readonly rules?: RuleSource;
+}
+
+export interface Limiter extends LimiterCore {
+  /**
+   * envoy's ShouldRateLimit: matches each descriptor of `request` against the rules and decides all
+   * matched limits in one store round trip. Needs `rules` at construction. `{ spend: false }` looks
+   * without spending.
+   */
+  check(request: CheckRequest, options?: CheckOptions): Promise<CheckResult>;
+}
+
+const LIMITER_OPTIONS: readonly string[] = ['store', 'clock', 'rules'];
+
+/** Creates a limiter on `store` (the embedded memory store by default), with optional rules. */
+export function createLimiter(options: LimiterOptions = {}): Limiter {
+  const { store, clock } = limiterCoreOptions(options, LIMITER_OPTIONS);
+  const rules = options.rules;
+  if (rules !== undefined && (typeof rules !== 'object' || rules === null || !('current' in rules))) {
+    throw new InvalidOptionError(`createLimiter: rules must come from loadRules(...) or a RulesHolder, got ${describeValue(rules)}`);
+  }
+  return new RulesLimiter(store, clock, rules);
+}
+
+class RulesLimiter extends CoreLimiter implements Limiter {
+  private readonly now: () => number;
+
+  constructor(
+    store: Store,
+    clock: (() => number) | undefined,
+    private readonly rules: RuleSource | undefined,
+  ) {
+    super(store, clock);
+    this.now = clock ?? currentTime;
+  }
+
+  check(request: CheckRequest, options?: CheckOptions): Promise<CheckResult> {
+    if (this.rules === undefined) {
+      return Promise.reject(new InvalidOptionError('check() needs rules: createLimiter({ store, rules: await loadRules(path) })'));
+    }
+    try {
+      return checkRules(this, this.rules.current, request, this.now, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+}
