@@ -7,6 +7,7 @@ import { limitZero } from './algorithms/outcome.js';
 import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from './errors.js';
+import { MAX_KEY_BYTES } from './keys.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { check, type CheckRequest, type CheckResult } from './rules/check.js';
 import type { RuleSource } from './rules/ruleset.js';
@@ -45,8 +46,7 @@ export interface LimitRequest {
 /** Most limits in one {@link Limiter.limitAll} call. */
 export const MAX_LIMITS_PER_CHECK = 64;
 
-/** Longest key accepted, in UTF-8 bytes. Longer keys are rejected (not hashed): see docs/errors.md. */
-export const MAX_KEY_BYTES = 1024;
+export { MAX_KEY_BYTES };
 /** Any string of at most this many UTF-16 units is at most MAX_KEY_BYTES in UTF-8. */
 const ALWAYS_SHORT_ENOUGH = Math.floor(MAX_KEY_BYTES / 3);
 const LIMITER_OPTIONS: ReadonlySet<string> = new Set(['store', 'clock', 'rules']);
