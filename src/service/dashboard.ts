@@ -11,8 +11,7 @@ import type { CheckEvent, RejectedEvent, ServiceContext, StoreErrorEvent } from 
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLE, dashboardHtml } from './dashboard-page.js';
 import type { HttpRoutes } from './http.js';
 import { sendJson } from './http-util.js';
-import { classifyCheck, NO_RULE, ruleIndex } from './metrics.js';
-import type { MemoryStoreStats } from '../store/memory.js';
+import { classifyCheck, listenToEvents, memoryStats, NO_RULE, ruleIndex } from './metrics.js';
 
 /** How often a snapshot is sent, in ms. */
 export const SNAPSHOT_INTERVAL_MS = 1_000;
@@ -218,113 +217,128 @@ interface Client {
   readonly response: ServerResponse;
 }
 
-function memoryStats(ctx: ServiceContext): MemoryStoreStats | undefined {
-  const store = ctx.store as { stats?: () => MemoryStoreStats };
-  return typeof store.stats === 'function' ? store.stats() : undefined;
-}
+/** The clients of GET /v1/events. */
+class EventStreamClients {
+  private readonly clients = new Set<Client>();
 
-const hashOf = (text: string): string => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+  get size(): number {
+    return this.clients.size;
+  }
 
-/** Serves the dashboard and its event stream. */
-export function attachDashboard(ctx: ServiceContext, routes: HttpRoutes): { close(): void } {
-  const aggregate = new DashboardAggregate(ctx);
-  const clients = new Set<Client>();
-  let readiness: { ready: boolean; details: Record<string, unknown> } | undefined;
-  let readinessRunning = false;
+  add(client: Client): void {
+    this.clients.add(client);
+  }
 
-  const onCheck = (event: CheckEvent): void => aggregate.onCheck(event);
-  const onRejected = (event: RejectedEvent): void => aggregate.onRejected(event);
-  const onStoreError = (event: StoreErrorEvent): void => aggregate.onStoreError(event);
-  ctx.events.on('check', onCheck);
-  ctx.events.on('rejected', onRejected);
-  ctx.events.on('storeError', onStoreError);
-
-  // Readiness may ask Redis: one probe at a time, and only while someone is watching.
-  const refreshReadiness = (): void => {
-    if (readinessRunning) return;
-    readinessRunning = true;
-    ctx
-      .readiness()
-      .then(
-        (result) => (readiness = result),
-        (error: unknown) => (readiness = { ready: false, details: { error: (error as Error).message } }),
-      )
-      .finally(() => (readinessRunning = false));
-  };
-
-  const snapshot = (second: SecondSnapshot): string => {
-    const rules = ctx.holder.current;
-    const stats = memoryStats(ctx);
-    const errors10s = aggregate.storeErrorsLast10s();
-    const details = readiness?.details ?? {};
-    const reachable = typeof details.storeReachable === 'boolean' ? details.storeReachable : undefined;
-    const fallback = details.fallback;
-    const watcher = ctx.watcher?.status();
-    const sync = ctx.sync?.status();
-    return JSON.stringify({
-      t: second.t,
-      intervalMs: SNAPSHOT_INTERVAL_MS,
-      uptimeMs: Date.now() - ctx.startedAt,
-      clients: clients.size,
-      ready: readiness?.ready,
-      second,
-      totals: aggregate.totals,
-      rules: aggregate.listedRules(),
-      topRules: aggregate.topRules(),
-      topKeys: aggregate.topKeys(),
-      rulesInfo: {
-        version: rules.version,
-        domains: rules.domainNames(),
-        rules: ruleIndex(rules).size,
-        ...(watcher !== undefined ? { watcher: { reloads: watcher.reloads, failures: watcher.failures, lastError: watcher.lastError ?? null } } : {}),
-        ...(sync !== undefined ? { sync: { version: sync.version, applied: sync.applied, refused: sync.refused, lastError: sync.lastError ?? null } } : {}),
-      },
-      store: {
-        name: ctx.store.name,
-        state: reachable === false ? 'unreachable' : errors10s > 0 ? 'errors' : readiness === undefined ? 'unknown' : 'ok',
-        ...(reachable !== undefined ? { reachable } : {}),
-        errorsLast10s: errors10s,
-        errorsTotal: aggregate.totals.storeErrors,
-        lastError: aggregate.lastStoreError ?? null,
-        fallback: fallback === undefined ? null : fallback,
-        ...(stats !== undefined ? { keys: stats.keys, maxKeys: stats.maxKeys, evictions: stats.evictions, expired: stats.expired } : {}),
-      },
-    });
-  };
-
-  const drop = (client: Client): void => {
-    if (!clients.delete(client)) return;
+  drop(client: Client): void {
+    if (!this.clients.delete(client)) return;
     // An event stream's connection is never reused: close it, so a shutting-down server need not
     // wait for the keep-alive timeout.
     if (!client.response.writableEnded) client.response.end(() => client.request.socket.end());
-  };
+  }
 
-  const send = (client: Client, text: string): void => {
+  dropAll(): void {
+    for (const client of [...this.clients]) this.drop(client);
+  }
+
+  /** Writes `text` to every client. */
+  broadcast(text: string): void {
+    for (const client of this.clients) {
+      // The server is shutting down: end the stream so it can close.
+      const server = (client.request.socket as Socket & { server?: Server }).server;
+      if (server !== undefined && !server.listening) this.drop(client);
+      else this.send(client, text);
+    }
+  }
+
+  private send(client: Client, text: string): void {
     const { response } = client;
     // A client that stopped reading is dropped rather than buffered without end.
     if (response.writableLength > MAX_BUFFERED_BYTES) {
-      drop(client);
+      this.drop(client);
       client.request.socket.destroy();
       return;
     }
     response.write(text);
-  };
+  }
+}
 
-  const tick = (): void => {
-    const second = aggregate.roll(Date.now());
-    if (clients.size === 0) return;
-    refreshReadiness();
-    const text = `event: snapshot\ndata: ${snapshot(second)}\n\n`;
-    for (const client of clients) {
-      // The server is shutting down: end the stream so it can close.
-      const server = (client.request.socket as Socket & { server?: Server }).server;
-      if (server !== undefined && !server.listening) drop(client);
-      else send(client, text);
-    }
-  };
-  const timer = setInterval(tick, SNAPSHOT_INTERVAL_MS);
-  timer.unref();
+type Readiness = { ready: boolean; details: Record<string, unknown> };
 
+/** The latest readiness, for the store's state. Readiness may ask Redis: one probe at a time. */
+class ReadinessProbe {
+  latest: Readiness | undefined;
+  private running = false;
+
+  constructor(private readonly ctx: ServiceContext) {}
+
+  refresh(): void {
+    if (this.running) return;
+    this.running = true;
+    this.ctx
+      .readiness()
+      .then(
+        (result) => (this.latest = result),
+        (error: unknown) => (this.latest = { ready: false, details: { error: (error as Error).message } }),
+      )
+      .finally(() => (this.running = false));
+  }
+}
+
+/** The rules part of a snapshot: version, domains, and the reload sources' counts. */
+function rulesInfo(ctx: ServiceContext): Record<string, unknown> {
+  const rules = ctx.holder.current;
+  const watcher = ctx.watcher?.status();
+  const sync = ctx.sync?.status();
+  return {
+    version: rules.version,
+    domains: rules.domainNames(),
+    rules: ruleIndex(rules).size,
+    ...(watcher !== undefined ? { watcher: { reloads: watcher.reloads, failures: watcher.failures, lastError: watcher.lastError ?? null } } : {}),
+    ...(sync !== undefined ? { sync: { version: sync.version, applied: sync.applied, refused: sync.refused, lastError: sync.lastError ?? null } } : {}),
+  };
+}
+
+/** The store part of a snapshot: its state (from readiness and recent errors), fallback and counters. */
+function storeInfo(ctx: ServiceContext, aggregate: DashboardAggregate, readiness: Readiness | undefined): Record<string, unknown> {
+  const stats = memoryStats(ctx);
+  const errors10s = aggregate.storeErrorsLast10s();
+  const details = readiness?.details ?? {};
+  const reachable = typeof details.storeReachable === 'boolean' ? details.storeReachable : undefined;
+  const fallback = details.fallback;
+  return {
+    name: ctx.store.name,
+    state: reachable === false ? 'unreachable' : errors10s > 0 ? 'errors' : readiness === undefined ? 'unknown' : 'ok',
+    ...(reachable !== undefined ? { reachable } : {}),
+    errorsLast10s: errors10s,
+    errorsTotal: aggregate.totals.storeErrors,
+    lastError: aggregate.lastStoreError ?? null,
+    fallback: fallback === undefined ? null : fallback,
+    ...(stats !== undefined ? { keys: stats.keys, maxKeys: stats.maxKeys, evictions: stats.evictions, expired: stats.expired } : {}),
+  };
+}
+
+/** One snapshot as sent to the page (JSON), ending with `second`. */
+function snapshotJson(ctx: ServiceContext, aggregate: DashboardAggregate, second: SecondSnapshot, clients: number, readiness: Readiness | undefined): string {
+  return JSON.stringify({
+    t: second.t,
+    intervalMs: SNAPSHOT_INTERVAL_MS,
+    uptimeMs: Date.now() - ctx.startedAt,
+    clients,
+    ready: readiness?.ready,
+    second,
+    totals: aggregate.totals,
+    rules: aggregate.listedRules(),
+    topRules: aggregate.topRules(),
+    topKeys: aggregate.topKeys(),
+    rulesInfo: rulesInfo(ctx),
+    store: storeInfo(ctx, aggregate, readiness),
+  });
+}
+
+const hashOf = (text: string): string => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+
+/** GET /dashboard: the page, with a CSP that allows exactly its inline style and script (by hash). */
+function routeDashboardPage(routes: HttpRoutes): void {
   const html = dashboardHtml();
   const csp = [
     "default-src 'none'",
@@ -347,7 +361,16 @@ export function attachDashboard(ctx: ServiceContext, routes: HttpRoutes): { clos
     });
     response.end(html);
   });
+}
 
+/** GET /v1/events: the recent history at once, then a snapshot a second (written by the timer). */
+function routeEventStream(
+  routes: HttpRoutes,
+  clients: EventStreamClients,
+  aggregate: DashboardAggregate,
+  readiness: ReadinessProbe,
+  snapshot: (second: SecondSnapshot) => string,
+): void {
   routes.add('GET', '/v1/events', (request, response) => {
     if (clients.size >= MAX_CLIENTS) {
       sendJson(response, 503, { error: 'too_many_clients', message: `at most ${MAX_CLIENTS} event streams at once; close one and retry` }, { 'retry-after': '5' });
@@ -366,20 +389,45 @@ export function attachDashboard(ctx: ServiceContext, routes: HttpRoutes): { clos
     response.write(`retry: 2000\n\nevent: history\ndata: ${JSON.stringify(aggregate.recentHistory())}\n\n`);
     const last = aggregate.recentHistory().at(-1);
     if (last !== undefined) response.write(`event: snapshot\ndata: ${snapshot(last)}\n\n`);
-    refreshReadiness();
-    const gone = (): void => drop(client);
+    readiness.refresh();
+    const gone = (): void => clients.drop(client);
     request.on('close', gone);
     response.on('close', gone);
     response.on('error', gone);
   });
+}
+
+/** Serves the dashboard and its event stream. */
+export function attachDashboard(ctx: ServiceContext, routes: HttpRoutes): { close(): void } {
+  const aggregate = new DashboardAggregate(ctx);
+  const unsubscribe = listenToEvents(ctx, {
+    check: (event) => aggregate.onCheck(event),
+    rejected: (event) => aggregate.onRejected(event),
+    storeError: (event) => aggregate.onStoreError(event),
+  });
+  const clients = new EventStreamClients();
+  const readiness = new ReadinessProbe(ctx);
+  const snapshot = (second: SecondSnapshot): string => snapshotJson(ctx, aggregate, second, clients.size, readiness.latest);
+
+  // Every second closes, whether anyone watches or not; the snapshot is built once for all clients.
+  const tick = (): void => {
+    const second = aggregate.roll(Date.now());
+    if (clients.size === 0) return;
+    // Readiness is probed only while someone is watching.
+    readiness.refresh();
+    clients.broadcast(`event: snapshot\ndata: ${snapshot(second)}\n\n`);
+  };
+  const timer = setInterval(tick, SNAPSHOT_INTERVAL_MS);
+  timer.unref();
+
+  routeDashboardPage(routes);
+  routeEventStream(routes, clients, aggregate, readiness, snapshot);
 
   return {
     close: () => {
       clearInterval(timer);
-      ctx.events.off('check', onCheck);
-      ctx.events.off('rejected', onRejected);
-      ctx.events.off('storeError', onStoreError);
-      for (const client of [...clients]) drop(client);
+      unsubscribe();
+      clients.dropAll();
     },
   };
 }

@@ -124,6 +124,25 @@ function classifyStatus(
   return { domain, rule, result: 'ok', reason: 'within_limit', near, shadow, key };
 }
 
+/** A listener for each of the service's events (the metrics and the dashboard each have one set). */
+export interface EventListeners {
+  check(event: CheckEvent): void;
+  rejected(event: RejectedEvent): void;
+  storeError(event: StoreErrorEvent): void;
+}
+
+/** Adds `listeners` to the service's event stream; returns what removes them. */
+export function listenToEvents(ctx: ServiceContext, listeners: EventListeners): () => void {
+  ctx.events.on('check', listeners.check);
+  ctx.events.on('rejected', listeners.rejected);
+  ctx.events.on('storeError', listeners.storeError);
+  return () => {
+    ctx.events.off('check', listeners.check);
+    ctx.events.off('rejected', listeners.rejected);
+    ctx.events.off('storeError', listeners.storeError);
+  };
+}
+
 /** Puts a malformed-request message in one of a few buckets (the message holds request values). */
 export function rejectionReason(message: string): 'invalid_json' | 'body_too_large' | 'invalid_rules' | 'invalid_request' {
   if (/not valid JSON/i.test(message)) return 'invalid_json';
@@ -137,61 +156,64 @@ export function rejectionReason(message: string): 'invalid_json' | 'body_too_lar
 const MAX_STORE_ERROR_KINDS = 16;
 
 /** The memory store's counters, when the store is one. */
-function memoryStats(ctx: ServiceContext): MemoryStoreStats | undefined {
+export function memoryStats(ctx: ServiceContext): MemoryStoreStats | undefined {
   const store = ctx.store as { stats?: () => MemoryStoreStats };
   return typeof store.stats === 'function' ? store.stats() : undefined;
 }
 
-/** Registers the metrics on a new registry and serves them at GET /metrics. */
-export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(): void } {
-  const registry = new Registry();
-  const registers = [registry];
-  collectDefaultMetrics({ register: registry });
+/** The counters fed by the event stream (the rest of the metrics is read at scrape time). */
+type EventMetrics = ReturnType<typeof defineEventMetrics>;
 
-  const decisions = new Counter({
-    name: 'tollgate_decisions_total',
-    help: 'Descriptor decisions by domain, rule path, result (ok, over_limit, shadow_over_limit) and reason (within_limit, limit_exceeded, other_limit_exceeded, shadow_mode, blocked, no_rule, unknown_domain).',
-    labelNames: ['domain', 'rule', 'result', 'reason'] as const,
-    registers,
-  });
-  const checks = new Counter({
-    name: 'tollgate_checks_total',
-    help: 'Answered check requests by domain, transport (json, check, grpc) and overall result (ok, over_limit).',
-    labelNames: ['domain', 'transport', 'result'] as const,
-    registers,
-  });
-  const nearLimit = new Counter({
-    name: 'tollgate_near_limit_total',
-    help: `Admitted decisions that left at most ${NEAR_LIMIT_SHARE * 100}% of the limit's quota, by domain and rule path.`,
-    labelNames: ['domain', 'rule'] as const,
-    registers,
-  });
-  const shadowHits = new Counter({
-    name: 'tollgate_shadow_mode_hits_total',
-    help: 'Shadow-mode limits exceeded (the request would have been denied; it was admitted), by domain and rule path.',
-    labelNames: ['domain', 'rule'] as const,
-    registers,
-  });
-  const duration = new Histogram({
-    name: 'tollgate_check_duration_seconds',
-    help: 'Time to decide a check (rules lookup and store round trip), by transport.',
-    labelNames: ['transport'] as const,
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-    registers,
-  });
-  const rejected = new Counter({
-    name: 'tollgate_rejected_requests_total',
-    help: 'Requests refused as malformed (HTTP 400/413, gRPC INVALID_ARGUMENT), by transport and reason (invalid_json, body_too_large, invalid_rules, invalid_request).',
-    labelNames: ['transport', 'reason'] as const,
-    registers,
-  });
-  const storeErrors = new Counter({
-    name: 'tollgate_store_errors_total',
-    help: `Decisions that failed on the store, by error kind (at most ${MAX_STORE_ERROR_KINDS} kinds, then "other").`,
-    labelNames: ['kind'] as const,
-    registers,
-  });
+function defineEventMetrics(registers: Registry[]) {
+  return {
+    decisions: new Counter({
+      name: 'tollgate_decisions_total',
+      help: 'Descriptor decisions by domain, rule path, result (ok, over_limit, shadow_over_limit) and reason (within_limit, limit_exceeded, other_limit_exceeded, shadow_mode, blocked, no_rule, unknown_domain).',
+      labelNames: ['domain', 'rule', 'result', 'reason'] as const,
+      registers,
+    }),
+    checks: new Counter({
+      name: 'tollgate_checks_total',
+      help: 'Answered check requests by domain, transport (json, check, grpc) and overall result (ok, over_limit).',
+      labelNames: ['domain', 'transport', 'result'] as const,
+      registers,
+    }),
+    nearLimit: new Counter({
+      name: 'tollgate_near_limit_total',
+      help: `Admitted decisions that left at most ${NEAR_LIMIT_SHARE * 100}% of the limit's quota, by domain and rule path.`,
+      labelNames: ['domain', 'rule'] as const,
+      registers,
+    }),
+    shadowHits: new Counter({
+      name: 'tollgate_shadow_mode_hits_total',
+      help: 'Shadow-mode limits exceeded (the request would have been denied; it was admitted), by domain and rule path.',
+      labelNames: ['domain', 'rule'] as const,
+      registers,
+    }),
+    duration: new Histogram({
+      name: 'tollgate_check_duration_seconds',
+      help: 'Time to decide a check (rules lookup and store round trip), by transport.',
+      labelNames: ['transport'] as const,
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers,
+    }),
+    rejected: new Counter({
+      name: 'tollgate_rejected_requests_total',
+      help: 'Requests refused as malformed (HTTP 400/413, gRPC INVALID_ARGUMENT), by transport and reason (invalid_json, body_too_large, invalid_rules, invalid_request).',
+      labelNames: ['transport', 'reason'] as const,
+      registers,
+    }),
+    storeErrors: new Counter({
+      name: 'tollgate_store_errors_total',
+      help: `Decisions that failed on the store, by error kind (at most ${MAX_STORE_ERROR_KINDS} kinds, then "other").`,
+      labelNames: ['kind'] as const,
+      registers,
+    }),
+  };
+}
 
+/** The rules in force, read at scrape time. */
+function defineRulesMetrics(ctx: ServiceContext, registers: Registry[]): void {
   new Gauge({
     name: 'tollgate_rules_info',
     help: 'The rules in force: 1 for the current version (a content hash).',
@@ -218,6 +240,10 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(
       this.set(ruleIndex(ctx.holder.current).size);
     },
   });
+}
+
+/** Reloads of the rules from files (the watcher) and from pushes (the sync), read at scrape time. */
+function defineReloadMetrics(ctx: ServiceContext, registers: Registry[]): void {
   // Reload counts live in the watcher and the sync; the counter follows them by their increase.
   const seenReloads = new Map<string, number>();
   new Counter({
@@ -264,58 +290,63 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(
       },
     });
   }
+}
 
-  if (memoryStats(ctx) !== undefined) {
-    new Gauge({
-      name: 'tollgate_memory_store_keys',
-      help: 'Keys held by the memory store.',
-      registers,
-      collect() {
-        this.set(memoryStats(ctx)?.keys ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'tollgate_memory_store_max_keys',
-      help: 'Most keys the memory store holds before evicting the least recently used.',
-      registers,
-      collect() {
-        this.set(memoryStats(ctx)?.maxKeys ?? 0);
-      },
-    });
-    const seenStats = { evictions: 0, expired: 0 };
-    const follow = (field: 'evictions' | 'expired') =>
-      function (this: Counter) {
-        const total = memoryStats(ctx)?.[field] ?? 0;
-        if (total > seenStats[field]) this.inc(total - seenStats[field]);
-        seenStats[field] = Math.max(total, seenStats[field]);
-      };
-    new Counter({
-      name: 'tollgate_memory_store_evictions_total',
-      help: 'Keys the memory store dropped to make room (least recently used first).',
-      registers,
-      collect: follow('evictions'),
-    });
-    new Counter({
-      name: 'tollgate_memory_store_expired_total',
-      help: 'Keys the memory store reclaimed because their state had expired.',
-      registers,
-      collect: follow('expired'),
-    });
-  }
+/** The memory store's keys, evictions and expiries, read at scrape time (nothing for another store). */
+function defineMemoryStoreMetrics(ctx: ServiceContext, registers: Registry[]): void {
+  if (memoryStats(ctx) === undefined) return;
+  new Gauge({
+    name: 'tollgate_memory_store_keys',
+    help: 'Keys held by the memory store.',
+    registers,
+    collect() {
+      this.set(memoryStats(ctx)?.keys ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'tollgate_memory_store_max_keys',
+    help: 'Most keys the memory store holds before evicting the least recently used.',
+    registers,
+    collect() {
+      this.set(memoryStats(ctx)?.maxKeys ?? 0);
+    },
+  });
+  const seenStats = { evictions: 0, expired: 0 };
+  const follow = (field: 'evictions' | 'expired') =>
+    function (this: Counter) {
+      const total = memoryStats(ctx)?.[field] ?? 0;
+      if (total > seenStats[field]) this.inc(total - seenStats[field]);
+      seenStats[field] = Math.max(total, seenStats[field]);
+    };
+  new Counter({
+    name: 'tollgate_memory_store_evictions_total',
+    help: 'Keys the memory store dropped to make room (least recently used first).',
+    registers,
+    collect: follow('evictions'),
+  });
+  new Counter({
+    name: 'tollgate_memory_store_expired_total',
+    help: 'Keys the memory store reclaimed because their state had expired.',
+    registers,
+    collect: follow('expired'),
+  });
+}
 
+/** Counts the service's events on `metrics`; returns the unsubscribe. */
+function subscribeMetrics(ctx: ServiceContext, metrics: EventMetrics): () => void {
   const onCheck = (event: CheckEvent): void => {
     const outcomes = classifyCheck(ctx.holder.current, event);
     for (const outcome of outcomes) {
-      decisions.inc({ domain: outcome.domain, rule: outcome.rule, result: outcome.result, reason: outcome.reason });
-      if (outcome.near) nearLimit.inc({ domain: outcome.domain, rule: outcome.rule });
-      if (outcome.result === 'shadow_over_limit') shadowHits.inc({ domain: outcome.domain, rule: outcome.rule });
+      metrics.decisions.inc({ domain: outcome.domain, rule: outcome.rule, result: outcome.result, reason: outcome.reason });
+      if (outcome.near) metrics.nearLimit.inc({ domain: outcome.domain, rule: outcome.rule });
+      if (outcome.result === 'shadow_over_limit') metrics.shadowHits.inc({ domain: outcome.domain, rule: outcome.rule });
     }
     const domain = ctx.holder.current.domain(event.domain) !== undefined ? event.domain : UNKNOWN_DOMAIN;
-    checks.inc({ domain, transport: event.via, result: event.result.overallCode === 'OK' ? 'ok' : 'over_limit' });
-    duration.observe({ transport: event.via }, event.durationMs / 1_000);
+    metrics.checks.inc({ domain, transport: event.via, result: event.result.overallCode === 'OK' ? 'ok' : 'over_limit' });
+    metrics.duration.observe({ transport: event.via }, event.durationMs / 1_000);
   };
   const onRejected = (event: RejectedEvent): void => {
-    rejected.inc({ transport: event.via, reason: rejectionReason(event.reason) });
+    metrics.rejected.inc({ transport: event.via, reason: rejectionReason(event.reason) });
   };
   const kinds = new Set<string>();
   const onStoreError = (event: StoreErrorEvent): void => {
@@ -324,11 +355,22 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(
       if (kinds.size < MAX_STORE_ERROR_KINDS) kinds.add(kind);
       else kind = 'other';
     }
-    storeErrors.inc({ kind });
+    metrics.storeErrors.inc({ kind });
   };
-  ctx.events.on('check', onCheck);
-  ctx.events.on('rejected', onRejected);
-  ctx.events.on('storeError', onStoreError);
+  return listenToEvents(ctx, { check: onCheck, rejected: onRejected, storeError: onStoreError });
+}
+
+/** Registers the metrics on a new registry and serves them at GET /metrics. */
+export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(): void } {
+  const registry = new Registry();
+  const registers = [registry];
+  // The order of registration is the order of the families at GET /metrics.
+  collectDefaultMetrics({ register: registry });
+  const eventMetrics = defineEventMetrics(registers);
+  defineRulesMetrics(ctx, registers);
+  defineReloadMetrics(ctx, registers);
+  defineMemoryStoreMetrics(ctx, registers);
+  const unsubscribe = subscribeMetrics(ctx, eventMetrics);
 
   routes.add('GET', '/metrics', async (_request, response) => {
     const text = await registry.metrics();
@@ -338,9 +380,7 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(
 
   return {
     close: () => {
-      ctx.events.off('check', onCheck);
-      ctx.events.off('rejected', onRejected);
-      ctx.events.off('storeError', onStoreError);
+      unsubscribe();
       registry.clear();
     },
   };

@@ -4,6 +4,7 @@
  * the dashboard; shuts down gracefully (stop accepting, finish in-flight checks, close Redis).
  */
 import { EventEmitter } from 'node:events';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { InvalidOptionError } from '../errors.js';
@@ -17,7 +18,7 @@ import { redisStore, type RedisStore } from '../store/redis/store.js';
 import { BlockList } from './blocks.js';
 import type { ServiceContext, ServiceEvents } from './context.js';
 import { attachDashboard } from './dashboard.js';
-import { startGrpcServer } from './grpc.js';
+import { startGrpcServer, type GrpcServer } from './grpc.js';
 import { createHttpServer } from './http.js';
 import { attachMetrics } from './metrics.js';
 import type { ServiceOptions } from './options.js';
@@ -31,15 +32,14 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-/** Starts the service; resolves once every listener is up. */
 /** JSON logs, or readable ones when a person is watching a terminal. */
 export function createLogger(level: string): Logger {
   if (process.stdout.isTTY) return pino({ level, transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } });
   return pino({ level });
 }
 
-export async function startService(options: ServiceOptions, logger: Logger = createLogger(options.logLevel)): Promise<RunningService> {
-  const startedAt = Date.now();
+/** The memory store, or Redis (single node or Cluster) once it answers. */
+async function createStoreFromOptions(options: ServiceOptions): Promise<MemoryStore | RedisStore> {
   const store: MemoryStore | RedisStore =
     options.redis !== undefined
       ? redisStore({ url: options.redis })
@@ -47,37 +47,57 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
         ? redisStore({ cluster: options.redisCluster })
         : memoryStore();
   if (store.name === 'redis') await (store as RedisStore).ready();
+  return store;
+}
 
-  const holder = new RulesHolder(options.config !== undefined ? await loadRules(options.config) : undefined);
-  const events = new EventEmitter<ServiceEvents>();
-  let watcher: RulesWatcher | undefined;
-  if (options.config !== undefined) {
-    watcher = watchRules(options.config, holder, {
-      onError: (error) => logger.error({ err: error }, 'rules reload refused; the last good rules stay in force'),
-      onReload: (version) => logger.info({ version }, 'rules loaded'),
-    });
-  }
-  let sync: RulesSync | undefined;
-  if (store.name === 'redis') {
-    sync = new RulesSync({
-      redis: (store as RedisStore).client,
-      holder,
-      onError: (error) => logger.error({ err: error }, 'pushed rules refused; the last good rules stay in force'),
-      onApply: (version) => logger.info({ version }, 'pushed rules applied'),
-    });
-    await sync.start();
-  }
-  const limiter = createLimiter({ store, rules: holder });
+/** The rules of --config, or empty ones (rules may still be pushed through Redis). */
+async function loadInitialRules(options: ServiceOptions): Promise<RulesHolder> {
+  return new RulesHolder(options.config !== undefined ? await loadRules(options.config) : undefined);
+}
 
-  const context: ServiceContext = {
+/** Reloads the rules when their files change (when they come from files). */
+function watchRuleFiles(options: ServiceOptions, holder: RulesHolder, logger: Logger): RulesWatcher | undefined {
+  if (options.config === undefined) return undefined;
+  return watchRules(options.config, holder, {
+    onError: (error) => logger.error({ err: error }, 'rules reload refused; the last good rules stay in force'),
+    onReload: (version) => logger.info({ version }, 'rules loaded'),
+  });
+}
+
+/** Applies rules pushed through Redis (with a Redis store only). */
+async function startRulesSync(store: MemoryStore | RedisStore, holder: RulesHolder, logger: Logger): Promise<RulesSync | undefined> {
+  if (store.name !== 'redis') return undefined;
+  const sync = new RulesSync({
+    redis: (store as RedisStore).client,
+    holder,
+    onError: (error) => logger.error({ err: error }, 'pushed rules refused; the last good rules stay in force'),
+    onApply: (version) => logger.info({ version }, 'pushed rules applied'),
+  });
+  await sync.start();
+  return sync;
+}
+
+/** What buildContext needs beyond what it makes (the limiter, the events, the block list). */
+interface ContextParts {
+  readonly options: ServiceOptions;
+  readonly logger: Logger;
+  readonly store: MemoryStore | RedisStore;
+  readonly holder: RulesHolder;
+  readonly watcher: RulesWatcher | undefined;
+  readonly sync: RulesSync | undefined;
+  readonly startedAt: number;
+}
+
+function buildContext({ options, logger, store, holder, watcher, sync, startedAt }: ContextParts): ServiceContext {
+  return {
     options,
     logger,
-    limiter,
+    limiter: createLimiter({ store, rules: holder }),
     store,
     holder,
     watcher,
     sync,
-    events,
+    events: new EventEmitter<ServiceEvents>(),
     blocks: new BlockList(),
     startedAt,
     clock: Date.now,
@@ -93,48 +113,71 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
       return { ready, details };
     },
   };
+}
 
-  const { server, routes } = createHttpServer(context);
-  const metrics = attachMetrics(context, routes);
-  const dashboard = attachDashboard(context, routes);
-  // If a listener cannot start, close what already runs, so the process can exit.
-  const abandon = async (error: unknown): Promise<never> => {
-    server.close();
-    watcher?.close();
-    metrics.close();
-    dashboard.close();
-    await sync?.close();
-    await limiter.close();
-    throw error;
-  };
+/** Listens on --host and --port; resolves with the port (the one given, or the one chosen for 0). */
+async function listenHttp(server: Server, options: ServiceOptions): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(new InvalidOptionError(`HTTP cannot listen on ${options.host}:${options.port}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`)),
     );
     server.listen(options.port, options.host, () => resolve());
-  }).catch(abandon);
-  const httpPort = (server.address() as AddressInfo).port;
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+/** What runs once the HTTP server is made, and must be closed. */
+interface ServiceParts {
+  readonly context: ServiceContext;
+  readonly server: Server;
+  readonly metrics: { close(): void };
+  readonly dashboard: { close(): void };
+}
+
+/** A listener could not start: closes what already runs, so the process can exit, and throws `error`. */
+async function abandon({ context, server, metrics, dashboard }: ServiceParts, error: unknown): Promise<never> {
+  server.close();
+  context.watcher?.close();
+  metrics.close();
+  dashboard.close();
+  await context.sync?.close();
+  await context.limiter.close();
+  throw error;
+}
+
+/** Stops accepting, lets in-flight requests finish, then closes the rest and the store. */
+async function shutDown({ context, server, metrics, dashboard }: ServiceParts, grpc: GrpcServer | undefined): Promise<void> {
+  const httpClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  // Event streams never finish on their own: end them first so the server can close at once.
+  dashboard.close();
+  await Promise.all([httpClosed, grpc?.close()]);
+  context.watcher?.close();
+  metrics.close();
+  await context.sync?.close();
+  await context.limiter.close();
+  context.logger.info('stopped');
+}
+
+/** Starts the service; resolves once every listener is up. */
+export async function startService(options: ServiceOptions, logger: Logger = createLogger(options.logLevel)): Promise<RunningService> {
+  const startedAt = Date.now();
+  const store = await createStoreFromOptions(options);
+  const holder = await loadInitialRules(options);
+  const watcher = watchRuleFiles(options, holder, logger);
+  const sync = await startRulesSync(store, holder, logger);
+  const context = buildContext({ options, logger, store, holder, watcher, sync, startedAt });
+
+  const { server, routes } = createHttpServer(context);
+  const parts: ServiceParts = { context, server, metrics: attachMetrics(context, routes), dashboard: attachDashboard(context, routes) };
+  const httpPort = await listenHttp(server, options).catch((error: unknown) => abandon(parts, error));
   logger.info({ port: httpPort, store: store.name, rules: holder.current.version }, `HTTP listening on ${options.host}:${httpPort}`);
   const grpc = await startGrpcServer(context, options.host, options.grpcPort).catch((error: unknown) =>
-    abandon(error instanceof Error && !(error instanceof InvalidOptionError) ? new InvalidOptionError(error.message) : error),
+    abandon(parts, error instanceof Error && !(error instanceof InvalidOptionError) ? new InvalidOptionError(error.message) : error),
   );
   if (grpc !== undefined) logger.info({ port: grpc.port }, `gRPC listening on ${options.host}:${grpc.port}`);
 
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => {
-    closing ??= (async () => {
-      const httpClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      // Event streams never finish on their own: end them first so the server can close at once.
-      dashboard.close();
-      await Promise.all([httpClosed, grpc?.close()]);
-      watcher?.close();
-      metrics.close();
-      await sync?.close();
-      await limiter.close();
-      logger.info('stopped');
-    })();
-    return closing;
-  };
+  const close = (): Promise<void> => (closing ??= shutDown(parts, grpc));
   return { httpPort, grpcPort: grpc?.port, context, close };
 }

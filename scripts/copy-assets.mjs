@@ -1,0 +1,13 @@
+// Build step: tsc does not copy non-TypeScript files. The Redis store reads its Lua at run time,
+// the gRPC service loads its .proto files, and the dashboard page inlines its script and style.
+import { cpSync, statSync } from 'node:fs';
+
+const copy = (from, to, extensions) =>
+  cpSync(new URL(from, import.meta.url), new URL(to, import.meta.url), {
+    recursive: true,
+    filter: (source) => extensions.some((extension) => source.endsWith(extension)) || statSync(source).isDirectory(),
+  });
+
+copy('../src/store/redis/scripts/', '../dist/store/redis/scripts/', ['.lua']);
+copy('../src/service/proto/', '../dist/service/proto/', ['.proto']);
+copy('../src/service/assets/', '../dist/service/assets/', ['.js', '.css']);

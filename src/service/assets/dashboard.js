@@ -1,0 +1,378 @@
+(function () {
+  'use strict';
+  var POINTS = 120;
+  var ALL = '';
+  var state = { times: [], series: new Map(), selected: ALL, lastT: 0, lastSnapshotAt: 0, snapshots: 0, ruleOptions: '' };
+
+  function $(id) { return document.getElementById(id); }
+  function fmt(n) {
+    if (n === undefined || n === null) return '-';
+    if (Math.abs(n) >= 1e6) return (n / 1e6).toFixed(n >= 1e7 ? 0 : 1) + 'M';
+    if (Math.abs(n) >= 1e4) return (n / 1e3).toFixed(n >= 1e5 ? 0 : 1) + 'k';
+    return String(Math.round(n * 10) / 10);
+  }
+  function setValue(id, n, text) {
+    var el = $(id);
+    el.textContent = text === undefined ? fmt(n) : text;
+    el.setAttribute('data-value', String(n));
+  }
+  function setText(id, text) { $(id).textContent = text; }
+  function duration(ms) {
+    var s = Math.floor(ms / 1000);
+    if (s < 60) return s + 's';
+    if (s < 3600) return Math.floor(s / 60) + 'm ' + (s % 60) + 's';
+    return Math.floor(s / 3600) + 'h ' + Math.floor((s % 3600) / 60) + 'm';
+  }
+  function zeros(n) { var a = new Array(n); for (var i = 0; i < n; i++) a[i] = 0; return a; }
+  function series(name) {
+    var s = state.series.get(name);
+    if (!s) {
+      var n = state.times.length;
+      s = { allowed: zeros(n), throttled: zeros(n), shadow: zeros(n), near: zeros(n) };
+      state.series.set(name, s);
+    }
+    return s;
+  }
+
+  // One second of counts into the chart's history.
+  function ingest(second) {
+    if (second.t <= state.lastT) return;
+    state.lastT = second.t;
+    var byRule = new Map();
+    byRule.set(ALL, [second.allowed, second.throttled, second.shadow, second.near]);
+    for (var i = 0; i < second.rules.length; i++) {
+      var r = second.rules[i];
+      byRule.set(r[0], [r[1], r[2], r[3], r[4]]);
+      series(r[0]);
+    }
+    series(ALL);
+    state.times.push(second.t);
+    state.series.forEach(function (s, name) {
+      var c = byRule.get(name) || [0, 0, 0, 0];
+      s.allowed.push(c[0]); s.throttled.push(c[1]); s.shadow.push(c[2]); s.near.push(c[3]);
+    });
+    if (state.times.length > POINTS) {
+      state.times.shift();
+      state.series.forEach(function (s) { s.allowed.shift(); s.throttled.shift(); s.shadow.shift(); s.near.shift(); });
+    }
+  }
+
+  // Forget rules that are neither listed nor active in the window (bounded memory).
+  function prune(listed) {
+    state.series.forEach(function (s, name) {
+      if (name === ALL || listed.has(name)) return;
+      var sum = 0;
+      for (var i = 0; i < s.allowed.length; i++) sum += s.allowed[i] + s.throttled[i];
+      if (sum === 0) state.series.delete(name);
+    });
+    if (!state.series.has(state.selected)) state.selected = ALL;
+  }
+
+  function niceMax(v) {
+    if (v <= 4) return 4;
+    var p = Math.pow(10, Math.floor(Math.log10(v)));
+    var steps = [1, 2, 2.5, 5, 10];
+    for (var i = 0; i < steps.length; i++) if (steps[i] * p >= v) return steps[i] * p;
+    return 10 * p;
+  }
+
+  function colors() {
+    var cs = getComputedStyle(document.documentElement);
+    function v(name) { return cs.getPropertyValue(name).trim(); }
+    return { ok: v('--ok'), bad: v('--bad'), line: v('--line'), muted: v('--muted'), ink: v('--ink') };
+  }
+
+  function fitCanvas(canvas) {
+    var dpr = window.devicePixelRatio || 1;
+    var w = Math.max(1, Math.round(canvas.clientWidth * dpr));
+    var h = Math.max(1, Math.round(canvas.clientHeight * dpr));
+    if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
+    var g = canvas.getContext('2d');
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, canvas.clientWidth, canvas.clientHeight);
+    return g;
+  }
+
+  // Stacked bars per second: allowed (green) under throttled (red), newest on the right.
+  function drawChart() {
+    var canvas = $('chart');
+    var s = state.series.get(state.selected) || series(ALL);
+    var g = fitCanvas(canvas);
+    var c = colors();
+    var W = canvas.clientWidth, H = canvas.clientHeight;
+    var left = 44, right = 10, top = 10, bottom = 24;
+    var pw = W - left - right, ph = H - top - bottom;
+    var peak = 0, sumA = 0, sumT = 0;
+    for (var i = 0; i < s.allowed.length; i++) {
+      peak = Math.max(peak, s.allowed[i] + s.throttled[i]);
+      sumA += s.allowed[i]; sumT += s.throttled[i];
+    }
+    var max = niceMax(peak);
+    g.font = '11px system-ui, sans-serif';
+    g.textBaseline = 'middle';
+    g.textAlign = 'right';
+    g.lineWidth = 1;
+    for (var k = 0; k <= 4; k++) {
+      var y = Math.round(top + ph - (ph * k) / 4) + 0.5;
+      g.strokeStyle = c.line;
+      g.beginPath(); g.moveTo(left, y); g.lineTo(left + pw, y); g.stroke();
+      g.fillStyle = c.muted;
+      g.fillText(fmt((max * k) / 4), left - 6, y);
+    }
+    g.textAlign = 'center';
+    g.textBaseline = 'top';
+    var marks = [120, 90, 60, 30, 0];
+    for (var m = 0; m < marks.length; m++) {
+      var x = left + pw - (marks[m] / POINTS) * pw;
+      g.fillText(marks[m] === 0 ? 'now' : '-' + marks[m] + 's', Math.min(Math.max(x, left + 12), left + pw - 12), top + ph + 6);
+    }
+    var slot = pw / POINTS;
+    var bw = Math.max(1, slot - 1);
+    var n = s.allowed.length;
+    for (var j = 0; j < n; j++) {
+      var bx = left + pw - (n - j) * slot;
+      var ha = (s.allowed[j] / max) * ph;
+      var ht = (s.throttled[j] / max) * ph;
+      if (ha > 0) { g.fillStyle = c.ok; g.fillRect(bx, top + ph - ha, bw, ha); }
+      if (ht > 0) { g.fillStyle = c.bad; g.fillRect(bx, top + ph - ha - ht, bw, ht); }
+    }
+    canvas.setAttribute('data-rule', state.selected === ALL ? 'all' : state.selected);
+    canvas.setAttribute('data-points', String(n));
+    canvas.setAttribute('data-max', String(max));
+    canvas.setAttribute('data-allowed-sum', String(sumA));
+    canvas.setAttribute('data-throttled-sum', String(sumT));
+    canvas.setAttribute('data-last-allowed', String(n > 0 ? s.allowed[n - 1] : 0));
+    canvas.setAttribute('data-last-throttled', String(n > 0 ? s.throttled[n - 1] : 0));
+    canvas.setAttribute('data-draws', String(Number(canvas.getAttribute('data-draws') || 0) + 1));
+  }
+
+  function drawSpark(canvas, s) {
+    var g = fitCanvas(canvas);
+    var c = colors();
+    var W = canvas.clientWidth, H = canvas.clientHeight;
+    var n = s.allowed.length, peak = 1;
+    for (var i = 0; i < n; i++) peak = Math.max(peak, s.allowed[i] + s.throttled[i]);
+    var slot = W / POINTS;
+    for (var j = 0; j < n; j++) {
+      var x = W - (n - j) * slot;
+      var ha = (s.allowed[j] / peak) * H, ht = (s.throttled[j] / peak) * H;
+      if (ha > 0) { g.fillStyle = c.ok; g.fillRect(x, H - ha, Math.max(1, slot), ha); }
+      if (ht > 0) { g.fillStyle = c.bad; g.fillRect(x, H - ha - ht, Math.max(1, slot), ht); }
+    }
+  }
+
+  function cell(tr, text, cls, value) {
+    var td = document.createElement('td');
+    td.textContent = text;
+    if (cls) td.className = cls;
+    if (value !== undefined) td.setAttribute('data-value', String(value));
+    tr.appendChild(td);
+    return td;
+  }
+
+  function renderRules(rules) {
+    var body = $('rules-body');
+    body.textContent = '';
+    if (rules.length === 0) {
+      var tr0 = document.createElement('tr');
+      var td0 = cell(tr0, 'No limited traffic yet.', 'empty');
+      td0.colSpan = 8;
+      body.appendChild(tr0);
+      return;
+    }
+    var n = state.times.length;
+    for (var i = 0; i < rules.length; i++) {
+      var r = rules[i];
+      var s = series(r.rule);
+      var tr = document.createElement('tr');
+      tr.setAttribute('data-rule', r.rule);
+      if (r.rule === state.selected) tr.className = 'selected';
+      var name = cell(tr, r.rule, 'rule');
+      name.title = r.rule;
+      cell(tr, fmt(n ? s.allowed[n - 1] : 0), 'a', n ? s.allowed[n - 1] : 0).setAttribute('data-col', 'allowed-per-second');
+      cell(tr, fmt(n ? s.throttled[n - 1] : 0), 't', n ? s.throttled[n - 1] : 0).setAttribute('data-col', 'throttled-per-second');
+      cell(tr, fmt(r.allowed), '', r.allowed).setAttribute('data-col', 'allowed');
+      cell(tr, fmt(r.throttled), 't', r.throttled).setAttribute('data-col', 'throttled');
+      cell(tr, fmt(r.near), 'n', r.near).setAttribute('data-col', 'near');
+      cell(tr, fmt(r.shadow), 's', r.shadow).setAttribute('data-col', 'shadow');
+      var sparkCell = cell(tr, '', '');
+      var spark = document.createElement('canvas');
+      spark.className = 'spark';
+      sparkCell.appendChild(spark);
+      tr.addEventListener('click', select.bind(null, r.rule));
+      body.appendChild(tr);
+      drawSpark(spark, s);
+    }
+  }
+
+  function renderList(id, items, label, count, empty) {
+    var ol = $(id);
+    ol.textContent = '';
+    if (items.length === 0) {
+      var li0 = document.createElement('li');
+      li0.className = 'empty';
+      li0.textContent = empty;
+      ol.appendChild(li0);
+      return;
+    }
+    for (var i = 0; i < items.length; i++) {
+      var li = document.createElement('li');
+      var code = document.createElement('code');
+      code.textContent = label(items[i]);
+      code.title = label(items[i]);
+      var span = document.createElement('span');
+      span.textContent = fmt(count(items[i]));
+      li.setAttribute('data-value', String(count(items[i])));
+      li.appendChild(code);
+      li.appendChild(span);
+      ol.appendChild(li);
+    }
+  }
+
+  function renderSelect() {
+    var names = [ALL];
+    state.series.forEach(function (_s, name) { if (name !== ALL) names.push(name); });
+    names.sort();
+    var signature = names.join('\n');
+    if (signature === state.ruleOptions) return;
+    state.ruleOptions = signature;
+    var sel = $('rule-select');
+    sel.textContent = '';
+    for (var i = 0; i < names.length; i++) {
+      var o = document.createElement('option');
+      o.value = names[i];
+      o.textContent = names[i] === ALL ? 'All rules' : names[i];
+      sel.appendChild(o);
+    }
+    sel.value = state.selected;
+  }
+
+  function select(rule) {
+    state.selected = rule;
+    $('rule-select').value = rule;
+    var rows = $('rules-body').querySelectorAll('tr');
+    for (var i = 0; i < rows.length; i++) rows[i].className = rows[i].getAttribute('data-rule') === rule ? 'selected' : '';
+    drawChart();
+  }
+
+  function dl(id, pairs) {
+    var el = $(id);
+    el.textContent = '';
+    for (var i = 0; i < pairs.length; i++) {
+      var dt = document.createElement('dt');
+      dt.textContent = pairs[i][0];
+      var dd = document.createElement('dd');
+      dd.textContent = pairs[i][1];
+      if (pairs[i][2]) dd.className = pairs[i][2];
+      el.appendChild(dt);
+      el.appendChild(dd);
+    }
+  }
+
+  function render(snap) {
+    var sec = snap.second, tot = snap.totals;
+    setValue('rate-checks', sec.checks);
+    setValue('rate-allowed', sec.allowed);
+    setValue('rate-throttled', sec.throttled);
+    setValue('checks-total', tot.checks);
+    setValue('allowed-total', tot.allowed);
+    setValue('throttled-total', tot.throttled);
+    setValue('near-total', tot.near);
+    setValue('near-rate', sec.near, fmt(sec.near) + '/s');
+    setValue('shadow-total', tot.shadow);
+    setValue('shadow-rate', sec.shadow, fmt(sec.shadow) + '/s');
+    setValue('rejected-total', tot.rejected);
+    setValue('store-errors-total', tot.storeErrors);
+
+    var info = snap.rulesInfo;
+    setText('rules-version', info.version.length > 12 ? info.version.slice(0, 12) : info.version);
+    $('rules-version').title = info.version;
+    $('rules-version').setAttribute('data-value', info.version);
+    var rulesPairs = [['Version', info.version], ['Domains', info.domains.join(', ') || '(none)'], ['Limits', String(info.rules)]];
+    if (info.watcher) {
+      rulesPairs.push(['File reloads', info.watcher.reloads + ' applied, ' + info.watcher.failures + ' refused']);
+      if (info.watcher.lastError) rulesPairs.push(['Refused', info.watcher.lastError, 'error']);
+    }
+    if (info.sync) {
+      rulesPairs.push(['Pushed version', String(info.sync.version)]);
+      rulesPairs.push(['Pushes', info.sync.applied + ' applied, ' + info.sync.refused + ' refused']);
+      if (info.sync.lastError) rulesPairs.push(['Refused', info.sync.lastError, 'error']);
+    }
+    dl('rules-info', rulesPairs);
+
+    var st = snap.store;
+    var stateEl = $('store-state');
+    stateEl.textContent = st.state;
+    stateEl.setAttribute('data-value', st.state);
+    stateEl.className = 'value';
+    $('store-card').className = 'card ' + (st.state === 'ok' ? 'ok' : st.state === 'unknown' ? '' : 'bad');
+    setText('store-name', st.name + (st.keys !== undefined ? ' - ' + fmt(st.keys) + ' keys' : ''));
+    var fb = st.fallback;
+    var fbText = fb === null ? 'none configured' : typeof fb === 'object' ? JSON.stringify(fb) : String(fb);
+    var fbEl = $('fallback-state');
+    fbEl.textContent = fbText;
+    fbEl.setAttribute('data-value', fbText);
+    var storePairs = [['Store', st.name], ['State', st.state, st.state === 'ok' ? '' : 'error']];
+    if (st.reachable !== undefined) storePairs.push(['Reachable', st.reachable ? 'yes' : 'no', st.reachable ? '' : 'error']);
+    if (st.keys !== undefined) {
+      storePairs.push(['Keys', fmt(st.keys) + ' of ' + fmt(st.maxKeys)]);
+      storePairs.push(['Evictions', fmt(st.evictions)]);
+      storePairs.push(['Expired', fmt(st.expired)]);
+    }
+    storePairs.push(['Errors', st.errorsTotal + ' (' + st.errorsLast10s + ' in the last 10 s)', st.errorsLast10s > 0 ? 'error' : '']);
+    if (st.lastError) storePairs.push(['Last error', st.lastError.kind + ' at ' + new Date(st.lastError.at).toLocaleTimeString(), 'error']);
+    storePairs.push(['Fallback', fbText]);
+    storePairs.push(['Ready', snap.ready === undefined ? 'checking' : snap.ready ? 'yes' : 'no', snap.ready === false ? 'error' : '']);
+    dl('store-info', storePairs);
+
+    setText('uptime', duration(snap.uptimeMs));
+    setText('clients', String(snap.clients));
+    renderList('top-keys', snap.topKeys, function (k) { return k.key; }, function (k) { return k.throttled; }, 'Nothing throttled yet.');
+    renderList('top-rules', snap.topRules, function (r) { return r.rule; }, function (r) { return r.throttled; }, 'Nothing throttled yet.');
+
+    var listed = new Set();
+    for (var i = 0; i < snap.rules.length; i++) listed.add(snap.rules[i].rule);
+    prune(listed);
+    renderRules(snap.rules);
+    renderSelect();
+    drawChart();
+    state.snapshots += 1;
+    document.body.setAttribute('data-snapshots', String(state.snapshots));
+  }
+
+  function connection(text, cls) {
+    var el = $('connection');
+    el.textContent = text;
+    el.className = 'pill ' + cls;
+    el.setAttribute('data-value', text);
+  }
+
+  $('rule-select').addEventListener('change', function (e) { select(e.target.value); });
+  window.addEventListener('resize', drawChart);
+
+  var source = new EventSource('/v1/events');
+  source.addEventListener('open', function () { connection('live', 'live'); });
+  source.addEventListener('error', function () {
+    connection(source.readyState === 2 ? 'disconnected' : 'reconnecting', 'down');
+  });
+  source.addEventListener('history', function (e) {
+    state.times = [];
+    state.series = new Map();
+    state.lastT = 0;
+    var seconds = JSON.parse(e.data);
+    for (var i = 0; i < seconds.length; i++) ingest(seconds[i]);
+    drawChart();
+  });
+  source.addEventListener('snapshot', function (e) {
+    var snap = JSON.parse(e.data);
+    ingest(snap.second);
+    state.lastSnapshotAt = Date.now();
+    connection('live', 'live');
+    render(snap);
+  });
+  // No snapshot for a while although connected: say so rather than show stale numbers as live.
+  setInterval(function () {
+    if (source.readyState === 1 && state.lastSnapshotAt > 0 && Date.now() - state.lastSnapshotAt > 3500) connection('stalled', 'warn');
+  }, 1000);
+  drawChart();
+})();
