@@ -5,12 +5,12 @@
  * engine enforces, so a file that loads never fails later when its limits are compiled.
  */
 import type { YAMLMap } from 'yaml';
-import { ALGORITHMS } from '../policy.js';
-import type { AlgorithmName } from '../policy.js';
-import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMissing } from './parse-fields.js';
-import type { DocumentReader, Entry, FieldSet } from './parse-fields.js';
-import { offsetOf } from './parse-yaml.js';
-import type { FailureMode, RateLimitConfig, RuleUnit } from './types.js';
+import { ALGORITHMS } from '../../policy.js';
+import type { AlgorithmName } from '../../policy.js';
+import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMissing } from './fields.js';
+import type { DocumentReader, Entry, FieldSet } from './fields.js';
+import { offsetOf } from './yaml.js';
+import type { FailureMode, RateLimitConfig, RuleUnit } from '../types.js';
 
 /** envoy's units, in milliseconds; `month` is 30 days and `year` 365 days, as envoy counts them. */
 export const UNIT_MS: Readonly<Record<RuleUnit, number>> = Object.freeze({
