@@ -10,20 +10,9 @@ import type { AlgorithmName } from '../../policy.js';
 import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMissing } from './fields.js';
 import type { DocumentReader, Entry, FieldSet } from './fields.js';
 import { offsetOf } from './yaml.js';
-import type { FailureMode, RateLimitConfig, RuleUnit } from '../types.js';
+import { RULE_UNIT_NAMES, ruleWindowMs, type RuleUnit } from '../../units.js';
+import type { FailureMode, RateLimitConfig } from '../types.js';
 
-/** envoy's units, in milliseconds; `month` is 30 days and `year` 365 days, as envoy counts them. */
-export const UNIT_MS: Readonly<Record<RuleUnit, number>> = Object.freeze({
-  second: 1_000,
-  minute: 60_000,
-  hour: 3_600_000,
-  day: 86_400_000,
-  week: 604_800_000,
-  month: 2_592_000_000,
-  year: 31_536_000_000,
-});
-
-const UNITS = Object.keys(UNIT_MS) as RuleUnit[];
 const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
 /** envoy's protocol carries `requests_per_unit` as a uint32. */
 const MAX_REQUESTS_PER_UNIT = 4_294_967_295;
@@ -96,9 +85,9 @@ type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier'
 
 /** The limit itself: how many per how long, and how it is counted. */
 function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: Fields): Shape | undefined {
-  const unit = readChoice(reader, fields.get('unit'), UNITS, (text) => text.toLowerCase());
+  const unit = readChoice(reader, fields.get('unit'), RULE_UNIT_NAMES, (text) => text.toLowerCase());
   const requestsPerUnit = readWholeNumber(reader, fields.get('requests_per_unit'), 0, MAX_REQUESTS_PER_UNIT);
-  if (fields.get('unit')?.value === undefined) reportMissing(reader, map, path, 'unit', `say what the limit counts per (unit: ${UNITS.join(', ')}), or set unlimited: true`);
+  if (fields.get('unit')?.value === undefined) reportMissing(reader, map, path, 'unit', `say what the limit counts per (unit: ${RULE_UNIT_NAMES.join(', ')}), or set unlimited: true`);
   if (fields.get('requests_per_unit')?.value === undefined) {
     reportMissing(reader, map, path, 'requests_per_unit', 'say how many requests each unit allows (requests_per_unit: 100), or set unlimited: true');
   }
@@ -143,7 +132,7 @@ const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
  * (capacity + 1) × window > 2^53 − 1 ms, so the loader refuses it first, at the number at fault.
  */
 function fitsExactArithmetic(reader: DocumentReader, fields: Fields, shape: Shape & { unit: RuleUnit; requestsPerUnit: number }): boolean {
-  const windowMs = UNIT_MS[shape.unit] * shape.unitMultiplier;
+  const windowMs = ruleWindowMs(shape.unit, shape.unitMultiplier);
   const usesBurst = BUCKET_ALGORITHMS.has(shape.algorithm) && shape.burst !== undefined;
   const nominal = usesBurst ? shape.burst! : shape.requestsPerUnit;
   const capacity = Math.floor((nominal * (100 + shape.softPercent)) / 100);
