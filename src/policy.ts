@@ -2,21 +2,11 @@
  * Policies: what a limit is (`{ algorithm, limit, window, ... }`), validated once and compiled into
  * the numbers every decision needs, so the hot path does no parsing or checking.
  */
+import { ALGORITHMS, algorithmTable, type AlgorithmName } from './algorithms/catalog.js';
 import { parseDuration } from './duration.js';
 import { InvalidPolicyError, describeValue } from './errors.js';
 
-/** The six algorithms, by their public names. */
-export const ALGORITHMS = [
-  'token-bucket',
-  'leaky-bucket',
-  'fixed-window',
-  'sliding-log',
-  'sliding-window',
-  'gcra',
-] as const;
-
-/** One of the six algorithm names. */
-export type AlgorithmName = (typeof ALGORITHMS)[number];
+export { ALGORITHMS, type AlgorithmName } from './algorithms/catalog.js';
 
 /** A rate limit as users write it. */
 export interface Policy {
@@ -34,8 +24,8 @@ export interface Policy {
   readonly countRejected?: boolean;
 }
 
-/** Algorithms whose capacity is `burst` and that refill continuously. */
-const BUCKET_ALGORITHMS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'leaky-bucket', 'gcra']);
+/** Whether an algorithm's capacity is `burst` (buckets that refill continuously). */
+const USES_BURST = algorithmTable('usesBurst');
 const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'algorithm',
   'limit',
@@ -113,7 +103,7 @@ export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
   const windowMs = parseDuration(policy.window);
   if (typeof windowMs === 'string') throw new InvalidPolicyError('window', `window ${windowMs}`);
 
-  const isBucket = BUCKET_ALGORITHMS.has(algorithm);
+  const isBucket = USES_BURST[algorithm];
   let burst = limit;
   if (policy.burst !== undefined) {
     const requested = requireInteger('burst', policy.burst, 1);

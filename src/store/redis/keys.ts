@@ -4,17 +4,11 @@
  * lands in one Redis Cluster slot; `%`, `{` and `}` in it are percent-escaped, so a key containing
  * braces cannot move the hash tag and two different keys never share a name.
  */
-import type { AlgorithmName, CompiledPolicy } from '../../policy.js';
+import { algorithmTable } from '../../algorithms/catalog.js';
+import type { CompiledPolicy } from '../../policy.js';
 import { compactWindow } from '../../units.js';
 
-const ALGORITHM_TAGS: Readonly<Record<AlgorithmName, string>> = {
-  'token-bucket': 'tb',
-  'leaky-bucket': 'lb',
-  'fixed-window': 'fw',
-  'sliding-log': 'sl',
-  'sliding-window': 'sw',
-  gcra: 'gcra',
-};
+const ALGORITHM_TAGS = algorithmTable('tag');
 
 const NEEDS_ESCAPE = /[%{}]/;
 
