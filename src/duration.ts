@@ -4,17 +4,11 @@
  */
 
 import { describeValue } from './errors.js';
+import { DURATION_UNITS, DURATION_UNIT_MS, type DurationUnit } from './units.js';
 
-const UNIT_MS: Readonly<Record<string, number>> = {
-  ms: 1,
-  s: 1_000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-  w: 604_800_000,
-};
-
-const DURATION_PATTERN = /^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$/;
+const DURATION_PATTERN = new RegExp(`^\\s*(\\d+)\\s*(${DURATION_UNITS.join('|')})\\s*$`);
+/** "ms, s, m, h, d or w" */
+const UNIT_LIST = `${DURATION_UNITS.slice(0, -1).join(', ')} or ${DURATION_UNITS.at(-1)!}`;
 
 /**
  * Parses a duration into whole milliseconds, or returns an explanation of what is wrong.
@@ -32,9 +26,9 @@ export function parseDuration(value: unknown): number | string {
   }
   const match = DURATION_PATTERN.exec(value);
   if (match === null) {
-    return `${JSON.stringify(value)} is not a duration: write a whole number and one unit of ms, s, m, h, d or w (e.g. "1m")`;
+    return `${JSON.stringify(value)} is not a duration: write a whole number and one unit of ${UNIT_LIST} (e.g. "1m")`;
   }
-  const ms = Number(match[1]) * UNIT_MS[match[2]!]!;
+  const ms = Number(match[1]) * DURATION_UNIT_MS[match[2] as DurationUnit];
   if (ms < 1) return `${JSON.stringify(value)} is zero: a window must be at least 1 ms`;
   if (!Number.isSafeInteger(ms)) return `${JSON.stringify(value)} is too long`;
   return ms;

@@ -2,21 +2,11 @@
  * Policies: what a limit is (`{ algorithm, limit, window, ... }`), validated once and compiled into
  * the numbers every decision needs, so the hot path does no parsing or checking.
  */
+import { ALGORITHMS, algorithmTable, type AlgorithmName } from './algorithms/catalog.js';
 import { parseDuration } from './duration.js';
 import { InvalidPolicyError, describeValue } from './errors.js';
 
-/** The six algorithms, by their public names. */
-export const ALGORITHMS = [
-  'token-bucket',
-  'leaky-bucket',
-  'fixed-window',
-  'sliding-log',
-  'sliding-window',
-  'gcra',
-] as const;
-
-/** One of the six algorithm names. */
-export type AlgorithmName = (typeof ALGORITHMS)[number];
+export { ALGORITHMS, type AlgorithmName } from './algorithms/catalog.js';
 
 /** A rate limit as users write it. */
 export interface Policy {
@@ -34,8 +24,8 @@ export interface Policy {
   readonly countRejected?: boolean;
 }
 
-/** Algorithms whose capacity is `burst` and that refill continuously. */
-const BUCKET_ALGORITHMS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'leaky-bucket', 'gcra']);
+/** Whether an algorithm's capacity is `burst` (buckets that refill continuously). */
+const USES_BURST = algorithmTable('usesBurst');
 const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'algorithm',
   'limit',
@@ -44,8 +34,51 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'softPercent',
   'countRejected',
 ]);
-/** Largest soft throttling allowance: 10× the capacity is already no limit at all. */
-const MAX_SOFT_PERCENT = 1000;
+
+/**
+ * The whole-number fields of a policy and their ranges. compilePolicy checks these, and the rules
+ * loader checks the same ranges at the YAML field (rules/parse/rate-limit.ts).
+ */
+export const POLICY_RANGES = Object.freeze({
+  limit: { min: 0, max: Number.MAX_SAFE_INTEGER },
+  burst: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  /** At most 1000: 10× the capacity is already no limit at all. */
+  softPercent: { min: 0, max: 1000 },
+});
+
+/** What a policy admits, from its (valid) numbers. */
+export interface PolicyCapacity {
+  /** The bucket capacity: `burst` for the algorithms that use it, when given; else `limit`. */
+  readonly burst: number;
+  /** The quota `remaining` counts down from. */
+  readonly nominalCapacity: number;
+  /** What is actually admitted, soft allowance included. */
+  readonly capacity: number;
+  /** The field that sets the capacity: `burst` for token-bucket, leaky-bucket and gcra, else `limit`. */
+  readonly setBy: 'burst' | 'limit';
+}
+
+/** The capacity of a policy with these numbers (already checked against {@link POLICY_RANGES}). */
+export function policyCapacity(algorithm: AlgorithmName, limit: number, burst: number | undefined, softPercent: number): PolicyCapacity {
+  const usesBurst = USES_BURST[algorithm];
+  // Window algorithms accept and ignore burst (DESIGN.md), so shared rule files stay valid.
+  const bucket = usesBurst && burst !== undefined ? burst : limit;
+  const nominalCapacity = usesBurst ? bucket : limit;
+  return {
+    burst: bucket,
+    nominalCapacity,
+    capacity: Math.floor((nominalCapacity * (100 + softPercent)) / 100),
+    setBy: usesBurst ? 'burst' : 'limit',
+  };
+}
+
+/**
+ * Whether every algorithm's arithmetic stays exact: they work in integers up to
+ * (capacity + 1) × window, and doubles (JS and Lua) are exact up to 2^53.
+ */
+export function countsExactly(capacity: number, windowMs: number): boolean {
+  return (capacity + 1) * windowMs <= Number.MAX_SAFE_INTEGER;
+}
 
 /**
  * A validated policy with everything derived up front. Create with {@link compilePolicy};
@@ -109,20 +142,14 @@ export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
   if (!(ALGORITHMS as readonly unknown[]).includes(algorithm)) {
     throw new InvalidPolicyError('algorithm', `algorithm ${describeValue(algorithm)} is not one of ${ALGORITHMS.join(', ')}`);
   }
-  const limit = requireInteger('limit', policy.limit, 0);
+  const limit = requireInteger('limit', policy.limit, POLICY_RANGES.limit.min);
   const windowMs = parseDuration(policy.window);
   if (typeof windowMs === 'string') throw new InvalidPolicyError('window', `window ${windowMs}`);
 
-  const isBucket = BUCKET_ALGORITHMS.has(algorithm);
-  let burst = limit;
-  if (policy.burst !== undefined) {
-    const requested = requireInteger('burst', policy.burst, 1);
-    // Window algorithms accept and ignore burst (DESIGN.md), so shared rule files stay valid.
-    if (isBucket) burst = requested;
-  }
-  const softPercent = policy.softPercent === undefined ? 0 : requireInteger('softPercent', policy.softPercent, 0);
-  if (softPercent > MAX_SOFT_PERCENT) {
-    throw new InvalidPolicyError('softPercent', `softPercent ${softPercent} is above ${MAX_SOFT_PERCENT}; use a higher limit instead`);
+  const requestedBurst = policy.burst === undefined ? undefined : requireInteger('burst', policy.burst, POLICY_RANGES.burst.min);
+  const softPercent = policy.softPercent === undefined ? 0 : requireInteger('softPercent', policy.softPercent, POLICY_RANGES.softPercent.min);
+  if (softPercent > POLICY_RANGES.softPercent.max) {
+    throw new InvalidPolicyError('softPercent', `softPercent ${softPercent} is above ${POLICY_RANGES.softPercent.max}; use a higher limit instead`);
   }
   if (policy.countRejected !== undefined && typeof policy.countRejected !== 'boolean') {
     throw new InvalidPolicyError('countRejected', `countRejected must be true or false, got ${describeValue(policy.countRejected)}`);
@@ -132,14 +159,11 @@ export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
     throw new InvalidPolicyError('countRejected', `countRejected applies to sliding-log only, not ${algorithm}; remove it or switch the algorithm`);
   }
 
-  const nominalCapacity = isBucket ? burst : limit;
-  const capacity = Math.floor((nominalCapacity * (100 + softPercent)) / 100);
-  // Every algorithm works in exact integers up to (capacity + 1) × window; doubles (JS and Lua)
-  // are exact up to 2^53, so refuse policies whose arithmetic could round.
-  if ((capacity + 1) * windowMs > Number.MAX_SAFE_INTEGER) {
+  const { burst, nominalCapacity, capacity, setBy } = policyCapacity(algorithm, limit, requestedBurst, softPercent);
+  if (!countsExactly(capacity, windowMs)) {
     throw new InvalidPolicyError(
-      isBucket ? 'burst' : 'limit',
-      `${isBucket ? 'burst' : 'limit'} ${nominalCapacity} over a window of ${windowMs} ms is too large to count exactly; ` +
+      setBy,
+      `${setBy} ${nominalCapacity} over a window of ${windowMs} ms is too large to count exactly; ` +
         `keep (capacity + 1) × window ≤ ${Number.MAX_SAFE_INTEGER} (e.g. express the same rate over a shorter window)`,
     );
   }

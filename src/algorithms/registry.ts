@@ -1,5 +1,5 @@
 /** The fixed-size-state algorithms by name (sliding-log keeps a variable log instead). */
-import type { AlgorithmName } from '../policy.js';
+import type { AlgorithmName } from './catalog.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';
 import { leakyBucket } from './leaky-bucket.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { RulesError } from '../errors.js';
 import { checkRules, duplicateDomainErrors } from './parse.js';
 import type { RulesCheck } from './parse.js';
-import { RULES_LIMITS, sizeProblem } from './parse-yaml.js';
+import { RULES_LIMITS, sizeProblem } from './parse/yaml.js';
 import type { DomainConfig } from './types.js';
 
 /** The text of one rules file and the name errors give it (its path). */

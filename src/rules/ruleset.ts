@@ -5,18 +5,10 @@
  */
 import { createHash } from 'node:crypto';
 import { compilePolicy, type CompiledPolicy } from '../policy.js';
+import { ruleWindowMs } from '../units.js';
 import type { DescriptorConfig, DomainConfig, FailureMode, RuleUnit } from './types.js';
 
-/** Seconds per envoy unit (month = 30 days, year = 365 days, as envoy counts). */
-export const UNIT_SECONDS: Readonly<Record<RuleUnit, number>> = {
-  second: 1,
-  minute: 60,
-  hour: 3_600,
-  day: 86_400,
-  week: 604_800,
-  month: 2_592_000,
-  year: 31_536_000,
-};
+export { UNIT_SECONDS } from '../units.js';
 
 /** A limit at a node of the tree, ready to decide. */
 export interface CompiledRule {
@@ -192,7 +184,7 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
   const policy = compilePolicy({
     algorithm: limit.algorithm,
     limit: limit.requestsPerUnit,
-    window: UNIT_SECONDS[limit.unit] * 1_000 * limit.unitMultiplier,
+    window: ruleWindowMs(limit.unit, limit.unitMultiplier),
     ...(limit.burst !== undefined ? { burst: limit.burst } : {}),
     softPercent: limit.softPercent,
   });

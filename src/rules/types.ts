@@ -4,9 +4,9 @@
  * compiles it into a lookup structure (compile.ts); decisions never walk this tree.
  */
 import type { AlgorithmName } from '../policy.js';
+import type { RuleUnit } from '../units.js';
 
-/** envoy's units; `month` is 30 days and `year` 365 days, as envoy counts them. */
-export type RuleUnit = 'second' | 'minute' | 'hour' | 'day' | 'week' | 'month' | 'year';
+export type { RuleUnit } from '../units.js';
 
 /** What a limit does when its store fails (used by the fault-tolerance layer). */
 export type FailureMode = 'open' | 'closed' | 'local';

@@ -4,6 +4,7 @@
  */
 import { InvalidCheckError, describeValue } from '../errors.js';
 import type { CheckRequest, CheckResult, DescriptorStatus } from '../rules/check.js';
+import { ENVOY_UNIT_NAMES } from '../units.js';
 
 /** proto3 JSON of envoy.service.ratelimit.v3.RateLimitRequest (camelCase or snake_case). */
 export interface EnvoyRequest {
@@ -17,15 +18,7 @@ const REQUEST_FIELDS = new Set(['domain', 'descriptors', 'hits_addend', 'hitsAdd
 const DESCRIPTOR_FIELDS = new Set(['entries', 'limit', 'hits_addend', 'hitsAddend']);
 const ENTRY_FIELDS = new Set(['key', 'value']);
 /** envoy's unit enum names, by Tollgate's unit. */
-export const UNIT_NAMES: Readonly<Record<string, string>> = {
-  second: 'SECOND',
-  minute: 'MINUTE',
-  hour: 'HOUR',
-  day: 'DAY',
-  week: 'WEEK',
-  month: 'MONTH',
-  year: 'YEAR',
-};
+export const UNIT_NAMES: Readonly<Record<string, string>> = ENVOY_UNIT_NAMES;
 
 /** Validates an envoy request and turns it into a check request. */
 export function fromEnvoyRequest(body: unknown, now?: number): CheckRequest {

@@ -4,16 +4,11 @@
  * lands in one Redis Cluster slot; `%`, `{` and `}` in it are percent-escaped, so a key containing
  * braces cannot move the hash tag and two different keys never share a name.
  */
-import type { AlgorithmName, CompiledPolicy } from '../../policy.js';
+import { algorithmTable } from '../../algorithms/catalog.js';
+import type { CompiledPolicy } from '../../policy.js';
+import { compactWindow } from '../../units.js';
 
-const ALGORITHM_TAGS: Readonly<Record<AlgorithmName, string>> = {
-  'token-bucket': 'tb',
-  'leaky-bucket': 'lb',
-  'fixed-window': 'fw',
-  'sliding-log': 'sl',
-  'sliding-window': 'sw',
-  gcra: 'gcra',
-};
+const ALGORITHM_TAGS = algorithmTable('tag');
 
 const NEEDS_ESCAPE = /[%{}]/;
 
@@ -23,24 +18,11 @@ export function escapeKeyPart(key: string): string {
   return key.replace(/%/g, '%25').replace(/\{/g, '%7B').replace(/\}/g, '%7D');
 }
 
-const WINDOW_UNITS: readonly [string, number][] = [
-  ['w', 604_800_000],
-  ['d', 86_400_000],
-  ['h', 3_600_000],
-  ['m', 60_000],
-  ['s', 1_000],
-];
-
 /**
- * The window in its largest whole unit (`1h`, `90s`, `1500ms`): one spelling per window, and a
- * shorter key (a key name of 28 bytes or less takes a smaller Redis allocation).
+ * The part after the hash tag, per policy state space: computed once, not per decision. The window
+ * is in its largest whole unit (`1h`, `90s`, `1500ms`): one spelling per window, and a shorter key
+ * (a key name of 28 bytes or less takes a smaller Redis allocation).
  */
-export function compactWindow(windowMs: number): string {
-  for (const [unit, ms] of WINDOW_UNITS) if (windowMs % ms === 0) return `${windowMs / ms}${unit}`;
-  return `${windowMs}ms`;
-}
-
-/** The part after the hash tag, per policy state space: computed once, not per decision. */
 export function keySuffix(policy: CompiledPolicy): string {
   return `}:${ALGORITHM_TAGS[policy.algorithm]}:${compactWindow(policy.windowMs)}`;
 }

@@ -2,21 +2,15 @@
  * The wire format between the Redis store and decide.lua: each distinct policy once per batch,
  * then (policy, op, cost) per request; back: the decision time, then 6 integers per decision. Field order and codes must match the header of scripts/decide.lua.
  */
+import { algorithmTable } from '../../algorithms/catalog.js';
 import type { Decision, DecisionReason } from '../../decision.js';
-import type { AlgorithmName, CompiledPolicy } from '../../policy.js';
+import type { CompiledPolicy } from '../../policy.js';
 
 export const OP_CONSUME = 1;
 export const OP_PEEK = 2;
 export const OP_RESET = 3;
 
-export const ALGORITHM_CODES: Readonly<Record<AlgorithmName, number>> = {
-  'token-bucket': 1,
-  'leaky-bucket': 2,
-  'fixed-window': 3,
-  'sliding-log': 4,
-  'sliding-window': 5,
-  gcra: 6,
-};
+export const ALGORITHM_CODES = algorithmTable('code');
 
 /** Where the first decision starts in the script's reply (after the decision time). */
 export const RESULT_START = 1;
@@ -25,6 +19,8 @@ export const RESULT_WIDTH = 6;
 export const REASON_COST_EXCEEDS_CAPACITY = 1;
 export const REASON_WRONG_TYPE = 10;
 export const REASON_CORRUPT_STATE = 11;
+/** No reason: admitted, or denied for lack of quota. */
+export const REASON_NONE = 0;
 
 /** The 6 script fields of a policy record (see decide.lua). */
 export function policyFields(policy: CompiledPolicy): number[] {

@@ -25,9 +25,8 @@
   another type, 11 the key holds unreadable state). Bad arguments fail the whole call before
   anything is read or written.
 ]]
-local SLIDING_LOG = 4
-local SLIDING_WINDOW = 5
-local OP_CONSUME, OP_RESET = 1, 3
+local TOKEN_BUCKET, LEAKY_BUCKET, FIXED_WINDOW, SLIDING_LOG, SLIDING_WINDOW, GCRA = 1, 2, 3, 4, 5, 6
+local OP_CONSUME, OP_PEEK, OP_RESET = 1, 2, 3
 
 local MAX_INTEGER = 9007199254740991
 
@@ -57,7 +56,7 @@ if policy_count == nil then return bad_argument(2, 'policy count') end
 local policies = {}
 local index = 3
 for i = 1, policy_count do
-  local algorithm = integer_arg(index, 1, 6)
+  local algorithm = integer_arg(index, TOKEN_BUCKET, GCRA)
   if algorithm == nil then return bad_argument(index, 'policy ' .. i .. ' algorithm') end
   local window = integer_arg(index + 1, 1)
   if window == nil then return bad_argument(index + 1, 'policy ' .. i .. ' window') end
@@ -88,7 +87,7 @@ for g = 1, group_count do
   for r = 1, size do
     local policy_index = integer_arg(index, 1, policy_count)
     if policy_index == nil then return bad_argument(index, 'policy index') end
-    local op = integer_arg(index + 1, 1, 3)
+    local op = integer_arg(index + 1, OP_CONSUME, OP_RESET)
     if op == nil then return bad_argument(index + 1, 'op') end
     if integer_arg(index + 2, 1) == nil then return bad_argument(index + 2, 'cost') end
     -- A decision needs a positive rate and capacity (no division by 0); a reset only needs the key.
@@ -137,11 +136,11 @@ local function decide(key, op, cost, p)
     ok, s1, s2, s3 = parse_state(stored, fields)
     if not ok then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
   end
-  if a == 3 then return decide_fixed_window(s1, s2, now, cost, p) end
-  if a == 6 then return decide_gcra(s1, s2, now, cost, p) end
-  if a == 1 then return decide_level(s1, s2, now, cost, p, false) end
+  if a == FIXED_WINDOW then return decide_fixed_window(s1, s2, now, cost, p) end
+  if a == GCRA then return decide_gcra(s1, s2, now, cost, p) end
+  if a == TOKEN_BUCKET then return decide_level(s1, s2, now, cost, p, false) end
   if a == SLIDING_WINDOW then return decide_sliding_window(s1, s2, s3, now, cost, p) end
-  return decide_level(s1, s2, now, cost, p, true)
+  return decide_level(s1, s2, now, cost, p, true) -- LEAKY_BUCKET
 end
 
 local function record(key, p, write, reset_at)

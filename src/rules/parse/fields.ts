@@ -6,9 +6,9 @@
  */
 import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Node, YAMLMap } from 'yaml';
-import { closestMatch } from './parse-suggest.js';
-import { describeNode, offsetOf } from './parse-yaml.js';
-import type { Problems, YamlDocument } from './parse-yaml.js';
+import { closestMatch } from './suggest.js';
+import { describeNode, offsetOf } from './yaml.js';
+import type { Problems, YamlDocument } from './yaml.js';
 
 /** The keys a kind of mapping may have. */
 export interface FieldSet {

@@ -1,36 +1,21 @@
 /**
  * Reading a `rate_limit:` block: envoy's fields (`unit`, `requests_per_unit`, `unlimited`, `name`,
  * `replaces`, all inside `rate_limit` as in envoy's loader) and Tollgate's additions (`algorithm`,
- * `burst`, `unit_multiplier`, `soft_percent`, `failure_mode`, `cost`), with the same bounds the
- * engine enforces, so a file that loads never fails later when its limits are compiled.
+ * `burst`, `unit_multiplier`, `soft_percent`, `failure_mode`, `cost`), checked with the engine's
+ * own ranges and capacity rules (policy.ts), so a file that loads never fails later when its
+ * limits are compiled.
  */
 import type { YAMLMap } from 'yaml';
-import { ALGORITHMS } from '../policy.js';
-import type { AlgorithmName } from '../policy.js';
-import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMissing } from './parse-fields.js';
-import type { DocumentReader, Entry, FieldSet } from './parse-fields.js';
-import { offsetOf } from './parse-yaml.js';
-import type { FailureMode, RateLimitConfig, RuleUnit } from './types.js';
+import { ALGORITHMS, POLICY_RANGES, countsExactly, policyCapacity } from '../../policy.js';
+import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMissing } from './fields.js';
+import type { DocumentReader, Entry, FieldSet } from './fields.js';
+import { offsetOf } from './yaml.js';
+import { RULE_UNIT_NAMES, ruleWindowMs, type RuleUnit } from '../../units.js';
+import type { FailureMode, RateLimitConfig } from '../types.js';
 
-/** envoy's units, in milliseconds; `month` is 30 days and `year` 365 days, as envoy counts them. */
-export const UNIT_MS: Readonly<Record<RuleUnit, number>> = Object.freeze({
-  second: 1_000,
-  minute: 60_000,
-  hour: 3_600_000,
-  day: 86_400_000,
-  week: 604_800_000,
-  month: 2_592_000_000,
-  year: 31_536_000_000,
-});
-
-const UNITS = Object.keys(UNIT_MS) as RuleUnit[];
 const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
-/** envoy's protocol carries `requests_per_unit` as a uint32. */
+/** envoy's protocol carries `requests_per_unit` (the policy's limit) as a uint32. */
 const MAX_REQUESTS_PER_UNIT = 4_294_967_295;
-/** Largest soft throttling allowance, as the engine allows (policy.ts). */
-const MAX_SOFT_PERCENT = 1000;
-/** Algorithms whose capacity is `burst` (policy.ts); window algorithms ignore it. */
-const BUCKET_ALGORITHMS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'leaky-bucket', 'gcra']);
 /** Fields that shape a limit, so make no sense with `unlimited: true`. */
 const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'soft_percent', 'failure_mode', 'cost'];
 
@@ -96,9 +81,9 @@ type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier'
 
 /** The limit itself: how many per how long, and how it is counted. */
 function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: Fields): Shape | undefined {
-  const unit = readChoice(reader, fields.get('unit'), UNITS, (text) => text.toLowerCase());
-  const requestsPerUnit = readWholeNumber(reader, fields.get('requests_per_unit'), 0, MAX_REQUESTS_PER_UNIT);
-  if (fields.get('unit')?.value === undefined) reportMissing(reader, map, path, 'unit', `say what the limit counts per (unit: ${UNITS.join(', ')}), or set unlimited: true`);
+  const unit = readChoice(reader, fields.get('unit'), RULE_UNIT_NAMES, (text) => text.toLowerCase());
+  const requestsPerUnit = readWholeNumber(reader, fields.get('requests_per_unit'), POLICY_RANGES.limit.min, MAX_REQUESTS_PER_UNIT);
+  if (fields.get('unit')?.value === undefined) reportMissing(reader, map, path, 'unit', `say what the limit counts per (unit: ${RULE_UNIT_NAMES.join(', ')}), or set unlimited: true`);
   if (fields.get('requests_per_unit')?.value === undefined) {
     reportMissing(reader, map, path, 'requests_per_unit', 'say how many requests each unit allows (requests_per_unit: 100), or set unlimited: true');
   }
@@ -107,8 +92,8 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     requestsPerUnit,
     unitMultiplier: readWholeNumber(reader, fields.get('unit_multiplier'), 1),
     algorithm: readChoice(reader, fields.get('algorithm'), ALGORITHMS, (text) => text.toLowerCase()),
-    burst: readWholeNumber(reader, fields.get('burst'), 1),
-    softPercent: readWholeNumber(reader, fields.get('soft_percent'), 0, MAX_SOFT_PERCENT),
+    burst: readWholeNumber(reader, fields.get('burst'), POLICY_RANGES.burst.min, POLICY_RANGES.burst.max),
+    softPercent: readWholeNumber(reader, fields.get('soft_percent'), POLICY_RANGES.softPercent.min, POLICY_RANGES.softPercent.max),
     failureMode: readChoice(reader, fields.get('failure_mode'), FAILURE_MODES, (text) => text.toLowerCase()),
     cost: readWholeNumber(reader, fields.get('cost'), 1),
   };
@@ -139,16 +124,15 @@ const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
 ];
 
 /**
- * The engine counts in integers that must stay exact in doubles (JS and Lua): it refuses
- * (capacity + 1) × window > 2^53 − 1 ms, so the loader refuses it first, at the number at fault.
+ * The engine counts in integers that must stay exact in doubles (JS and Lua) and refuses policies
+ * that could round (policy.ts countsExactly), so the loader refuses them first, at the number at fault.
  */
 function fitsExactArithmetic(reader: DocumentReader, fields: Fields, shape: Shape & { unit: RuleUnit; requestsPerUnit: number }): boolean {
-  const windowMs = UNIT_MS[shape.unit] * shape.unitMultiplier;
-  const usesBurst = BUCKET_ALGORITHMS.has(shape.algorithm) && shape.burst !== undefined;
-  const nominal = usesBurst ? shape.burst! : shape.requestsPerUnit;
-  const capacity = Math.floor((nominal * (100 + shape.softPercent)) / 100);
-  if ((capacity + 1) * windowMs <= Number.MAX_SAFE_INTEGER) return true;
-  const entry = fields.get(usesBurst ? 'burst' : 'requests_per_unit')!;
+  const windowMs = ruleWindowMs(shape.unit, shape.unitMultiplier);
+  const { nominalCapacity: nominal, capacity, setBy } = policyCapacity(shape.algorithm, shape.requestsPerUnit, shape.burst, shape.softPercent);
+  if (countsExactly(capacity, windowMs)) return true;
+  // A bucket without burst takes its capacity from requests_per_unit.
+  const entry = fields.get(setBy === 'burst' && shape.burst !== undefined ? 'burst' : 'requests_per_unit')!;
   const window = shape.unitMultiplier === 1 ? `1 ${shape.unit}` : `${shape.unitMultiplier} ${shape.unit}s`;
   reader.report(
     entry.value,

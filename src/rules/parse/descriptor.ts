@@ -3,12 +3,12 @@
  * with envoy's checks (a non-empty key, no two siblings with the same key and value,
  * `share_threshold` only on wildcard values) and the loader's bounds on depth and count.
  */
-import { freezeNode, readFlag, readText, reportMissing } from './parse-fields.js';
-import type { DocumentReader, Entry, FieldSet, ListItem } from './parse-fields.js';
-import { readRateLimit } from './parse-rate-limit.js';
-import { RULES_LIMITS, offsetOf } from './parse-yaml.js';
+import { freezeNode, readFlag, readText, reportMissing } from './fields.js';
+import type { DocumentReader, Entry, FieldSet, ListItem } from './fields.js';
+import { readRateLimit } from './rate-limit.js';
+import { RULES_LIMITS, offsetOf } from './yaml.js';
 import type { YAMLMap } from 'yaml';
-import type { DescriptorConfig } from './types.js';
+import type { DescriptorConfig } from '../types.js';
 
 const IN_RATE_LIMIT = 'belongs inside rate_limit, not directly in the descriptor';
 

@@ -6,8 +6,8 @@
  */
 import { Composer, Lexer, LineCounter, Parser, isAlias, isMap, isScalar, isSeq, visit } from 'yaml';
 import type { Alias, Document, Node } from 'yaml';
-import { RulesError } from '../errors.js';
-import type { SourceLocation } from './types.js';
+import { RulesError } from '../../errors.js';
+import type { SourceLocation } from '../types.js';
 
 /** The bounds every rules source is held to. A source past one is refused, never half-loaded. */
 export const RULES_LIMITS = Object.freeze({
