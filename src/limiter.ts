@@ -14,6 +14,7 @@ import { MAX_KEY_BYTES } from './keys.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest } from './store/types.js';
+import { checkOptions } from './options.js';
 
 export { MAX_KEY_BYTES } from './keys.js';
 
@@ -98,14 +99,7 @@ export function limiterCoreOptions(
   options: LimiterCoreOptions,
   known: readonly string[] = CORE_OPTIONS,
 ): { store: Store; clock: (() => number) | undefined } {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidOptionError(`createLimiter options must be an object, got ${describeValue(options)}`);
-  }
-  for (const name of Object.keys(options)) {
-    if (!known.includes(name)) {
-      throw new InvalidOptionError(`createLimiter: unknown option ${JSON.stringify(name)}; the options are ${known.join(', ')}`);
-    }
-  }
+  checkOptions('createLimiter', options, known, '{ store: memoryStore() }');
   if (options.clock !== undefined && typeof options.clock !== 'function') {
     throw new InvalidOptionError(`createLimiter: clock must be a function returning epoch ms, got ${describeValue(options.clock)}`);
   }
@@ -246,15 +240,10 @@ function checkKey(key: unknown): void {
   }
 }
 
+const CALL_OPTIONS: readonly string[] = ['cost', 'now'];
+
 function checkCallOptions(options: unknown): void {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidOptionError(`call options must be an object like { cost: 1, now: Date.now() }, got ${describeValue(options)}`);
-  }
-  for (const name in options) {
-    if (name !== 'cost' && name !== 'now') {
-      throw new InvalidOptionError(`unknown call option ${JSON.stringify(name)}; the options are cost and now`);
-    }
-  }
+  checkOptions('call', options, CALL_OPTIONS, '{ cost: 1, now: Date.now() }', 'call option');
 }
 
 function checkCost(cost: unknown): number {

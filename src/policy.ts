@@ -5,6 +5,7 @@
 import { ALGORITHMS, algorithmTable, type AlgorithmName } from './algorithms/catalog.js';
 import { parseDuration } from './duration.js';
 import { InvalidPolicyError, describeValue } from './errors.js';
+import { unknownName } from './options.js';
 
 export { ALGORITHMS, type AlgorithmName } from './algorithms/catalog.js';
 
@@ -133,10 +134,9 @@ export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
   if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
     throw new InvalidPolicyError('policy', `expected an object like { algorithm: 'token-bucket', limit: 10, window: '1s' }, got ${describeValue(policy)}`);
   }
-  for (const field of Object.keys(policy)) {
-    if (!POLICY_FIELDS.has(field)) {
-      throw new InvalidPolicyError(field, `unknown field ${JSON.stringify(field)}; a policy has ${[...POLICY_FIELDS].join(', ')}`);
-    }
+  const unknown = unknownName(policy, POLICY_FIELDS);
+  if (unknown !== undefined) {
+    throw new InvalidPolicyError(unknown, `unknown field ${JSON.stringify(unknown)}; a policy has ${[...POLICY_FIELDS].join(', ')}`);
   }
   const { algorithm } = policy;
   if (!(ALGORITHMS as readonly unknown[]).includes(algorithm)) {

@@ -16,6 +16,7 @@ import { InvalidKeyError, InvalidOptionError, describeValue } from '../errors.js
 import { createLimiterCore, type LimiterCore } from '../limiter.js';
 import { compilePolicy, type CompiledPolicy } from '../policy.js';
 import type { Store } from '../store/types.js';
+import { checkOptions } from '../options.js';
 
 /** Options of {@link TollgateStore}. */
 export interface TollgateStoreOptions {
@@ -94,14 +95,7 @@ export class TollgateStore {
   private initError: Error | undefined;
 
   constructor(options: TollgateStoreOptions) {
-    if (typeof options !== 'object' || options === null) {
-      throw new InvalidOptionError(`TollgateStore options must be an object like { store: redisStore({ url }) }, got ${describeValue(options)}`);
-    }
-    for (const name of Object.keys(options)) {
-      if (!OPTION_NAMES.has(name)) {
-        throw new InvalidOptionError(`TollgateStore: unknown option ${JSON.stringify(name)}; the options are ${[...OPTION_NAMES].join(', ')}`);
-      }
-    }
+    checkOptions('TollgateStore', options, OPTION_NAMES, '{ store: redisStore({ url }) }');
     const { store } = options;
     if (typeof store !== 'object' || store === null || typeof store.consume !== 'function' || typeof store.peek !== 'function' || typeof store.reset !== 'function') {
       throw new InvalidOptionError(`TollgateStore: store must be a Tollgate store such as memoryStore() or redisStore({ url }), got ${describeValue(store)}`);

@@ -5,7 +5,7 @@
  */
 import type { Decision } from '../decision.js';
 import type { CheckResult } from '../rules/check.js';
-import { UNIT_SECONDS } from '../rules/ruleset.js';
+import { ruleWindowMs } from '../units.js';
 import { rateLimitHeaders, type LimitReport } from './report.js';
 
 /**
@@ -41,7 +41,7 @@ export function checkReports(result: CheckResult): LimitReport[] {
     reports.push({
       name: limit.name ?? status.rule ?? `descriptor-${index}`,
       limit: limit.requestsPerUnit,
-      windowMs: UNIT_SECONDS[limit.unit] * limit.unitMultiplier * 1000,
+      windowMs: ruleWindowMs(limit.unit, limit.unitMultiplier),
       remaining: status.limitRemaining,
       resetAt: now + status.durationUntilReset,
       allowed: !denied,

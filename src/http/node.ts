@@ -50,34 +50,7 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
   const decide = (req: Req): ReturnType<HttpRateLimiter<Req>['decide']> =>
     limiter.decide(req, new NodeRequestView(limiter, req.method ?? 'GET', req.url ?? '/', req.headers, req.socket?.remoteAddress));
 
-  /** node's side of a verdict; each answers whether the request may go on now (false: answered, or held). */
-  const actions: VerdictActions<NodeExchange<Req, Res>, boolean> = {
-    reportsHolder: (x) => x.req,
-    accept: (x) => x.req.headers.accept,
-    unavailable: (x) => {
-      answer(x.req, x.res, 503, 'application/json; charset=utf-8', UNAVAILABLE_BODY, [['retry-after', '1']]);
-      return false;
-    },
-    skip: () => true,
-    admit: ({ res, next }, headers, delayMs) => {
-      if (!res.headersSent) for (const [name, value] of headers) res.setHeader(name, value);
-      if (delayMs === 0) return true;
-      // Shaping: the request waits its turn; a client that left is not served.
-      setTimeout(() => {
-        if (!res.destroyed && !res.writableEnded) next();
-      }, delayMs);
-      return false;
-    },
-    refuse: ({ req, res }, headers, info) => {
-      if (onLimited !== undefined) {
-        if (!res.headersSent) for (const [name, value] of headers) res.setHeader(name, value);
-        onLimited(req, res, info);
-      } else {
-        answer(req, res, 429, info.body.contentType, info.body.text, headers);
-      }
-      return false;
-    },
-  };
+  const actions = nodeActions<Req, Res>(onLimited);
   const apply = (req: Req, res: Res, verdict: Verdict, next: () => void): boolean => applyVerdict(limiter, verdict, { req, res, next }, actions);
 
   /** Decides `req`: `next()` when it may go on (now or after shaping), `answered()` when it was answered. */
@@ -111,6 +84,39 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
   Object.defineProperty(middleware, 'limiter', { value: limiter });
   middleware.close = () => limiter.close();
   return middleware;
+}
+
+/** node's side of a verdict; each answers whether the request may go on now (false: answered, or held). */
+function nodeActions<Req extends IncomingMessage, Res extends ServerResponse>(
+  onLimited: RateLimitOptions<Req, Res>['onLimited'],
+): VerdictActions<NodeExchange<Req, Res>, boolean> {
+  return {
+    reportsHolder: (x) => x.req,
+    accept: (x) => x.req.headers.accept,
+    unavailable: (x) => {
+      answer(x.req, x.res, 503, 'application/json; charset=utf-8', UNAVAILABLE_BODY, [['retry-after', '1']]);
+      return false;
+    },
+    skip: () => true,
+    admit: ({ res, next }, headers, delayMs) => {
+      if (!res.headersSent) for (const [name, value] of headers) res.setHeader(name, value);
+      if (delayMs === 0) return true;
+      // Shaping: the request waits its turn; a client that left is not served.
+      setTimeout(() => {
+        if (!res.destroyed && !res.writableEnded) next();
+      }, delayMs);
+      return false;
+    },
+    refuse: ({ req, res }, headers, info) => {
+      if (onLimited !== undefined) {
+        if (!res.headersSent) for (const [name, value] of headers) res.setHeader(name, value);
+        onLimited(req, res, info);
+      } else {
+        answer(req, res, 429, info.body.contentType, info.body.text, headers);
+      }
+      return false;
+    },
+  };
 }
 
 function answer(

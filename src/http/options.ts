@@ -12,6 +12,8 @@ import type { MaybePromise, Store } from '../store/types.js';
 import type { ClientIpOptions } from './identity.js';
 import { HEADER_STYLES, type HeaderStyle } from './report.js';
 import type { RequestView } from './view.js';
+import { checkOptions, unknownName } from '../options.js';
+import { compactWindow } from '../units.js';
 
 /** Who a request counts against. `undefined`: this limit does not apply to the request. */
 export type KeyFunction<Req> = (req: Req, view: RequestView) => MaybePromise<string | undefined>;
@@ -76,6 +78,8 @@ const CORE_OPTIONS = [
   'shaping', 'failureMode', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Subnet', 'clock',
 ];
 
+const LIMIT_FIELDS: readonly string[] = ['name', 'policy', 'key'];
+
 /** A limit of a middleware, validated; `prefix` (`name` + separator) starts every store key. */
 export interface PreparedLimit<Req> {
   readonly name: string;
@@ -92,14 +96,7 @@ export interface PreparedShaping {
 
 /** Refuses anything but a plain object of known option names. */
 export function checkOptionNames(options: unknown, adapterOptions: readonly string[]): asserts options is CoreOptions<unknown> {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new InvalidOptionError(`rate limit options must be an object like { policy: { algorithm: 'fixed-window', limit: 100, window: '1m' } }, got ${describeValue(options)}`);
-  }
-  for (const name of Object.keys(options)) {
-    if (!CORE_OPTIONS.includes(name) && !adapterOptions.includes(name)) {
-      throw new InvalidOptionError(`unknown rate limit option ${JSON.stringify(name)}; the options are ${[...CORE_OPTIONS, ...adapterOptions].join(', ')}`);
-    }
-  }
+  checkOptions('rate limit', options, [...CORE_OPTIONS, ...adapterOptions], "{ policy: { algorithm: 'fixed-window', limit: 100, window: '1m' } }", 'rate limit option');
 }
 
 /** Which of `policy`, `limits` and `rules` is used: exactly one must be given. */
@@ -166,18 +163,15 @@ export function prepareLimits<Req>(limits: unknown, name: unknown): PreparedLimi
 }
 
 export function prepareLimit<Req>(spec: Partial<LimitSpec<Req>>, where: string): PreparedLimit<Req> {
-  for (const field of Object.keys(spec)) {
-    if (field !== 'name' && field !== 'policy' && field !== 'key') {
-      throw new InvalidOptionError(`${where}: unknown field ${JSON.stringify(field)}; a limit is { name, policy, key? }`);
-    }
-  }
+  const unknown = unknownName(spec, LIMIT_FIELDS);
+  if (unknown !== undefined) throw new InvalidOptionError(`${where}: unknown field ${JSON.stringify(unknown)}; a limit is { name, policy, key? }`);
   let policy: CompiledPolicy;
   try {
     policy = compilePolicy(spec.policy as Policy);
   } catch (error) {
     throw new InvalidOptionError(`${where}: ${(error as Error).message}`);
   }
-  const name = spec.name ?? `${policy.limit}-per-${formatWindow(policy.windowMs)}`;
+  const name = spec.name ?? `${policy.limit}-per-${compactWindow(policy.windowMs)}`;
   if (typeof name !== 'string' || name === '' || name.length > 128) {
     throw new InvalidOptionError(`${where}: name must be a non-empty string of at most 128 characters, got ${describeValue(spec.name)}`);
   }
@@ -212,13 +206,6 @@ export function prepareShaping<Req>(shaping: unknown, limits: readonly PreparedL
       ? { ...only, policy: compilePolicy({ algorithm: 'leaky-bucket', limit: policy.limit, window: policy.windowMs, burst: queue, softPercent: policy.softPercent }) }
       : undefined;
   return { limit, shaping: { interval, free: delayAfter } };
-}
-
-function formatWindow(ms: number): string {
-  for (const [size, unit] of [[604_800_000, 'w'], [86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm'], [1000, 's']] as const) {
-    if (ms % size === 0) return `${ms / size}${unit}`;
-  }
-  return `${ms}ms`;
 }
 
 export function checkFailureMode(mode: unknown): boolean {

@@ -8,6 +8,7 @@
  * an earlier one's tighter quota.
  */
 import { createHash } from 'node:crypto';
+import { describeWindow } from '../units.js';
 
 /** One limit's verdict on one request. Times are epoch ms, durations ms. */
 export interface LimitReport {
@@ -203,13 +204,6 @@ function defaultMessage(binding: LimitReport, retryAfter: number): string {
   return `Too many requests: the limit is ${binding.limit} per ${describeWindow(binding.windowMs)}. Retry in ${retryAfter} s.`;
 }
 
-function describeWindow(ms: number): string {
-  const units: Array<[number, string]> = [[604_800_000, 'week'], [86_400_000, 'day'], [3_600_000, 'hour'], [60_000, 'minute'], [1000, 'second']];
-  for (const [size, unit] of units) {
-    if (ms % size === 0) return ms === size ? unit : `${ms / size} ${unit}s`;
-  }
-  return `${ms} ms`;
-}
 
 /**
  * Every limiter that ran on one request adds its reports here, on the framework's request object,

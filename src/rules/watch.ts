@@ -39,56 +39,83 @@ export interface RulesWatcher {
 
 /** Watches `path` and swaps good rules into `holder`. The holder should already hold `path`'s rules. */
 export function watchRules(path: string, holder: RulesHolder, options: WatchRulesOptions = {}): RulesWatcher {
-  const onError = options.onError ?? ((error: unknown) => console.error(`tollgate: rules reload refused: ${(error as Error).message}`));
-  let lastHash: string | undefined;
-  /** The content that last failed: not re-parsed (nor re-counted) until it changes. */
-  let lastFailedHash: string | undefined;
-  let reloads = 0;
-  let failures = 0;
-  let lastError: string | undefined;
-  let running: Promise<void> | undefined;
-  let again = false;
+  const reloader = new Reloader(path, holder, options);
+  const reload = oneAtATime(() => reloader.reloadOnce());
+  const stop = watchAndPoll(path, reload, options.pollIntervalMs ?? 1_000);
+  void reload();
+  return { status: () => reloader.status(), reload, close: stop };
+}
 
-  const reloadOnce = async (): Promise<void> => {
+/** Reads the rules at `path` and swaps them in when their content changed and they are valid. */
+class Reloader {
+  private readonly onError: (error: unknown) => void;
+  private lastHash: string | undefined;
+  /** The content that last failed: not re-parsed (nor re-counted) until it changes. */
+  private lastFailedHash: string | undefined;
+  private reloads = 0;
+  private failures = 0;
+  private lastError: string | undefined;
+
+  constructor(
+    private readonly path: string,
+    private readonly holder: RulesHolder,
+    private readonly options: WatchRulesOptions,
+  ) {
+    this.onError = options.onError ?? ((error: unknown) => console.error(`tollgate: rules reload refused: ${(error as Error).message}`));
+  }
+
+  status(): RulesWatchStatus {
+    return { version: this.holder.current.version, reloads: this.reloads, failures: this.failures, lastError: this.lastError };
+  }
+
+  async reloadOnce(): Promise<void> {
     try {
-      const sources = await readRuleSources(path);
+      const sources = await readRuleSources(this.path);
       const hash = createHash('sha256');
       for (const { source, text } of sources) hash.update(source).update('\u0000').update(text).update('\u0000');
       const digest = hash.digest('hex');
-      if (digest === lastHash || digest === lastFailedHash) return;
-      lastFailedHash = digest;
+      if (digest === this.lastHash || digest === this.lastFailedHash) return;
+      this.lastFailedHash = digest;
       const rules = compileRules(parseRuleSources(sources), sources.map((s) => s.text));
-      holder.replace(rules);
-      lastHash = digest;
-      lastFailedHash = undefined;
-      reloads += 1;
-      lastError = undefined;
-      options.onReload?.(rules.version);
+      this.holder.replace(rules);
+      this.lastHash = digest;
+      this.lastFailedHash = undefined;
+      this.reloads += 1;
+      this.lastError = undefined;
+      this.options.onReload?.(rules.version);
     } catch (error) {
-      failures += 1;
+      this.failures += 1;
       const message = (error as Error).message;
       // Report a broken file once, not on every poll.
-      if (message !== lastError) onError(error);
-      lastError = message;
+      if (message !== this.lastError) this.onError(error);
+      this.lastError = message;
     }
-  };
+  }
+}
 
-  // One reload at a time; a change during a reload triggers one more.
-  const reload = (): Promise<void> => {
+/** Runs `task` one at a time; a call during a run triggers one more run after it. */
+function oneAtATime(task: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  let again = false;
+  const run = (): Promise<void> => {
     if (running !== undefined) {
       again = true;
       return running;
     }
-    running = reloadOnce().finally(() => {
+    running = task().finally(() => {
       running = undefined;
       if (again) {
         again = false;
-        void reload();
+        void run();
       }
     });
     return running;
   };
+  return run;
+}
 
+/** Calls `reload` on file-system events and every `pollIntervalMs`; returns what stops both. */
+function watchAndPoll(path: string, reload: () => Promise<void>, pollIntervalMs: number): () => void {
   let watcher: FSWatcher | undefined;
   try {
     watcher = watch(path, { persistent: false }, () => void reload());
@@ -96,16 +123,10 @@ export function watchRules(path: string, holder: RulesHolder, options: WatchRule
   } catch {
     watcher = undefined; // the poll still catches changes
   }
-  const timer = setInterval(() => void reload(), options.pollIntervalMs ?? 1_000);
+  const timer = setInterval(() => void reload(), pollIntervalMs);
   timer.unref();
-  void reload();
-
-  return {
-    status: () => ({ version: holder.current.version, reloads, failures, lastError }),
-    reload,
-    close: () => {
-      clearInterval(timer);
-      watcher?.close();
-    },
+  return () => {
+    clearInterval(timer);
+    watcher?.close();
   };
 }

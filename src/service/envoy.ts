@@ -5,6 +5,7 @@
 import { InvalidCheckError, describeValue } from '../errors.js';
 import type { CheckRequest, CheckResult, DescriptorStatus } from '../rules/check.js';
 import { ENVOY_UNIT_NAMES } from '../units.js';
+import { unknownName } from '../options.js';
 
 /** proto3 JSON of envoy.service.ratelimit.v3.RateLimitRequest (camelCase or snake_case). */
 export interface EnvoyRequest {
@@ -75,9 +76,8 @@ function envoyStatus(status: DescriptorStatus): Record<string, unknown> {
 }
 
 function rejectUnknown(object: Record<string, unknown>, known: ReadonlySet<string>, where: string): void {
-  for (const field of Object.keys(object)) {
-    if (!known.has(field)) throw new InvalidCheckError(`${where}: unknown field ${JSON.stringify(field)}; known fields are ${[...known].join(', ')}`);
-  }
+  const field = unknownName(object, known);
+  if (field !== undefined) throw new InvalidCheckError(`${where}: unknown field ${JSON.stringify(field)}; known fields are ${[...known].join(', ')}`);
 }
 
 /** proto3 JSON sends uint32 as a number or a decimal string. */

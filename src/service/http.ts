@@ -68,6 +68,14 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
 }
 
 function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
+  addDecisionRoutes(ctx, routes);
+  addHealthRoutes(ctx, routes);
+  addRulesRoutes(ctx, routes);
+  addKeyRoutes(ctx, routes);
+}
+
+/** The decisions: envoy's `/json`, the friendlier `/v1/check`, and `/v1/limit` for one key. */
+function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   routes.add('POST', '/json', async (request, response) => {
     const checkRequest = fromEnvoyRequest(await readJson(request));
     const result = await decideCheck(ctx, checkRequest, 'json');
@@ -96,14 +104,20 @@ function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     const decision = await ctx.limiter.limit(key as string, compiled, cost === undefined ? {} : { cost: cost as number });
     sendJson(response, decision.allowed ? 200 : 429, decision, decisionHeaders(decision, compiled.windowMs, key as string));
   });
+}
 
+/** Liveness and readiness. */
+function addHealthRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   routes.add('GET', '/healthz', (_request, response) => sendJson(response, 200, { status: 'ok', uptimeMs: Date.now() - ctx.startedAt }));
 
   routes.add('GET', '/readyz', async (_request, response) => {
     const { ready, details } = await ctx.readiness();
     sendJson(response, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', ...details });
   });
+}
 
+/** The rules in force, and replacing domains (admin). */
+function addRulesRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   routes.add('GET', '/v1/rules', (_request, response) => {
     const rules = ctx.holder.current;
     sendJson(response, 200, {
@@ -127,7 +141,10 @@ function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     ctx.holder.replacePushed(ctx.holder.pushedRules().withDomains(compileRules(parsed, [yaml])));
     sendJson(response, 200, { domains: parsed.map((d) => d.domain), version: ctx.holder.current.version });
   });
+}
 
+/** Inspecting, resetting and blocking keys (admin). */
+function addKeyRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   routes.add('GET', '/v1/keys', async (request, response, url) => {
     requireAdmin(ctx, request);
     const { key, policy } = keyQuery(url);

@@ -12,6 +12,7 @@ import { InvalidOptionError, describeValue } from '../errors.js';
 import type { CompiledPolicy } from '../policy.js';
 import { KeyTable } from './key-table.js';
 import type { Store, StoreRequest } from './types.js';
+import { checkOptions } from '../options.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -73,14 +74,7 @@ export class MemoryStore implements Store {
   private readonly timer: NodeJS.Timeout | undefined;
 
   constructor(options: MemoryStoreOptions) {
-    if (typeof options !== 'object' || options === null) {
-      throw new InvalidOptionError(`memoryStore options must be an object, got ${describeValue(options)}`);
-    }
-    for (const name of Object.keys(options)) {
-      if (!OPTION_NAMES.has(name)) {
-        throw new InvalidOptionError(`memoryStore: unknown option ${JSON.stringify(name)}; the options are ${[...OPTION_NAMES].join(', ')}`);
-      }
-    }
+    checkOptions('memoryStore', options, OPTION_NAMES, '{ maxKeys: 100_000 }');
     const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1 || maxKeys > 2 ** 30) {
       throw new InvalidOptionError(`memoryStore: maxKeys must be a whole number from 1 to 2^30, got ${describeValue(maxKeys)}`);

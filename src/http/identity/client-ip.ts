@@ -8,6 +8,7 @@ import { Address, Kind, formatAddress, formatNetwork, parseHost, parseV4, v6Mask
 import { lastComma, lastElementSeparator, parseForwardedFor, parseTrimmed } from './forwarded.js';
 import type { HeaderGetter } from './text.js';
 import { compileTrusted, isTrusted, type TrustedRanges } from './trusted-proxies.js';
+import { checkOptions } from '../../options.js';
 
 export interface ClientIpOptions {
   /**
@@ -73,14 +74,7 @@ const enum Trust {
  * its right: the proxy that handed it over.
  */
 export function clientIp(options: ClientIpOptions = {}): ClientIp {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidOptionError(`clientIp options must be an object like { trustProxy: 1 }, got ${describeValue(options)}`);
-  }
-  for (const name of Object.keys(options)) {
-    if (!CLIENT_IP_OPTIONS.has(name)) {
-      throw new InvalidOptionError(`clientIp: unknown option ${JSON.stringify(name)}; the options are ${[...CLIENT_IP_OPTIONS].join(', ')}`);
-    }
-  }
+  checkOptions('clientIp', options, CLIENT_IP_OPTIONS, '{ trustProxy: 1 }');
   const subnet = options.ipv6Subnet ?? 56;
   if (!Number.isInteger(subnet) || subnet < 32 || subnet > 64) {
     throw new InvalidOptionError(`clientIp: ipv6Subnet must be an integer from 32 to 64 (the prefix one IPv6 customer gets, usually 48 to 64), got ${describeValue(options.ipv6Subnet)}`);

@@ -36,12 +36,4 @@ export function readCredential(reader: CredentialReader, header: HeaderGetter): 
   return value.slice(n + 1).trim();
 }
 
-/** Throws unless `options` is an object naming only `known` options; `example` shows one in the message. */
-export function checkOptions(where: string, options: unknown, known: ReadonlySet<string>, example: string): void {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new InvalidOptionError(`${where} options must be an object like ${example}, got ${describeValue(options)}`);
-  }
-  for (const name of Object.keys(options)) {
-    if (!known.has(name)) throw new InvalidOptionError(`${where}: unknown option ${JSON.stringify(name)}; the options are ${[...known].join(', ')}`);
-  }
-}
+export { checkOptions } from '../../options.js';

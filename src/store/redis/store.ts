@@ -23,6 +23,7 @@ import {
   policyFields,
 } from './protocol.js';
 import { DECIDE_SCRIPT } from './scripts.js';
+import { checkOptions } from '../../options.js';
 
 /** Options of {@link redisStore}: exactly one of `url`, `client` or `cluster`. */
 export interface RedisStoreOptions {
@@ -104,14 +105,7 @@ export class RedisStore implements Store {
   private closed = false;
 
   constructor(options: RedisStoreOptions) {
-    if (typeof options !== 'object' || options === null) {
-      throw new InvalidOptionError(`redisStore options must be an object like { url: 'redis://127.0.0.1:6379' }, got ${describeValue(options)}`);
-    }
-    for (const name of Object.keys(options)) {
-      if (!OPTION_NAMES.has(name)) {
-        throw new InvalidOptionError(`redisStore: unknown option ${JSON.stringify(name)}; the options are ${[...OPTION_NAMES].join(', ')}`);
-      }
-    }
+    checkOptions('redisStore', options, OPTION_NAMES, "{ url: 'redis://127.0.0.1:6379' }");
     const sources = ['url', 'client', 'cluster'].filter((name) => options[name as keyof RedisStoreOptions] !== undefined);
     if (sources.length !== 1) {
       throw new InvalidOptionError(`redisStore: give exactly one of url, client or cluster (got ${sources.length === 0 ? 'none' : sources.join(' and ')})`);
@@ -124,45 +118,11 @@ export class RedisStore implements Store {
     this.connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs, 5_000);
     this.maxBatch = positiveInteger('maxBatch', options.maxBatch, 64);
 
-    const connection: RedisOptions = {
-      // A decision never waits for a connection: with the queue off, commands fail at once while disconnected.
-      enableOfflineQueue: false,
-      commandTimeout,
-      maxRetriesPerRequest: 0,
-      connectTimeout: this.connectTimeoutMs,
-      ...(options.password !== undefined ? { password: options.password } : {}),
-      ...(options.username !== undefined ? { username: options.username } : {}),
-      ...(options.tls !== undefined && options.tls !== false ? { tls: options.tls === true ? {} : options.tls } : {}),
-    };
-    if (options.client !== undefined) {
-      if (!(options.client instanceof Redis) && !(options.client instanceof Cluster)) {
-        throw new InvalidOptionError(`redisStore: client must be an ioredis Redis or Cluster, got ${describeValue(options.client)}`);
-      }
-      this.client = options.client;
-      this.ownsClient = false;
-      this.isCluster = options.client instanceof Cluster;
-      this.address = this.isCluster ? 'the given cluster client' : describeClient(options.client as Redis);
-    } else if (options.cluster !== undefined) {
-      const nodes = validateNodes(options.cluster);
-      this.client = new Cluster(nodes as ClusterNode[], {
-        enableOfflineQueue: false,
-        redisOptions: connection,
-        scaleReads: 'master',
-        clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
-      });
-      this.ownsClient = true;
-      this.isCluster = true;
-      this.address = `cluster ${nodes.map((node) => `${node.host}:${node.port}`).join(',')}`;
-    } else {
-      const url = options.url!;
-      if (typeof url !== 'string' || !/^rediss?:\/\//.test(url)) {
-        throw new InvalidOptionError(`redisStore: url must look like redis://host:port or rediss://host:port, got ${describeValue(url)}`);
-      }
-      this.client = new Redis(url, { ...connection, retryStrategy: (times) => Math.min(50 * times, 2_000) });
-      this.ownsClient = true;
-      this.isCluster = false;
-      this.address = url.replace(/\/\/[^@/]*@/, '//***@');
-    }
+    const connected = openClient(options, { commandTimeout, connectTimeout: this.connectTimeoutMs });
+    this.client = connected.client;
+    this.ownsClient = connected.owned;
+    this.isCluster = connected.client instanceof Cluster;
+    this.address = connected.address;
     // Without a listener, a connection error would crash the process; remember it for messages instead.
     this.client.on('error', (error: Error) => {
       this.lastConnectionError = error;
@@ -386,6 +346,46 @@ export class RedisStore implements Store {
     }
     return new StoreError(`Redis at ${this.address} failed a rate limit script: ${message}`, { cause: error });
   }
+}
+
+/** The ioredis client for `options` (one of url, cluster or client), where it points, and whether the store owns it. */
+function openClient(
+  options: RedisStoreOptions,
+  timeouts: { commandTimeout: number; connectTimeout: number },
+): { client: Redis | Cluster; owned: boolean; address: string } {
+  const connection: RedisOptions = {
+    // A decision never waits for a connection: with the queue off, commands fail at once while disconnected.
+    enableOfflineQueue: false,
+    commandTimeout: timeouts.commandTimeout,
+    maxRetriesPerRequest: 0,
+    connectTimeout: timeouts.connectTimeout,
+    ...(options.password !== undefined ? { password: options.password } : {}),
+    ...(options.username !== undefined ? { username: options.username } : {}),
+    ...(options.tls !== undefined && options.tls !== false ? { tls: options.tls === true ? {} : options.tls } : {}),
+  };
+  if (options.client !== undefined) {
+    if (!(options.client instanceof Redis) && !(options.client instanceof Cluster)) {
+      throw new InvalidOptionError(`redisStore: client must be an ioredis Redis or Cluster, got ${describeValue(options.client)}`);
+    }
+    const address = options.client instanceof Cluster ? 'the given cluster client' : describeClient(options.client);
+    return { client: options.client, owned: false, address };
+  }
+  if (options.cluster !== undefined) {
+    const nodes = validateNodes(options.cluster);
+    const client = new Cluster(nodes as ClusterNode[], {
+      enableOfflineQueue: false,
+      redisOptions: connection,
+      scaleReads: 'master',
+      clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
+    });
+    return { client, owned: true, address: `cluster ${nodes.map((node) => `${node.host}:${node.port}`).join(',')}` };
+  }
+  const url = options.url!;
+  if (typeof url !== 'string' || !/^rediss?:\/\//.test(url)) {
+    throw new InvalidOptionError(`redisStore: url must look like redis://host:port or rediss://host:port, got ${describeValue(url)}`);
+  }
+  const client = new Redis(url, { ...connection, retryStrategy: (times) => Math.min(50 * times, 2_000) });
+  return { client, owned: true, address: url.replace(/\/\/[^@/]*@/, '//***@') };
 }
 
 function dataError(key: string, reason: number): StoreDataError {
