@@ -62,7 +62,7 @@ export interface PolicyCapacity {
 /** The capacity of a policy with these numbers (already checked against {@link POLICY_RANGES}). */
 export function policyCapacity(algorithm: AlgorithmName, limit: number, burst: number | undefined, softPercent: number): PolicyCapacity {
   const usesBurst = USES_BURST[algorithm];
-  // Window algorithms accept and ignore burst (DESIGN.md), so shared rule files stay valid.
+  // Window algorithms accept and ignore burst (docs/algorithms.md), so shared rule files stay valid.
   const bucket = usesBurst && burst !== undefined ? burst : limit;
   const nominalCapacity = usesBurst ? bucket : limit;
   return {

@@ -9,6 +9,7 @@
  * - identity/trusted-proxies.ts, identity/forwarded.ts: the `trustProxy` list and the forwarded headers
  * - identity/api-key.ts: hashed API keys
  * - identity/jwt.ts, identity/jwt-options.ts: JWTs verified with jose, and the options checked at startup
+ * - identity/credentials.ts, identity/text.ts: what the API-key and JWT identities share, and header scanning
  */
 export type { HeaderGetter } from './identity/text.js';
 export { normalizeIp } from './identity/addresses.js';

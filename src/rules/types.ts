@@ -1,7 +1,7 @@
 /**
  * Rules as loaded from YAML, in envoyproxy/ratelimit's format plus Tollgate's additions: a plain,
- * validated tree that mirrors the file (with source positions for error messages). The matcher
- * compiles it into a lookup structure (compile.ts); decisions never walk this tree.
+ * validated tree that mirrors the file (with source positions for error messages). compileRules
+ * (ruleset.ts) turns it into lookup maps for the matcher (match.ts); decisions never walk this tree.
  */
 import type { AlgorithmName } from '../policy.js';
 import type { RuleUnit } from '../units.js';
