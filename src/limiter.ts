@@ -186,8 +186,8 @@ export class CoreLimiter implements LimiterCore {
     if (compiled.limit === 0) return limitZero(compiled, now ?? currentTime());
     if (mode === 'limit') return this.store.consume(key, compiled, cost, now);
     if (mode === 'peek') return this.store.peek(key, compiled, cost, now);
-    // A look asks the store about one unit, whatever the cost, and gives it back.
-    const looked = this.store.peek(key, compiled, 1, now);
+    // A look is a peek of cost 0: the quota as it stands.
+    const looked = this.store.peek(key, compiled, 0, now);
     return looked instanceof Promise ? looked.then(unspent) : unspent(looked);
   }
 
@@ -204,7 +204,7 @@ export class CoreLimiter implements LimiterCore {
     checkKey(request.key);
     const policy = this.policies.get(request.policy);
     const cost = request.cost === undefined ? 1 : checkCost(request.cost);
-    return { key: request.key, policy, cost: mode === 'look' ? 1 : cost };
+    return { key: request.key, policy, cost: mode === 'look' ? 0 : cost };
   }
 }
 
@@ -219,11 +219,12 @@ function settle<T>(decide: () => MaybePromise<T>): Promise<T> {
 }
 
 /**
- * A look spends nothing and is never refused. The store was asked about one unit, so an admitted
- * answer gives that unit back to `remaining`.
+ * A look spends nothing and is never refused: a peek of cost 0 is denied only when more than the
+ * capacity is already logged (a sliding log with `countRejected`), which a look reports as allowed
+ * with nothing remaining.
  */
 function unspent(decision: Decision): Decision {
-  if (decision.allowed) return { ...decision, remaining: decision.remaining + 1 };
+  if (decision.allowed) return decision;
   const { limit, remaining, resetAt, now, delay } = decision;
   return delay === undefined
     ? { allowed: true, limit, remaining, resetAt, retryAfter: 0, now }

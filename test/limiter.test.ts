@@ -320,3 +320,16 @@ describe('limitAll (multi-limit checks) on the memory store', () => {
     expect(await limiter.limitAll([])).toEqual([]);
   });
 });
+
+describe('look: the quota as it stands', () => {
+  it('reports what a limit just reported, spends nothing, and is never refused', async () => {
+    const limiter = newLimiter();
+    const policy: Policy = { algorithm: 'token-bucket', limit: 10, window: '1s' };
+    const spent = await limiter.limit('k', policy, { now: NOW });
+    const looked = await limiter.look('k', policy, { now: NOW });
+    expect(looked).toEqual({ ...spent, allowed: true, retryAfter: 0 });
+    for (let i = 0; i < 9; i++) await limiter.limit('k', policy, { now: NOW });
+    expect(await limiter.look('k', policy, { now: NOW })).toMatchObject({ allowed: true, remaining: 0, retryAfter: 0, resetAt: NOW + 1000 });
+    expect((await limiter.limit('k', policy, { now: NOW })).allowed).toBe(false);
+  });
+});

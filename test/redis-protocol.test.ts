@@ -42,6 +42,8 @@ const expected: Record<string, number> = {
   REASON_WRONG_TYPE: protocol.REASON_WRONG_TYPE,
   REASON_CORRUPT_STATE: protocol.REASON_CORRUPT_STATE,
   MAX_INTEGER: Number.MAX_SAFE_INTEGER,
+  MAX_REPLAY_LAG: protocol.REPLAY_MAX_LAG_MS,
+  REPLAY_SLACK: protocol.REPLAY_SLACK_MS,
 };
 
 describe('the Redis script protocol', () => {

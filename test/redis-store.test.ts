@@ -11,6 +11,7 @@ import {
   StoreUnavailableError,
   createLimiter,
   compilePolicy,
+  memoryStore,
   redisStore,
   type Policy,
   type RedisStore,
@@ -37,7 +38,7 @@ function unique(name: string): string {
 
 describe('the decision script', () => {
   it('has a pinned SHA1 (a changed script must change this test on purpose)', () => {
-    expect(DECIDE_SCRIPT.sha1).toBe('4335e8386cbf4128c31ca9cc5ee7186706e96387');
+    expect(DECIDE_SCRIPT.sha1).toBe('372d5e650841b6058093e294b3e8cc6206f69b73');
   });
 
   it('is what Redis computes for SCRIPT LOAD', () => {
@@ -248,5 +249,57 @@ describe.each([
     const withZero = await limiter.limitAll([{ key: ip, policy: perIp }, { key: unique('z'), policy: fixed }], { now: NOW + 2 });
     expect(withZero.map((d) => d.reason)).toEqual([undefined, 'limit-zero']);
     expect((await limiter.peek(ip, perIp, { now: NOW + 2 })).remaining).toBe(7);
+  });
+});
+
+describe('an explicit now on Redis means what it means in memory, however much real time passes', () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('fixed window 3/s at a fixed now: denied, and still denied 1.2 s of real time later', async () => {
+    const store = await redis.open({ url: redis.single.url });
+    const limiter = createLimiter({ store });
+    const policy = { algorithm: 'fixed-window', limit: 3, window: '1s' } as const;
+    const now = Date.UTC(2026, 0, 1, 12, 0, 0, 100);
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push((await limiter.limit('replay-fw', policy, { now })).allowed);
+    expect(answers).toEqual([true, true, true, false]);
+    await sleep(1_200);
+    expect((await limiter.limit('replay-fw', policy, { now })).allowed).toBe(false);
+  });
+
+  it('a 1 ms window admits exactly its limit in that millisecond, however slowly the calls come', async () => {
+    const store = await redis.open({ url: redis.single.url });
+    const limiter = createLimiter({ store });
+    const memory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+    const policy = { algorithm: 'fixed-window', limit: 1, window: 1 } as const;
+    const now = Date.UTC(2026, 0, 1, 12, 0, 0, 0);
+    const onRedis = [];
+    const inMemory = [];
+    for (let i = 0; i < 20; i++) {
+      onRedis.push((await limiter.limit('replay-1ms', policy, { now })).allowed);
+      inMemory.push((await memory.limit('replay-1ms', policy, { now })).allowed);
+      await sleep(5);
+    }
+    expect(onRedis).toEqual(inMemory);
+    expect(onRedis.filter(Boolean)).toHaveLength(1);
+  });
+});
+
+describe('look on Redis', () => {
+  it.each(['single', 'cluster'] as const)('%s: a peek of cost 0 reports the quota as it stands, as in memory', async (topology) => {
+    const store = await redis.open(topology === 'single' ? { url: redis.single.url } : { cluster: redis.cluster.nodes });
+    const limiter = createLimiter({ store });
+    const memory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+    const now = Date.UTC(2026, 0, 1, 12, 0, 0, 0);
+    for (const algorithm of ['token-bucket', 'leaky-bucket', 'fixed-window', 'sliding-log', 'sliding-window', 'gcra'] as const) {
+      const policy = { algorithm, limit: 3, window: '1s' } as const;
+      for (let i = 0; i < 4; i++) {
+        await limiter.limit(`look-${algorithm}`, policy, { now });
+        await memory.limit(`look-${algorithm}`, policy, { now });
+        expect(await limiter.look(`look-${algorithm}`, policy, { now: now + 10 }), `${algorithm} after ${i + 1}`).toEqual(
+          await memory.look(`look-${algorithm}`, policy, { now: now + 10 }),
+        );
+      }
+    }
   });
 });

@@ -6,7 +6,9 @@
  * The log is a ring buffer of (time, cumulative cost) pairs: expiring from the head is amortised
  * O(1) and the retry hint on a denial is a binary search, O(log n). It holds at most `capacity`
  * entries (requests logged in the same millisecond share one): with `countRejected`, an attempt
- * that would exceed that merges into the newest entry and moves it forward (errs strict).
+ * that finds the log full drops its oldest entry. That never changes a decision: the newest
+ * `capacity − 1` entries and the attempt already hold at least `capacity`, so until they expire
+ * everything is denied anyway, and the dropped entry, being older, has expired by then.
  * Memory: 16 bytes per entry (plus ~150 bytes per key for the log itself), at most `capacity`
  * entries per key.
  */
@@ -46,12 +48,7 @@ export class SlidingLog {
   /** Drops entries at or before `now − window` (they no longer count). */
   expire(now: number, windowMs: number): void {
     const cutoff = now - windowMs;
-    const capacity = this.entries.length >> 1;
-    while (this.size > 0 && this.entries[this.head << 1]! <= cutoff) {
-      this.expiredTotal = this.entries[(this.head << 1) + 1]!;
-      this.head = this.head + 1 === capacity ? 0 : this.head + 1;
-      this.size -= 1;
-    }
+    while (this.size > 0 && this.entries[this.head << 1]! <= cutoff) this.dropOldest();
     // Rebase the running totals when empty so they never grow towards 2^53.
     if (this.size === 0) {
       this.head = 0;
@@ -64,16 +61,19 @@ export class SlidingLog {
     return this.size === 0 ? 0 : this.entries[this.slot(this.size - 1) + 1]! - this.expiredTotal;
   }
 
-  /** Logs `cost` at `time` (≥ the newest entry), merging as described in the file header. */
+  /**
+   * Logs `cost` at `time` (≥ the newest entry): into the newest entry when it has the same time,
+   * else as a new entry, dropping the oldest when `maxEntries` are held (see the file header).
+   */
   append(time: number, cost: number, maxEntries: number): void {
     const entries = this.entries;
     if (this.size > 0) {
       const newest = this.slot(this.size - 1);
-      if (entries[newest] === time || this.size >= maxEntries) {
-        entries[newest] = time;
+      if (entries[newest] === time) {
         entries[newest + 1] = entries[newest + 1]! + cost;
         return;
       }
+      if (this.size >= maxEntries) this.dropOldest();
     }
     if (this.size === this.entries.length >> 1) this.grow(maxEntries);
     const previousTotal = this.size === 0 ? this.expiredTotal : this.entries[this.slot(this.size - 1) + 1]!;
@@ -95,6 +95,14 @@ export class SlidingLog {
       else low = mid + 1;
     }
     return this.entries[this.slot(low)]!;
+  }
+
+  /** Forgets the oldest entry; its cost moves into the expired total. */
+  private dropOldest(): void {
+    const capacity = this.entries.length >> 1;
+    this.expiredTotal = this.entries[(this.head << 1) + 1]!;
+    this.head = this.head + 1 === capacity ? 0 : this.head + 1;
+    this.size -= 1;
   }
 
   /** An independent copy (for peek). */

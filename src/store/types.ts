@@ -23,7 +23,7 @@ export interface Store {
    * `now` (epoch ms) overrides the store's own clock; undefined means "use the store's time".
    */
   consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): MaybePromise<Decision>;
-  /** What `consume` would answer, without recording anything. */
+  /** What `consume` would answer, without recording anything. `cost` may be 0: the quota as it stands. */
   peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): MaybePromise<Decision>;
   /**
    * Decides several requests together, all-or-nothing: each is evaluated, and only if every one is

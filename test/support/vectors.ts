@@ -35,10 +35,12 @@ export function loadVectors(): { file: string; vectors: VectorFile }[] {
 }
 
 /**
- * Registers one test per vector case. `openStore` gives a store per case; `keyPrefix` keeps cases
- * apart when a store is shared.
+ * Registers one test per vector case. `openStore` gives a store per case; each case uses its own
+ * key, so a store may be shared. `pauseMs` lets that much real time pass before each step: the
+ * steps' explicit `now` must mean the same however much real time passes (keys that live in real
+ * time, as on Redis, must not expire under a replay).
  */
-export function describeVectors(storeName: string, openStore: () => Store | Promise<Store>): void {
+export function describeVectors(storeName: string, openStore: () => Store | Promise<Store>, pauseMs = 0): void {
   for (const { file, vectors } of loadVectors()) {
     describe(`${storeName} conformance: ${file}`, () => {
       vectors.cases.forEach((vectorCase, index) => {
@@ -48,6 +50,7 @@ export function describeVectors(storeName: string, openStore: () => Store | Prom
           const key = `vector:${file}:${index}:${Math.random().toString(36).slice(2)}`;
           try {
             for (const [stepIndex, step] of vectorCase.steps.entries()) {
+              if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
               const where = `step ${stepIndex} (${step.op ?? 'limit'} at now=${step.now}, cost=${step.cost ?? 1})`;
               if (step.op === 'reset') {
                 await limiter.reset(key, vectorCase.policy);

@@ -12,6 +12,14 @@ export const OP_RESET = 3;
 
 export const ALGORITHM_CODES = algorithmTable('code');
 
+/**
+ * With an explicit `now`, keys live in real time (their lifetime at `now`) + (how far `now` lags
+ * Redis TIME, at most this) + {@link REPLAY_SLACK_MS}, so replays slower than real time keep their
+ * state (decide.lua's MAX_REPLAY_LAG and REPLAY_SLACK).
+ */
+export const REPLAY_MAX_LAG_MS = 3_600_000;
+export const REPLAY_SLACK_MS = 1_000;
+
 /** Where the first decision starts in the script's reply (after the decision time). */
 export const RESULT_START = 1;
 /** Integers returned per decision. */

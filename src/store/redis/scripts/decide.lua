@@ -5,7 +5,8 @@
   one still does). A single limit() is a group of one.
 
   KEYS[i]   the state key of the i-th request, in order
-  ARGV[1]   now: '' to use Redis TIME (so nodes with skewed clocks agree), else epoch ms
+  ARGV[1]   now: '' to use Redis TIME (so nodes with skewed clocks agree), else epoch ms (keys
+            then live longer in real time, see below)
   ARGV[2]   P, the number of distinct policies in the batch, then P records of 6 fields:
     algorithm       1 token-bucket, 2 leaky-bucket, 3 fixed-window, 4 sliding-log,
                     5 sliding-window, 6 gcra
@@ -17,7 +18,7 @@
   then G, the number of groups, then per group: n (requests in the group) and n records of 3:
     policy          index into the policy records, from 1
     op              1 consume, 2 peek (record nothing), 3 reset (delete the key)
-    cost            integer >= 1
+    cost            integer >= 1 (>= 0 for a peek: 0 reports the quota as it stands)
 
   Returns now (the decision time, epoch ms: every relative figure the caller derives starts from
   it), then 6 integers per request: allowed (1/0), remaining, reset_at, retry_after,
@@ -43,12 +44,26 @@ end
 
 -- 1. Validate every argument before touching any key.
 local now
-if ARGV[1] == '' then
+-- Keys live in real time, but an explicit `now` (tests, replays, a caller's clock) may run ahead
+-- of it or behind it: such a key is kept (its lifetime in that time) + (how far `now` lags real
+-- time, at most MAX_REPLAY_LAG) + REPLAY_SLACK of real time, so a replay gets the same answers as
+-- the memory store however slowly it runs within those bounds (docs/semantics.md).
+local MAX_REPLAY_LAG = 3600000
+local REPLAY_SLACK = 1000
+local extra_ttl = 0
+local function clock_ms()
   local time = call('TIME')
-  now = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
+  return tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
+end
+if ARGV[1] == '' then
+  now = clock_ms()
 else
   now = integer_arg(1, 0)
   if now == nil then return bad_argument(1, 'now') end
+  local lag = clock_ms() - now
+  if lag < 0 then lag = 0 end
+  if lag > MAX_REPLAY_LAG then lag = MAX_REPLAY_LAG end
+  extra_ttl = lag + REPLAY_SLACK
 end
 
 local policy_count = integer_arg(2, 1)
@@ -89,7 +104,10 @@ for g = 1, group_count do
     if policy_index == nil then return bad_argument(index, 'policy index') end
     local op = integer_arg(index + 1, OP_CONSUME, OP_RESET)
     if op == nil then return bad_argument(index + 1, 'op') end
-    if integer_arg(index + 2, 1) == nil then return bad_argument(index + 2, 'cost') end
+    -- A peek may cost 0: the quota as it stands (the limiter's look).
+    local min_cost = 1
+    if op == OP_PEEK then min_cost = 0 end
+    if integer_arg(index + 2, min_cost) == nil then return bad_argument(index + 2, 'cost') end
     -- A decision needs a positive rate and capacity (no division by 0); a reset only needs the key.
     if op ~= OP_RESET and not policies[policy_index].usable then
       return bad_argument(index, 'limit, capacity and nominal capacity must be >= 1 to decide')
@@ -146,6 +164,7 @@ end
 local function record(key, p, write, reset_at)
   local ttl = reset_at - now
   if ttl < 1 then ttl = 1 end
+  ttl = ttl + extra_ttl
   if p.algorithm ~= SLIDING_LOG then
     call('SET', key, write, 'PX', ttl)
     return

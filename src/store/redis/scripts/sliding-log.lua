@@ -3,8 +3,8 @@
   oldest first: cumulative is the running total of cost logged up to and including the entry, so
   the total in the window is cumulative(newest) - (cumulative(oldest) - weight(oldest)). Entries at
   or before now - window no longer count. Requests in the same ms share an entry; with
-  count_rejected, an attempt that would exceed `capacity` entries merges into the newest entry and
-  moves it forward (docs/semantics.md). The list holds at most `capacity` entries; each call reads
+  count_rejected, an attempt that finds `capacity` entries drops the oldest, which never changes a
+  decision (docs/semantics.md). The list holds at most `capacity` entries; each call reads
   it whole, so this algorithm suits small limits (logins, OTPs), as it is meant to.
 
   decide_sliding_log(entries, now, cost, p) -> the values of level.lua, whose write, when set, is
@@ -36,11 +36,19 @@ local function decide_sliding_log(entries, now, cost, p)
     local time = now
     if newest and newest[1] > now then time = newest[1] end
     local entry
-    if newest and (newest[1] == time or size >= p.capacity) then
+    if newest and newest[1] == time then
       entry = { time, newest[2] + cost, newest[3] + cost }
       entries[#entries] = entry
       write = { expired = expired, merge = true }
     else
+      if size >= p.capacity then
+        -- Full: the newest capacity - 1 entries and this one already hold >= capacity, so the
+        -- oldest can never decide anything again (it expires before they do). Drop it.
+        expired_total = entries[first][2]
+        first = first + 1
+        expired = expired + 1
+        size = size - 1
+      end
       local previous_total = expired_total
       if newest then previous_total = newest[2] end
       entry = { time, previous_total + cost, cost }
