@@ -27,6 +27,7 @@ export interface Policy {
 
 /** Whether an algorithm's capacity is `burst` (buckets that refill continuously). */
 const USES_BURST = algorithmTable('usesBurst');
+const MULTIPLIES_BY_WINDOW = algorithmTable('multipliesByWindow');
 const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'algorithm',
   'limit',
@@ -74,11 +75,12 @@ export function policyCapacity(algorithm: AlgorithmName, limit: number, burst: n
 }
 
 /**
- * Whether every algorithm's arithmetic stays exact: they work in integers up to
- * (capacity + 1) × window, and doubles (JS and Lua) are exact up to 2^53.
+ * Whether `algorithm`'s arithmetic stays exact for this capacity and window. Doubles (JS and Lua)
+ * are exact up to 2^53; the algorithms that multiply counts by the window work in integers up to
+ * (capacity + 1) × window, the others only add counts (any safe-integer limit and window).
  */
-export function countsExactly(capacity: number, windowMs: number): boolean {
-  return (capacity + 1) * windowMs <= Number.MAX_SAFE_INTEGER;
+export function countsExactly(algorithm: AlgorithmName, capacity: number, windowMs: number): boolean {
+  return !MULTIPLIES_BY_WINDOW[algorithm] || (capacity + 1) * windowMs <= Number.MAX_SAFE_INTEGER;
 }
 
 /**
@@ -160,11 +162,11 @@ export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
   }
 
   const { burst, nominalCapacity, capacity, setBy } = policyCapacity(algorithm, limit, requestedBurst, softPercent);
-  if (!countsExactly(capacity, windowMs)) {
+  if (!countsExactly(algorithm, capacity, windowMs)) {
     throw new InvalidPolicyError(
       setBy,
       `${setBy} ${nominalCapacity} over a window of ${windowMs} ms is too large to count exactly; ` +
-        `keep (capacity + 1) × window ≤ ${Number.MAX_SAFE_INTEGER} (e.g. express the same rate over a shorter window)`,
+        `keep (capacity + 1) × window ≤ ${Number.MAX_SAFE_INTEGER} for ${algorithm} (express the same rate over a shorter window, or use fixed-window or sliding-log, which count any quota exactly)`,
     );
   }
   return new CompiledPolicy({

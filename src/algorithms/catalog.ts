@@ -14,15 +14,21 @@ export interface AlgorithmEntry {
   readonly code: number;
   /** Whether its capacity is `burst` and it refills continuously (window algorithms ignore `burst`). */
   readonly usesBurst: boolean;
+  /**
+   * Whether its arithmetic multiplies counts by the window (bucket levels in units of window/limit,
+   * the sliding window's weighted count), which bounds (capacity + 1) × window by 2^53. Fixed window
+   * and sliding log only add counts: any limit and window a policy can hold count exactly.
+   */
+  readonly multipliesByWindow: boolean;
 }
 
 export const ALGORITHM_CATALOG = [
-  { name: 'token-bucket', tag: 'tb', code: 1, usesBurst: true },
-  { name: 'leaky-bucket', tag: 'lb', code: 2, usesBurst: true },
-  { name: 'fixed-window', tag: 'fw', code: 3, usesBurst: false },
-  { name: 'sliding-log', tag: 'sl', code: 4, usesBurst: false },
-  { name: 'sliding-window', tag: 'sw', code: 5, usesBurst: false },
-  { name: 'gcra', tag: 'gcra', code: 6, usesBurst: true },
+  { name: 'token-bucket', tag: 'tb', code: 1, usesBurst: true, multipliesByWindow: true },
+  { name: 'leaky-bucket', tag: 'lb', code: 2, usesBurst: true, multipliesByWindow: true },
+  { name: 'fixed-window', tag: 'fw', code: 3, usesBurst: false, multipliesByWindow: false },
+  { name: 'sliding-log', tag: 'sl', code: 4, usesBurst: false, multipliesByWindow: false },
+  { name: 'sliding-window', tag: 'sw', code: 5, usesBurst: false, multipliesByWindow: true },
+  { name: 'gcra', tag: 'gcra', code: 6, usesBurst: true, multipliesByWindow: true },
 ] as const satisfies readonly AlgorithmEntry[];
 
 type Names<T extends readonly AlgorithmEntry[]> = { readonly [I in keyof T]: T[I]['name'] };

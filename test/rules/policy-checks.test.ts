@@ -54,6 +54,6 @@ describe('the loader and the engine agree on the numbers of a limit', () => {
     const at = (algorithm: AlgorithmName, numbers: Numbers) => checkRules(rule(algorithm, numbers), 'r.yaml').errors.map((error) => error.path);
     expect(at('token-bucket', { requestsPerUnit: 10, burst: MAX_YEARLY + 1 })).toEqual(['descriptors[0].rate_limit.burst']);
     expect(at('token-bucket', { requestsPerUnit: MAX_YEARLY + 1 })).toEqual(['descriptors[0].rate_limit.requests_per_unit']);
-    expect(at('fixed-window', { requestsPerUnit: MAX_YEARLY + 1, burst: 10 })).toEqual(['descriptors[0].rate_limit.requests_per_unit']);
+    expect(at('sliding-window', { requestsPerUnit: MAX_YEARLY + 1, burst: 10 })).toEqual(['descriptors[0].rate_limit.requests_per_unit']);
   });
 });
