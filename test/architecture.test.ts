@@ -9,6 +9,8 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = resolve(import.meta.dirname, '../src');
 const MAX_FILE_LINES = 500;
+/** What a Store does; only src/limiter.ts asks it (every decision goes through the limiter). */
+const STORE_METHODS: ReadonlySet<string> = new Set(['consume', 'peek', 'consumeAll', 'reset', 'close']);
 const MAX_FUNCTION_LINES = 60;
 /** A function longer than MAX_FUNCTION_LINES must say why in a comment just above it, starting so. */
 const LONG_REASON = /Long on purpose:/;
@@ -91,6 +93,26 @@ describe('architecture', () => {
       }
     }
     expect(upward).toEqual([]);
+  });
+
+  it('lets only the limiter (and the stores themselves) call a Store', () => {
+    const callers: string[] = [];
+    for (const [file, source] of parsed) {
+      const name = moduleName(file);
+      if (name === 'limiter' || name.startsWith('store/')) continue;
+      const visit = (node: ts.Node): void => {
+        if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)) {
+          const method = node.expression.name.text;
+          const receiver = node.expression.expression.getText(source);
+          if (STORE_METHODS.has(method) && /store$/i.test(receiver)) {
+            callers.push(`${name}.ts:${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1}: ${receiver}.${method}()`);
+          }
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(source);
+    }
+    expect(callers).toEqual([]);
   });
 
   it(`keeps files under ${MAX_FILE_LINES} lines and functions under ${MAX_FUNCTION_LINES}, unless a comment says why`, () => {

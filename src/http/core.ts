@@ -118,7 +118,7 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
 
   /** Releases the store when the middleware created it. */
   async close(): Promise<void> {
-    if (this.ownsStore) await this.store.close();
+    if (this.ownsStore) await this.limiter.close();
   }
 
   private decideCost(req: Req, view: RequestView): MaybePromise<Verdict> {
