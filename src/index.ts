@@ -1,7 +1,7 @@
 export { createLimiter } from './rules/limiter.js';
 export type { Limiter, LimiterOptions } from './rules/limiter.js';
 export { MAX_KEY_BYTES, MAX_LIMITS_PER_CHECK } from './limiter.js';
-export type { LimiterCore, LimiterCoreOptions, LimitOptions, LimitRequest } from './limiter.js';
+export type { DecideMode, LimiterCore, LimiterCoreOptions, LimitOptions, LimitRequest } from './limiter.js';
 export { memoryStore, MemoryStore } from './store/memory.js';
 export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export type { Store, StoreRequest, MaybePromise } from './store/types.js';
