@@ -1,0 +1,160 @@
+/**
+ * The service's error answers over real HTTP (the CLI in a child process, driven over loopback):
+ * a body over the limit gets a 413 the client can read (not a reset), and every error body carries
+ * `{ error, code, message }`.
+ */
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { serviceForSuite, type ServiceProcess } from '../support/service.js';
+
+const MiB = 1024 * 1024;
+const TOKEN = 'test-admin-token-0123456789';
+
+interface StreamedReply {
+  status: number | undefined;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** Bytes of the request body the client managed to write. */
+  written: number;
+  /** An error the client saw (EPIPE, ECONNRESET), if any. */
+  error: string | undefined;
+  /** ms from the first byte written until the connection closed. */
+  closedAfterMs: number;
+}
+
+/**
+ * POSTs `total` bytes with node:http as fast as the socket takes them (chunked, or with a
+ * Content-Length), and reads whatever answer comes.
+ */
+function streamBody(port: number, path: string, total: number, framing: 'chunked' | 'content-length'): Promise<StreamedReply> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const reply: StreamedReply = { status: undefined, headers: {}, body: '', written: 0, error: undefined, closedAfterMs: 0 };
+    const headers: Record<string, string | number> = { 'content-type': 'application/json' };
+    if (framing === 'content-length') headers['content-length'] = total;
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', headers });
+    req.on('response', (response) => {
+      reply.status = response.statusCode;
+      reply.headers = response.headers;
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (reply.body += chunk));
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => (reply.error ??= error.code ?? error.message));
+    req.on('socket', (socket) =>
+      socket.on('close', () => {
+        reply.closedAfterMs = Date.now() - started;
+        resolve(reply);
+      }),
+    );
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    const pump = (): void => {
+      while (reply.written < total && !req.destroyed) {
+        reply.written += chunk.length;
+        if (!req.write(chunk)) {
+          req.once('drain', pump);
+          return;
+        }
+      }
+      if (!req.destroyed) req.end();
+    };
+    pump();
+  });
+}
+
+/**
+ * A client that never stops uploading, whatever the server answers (node:http's client gives up
+ * its upload once a `Connection: close` answer ends): a raw socket sending an endless chunked body,
+ * as fast as it can or, past `trickleAfter` bytes, 1 KiB every 20 ms. Resolves when the server
+ * closes the connection, with everything it answered.
+ */
+function endlessUpload(port: number, path: string, trickleAfter = Infinity): Promise<{ answer: string; written: number; closedAfterMs: number }> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    let answer = '';
+    let written = 0;
+    const socket = connect(port, '127.0.0.1');
+    socket.setEncoding('latin1');
+    socket.on('data', (text: string) => (answer += text));
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve({ answer, written, closedAfterMs: Date.now() - started }));
+    socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    const frame = (size: number): Buffer => Buffer.concat([Buffer.from(`${size.toString(16)}\r\n`), Buffer.alloc(size, 'x'), Buffer.from('\r\n')]);
+    const fast = frame(64 * 1024);
+    const slow = frame(1024);
+    const pump = (): void => {
+      while (!socket.destroyed) {
+        if (written >= trickleAfter) {
+          written += 1024;
+          socket.write(slow);
+          setTimeout(pump, 20);
+          return;
+        }
+        written += 64 * 1024;
+        if (!socket.write(fast)) {
+          socket.once('drain', pump);
+          return;
+        }
+      }
+    };
+    pump();
+  });
+}
+
+/** Status, headers and JSON body of a raw HTTP/1.1 answer. */
+function parseAnswer(answer: string): { status: number; headers: string; body: unknown } {
+  const [head = '', body = ''] = answer.split('\r\n\r\n');
+  return { status: Number(head.split(' ')[1]), headers: `${head.toLowerCase()}\r\n`, body: JSON.parse(body) };
+}
+
+describe('tollgate serve: error answers', () => {
+  const running = serviceForSuite(['--config', 'examples/rules', '--admin-token', TOKEN]);
+  let service: ServiceProcess;
+  beforeAll(() => void (service = running()));
+
+  it.each(['chunked', 'content-length'] as const)('a 10 MB body (%s) is answered 413 with a JSON body the client reads, then the connection closes', async (framing) => {
+    const reply = await streamBody(service.httpPort, '/json', 10 * MiB, framing);
+    expect(reply.status).toBe(413);
+    expect(reply.headers.connection).toBe('close');
+    expect(JSON.parse(reply.body)).toMatchObject({ error: 'payload_too_large', code: 'ERR_TOLLGATE_BODY_TOO_LARGE', message: expect.stringMatching(/at most 1048576 bytes/) });
+    expect(reply.error).toBeUndefined();
+    // The service is still there.
+    expect((await fetch(service.url('/healthz'))).status).toBe(200);
+  });
+
+  it('after a 413 it reads away at most 16 MiB more of an endless body, then closes', async () => {
+    const { answer, written } = await endlessUpload(service.httpPort, '/v1/check');
+    expect(parseAnswer(answer)).toMatchObject({ status: 413, body: { code: 'ERR_TOLLGATE_BODY_TOO_LARGE' } });
+    expect(parseAnswer(answer).headers).toMatch(/\r\nconnection: close\r\n/);
+    // 1 MiB read, 16 MiB thrown away, and whatever the sockets' buffers held when it closed.
+    expect(written).toBeGreaterThan(17 * MiB);
+    expect(written).toBeLessThan(48 * MiB);
+  });
+
+  it('after a 413 it waits at most 2 s for a trickling body to end, then closes', async () => {
+    const { answer, closedAfterMs } = await endlessUpload(service.httpPort, '/json', 2 * MiB);
+    expect(parseAnswer(answer)).toMatchObject({ status: 413, body: { code: 'ERR_TOLLGATE_BODY_TOO_LARGE' } });
+    expect(closedAfterMs).toBeGreaterThanOrEqual(1_900);
+    expect(closedAfterMs).toBeLessThan(5_000);
+  });
+
+  it.each([
+    ['invalid JSON', 'POST', '/json', '{"domain": ', {}, 400, 'bad_request', 'ERR_TOLLGATE_INVALID_JSON', /not valid JSON/],
+    ['a bad /v1/limit body', 'POST', '/v1/limit', '[1]', {}, 400, 'bad_request', 'ERR_TOLLGATE_INVALID_REQUEST', /the body must be \{ key, policy, cost\? \}, got an array/],
+    ['no admin token', 'GET', '/v1/keys/blocked', undefined, {}, 401, 'unauthorized', 'ERR_TOLLGATE_UNAUTHORIZED', /admin token is required/],
+    ['a wrong admin token', 'GET', '/v1/keys/blocked', undefined, { authorization: 'Bearer nope' }, 401, 'unauthorized', 'ERR_TOLLGATE_UNAUTHORIZED', /admin token/],
+    ['a missing query', 'GET', '/v1/keys', undefined, { authorization: `Bearer ${TOKEN}` }, 400, 'bad_request', 'ERR_TOLLGATE_INVALID_REQUEST', /give key, algorithm, limit and window/],
+    ['an unknown path', 'GET', '/nope', undefined, {}, 404, 'not_found', 'ERR_TOLLGATE_NOT_FOUND', /GET \/nope is not served/],
+    ['a wrong method', 'GET', '/json', undefined, {}, 405, 'method_not_allowed', 'ERR_TOLLGATE_METHOD_NOT_ALLOWED', /GET \/json is not served; \/json takes POST/],
+    ['a declared 2 MiB body', 'POST', '/json', 'x'.repeat(2 * MiB), {}, 413, 'payload_too_large', 'ERR_TOLLGATE_BODY_TOO_LARGE', /the body is 2097152 bytes; at most 1048576 bytes/],
+    ['a check of an unknown shape', 'POST', '/v1/check', '{"domain":"d","descriptors":[],"x":1}', {}, 400, 'bad_request', 'ERR_TOLLGATE_INVALID_CHECK', /unknown field "x"/],
+  ] as const)('%s is answered { error, code, message }', async (_name, method, path, body, headers, status, error, code, message) => {
+    const response = await fetch(service.url(path), { method, headers, ...(body !== undefined ? { body } : {}) });
+    expect(response.status).toBe(status);
+    expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    const json = (await response.json()) as Record<string, unknown>;
+    expect(Object.keys(json).sort()).toEqual(['code', 'error', 'message']);
+    expect(json).toMatchObject({ error, code, message: expect.stringMatching(message) });
+    if (status === 405) expect(response.headers.get('allow')).toBe('POST');
+  });
+});
