@@ -158,3 +158,25 @@ describe('tollgate serve: error answers', () => {
     if (status === 405) expect(response.headers.get('allow')).toBe('POST');
   });
 });
+
+describe('tollgate serve without --config or --admin-token', () => {
+  const running = serviceForSuite([]);
+  let service: ServiceProcess;
+  beforeAll(() => void (service = running()));
+
+  it('warns at start that nothing is limited, and /readyz says so while staying ready', async () => {
+    const warning = service.logs.find((line) => line.level === 40 && /nothing is limited/.test(String(line.msg)));
+    expect(warning?.msg).toMatch(/no --config/);
+    const ready = await fetch(service.url('/readyz'));
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ready', rules: 'none loaded: nothing is limited', domains: [] });
+    const check = await fetch(service.url('/json'), { method: 'POST', body: JSON.stringify({ domain: 'd', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] }) });
+    expect(await check.json()).toEqual({ overallCode: 'OK', statuses: [{ code: 'OK' }] });
+  });
+
+  it('admin endpoints are refused with 403 and a code', async () => {
+    const response = await fetch(service.url('/v1/keys/blocked'));
+    expect(response.status).toBe(403);
+    expect(await response.json()).toEqual({ error: 'forbidden', code: 'ERR_TOLLGATE_ADMIN_DISABLED', message: expect.stringMatching(/--admin-token/) });
+  });
+});
