@@ -107,6 +107,38 @@ function parseAnswer(answer: string): { status: number; headers: string; body: u
   return { status: Number(head.split(' ')[1]), headers: `${head.toLowerCase()}\r\n`, body: JSON.parse(body) };
 }
 
+/** Sends every request on one connection without waiting for answers (HTTP/1.1 pipelining); resolves with their statuses. */
+function pipeline(port: number, requests: { method: string; path: string; headers: Record<string, string>; body: string }[]): Promise<number[]> {
+  return new Promise((resolve, reject) => {
+    const statuses: number[] = [];
+    let pending = '';
+    const socket = connect(port, '127.0.0.1');
+    socket.setEncoding('latin1');
+    socket.on('error', reject);
+    socket.on('data', (text: string) => {
+      pending += text;
+      for (let headEnd = pending.indexOf('\r\n\r\n'); headEnd >= 0; headEnd = pending.indexOf('\r\n\r\n')) {
+        const head = pending.slice(0, headEnd);
+        const end = headEnd + 4 + Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]);
+        if (pending.length < end) break;
+        statuses.push(Number(head.split(' ')[1]));
+        pending = pending.slice(end);
+      }
+      if (statuses.length === requests.length) {
+        socket.end();
+        resolve(statuses);
+      }
+    });
+    const text = requests
+      .map(({ method, path, headers, body }) => {
+        const lines = Object.entries({ host: 'x', 'content-length': String(Buffer.byteLength(body)), ...headers }).map(([name, value]) => `${name}: ${value}\r\n`);
+        return `${method} ${path} HTTP/1.1\r\n${lines.join('')}\r\n${body}`;
+      })
+      .join('');
+    socket.write(text);
+  });
+}
+
 describe('tollgate serve: error answers', () => {
   const running = serviceForSuite(['--config', 'examples/rules', '--admin-token', TOKEN]);
   let service: ServiceProcess;
@@ -147,6 +179,9 @@ describe('tollgate serve: error answers', () => {
     ['an unknown path', 'GET', '/nope', undefined, {}, 404, 'not_found', 'ERR_TOLLGATE_NOT_FOUND', /GET \/nope is not served/],
     ['a wrong method', 'GET', '/json', undefined, {}, 405, 'method_not_allowed', 'ERR_TOLLGATE_METHOD_NOT_ALLOWED', /GET \/json is not served; \/json takes POST/],
     ['a declared 2 MiB body', 'POST', '/json', 'x'.repeat(2 * MiB), {}, 413, 'payload_too_large', 'ERR_TOLLGATE_BODY_TOO_LARGE', /the body is 2097152 bytes; at most 1048576 bytes/],
+    ['65 descriptors', 'POST', '/json', JSON.stringify({ domain: 'd', descriptors: Array.from({ length: 65 }, () => ({ entries: [{ key: 'a', value: 'b' }] })) }), {}, 400, 'bad_request', 'ERR_TOLLGATE_INVALID_CHECK', /^got 65 descriptors; at most 64 are accepted in one request$/],
+    ['33 entries', 'POST', '/v1/check', JSON.stringify({ domain: 'd', descriptors: [Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']))] }), {}, 400, 'bad_request', 'ERR_TOLLGATE_INVALID_CHECK', /^descriptors\[0\] has 33 entries; at most 32 are accepted in one descriptor$/],
+    ['a block key of 1025 characters', 'POST', '/v1/keys/block', JSON.stringify({ key: 'k'.repeat(1025) }), { authorization: `Bearer ${TOKEN}` }, 400, 'bad_request', 'ERR_TOLLGATE_INVALID_OPTION', /^key must be a non-empty string of at most 1024 characters, got 1025 characters$/],
     ['a check of an unknown shape', 'POST', '/v1/check', '{"domain":"d","descriptors":[],"x":1}', {}, 400, 'bad_request', 'ERR_TOLLGATE_INVALID_CHECK', /unknown field "x"/],
   ] as const)('%s is answered { error, code, message }', async (_name, method, path, body, headers, status, error, code, message) => {
     const response = await fetch(service.url(path), { method, headers, ...(body !== undefined ? { body } : {}) });
@@ -156,6 +191,22 @@ describe('tollgate serve: error answers', () => {
     expect(Object.keys(json).sort()).toEqual(['code', 'error', 'message']);
     expect(json).toMatchObject({ error, code, message: expect.stringMatching(message) });
     if (status === 405) expect(response.headers.get('allow')).toBe('POST');
+  });
+  it('refuses a block past the 10,000th, saying how many are blocked', async () => {
+    const block = (key: string) => JSON.stringify({ key, ttlMs: 60_000 });
+    // 10,000 requests pipelined on one connection: quicker than 10,000 round trips.
+    const answers = await pipeline(
+      service.httpPort,
+      Array.from({ length: 10_000 }, (_, i) => ({ method: 'POST', path: '/v1/keys/block', headers: { authorization: `Bearer ${TOKEN}` }, body: block(`full-${i}`) })),
+    );
+    expect(answers.filter((answer) => answer === 200)).toHaveLength(10_000);
+    const refused = await fetch(service.url('/v1/keys/block'), { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: block('one-more') });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      error: 'bad_request',
+      code: 'ERR_TOLLGATE_INVALID_OPTION',
+      message: '10000 keys are blocked already, at most 10000 at once; unblock some or wait for blocks to expire',
+    });
   });
 });
 
