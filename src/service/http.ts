@@ -14,7 +14,7 @@ import { compileRules } from '../rules/ruleset.js';
 import type { ServiceContext } from './context.js';
 import { decideCheck } from './decide.js';
 import { fromEnvoyRequest, toEnvoyResponse } from './envoy.js';
-import { HttpError, errorReply, readBody, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
+import { HttpError, MAX_BODY_BYTES, errorReply, readBody, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
 
 export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: URL) => Promise<void> | void;
 
@@ -43,7 +43,7 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
   addCoreRoutes(ctx, routes);
   // Slow-loris: a client that trickles its headers or body is cut off (408) instead of holding a
   // socket; the timeouts are checked every second (Node's default is every 30 s).
-  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 5_000, requestTimeout: 10_000, keepAliveTimeout: 5_000 }, (request, response) => {
+  const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
     const url = new URL(request.url ?? '/', 'http://tollgate');
     const handler = routes.find(request.method ?? 'GET', url.pathname);
     if (handler === undefined) {
@@ -70,6 +70,12 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
         else if (status === 413) sendJsonAndLinger(request, response, status, body);
         else sendJson(response, status, body);
       });
+  };
+  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 5_000, requestTimeout: 10_000, keepAliveTimeout: 5_000 }, onRequest);
+  // `Expect: 100-continue` with a body declared too large: answer the 413 without inviting the body.
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    if (Number(request.headers['content-length'] ?? 0) <= MAX_BODY_BYTES) response.writeContinue();
+    onRequest(request, response);
   });
   return { server, routes };
 }

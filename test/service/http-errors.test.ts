@@ -154,6 +154,37 @@ describe('tollgate serve: error answers', () => {
     expect((await fetch(service.url('/healthz'))).status).toBe(200);
   });
 
+  it('a client that sends Expect: 100-continue with a 10 MB Content-Length gets the 413 instead, and never sends the body', async () => {
+    const reply = await new Promise<{ status: number | undefined; body: string; continued: boolean }>((resolve, reject) => {
+      const req = httpRequest({
+        host: '127.0.0.1',
+        port: service.httpPort,
+        path: '/json',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': 10 * MiB, expect: '100-continue' },
+      });
+      let continued = false;
+      req.on('continue', () => {
+        continued = true;
+        req.end(Buffer.alloc(10 * MiB, 'x'));
+      });
+      req.on('response', (response) => {
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (body += chunk));
+        response.on('end', () => {
+          resolve({ status: response.statusCode, body, continued });
+          req.destroy();
+        });
+      });
+      req.on('error', reject);
+      req.flushHeaders();
+    });
+    expect(reply.continued).toBe(false);
+    expect(reply.status).toBe(413);
+    expect(JSON.parse(reply.body)).toMatchObject({ code: 'ERR_TOLLGATE_BODY_TOO_LARGE', message: 'the body is 10485760 bytes; at most 1048576 bytes are accepted' });
+  });
+
   it('after a 413 it reads away at most 16 MiB more of an endless body, then closes', async () => {
     const { answer, written } = await endlessUpload(service.httpPort, '/v1/check');
     expect(parseAnswer(answer)).toMatchObject({ status: 413, body: { code: 'ERR_TOLLGATE_BODY_TOO_LARGE' } });
