@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `tollgate` command: `serve` (the decision service), `validate` (check rules files), `demo`
- * (the limiter deciding on the embedded store), `--help`, `--version`. `gateway`, `simulate` and
- * `bench` arrive with their issues.
+ * (the limiter deciding on the embedded store), `help` (or `--help` after any command),
+ * `--version`. `gateway`, `simulate` and `bench` arrive with their issues.
  */
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
@@ -30,6 +30,7 @@ Commands:
   demo          Show every algorithm deciding a burst of requests on the embedded memory store
   validate PATH Check a rules file, or a directory of *.yaml files: prints "OK: N domains,
                 M descriptors" (exit 0) or every error as file:line:col: path: message (exit 1)
+  help          Show this help (as does --help after any command)
 
 Options:
   -h, --help     Show this help
@@ -43,9 +44,11 @@ function version(): string {
 
 async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
+  if (first === 'help') return help(rest);
   if (first === 'serve') return serve(rest);
   if (first === 'validate') return validate(rest);
   if (first === 'demo') {
+    if (rest.length === 1 && HELP_FLAGS.has(rest[0]!)) return help([]);
     if (rest.length > 0) return usageError(`demo takes no arguments, got ${JSON.stringify(rest.join(' '))}`);
     await runDemo((line) => process.stdout.write(`${line}\n`));
     return 0;
@@ -76,6 +79,20 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
+const COMMANDS = new Set(['serve', 'validate', 'demo', 'help']);
+const HELP_FLAGS = new Set(['--help', '-h']);
+/** The `--help` / `-h` flag every command takes. */
+const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
+
+/** `tollgate help [COMMAND]`, `tollgate COMMAND --help`: the usage on stdout, exit 0. */
+function help(args: string[]): number {
+  if (args.length > 1 || (args.length === 1 && !COMMANDS.has(args[0]!))) {
+    return usageError(`help takes one of the commands ${[...COMMANDS].join(', ')}, got ${JSON.stringify(args.join(' '))}`);
+  }
+  process.stdout.write(USAGE);
+  return 0;
+}
+
 function usageError(message: string): number {
   process.stderr.write(`tollgate: ${message}\n\n${USAGE}`);
   return 2;
@@ -85,8 +102,10 @@ function usageError(message: string): number {
 async function serve(args: string[]): Promise<number> {
   let values: Record<string, string | undefined>;
   try {
-    const options = Object.fromEntries(Object.keys(SERVE_FLAGS).map((flag) => [flag, { type: 'string' as const }]));
-    ({ values } = parseArgs({ args, options, allowPositionals: false }) as { values: Record<string, string | undefined> });
+    const options = { ...Object.fromEntries(Object.keys(SERVE_FLAGS).map((flag) => [flag, { type: 'string' as const }])), ...HELP_OPTION };
+    const { help: wantsHelp, ...flags } = parseArgs({ args, options, allowPositionals: false }).values as Record<string, string | undefined> & { help?: boolean };
+    if (wantsHelp === true) return help([]);
+    values = flags;
   } catch (error) {
     return usageError(`serve: ${(error as Error).message}`);
   }
@@ -152,7 +171,9 @@ async function runWorkers(count: number): Promise<number> {
 /** `tollgate validate PATH`: 0 when the rules load, 1 with every error on stderr, 2 on misuse. */
 async function validate(args: string[]): Promise<number> {
   try {
-    args = parseArgs({ args, allowPositionals: true, options: {} }).positionals;
+    const parsed = parseArgs({ args, allowPositionals: true, options: HELP_OPTION });
+    if (parsed.values.help === true) return help([]);
+    args = parsed.positionals;
   } catch (error) {
     return usageError(`validate: ${(error as Error).message}`);
   }

@@ -10,7 +10,7 @@ import { limitZero } from './algorithms/outcome.js';
 import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from './errors.js';
-import { MAX_KEY_BYTES } from './keys.js';
+import { MAX_KEY_BYTES, wellFormedKey } from './keys.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest } from './store/types.js';
@@ -142,7 +142,7 @@ export class CoreLimiter implements LimiterCore {
 
   reset(key: string, policy: Policy | CompiledPolicy): Promise<void> {
     return settle(() => {
-      checkKey(key);
+      key = checkKey(key);
       return this.store.reset(key, this.policies.get(policy));
     });
   }
@@ -175,7 +175,7 @@ export class CoreLimiter implements LimiterCore {
 
   /** Decides one request; not async, so a memory-store decision settles without a microtask hop. */
   decide(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions, mode: DecideMode = 'limit'): MaybePromise<Decision> {
-    checkKey(key);
+    key = checkKey(key);
     const compiled = this.policies.get(policy);
     let cost = 1;
     if (options !== undefined) {
@@ -201,10 +201,10 @@ export class CoreLimiter implements LimiterCore {
     if (typeof request !== 'object' || request === null) {
       throw new InvalidOptionError(`limitAll: each request must be { key, policy, cost? }, got ${describeValue(request)}`);
     }
-    checkKey(request.key);
+    const key = checkKey(request.key);
     const policy = this.policies.get(request.policy);
     const cost = request.cost === undefined ? 1 : checkCost(request.cost);
-    return { key: request.key, policy, cost: mode === 'look' ? 0 : cost };
+    return { key, policy, cost: mode === 'look' ? 0 : cost };
   }
 }
 
@@ -231,7 +231,8 @@ function unspent(decision: Decision): Decision {
     : { allowed: true, limit, remaining, resetAt, retryAfter: 0, now, delay };
 }
 
-function checkKey(key: unknown): void {
+/** The key every store counts under (see {@link wellFormedKey}), or an InvalidKeyError. */
+function checkKey(key: unknown): string {
   if (typeof key !== 'string') throw new InvalidKeyError(`key must be a string, got ${describeValue(key)}`);
   if (key.length === 0) throw new InvalidKeyError('key is empty; identify the caller (e.g. "ip:203.0.113.7" or "user:42")');
   if (key.length > ALWAYS_SHORT_ENOUGH && Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) {
@@ -239,6 +240,7 @@ function checkKey(key: unknown): void {
       `key is ${Buffer.byteLength(key, 'utf8')} bytes, over the ${MAX_KEY_BYTES}-byte limit; hash long identities (e.g. a SHA-256 of a token) before limiting`,
     );
   }
+  return wellFormedKey(key);
 }
 
 const CALL_OPTIONS: readonly string[] = ['cost', 'now'];

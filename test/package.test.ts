@@ -48,6 +48,17 @@ describe('built package', () => {
     expect(badFlag.stderr).toMatch(/--frob/);
   });
 
+  it.each(['help', 'help serve', 'serve --help', 'serve -h', 'serve --port 0 --help', 'validate --help', 'validate -h', 'demo --help'])(
+    'tollgate %s prints the usage and exits 0 (never starts the service)',
+    (line) => {
+      const result = spawnSync(process.execPath, [pkg.bin.tollgate!, ...line.split(' ')], { cwd: root, encoding: 'utf8', timeout: 10_000 });
+      expect(result.stderr).toBe('');
+      expect(result.stdout).toMatch(/^Usage: tollgate <command> \[options\]\n/);
+      expect(result.stdout).toMatch(/ {2}serve {2}.*\n[^]* {2}validate PATH/);
+      expect(result.status).toBe(0);
+    },
+  );
+
   it('the demo shows every algorithm admitting a burst and then throttling', () => {
     const result = node([pkg.bin.tollgate!, 'demo']);
     expect(result.status).toBe(0);

@@ -79,6 +79,8 @@ const CORE_OPTIONS = [
 ];
 
 const LIMIT_FIELDS: readonly string[] = ['name', 'policy', 'key'];
+/** Longest limit name (it prefixes the limit's counter keys). */
+const MAX_LIMIT_NAME = 128;
 
 /** A limit of a middleware, validated; `prefix` (`name` + separator) starts every store key. */
 export interface PreparedLimit<Req> {
@@ -146,8 +148,12 @@ export function checkMessage(message: unknown): string | undefined {
 }
 
 export function prepareLimits<Req>(limits: unknown, name: unknown): PreparedLimit<Req>[] {
-  if (!Array.isArray(limits) || limits.length === 0 || limits.length > MAX_LIMITS_PER_CHECK) {
-    throw new InvalidOptionError(`limits must be a non-empty array (at most ${MAX_LIMITS_PER_CHECK}) of { name, policy, key? }, got ${describeValue(limits)}`);
+  if (!Array.isArray(limits) || limits.length === 0) {
+    const got = Array.isArray(limits) ? 'an empty array' : describeValue(limits);
+    throw new InvalidOptionError(`limits must be a non-empty array (at most ${MAX_LIMITS_PER_CHECK}) of { name, policy, key? }, got ${got}`);
+  }
+  if (limits.length > MAX_LIMITS_PER_CHECK) {
+    throw new InvalidOptionError(`limits has ${limits.length} entries; at most ${MAX_LIMITS_PER_CHECK} limits are decided together`);
   }
   if (name !== undefined) throw new InvalidOptionError('name names the single policy; with limits, give each limit its own name');
   const prepared = limits.map((spec: unknown, index) => {
@@ -172,8 +178,9 @@ export function prepareLimit<Req>(spec: Partial<LimitSpec<Req>>, where: string):
     throw new InvalidOptionError(`${where}: ${(error as Error).message}`);
   }
   const name = spec.name ?? `${policy.limit}-per-${compactWindow(policy.windowMs)}`;
-  if (typeof name !== 'string' || name === '' || name.length > 128) {
-    throw new InvalidOptionError(`${where}: name must be a non-empty string of at most 128 characters, got ${describeValue(spec.name)}`);
+  if (typeof name !== 'string' || name === '' || name.length > MAX_LIMIT_NAME) {
+    const got = typeof name === 'string' && name.length > MAX_LIMIT_NAME ? `${name.length} characters` : describeValue(spec.name);
+    throw new InvalidOptionError(`${where}: name must be a non-empty string of at most ${MAX_LIMIT_NAME} characters, got ${got}`);
   }
   return { name, policy, key: optionalFunction(spec.key, `${where}.key`), prefix: `${name}|` };
 }

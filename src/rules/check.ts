@@ -169,13 +169,19 @@ function validate(request: CheckRequest): void {
   if (typeof request.domain !== 'string' || request.domain === '') {
     throw new InvalidCheckError(`domain must be a non-empty string, got ${describeValue(request.domain)}`);
   }
-  if (!Array.isArray(request.descriptors) || request.descriptors.length > MAX_DESCRIPTORS) {
+  if (!Array.isArray(request.descriptors)) {
     throw new InvalidCheckError(`descriptors must be an array of at most ${MAX_DESCRIPTORS}, got ${describeValue(request.descriptors)}`);
+  }
+  if (request.descriptors.length > MAX_DESCRIPTORS) {
+    throw new InvalidCheckError(`got ${request.descriptors.length} descriptors; at most ${MAX_DESCRIPTORS} are accepted in one request`);
   }
   checkHits('hits', request.hits);
   request.descriptors.forEach((descriptor, i) => {
-    if (typeof descriptor !== 'object' || descriptor === null || !Array.isArray(descriptor.entries) || descriptor.entries.length > MAX_ENTRIES) {
+    if (typeof descriptor !== 'object' || descriptor === null || !Array.isArray(descriptor.entries)) {
       throw new InvalidCheckError(`descriptors[${i}] must be { entries: [{ key, value }] } with at most ${MAX_ENTRIES} entries, got ${describeValue(descriptor)}`);
+    }
+    if (descriptor.entries.length > MAX_ENTRIES) {
+      throw new InvalidCheckError(`descriptors[${i}] has ${descriptor.entries.length} entries; at most ${MAX_ENTRIES} are accepted in one descriptor`);
     }
     checkHits(`descriptors[${i}].hitsAddend`, descriptor.hitsAddend);
     descriptor.entries.forEach((entry: DescriptorEntry, j: number) => {

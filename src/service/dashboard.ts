@@ -10,7 +10,7 @@ import type { Socket } from 'node:net';
 import type { CheckEvent, RejectedEvent, ServiceContext, StoreErrorEvent } from './context.js';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLE, dashboardHtml } from './dashboard-page.js';
 import type { HttpRoutes } from './http.js';
-import { sendJson } from './http-util.js';
+import { HttpError, sendJson } from './http-util.js';
 import { classifyCheck, listenToEvents, memoryStats, NO_RULE, ruleIndex } from './metrics.js';
 
 /** How often a snapshot is sent, in ms. */
@@ -373,7 +373,7 @@ function routeEventStream(
 ): void {
   routes.add('GET', '/v1/events', (request, response) => {
     if (clients.size >= MAX_CLIENTS) {
-      sendJson(response, 503, { error: 'too_many_clients', message: `at most ${MAX_CLIENTS} event streams at once; close one and retry` }, { 'retry-after': '5' });
+      sendJson(response, 503, new HttpError(503, `there are already ${clients.size} event streams, at most ${MAX_CLIENTS} at once; close one and retry`).body(), { 'retry-after': '5' });
       return;
     }
     const client: Client = { request, response };

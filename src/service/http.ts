@@ -14,7 +14,7 @@ import { compileRules } from '../rules/ruleset.js';
 import type { ServiceContext } from './context.js';
 import { decideCheck } from './decide.js';
 import { fromEnvoyRequest, toEnvoyResponse } from './envoy.js';
-import { HttpError, errorReply, readBody, readJson, sendJson } from './http-util.js';
+import { HttpError, MAX_BODY_BYTES, errorReply, readBody, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
 
 export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: URL) => Promise<void> | void;
 
@@ -30,10 +30,11 @@ export class HttpRoutes {
     return this.routes.get(`${method} ${path}`);
   }
 
-  /** Whether any method serves `path` (405 rather than 404). */
-  knows(path: string): boolean {
-    for (const route of this.routes.keys()) if (route.endsWith(` ${path}`)) return true;
-    return false;
+  /** The methods that serve `path` (none: a 404, some: a 405). */
+  methods(path: string): string[] {
+    const methods: string[] = [];
+    for (const route of this.routes.keys()) if (route.endsWith(` ${path}`)) methods.push(route.slice(0, route.indexOf(' ')));
+    return methods;
   }
 }
 
@@ -42,12 +43,16 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
   addCoreRoutes(ctx, routes);
   // Slow-loris: a client that trickles its headers or body is cut off (408) instead of holding a
   // socket; the timeouts are checked every second (Node's default is every 30 s).
-  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 5_000, requestTimeout: 10_000, keepAliveTimeout: 5_000 }, (request, response) => {
+  const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
     const url = new URL(request.url ?? '/', 'http://tollgate');
     const handler = routes.find(request.method ?? 'GET', url.pathname);
     if (handler === undefined) {
-      const known = routes.knows(url.pathname);
-      sendJson(response, known ? 405 : 404, { error: known ? 'method_not_allowed' : 'not_found', message: `${request.method} ${url.pathname} is not served` });
+      const methods = routes.methods(url.pathname);
+      const error =
+        methods.length > 0
+          ? new HttpError(405, `${request.method} ${url.pathname} is not served; ${url.pathname} takes ${methods.join(', ')}`)
+          : new HttpError(404, `${request.method} ${url.pathname} is not served; see docs/service.md for the endpoints`);
+      sendJson(response, error.status, error.body(), methods.length > 0 ? { allow: methods.join(', ') } : {});
       request.resume();
       return;
     }
@@ -60,9 +65,17 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
           ctx.events.emit('storeError', { kind: String(body.code ?? body.error) });
           if (status !== 503) ctx.logger.error({ err: error, path: url.pathname }, 'request failed');
         }
-        if (!response.headersSent) sendJson(response, status, body);
-        else response.destroy();
+        if (response.headersSent) response.destroy();
+        // The rest of the body is still arriving: answer first, then read it away before closing.
+        else if (status === 413) sendJsonAndLinger(request, response, status, body);
+        else sendJson(response, status, body);
       });
+  };
+  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 5_000, requestTimeout: 10_000, keepAliveTimeout: 5_000 }, onRequest);
+  // `Expect: 100-continue` with a body declared too large: answer the 413 without inviting the body.
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    if (Number(request.headers['content-length'] ?? 0) <= MAX_BODY_BYTES) response.writeContinue();
+    onRequest(request, response);
   });
   return { server, routes };
 }
@@ -90,7 +103,7 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
 
   routes.add('POST', '/v1/limit', async (request, response) => {
     const body = await readJson(request);
-    if (typeof body !== 'object' || body === null) throw new HttpError(400, 'the body must be { key, policy, cost? }');
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, `the body must be { key, policy, cost? }, got ${describeValue(body)}`);
     const { key, policy, cost, ...rest } = body as { key?: unknown; policy?: unknown; cost?: unknown };
     if (Object.keys(rest).length > 0) throw new HttpError(400, `unknown field ${JSON.stringify(Object.keys(rest)[0])}; the fields are key, policy, cost`);
     const compiled = compilePolicy(policy as Policy);
@@ -160,7 +173,7 @@ function addKeyRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   routes.add('POST', '/v1/keys/block', async (request, response) => {
     requireAdmin(ctx, request);
     const body = (await readJson(request)) as { key?: unknown; ttlMs?: unknown } | null;
-    if (typeof body !== 'object' || body === null) throw new HttpError(400, 'the body must be { key, ttlMs? }');
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, `the body must be { key, ttlMs? }, got ${describeValue(body)}`);
     const key = body.key as string;
     const until = ctx.blocks.block(key, body.ttlMs === undefined ? 3_600_000 : (body.ttlMs as number));
     ctx.logger.warn({ key, until }, 'key blocked by an operator');

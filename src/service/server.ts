@@ -77,6 +77,16 @@ async function startRulesSync(store: MemoryStore | RedisStore, holder: RulesHold
   return sync;
 }
 
+/** `/readyz`'s `rules` field when no rules are loaded. */
+const NO_RULES = 'none loaded: nothing is limited';
+
+/** Without --config (and no rules pushed through Redis yet), every check answers OK: say so at start. */
+function warnIfNoRules(options: ServiceOptions, holder: RulesHolder, store: MemoryStore | RedisStore, logger: Logger): void {
+  if (options.config !== undefined || holder.current.domainNames().length > 0) return;
+  const until = store.name === 'redis' ? ' until rules are pushed (PUT /v1/rules)' : '';
+  logger.warn(`no --config (or TOLLGATE_CONFIG) given: no rules are loaded, so nothing is limited and every check answers OK${until}; give --config FILE|DIR (docs/rules.md)`);
+}
+
 /** What buildContext needs beyond what it makes (the limiter, the events, the block list). */
 interface ContextParts {
   readonly options: ServiceOptions;
@@ -104,6 +114,8 @@ function buildContext({ options, logger, store, holder, watcher, sync, startedAt
     readiness: async () => {
       const details: Record<string, unknown> = { rulesVersion: holder.current.version, domains: holder.current.domainNames(), store: store.name };
       let ready = true;
+      // Ready all the same: answering OK to every check is what this service was asked to do.
+      if (holder.current.domainNames().length === 0) details.rules = NO_RULES;
       if (watcher?.status().lastError !== undefined) details.rulesError = watcher.status().lastError;
       if (store.name === 'redis') {
         const reachable = await (store as RedisStore).client.ping().then(() => true, () => false);
@@ -166,6 +178,7 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   const holder = await loadInitialRules(options);
   const watcher = watchRuleFiles(options, holder, logger);
   const sync = await startRulesSync(store, holder, logger);
+  warnIfNoRules(options, holder, store, logger);
   const context = buildContext({ options, logger, store, holder, watcher, sync, startedAt });
 
   const { server, routes } = createHttpServer(context);

@@ -371,6 +371,9 @@ describe('bad middleware options are refused when the middleware is created', ()
     ['trustProxy true', { policy: hourly(1), trustProxy: true }, /trustProxy/],
     ['bad ipv6Subnet', { policy: hourly(1), ipv6Subnet: 128 }, /ipv6Subnet/],
     ['bad failureMode', { policy: hourly(1), failureMode: 'sometimes' }, /failureMode must be 'open'/],
+    ['65 limits', { limits: Array.from({ length: 65 }, (_, i) => ({ name: `l${i}`, policy: hourly(1) })) }, /^limits has 65 entries; at most 64 limits are decided together/],
+    ['no limits', { limits: [] }, /^limits must be a non-empty array .*, got an empty array$/],
+    ['a limit name of 129 characters', { limits: [{ name: 'n'.repeat(129), policy: hourly(1) }] }, /^limits\[0\]: name must be a non-empty string of at most 128 characters, got 129 characters$/],
   ];
   for (const [maker, make] of makers) {
     it.each(cases)(`${maker}: %s`, (_name, options, message) => {

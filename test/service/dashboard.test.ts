@@ -216,7 +216,11 @@ describe('GET /dashboard', () => {
       for (let i = 1; i < MAX_CLIENTS; i++) more.push(await EventStream.open(base));
       const refused = await fetch(`${base}/v1/events`);
       expect(refused.status).toBe(503);
-      expect(await refused.json()).toMatchObject({ error: 'too_many_clients' });
+      expect(await refused.json()).toEqual({
+        error: 'too_many_clients',
+        code: 'ERR_TOLLGATE_TOO_MANY_CLIENTS',
+        message: `there are already ${MAX_CLIENTS} event streams, at most ${MAX_CLIENTS} at once; close one and retry`,
+      });
     } finally {
       for (const stream of more) stream.close();
     }

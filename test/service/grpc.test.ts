@@ -147,8 +147,8 @@ describe('gRPC ShouldRateLimit (in-process service, memory store)', () => {
     ['no descriptors', { domain: 'classic' }, /^descriptors must hold at least one RateLimitDescriptor/],
     ['an empty key', { domain: 'classic', descriptors: [{ entries: [{ key: '', value: 'v' }] }] }, /^descriptors\[0\]\.entries\[0\] must be \{ key: non-empty string/],
     ['hits over uint32', { domain: 'classic', descriptors: [{ entries: entries({ a: 'b' }), hits_addend: { value: 2 ** 40 } }] }, /^descriptors\[0\]\.hits_addend must be a whole number from 0 to 4294967295, got 1099511627776$/],
-    ['65 descriptors', { domain: 'classic', descriptors: Array.from({ length: 65 }, () => ({ entries: entries({ a: 'b' }) })) }, /^descriptors must be an array of at most 64/],
-    ['33 entries', { domain: 'classic', descriptors: [{ entries: Array.from({ length: 33 }, (_, i) => ({ key: `k${i}`, value: 'v' })) }] }, /^descriptors\[0\] must be .* at most 32 entries/],
+    ['65 descriptors', { domain: 'classic', descriptors: Array.from({ length: 65 }, () => ({ entries: entries({ a: 'b' }) })) }, /^got 65 descriptors; at most 64 are accepted in one request$/],
+    ['33 entries', { domain: 'classic', descriptors: [{ entries: Array.from({ length: 33 }, (_, i) => ({ key: `k${i}`, value: 'v' })) }] }, /^descriptors\[0\] has 33 entries; at most 32 are accepted in one descriptor$/],
   ])('%s: INVALID_ARGUMENT with a message saying what to fix, and a rejected event', async (_name, request, message) => {
     const before = rejected.length;
     const error = await grpcFailure(client.shouldRateLimit(request));
@@ -175,7 +175,10 @@ describe('gRPC ShouldRateLimit (in-process service, memory store)', () => {
 
   it('messages over 1 MiB are refused (RESOURCE_EXHAUSTED); unparseable bytes fail the call, not the server', async () => {
     const huge = encodeFields([[1, 'classic'], [2, encodeFields([[1, encodeFields([[1, 'k'], [2, 'v'.repeat(MAX_MESSAGE_BYTES)]])]])]]);
-    expect((await grpcFailure(client.shouldRateLimitRaw(huge))).code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
+    const exhausted = await grpcFailure(client.shouldRateLimitRaw(huge));
+    expect(exhausted.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
+    // grpc-js's own words, with the size it got and the most it takes.
+    expect(exhausted.details).toBe(`Received message larger than max (${huge.length} vs ${MAX_MESSAGE_BYTES})`);
     // A length running past the end of the message: grpc-js refuses it before the handler runs.
     const garbage = await grpcFailure(client.shouldRateLimitRaw(Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01])));
     expect(garbage.code).toBe(GrpcStatus.INVALID_ARGUMENT);

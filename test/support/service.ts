@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, expect } from 'vitest';
 
 const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
 
@@ -55,4 +56,19 @@ export async function startServiceProcess(args: string[], env: Record<string, st
       return exited;
     },
   };
+}
+
+/**
+ * Starts `tollgate serve ...args` before the suite's tests and stops it after them (expecting exit
+ * code 0). Call inside a `describe`; the returned function gives the running service.
+ */
+export function serviceForSuite(args: string[], env: Record<string, string> = {}): () => ServiceProcess {
+  let service: ServiceProcess | undefined;
+  beforeAll(async () => {
+    service = await startServiceProcess(args, env);
+  }, 20_000);
+  afterAll(async () => {
+    expect(await service?.stop()).toBe(0);
+  });
+  return () => service!;
 }
