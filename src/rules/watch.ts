@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { compileRules, type RulesHolder } from './ruleset.js';
 import { readRuleSources } from './files.js';
 import { parseRuleSources } from './load.js';
+import { oneAtATime } from './serial.js';
 
 /** Options of {@link watchRules}. */
 export interface WatchRulesOptions {
@@ -91,27 +92,6 @@ class Reloader {
       this.lastError = message;
     }
   }
-}
-
-/** Runs `task` one at a time; a call during a run triggers one more run after it. */
-function oneAtATime(task: () => Promise<void>): () => Promise<void> {
-  let running: Promise<void> | undefined;
-  let again = false;
-  const run = (): Promise<void> => {
-    if (running !== undefined) {
-      again = true;
-      return running;
-    }
-    running = task().finally(() => {
-      running = undefined;
-      if (again) {
-        again = false;
-        void run();
-      }
-    });
-    return running;
-  };
-  return run;
 }
 
 /** Calls `reload` on file-system events and every `pollIntervalMs`; returns what stops both. */

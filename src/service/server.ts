@@ -70,7 +70,8 @@ async function startRulesSync(store: MemoryStore | RedisStore, holder: RulesHold
   const sync = new RulesSync({
     redis: (store as RedisStore).client,
     holder,
-    onError: (error) => logger.error({ err: error }, 'pushed rules refused; the last good rules stay in force'),
+    onError: (error) => logger.error({ err: error }, 'a stored rules document was refused and skipped; the other domains apply'),
+    onWarning: (message) => logger.warn(message),
     onApply: (version) => logger.info({ version }, 'pushed rules applied'),
   });
   await sync.start();
