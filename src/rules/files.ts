@@ -1,7 +1,9 @@
 /**
- * Rules on disk: one YAML file, or a directory of `*.yaml` / `*.yml` files (sorted by name, not
- * recursive, dotfiles ignored, as envoy's runtime loader can be told to). Sizes are checked
- * before reading, so an oversized file is refused without being loaded into memory.
+ * Rules on disk: one file, or a directory of `*.yaml` / `*.yml` / `*.json` files (sorted by name,
+ * not recursive, dotfiles ignored, as envoy's runtime loader can be told to; JSON is read as the
+ * YAML it also is). loadRules, watchRules and `tollgate validate` all list files here, so they
+ * agree on which files count. Sizes are checked before reading, so an oversized file is refused
+ * without being loaded into memory.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -17,11 +19,11 @@ export interface RulesText {
   readonly text: string;
 }
 
-const RULES_FILE = /\.ya?ml$/i;
+const RULES_FILE = /\.(ya?ml|json)$/i;
 
 /**
- * Reads the rules at `path`: the file itself, or every `*.yaml` / `*.yml` file directly in the
- * directory, sorted by name (dotfiles ignored). Each `source` is `path` joined with the name.
+ * Reads the rules at `path`: the file itself, or every `*.yaml` / `*.yml` / `*.json` file directly
+ * in the directory, sorted by name (dotfiles ignored). Each `source` is `path` joined with the name.
  *
  * @throws {RulesError} when `path` cannot be read, holds no rules files, or a file is over
  *   {@link RULES_LIMITS}.maxBytes.
@@ -67,7 +69,7 @@ async function ruleFiles(path: string): Promise<string[]> {
     if ((await stat(file).catch(() => undefined))?.isFile() === true) files.push(file);
   }
   // A wrong path would otherwise load no rules at all and silently limit nothing.
-  if (files.length === 0) throw new RulesError(path, 1, 1, '', 'no rules files here: a rules directory needs at least one *.yaml or *.yml file');
+  if (files.length === 0) throw new RulesError(path, 1, 1, '', 'no rules files here: a rules directory needs at least one *.yaml, *.yml or *.json file');
   return files;
 }
 

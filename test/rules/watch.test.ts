@@ -117,6 +117,15 @@ describe('files that go away', () => {
   });
 });
 
+describe('*.json rules files', () => {
+  it('are watched and loaded like the YAML files next to them', async () => {
+    const { holder } = await start(5);
+    writeFileSync(join(dir, 'extra.json'), '{ "domain": "extra", "descriptors": [{ "key": "k", "rate_limit": { "unit": "second", "requests_per_unit": 2 } }] }\n');
+    await watcher!.reload();
+    expect(holder.current.domainNames()).toEqual(['api', 'extra']);
+  });
+});
+
 describe('files caught while being written', () => {
   // Block style, so that the first part alone is valid YAML: "requests_per_unit: 1".
   const blockRules = (limit: number) => `domain: api\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: minute\n      requests_per_unit: ${limit}\n`;
