@@ -60,6 +60,7 @@ function watchRuleFiles(options: ServiceOptions, holder: RulesHolder, logger: Lo
   if (options.config === undefined) return undefined;
   return watchRules(options.config, holder, {
     onError: (error) => logger.error({ err: error }, 'rules reload refused; the last good rules stay in force'),
+    onWarning: (message) => logger.warn(message),
     onReload: (version) => logger.info({ version }, 'rules loaded'),
   });
 }

@@ -1,7 +1,12 @@
 /**
  * The rules' life in the real service, over real HTTP and a real Redis the test starts: what
- * PUT /v1/rules answers when Redis holds a broken document, and what GET /v1/rules says of it.
+ * PUT /v1/rules answers when Redis holds a broken document, and what GET /v1/rules says of it;
+ * what /readyz and /metrics say while a rules file is broken and once it is restored; the log line
+ * a deleted rules file leaves.
  */
+import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -66,5 +71,48 @@ describe('PUT /v1/rules while Redis holds a broken document', () => {
     expect(response.status).toBe(400);
     expect(((await response.json()) as { message: string }).message).toMatch(/^PUT \/v1\/rules:4:\d+: descriptors\[0\]\.rate_limit\.unit: unit "fortnight"/);
     expect(redis.cli('GET', 'tollgate:{rules}:version')).toBe(before);
+  });
+});
+
+describe('rules files under the service', () => {
+  let dir: string;
+  let node: Awaited<ReturnType<typeof start>>;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tollgate-lifecycle-'));
+    writeFileSync(join(dir, 'api.yaml'), rulesWith('api', 5));
+    writeFileSync(join(dir, 'other.yaml'), rulesWith('other', 7));
+    node = await start({ config: dir });
+    await node.service.context.watcher!.reload();
+  }, 30_000);
+  afterAll(async () => {
+    await node?.service.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const failing = async () => {
+    const text = await (await fetch(node.url('/metrics'))).text();
+    return Number(/^tollgate_rules_reload_failing\{source="watcher"\} (\d+)$/m.exec(text)?.[1]);
+  };
+
+  it('a broken file is reported by /readyz and /metrics until it is restored to the content in force', async () => {
+    const watcher = node.service.context.watcher!;
+    writeFileSync(join(dir, 'api.yaml'), rulesWith('api', 5).replace('minute', 'fortnight'));
+    await watcher.reload();
+    expect((await getJson(node.url('/readyz'))).rulesError).toMatch(/api\.yaml:4:\d+: .*unit "fortnight"/);
+    expect(await failing()).toBe(1);
+
+    writeFileSync(join(dir, 'api.yaml'), rulesWith('api', 5));
+    await watcher.reload();
+    expect(await getJson(node.url('/readyz'))).not.toHaveProperty('rulesError');
+    expect(await failing()).toBe(0);
+  });
+
+  it('a deleted rules file removes its domain and logs a warning naming both', async () => {
+    unlinkSync(join(dir, 'other.yaml'));
+    await node.service.context.watcher!.reload();
+    expect((await getJson(node.url('/v1/rules'))).domains).toEqual(['api']);
+    const warning = node.logs.find((line) => line.level === 40 && String(line.msg).includes('other.yaml'));
+    expect(warning?.msg).toBe(`rules reloaded without some domains, which no longer limit anything unless pushed: ${join(dir, 'other.yaml')} was removed, and with it "other"`);
   });
 });
