@@ -136,9 +136,10 @@ class Reloader {
   /** Resolves with the signature once it has stayed the same for settleMs (undefined when closed meanwhile). */
   private async settle(signature: string): Promise<string | undefined> {
     for (;;) {
+      // Not unref'd: a reload someone awaits must end even when nothing else keeps the process up.
       await new Promise<void>((resolve) => {
         this.wake = resolve;
-        setTimeout(resolve, this.settleMs).unref();
+        setTimeout(resolve, this.settleMs);
       });
       if (this.closed) return undefined;
       const now = await rulesSignature(this.path);

@@ -3,6 +3,7 @@
  * so), and checks running during swaps always see one whole rule set.
  */
 import { appendFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -168,6 +169,26 @@ describe('files caught while being written', () => {
     rmSync(join(dir, 'rules-v1'), { recursive: true });
     await watcher.reload();
     expect([heldLimit(holder), watcher.status().failures, watcher.status().lastError]).toEqual([11, 0, undefined]);
+  });
+});
+
+describe('watcher.reload() in a process with nothing else to do', () => {
+  it('resolves after the settle wait instead of letting the process exit first (built package)', () => {
+    dir = mkdtempSync(join(tmpdir(), 'tollgate-rules-'));
+    const file = join(dir, 'api.yaml');
+    writeFileSync(file, rulesWith(5));
+    const script = `
+      import { writeFileSync } from 'node:fs';
+      import { RulesHolder, loadRules, watchRules } from ${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)};
+      const holder = new RulesHolder(await loadRules(${JSON.stringify(file)}));
+      const watcher = watchRules(${JSON.stringify(file)}, holder, { settleMs: 50 });
+      await watcher.reload();
+      writeFileSync(${JSON.stringify(file)}, ${JSON.stringify(rulesWith(7))});
+      await watcher.reload();
+      console.log(holder.current.domain('api').keyOnly.get('user').rule.requestsPerUnit);
+      watcher.close();`;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 10_000 });
+    expect([run.stdout, run.stderr, run.status]).toEqual(['7\n', '', 0]);
   });
 });
 
