@@ -28,7 +28,7 @@ Commands:
                   --settings FILE          YAML/JSON of these settings (flags and env win)
                 Every flag also reads TOLLGATE_<FLAG> (e.g. TOLLGATE_REDIS); flags win.
   demo          Show every algorithm deciding a burst of requests on the embedded memory store
-  validate PATH Check a rules file, or a directory of *.yaml files: prints "OK: N domains,
+  validate PATH Check a rules file, or a directory of *.yaml/*.json files: prints "OK: N domains,
                 M descriptors" (exit 0) or every error as file:line:col: path: message (exit 1)
   help          Show this help (as does --help after any command)
 
@@ -178,7 +178,7 @@ async function validate(args: string[]): Promise<number> {
     return usageError(`validate: ${(error as Error).message}`);
   }
   if (args.length !== 1) {
-    process.stderr.write(`tollgate: validate takes one PATH (a rules file or a directory of *.yaml files)\n\n${USAGE}`);
+    process.stderr.write(`tollgate: validate takes one PATH (a rules file or a directory of *.yaml/*.json files)\n\n${USAGE}`);
     return 2;
   }
   const { domains, errors } = await checkRuleFiles(args[0]!);

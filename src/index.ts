@@ -29,7 +29,7 @@ export { parseRules } from './rules/parse.js';
 export { watchRules } from './rules/watch.js';
 export type { WatchRulesOptions, RulesWatcher, RulesWatchStatus } from './rules/watch.js';
 export { RulesSync } from './rules/sync.js';
-export type { RulesSyncOptions, RulesSyncStatus } from './rules/sync.js';
+export type { RulesSyncOptions, RulesSyncStatus, RulesPushResult, SkippedDomain } from './rules/sync.js';
 export type { RuleSource, CompiledRule } from './rules/ruleset.js';
 export type { CheckRequest, CheckResult, CheckOptions, DescriptorStatus, CurrentLimit, RateLimitDescriptor } from './rules/check.js';
 export type { DescriptorEntry } from './rules/match.js';

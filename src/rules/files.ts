@@ -1,7 +1,9 @@
 /**
- * Rules on disk: one YAML file, or a directory of `*.yaml` / `*.yml` files (sorted by name, not
- * recursive, dotfiles ignored, as envoy's runtime loader can be told to). Sizes are checked
- * before reading, so an oversized file is refused without being loaded into memory.
+ * Rules on disk: one file, or a directory of `*.yaml` / `*.yml` / `*.json` files (sorted by name,
+ * not recursive, dotfiles ignored, as envoy's runtime loader can be told to; JSON is read as the
+ * YAML it also is). loadRules, watchRules and `tollgate validate` all list files here, so they
+ * agree on which files count. Sizes are checked before reading, so an oversized file is refused
+ * without being loaded into memory.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -17,32 +19,58 @@ export interface RulesText {
   readonly text: string;
 }
 
-const RULES_FILE = /\.ya?ml$/i;
+const RULES_FILE = /\.(ya?ml|json)$/i;
 
 /**
- * Reads the rules at `path`: the file itself, or every `*.yaml` / `*.yml` file directly in the
- * directory, sorted by name (dotfiles ignored). Each `source` is `path` joined with the name.
+ * Reads the rules at `path`: the file itself, or every `*.yaml` / `*.yml` / `*.json` file directly
+ * in the directory, sorted by name (dotfiles ignored). Each `source` is `path` joined with the name.
  *
  * @throws {RulesError} when `path` cannot be read, holds no rules files, or a file is over
  *   {@link RULES_LIMITS}.maxBytes.
  */
 export async function readRuleSources(path: string): Promise<RulesText[]> {
+  const sources: RulesText[] = [];
+  for (const file of await ruleFiles(path)) sources.push(await readRulesFile(file));
+  return sources;
+}
+
+/**
+ * What the rules files at `path` look like from outside (which files, and each one's device,
+ * inode, size, modification and change times), as a string: when it stays the same, the files did
+ * not change. Never throws: a path that cannot be read gives a signature naming the problem.
+ */
+export async function rulesSignature(path: string): Promise<string> {
+  let files: string[];
+  try {
+    files = await ruleFiles(path);
+  } catch (error) {
+    return `unreadable: ${(error as Error).message}`;
+  }
+  const parts: string[] = [];
+  for (const file of files) {
+    const info = await stat(file, { bigint: true }).catch(() => undefined);
+    parts.push(info === undefined ? `${file} gone` : `${file} ${info.dev}:${info.ino} ${info.size} ${info.mtimeNs} ${info.ctimeNs}`);
+  }
+  return parts.join('\n');
+}
+
+/** The file itself, or the rules files directly in the directory, sorted by name. */
+async function ruleFiles(path: string): Promise<string[]> {
   const info = await stat(path).catch((error: unknown) => {
     throw unreadable(path, error);
   });
-  if (!info.isDirectory()) return [await readRulesFile(path)];
+  if (!info.isDirectory()) return [path];
   const names = await readdir(path).catch((error: unknown) => {
     throw unreadable(path, error);
   });
-  const files = names.filter((name) => !name.startsWith('.') && RULES_FILE.test(name)).sort();
-  const sources: RulesText[] = [];
-  for (const name of files) {
+  const files: string[] = [];
+  for (const name of names.filter((name) => !name.startsWith('.') && RULES_FILE.test(name)).sort()) {
     const file = join(path, name);
-    if ((await stat(file)).isFile()) sources.push(await readRulesFile(file));
+    if ((await stat(file).catch(() => undefined))?.isFile() === true) files.push(file);
   }
   // A wrong path would otherwise load no rules at all and silently limit nothing.
-  if (sources.length === 0) throw new RulesError(path, 1, 1, '', 'no rules files here: a rules directory needs at least one *.yaml or *.yml file');
-  return sources;
+  if (files.length === 0) throw new RulesError(path, 1, 1, '', 'no rules files here: a rules directory needs at least one *.yaml, *.yml or *.json file');
+  return files;
 }
 
 async function readRulesFile(file: string): Promise<RulesText> {

@@ -76,6 +76,16 @@ export class RuleSet {
     return [...this.domains.keys()].sort();
   }
 
+  /** A rule set of these domains among `names` (the others left out). */
+  only(names: readonly string[]): RuleSet {
+    const kept = new Map<string, RuleNode>();
+    for (const name of names) {
+      const root = this.domains.get(name);
+      if (root !== undefined) kept.set(name, root);
+    }
+    return new RuleSet(kept, hashOf([this.version, ...kept.keys()]));
+  }
+
   /** The same rule set with `replacement`'s domains put in place of (or beside) these. */
   withDomains(replacement: RuleSet): RuleSet {
     const merged = new Map(this.domains);

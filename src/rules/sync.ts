@@ -1,16 +1,31 @@
 /**
- * Rules pushed to every node through Redis. A push stores each domain's YAML in one hash and bumps a
- * version counter in the same transaction, then publishes a notice. Every node subscribed fetches
- * the new version and swaps it in (within a few ms of the notice); a node that starts later loads
- * the current version; a node that missed a notice catches up at its next periodic version check.
- * A push is validated before it is stored, and again by every node: broken rules never replace
- * working ones.
+ * Rules pushed to every node through Redis. A push stores each domain's YAML in one hash and a new
+ * generation in the same script, then publishes a notice. Every node subscribed fetches what Redis
+ * holds and, when it differs from what the node runs, applies it (within a few ms of the notice);
+ * a node that starts later loads it; a node that missed a notice catches up at its next periodic
+ * check. Generations come from Redis's clock and nodes compare content, not counters, so pushes
+ * keep working after Redis lost its data. A push is validated as the whole set it produces; a
+ * stored document that does not validate is skipped by every node, named, and never blocks the rest.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { InvalidOptionError, describeValue } from '../errors.js';
+import { InvalidOptionError, StoreError, describeValue } from '../errors.js';
 import { parseRules } from './parse.js';
-import { compileRules, type RulesHolder } from './ruleset.js';
-import type { DomainConfig } from './types.js';
+import type { RulesHolder } from './ruleset.js';
+import { oneAtATime } from './serial.js';
+import {
+  compileStored,
+  readStored,
+  skippedDomains,
+  storedDigest,
+  storedKeys,
+  writeStored,
+  type SkippedDomain,
+  type StoredDocuments,
+  type StoredKeys,
+  type StoredState,
+} from './stored.js';
+
+export type { SkippedDomain } from './stored.js';
 
 /** Options of {@link RulesSync}. */
 export interface RulesSyncOptions {
@@ -20,59 +35,84 @@ export interface RulesSyncOptions {
   readonly holder: RulesHolder;
   /** Prefix of the rules keys and channel. Default `tollgate:`. */
   readonly keyPrefix?: string;
-  /** How often (ms) the version is checked in case a notice was missed. Default 1,000. */
+  /** How often (ms) Redis is checked in case a notice was missed. Default 1,000. */
   readonly pollIntervalMs?: number;
-  /** Called with every refused version (default: `console.error`). */
+  /** Called with every stored document refused (default: `console.error`). */
   readonly onError?: (error: unknown) => void;
-  /** Called after each pushed version goes into force. */
+  /** Called when Redis no longer holds the pushed rules this node runs (default: `console.warn`). */
+  readonly onWarning?: (message: string) => void;
+  /** Called after each pushed generation goes into force. */
   readonly onApply?: (version: number) => void;
 }
 
 /** State of the sync, for metrics and health. */
 export interface RulesSyncStatus {
-  /** The pushed version in force (0: none yet). */
+  /** The pushed generation in force (0: none yet). */
   readonly version: number;
+  /** Generations applied. */
   readonly applied: number;
+  /** Generations applied with at least one stored document refused. */
   readonly refused: number;
+  /** The refused documents' messages (one a line), while any stored document is refused. */
   readonly lastError: string | undefined;
+  /** The stored documents this node left out of the generation in force, and why. */
+  readonly skipped: readonly SkippedDomain[];
 }
+
+/** What a push stored. */
+export interface RulesPushResult {
+  /** The new generation. */
+  readonly version: number;
+  /** The domains pushed. */
+  readonly domains: string[];
+  /** Stored documents (of other domains) that every node skips, and why. */
+  readonly skipped: SkippedDomain[];
+}
+
+/** How often a push is retried when other pushes land between its read and its write. */
+const PUSH_ATTEMPTS = 5;
 
 /** Keeps a node's pushed rules in step with Redis, and pushes new ones. */
 export class RulesSync {
   private readonly redis: Redis | Cluster;
   private readonly holder: RulesHolder;
-  private readonly rulesKey: string;
-  private readonly versionKey: string;
+  private readonly keys: StoredKeys;
   private readonly channel: string;
   private readonly pollIntervalMs: number;
   private readonly onError: (error: unknown) => void;
+  private readonly onWarning: (message: string) => void;
   private readonly onApply: ((version: number) => void) | undefined;
   private subscriber: Redis | Cluster | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Generation and digest of what this node applied last. */
+  private appliedId: string | undefined;
+  /** The documents this node runs (those it skipped left out): carried over by a push after Redis lost them. */
+  private running: StoredDocuments = {};
   private version = 0;
   private applied = 0;
   private refused = 0;
-  private lastError: string | undefined;
-  private refusedVersion = -1;
-  private syncing: Promise<void> | undefined;
+  private skipped: readonly SkippedDomain[] = [];
+  private lostWarned = false;
+  /** Fetches and applies what Redis holds when it differs from what runs. One at a time. */
+  readonly sync: () => Promise<void>;
 
   constructor(options: RulesSyncOptions) {
     if (typeof options !== 'object' || options === null || options.redis === undefined || options.holder === undefined) {
       throw new InvalidOptionError(`RulesSync needs { redis, holder }, got ${describeValue(options)}`);
     }
     const prefix = options.keyPrefix ?? 'tollgate:';
-    // One hash tag: both keys live in one Cluster slot, so the push transaction is allowed there.
-    this.rulesKey = `${prefix}{rules}:domains`;
-    this.versionKey = `${prefix}{rules}:version`;
+    this.keys = storedKeys(prefix);
     this.channel = `${prefix}rules`;
     this.redis = options.redis;
     this.holder = options.holder;
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.onError = options.onError ?? ((error) => console.error(`tollgate: pushed rules refused: ${(error as Error).message}`));
+    this.onWarning = options.onWarning ?? ((message) => console.warn(`tollgate: ${message}`));
     this.onApply = options.onApply;
+    this.sync = oneAtATime(() => this.fetchAndApply());
   }
 
-  /** Loads the current version, subscribes to notices, and starts the periodic check. */
+  /** Loads what Redis holds, subscribes to notices, and starts the periodic check. */
   async start(): Promise<void> {
     await this.sync();
     const subscriber = this.redis.duplicate();
@@ -96,27 +136,33 @@ export class RulesSync {
 
   /**
    * Validates `yaml` (one or more `---`-separated domain documents) and pushes it: each domain it
-   * names is replaced on every node; other domains stay as they are. Rejects with a RulesError,
-   * storing nothing, if the YAML is invalid. Resolves with the new version.
+   * names is replaced on every node; other domains stay as they are. The set the push produces
+   * (the stored documents with these in place) is compiled as every node will compile it first.
+   * Rejects with a RulesError, storing nothing, if the pushed YAML is invalid. Stored documents of
+   * other domains that do not validate are reported in `skipped`; they do not block the push.
+   * When Redis lost the pushed rules, the documents this node runs are stored again with the push.
    */
-  async publish(yaml: string, source = 'pushed rules'): Promise<{ version: number; domains: string[] }> {
-    const domains = parseRules(yaml, source);
-    compileRules(domains); // every limit must compile, too
-    const fields: string[] = [];
-    // Each domain keeps the text it came in (the whole push when it held several domains); a node
-    // reads back only the domain the field is named after, so later pushes replace domains one by one.
-    for (const domain of domains) fields.push(domain.domain, yaml);
-    const results = await this.redis.multi().hset(this.rulesKey, ...fields).incr(this.versionKey).exec();
-    const failed = results?.find(([error]) => error !== null);
-    if (results === null || failed !== undefined) throw failed?.[0] ?? new Error('rules push was aborted');
-    const version = Number(results[1]![1]);
-    await this.redis.publish(this.channel, String(version));
-    await this.sync();
-    return { version, domains: domains.map((domain) => domain.domain) };
+  async publish(yaml: string, source = 'pushed rules'): Promise<RulesPushResult> {
+    const domains = parseRules(yaml, source).map((domain) => domain.domain);
+    const pushed = Object.fromEntries(domains.map((domain) => [domain, yaml]));
+    for (let attempt = 0; attempt < PUSH_ATTEMPTS; attempt++) {
+      const state = await readStored(this.redis, this.keys);
+      const lost = state.generation === undefined;
+      const documents = { ...(lost ? this.running : {}), ...state.documents, ...pushed };
+      const { refused } = compileStored(documents, this.keys);
+      for (const domain of domains) if (refused.has(domain)) throw refused.get(domain)!;
+      const version = await writeStored(this.redis, this.keys, state.generation, lost ? documents : pushed);
+      if (version === undefined) continue; // another push landed meanwhile: validate again
+      await this.redis.publish(this.channel, String(version));
+      await this.sync();
+      return { version, domains, skipped: skippedDomains(refused) };
+    }
+    throw new StoreError(`the rules push gave up after ${PUSH_ATTEMPTS} attempts: other pushes kept landing while it was validated; push again`);
   }
 
   status(): RulesSyncStatus {
-    return { version: this.version, applied: this.applied, refused: this.refused, lastError: this.lastError };
+    const lastError = this.skipped.length === 0 ? undefined : this.skipped.map((skipped) => skipped.error).join('\n');
+    return { version: this.version, applied: this.applied, refused: this.refused, lastError, skipped: this.skipped };
   }
 
   async close(): Promise<void> {
@@ -124,42 +170,49 @@ export class RulesSync {
     if (this.subscriber !== undefined) this.subscriber.disconnect();
   }
 
-  /** Fetches and applies the version in Redis if it is newer than ours. One at a time. */
-  sync(): Promise<void> {
-    this.syncing ??= this.fetchAndApply().finally(() => {
-      this.syncing = undefined;
-    });
-    return this.syncing;
-  }
-
   private async fetchAndApply(): Promise<void> {
-    let version: number;
-    let stored: Record<string, string>;
+    let state: StoredState;
     try {
-      const results = await this.redis.multi().get(this.versionKey).hgetall(this.rulesKey).exec();
-      version = Number(results?.[0]?.[1] ?? 0);
-      stored = (results?.[1]?.[1] ?? {}) as Record<string, string>;
+      state = await readStored(this.redis, this.keys);
     } catch {
       return; // Redis unreachable: keep the rules in force, try again at the next poll
     }
-    if (version <= this.version || version === this.refusedVersion) return;
-    try {
-      const domains: DomainConfig[] = [];
-      for (const [name, text] of Object.entries(stored)) {
-        const own = parseRules(text, `redis:${this.rulesKey}#${name}`).find((domain) => domain.domain === name);
-        if (own === undefined) throw new Error(`the stored rules for domain ${JSON.stringify(name)} do not define it`);
-        domains.push(own);
-      }
-      this.holder.replacePushed(compileRules(domains, Object.values(stored)));
-      this.version = version;
-      this.applied += 1;
-      this.lastError = undefined;
-      this.onApply?.(version);
-    } catch (error) {
-      this.refused += 1;
-      this.refusedVersion = version;
-      this.lastError = (error as Error).message;
-      this.onError(error);
+    if (state.generation === undefined && Object.keys(state.documents).length === 0) {
+      this.warnLost();
+      return;
     }
+    const id = `${state.generation ?? ''}/${storedDigest(state.documents)}`;
+    if (id !== this.appliedId) this.apply(state, id);
+  }
+
+  /** Puts what Redis holds in force, leaving out (and reporting) the documents that do not validate. */
+  private apply(state: StoredState, id: string): void {
+    const { rules, refused } = compileStored(state.documents, this.keys, this.holder.pushedRules());
+    this.holder.replacePushed(rules);
+    const running: Record<string, string> = {};
+    for (const [name, text] of Object.entries(state.documents)) {
+      const kept = refused.has(name) ? this.running[name] : text;
+      if (kept !== undefined) running[name] = kept;
+    }
+    this.running = running;
+    this.appliedId = id;
+    this.version = Number(state.generation ?? 0);
+    this.applied += 1;
+    this.lostWarned = false;
+    this.skipped = skippedDomains(refused);
+    if (refused.size > 0) this.refused += 1;
+    for (const error of refused.values()) this.onError(error);
+    this.onApply?.(this.version);
+  }
+
+  /** Redis holds no pushed rules while this node runs some: say so once, and keep them. */
+  private warnLost(): void {
+    const names = Object.keys(this.running);
+    if (this.appliedId === undefined || this.lostWarned || names.length === 0) return;
+    this.lostWarned = true;
+    this.onWarning(
+      `Redis holds no pushed rules (${this.keys.generation} is gone: flushed, restarted without persistence, or failed over?); ` +
+        `this node keeps the pushed domains it runs (${names.join(', ')}), and the next push stores them again`,
+    );
   }
 }

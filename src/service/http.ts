@@ -145,8 +145,9 @@ function addRulesRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     requireAdmin(ctx, request);
     const yaml = await readBody(request);
     if (ctx.sync !== undefined) {
-      const { version, domains } = await ctx.sync.publish(yaml, 'PUT /v1/rules');
-      sendJson(response, 200, { pushed: version, domains, version: ctx.holder.current.version });
+      const { version, domains, skipped } = await ctx.sync.publish(yaml, 'PUT /v1/rules');
+      if (skipped.length > 0) ctx.logger.warn({ skipped }, 'stored rules documents that every node skips; push those domains again');
+      sendJson(response, 200, { pushed: version, domains, version: ctx.holder.current.version, skipped });
       return;
     }
     // No Redis: this node only.

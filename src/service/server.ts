@@ -60,6 +60,7 @@ function watchRuleFiles(options: ServiceOptions, holder: RulesHolder, logger: Lo
   if (options.config === undefined) return undefined;
   return watchRules(options.config, holder, {
     onError: (error) => logger.error({ err: error }, 'rules reload refused; the last good rules stay in force'),
+    onWarning: (message) => logger.warn(message),
     onReload: (version) => logger.info({ version }, 'rules loaded'),
   });
 }
@@ -70,7 +71,8 @@ async function startRulesSync(store: MemoryStore | RedisStore, holder: RulesHold
   const sync = new RulesSync({
     redis: (store as RedisStore).client,
     holder,
-    onError: (error) => logger.error({ err: error }, 'pushed rules refused; the last good rules stay in force'),
+    onError: (error) => logger.error({ err: error }, 'a stored rules document was refused and skipped; the other domains apply'),
+    onWarning: (message) => logger.warn(message),
     onApply: (version) => logger.info({ version }, 'pushed rules applied'),
   });
   await sync.start();

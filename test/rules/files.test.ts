@@ -9,11 +9,13 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RulesError } from '../../src/errors.js';
 import { checkRuleFiles, loadDomainConfigs, readRuleSources } from '../../src/rules/files.js';
+import { loadRules } from '../../src/rules/load.js';
 
 const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const dirOk = join(fixtures, 'dir-ok');
 const dirDuplicate = join(fixtures, 'dir-duplicate');
 const dirErrors = join(fixtures, 'dir-errors');
+const dirJson = join(fixtures, 'dir-json');
 
 async function rejection(promise: Promise<unknown>): Promise<RulesError> {
   const error = await promise.then(
@@ -102,5 +104,15 @@ describe('checkRuleFiles', () => {
       `${join(dirErrors, 'b-broken.yaml')}:5:10: descriptors[1].key: key must not be empty: write the descriptor key to match (key: remote_address)`,
       `${join(dirErrors, 'c-again.yaml')}:1:9: domain: domain "alpha" is already defined at ${join(dirErrors, 'a-good.yaml')}:1:9; define each domain once`,
     ]);
+  });
+});
+
+describe('*.json files in a rules directory', () => {
+  it('are read by loadRules and by checkRuleFiles (tollgate validate) alike, in name order with the YAML files', async () => {
+    expect((await readRuleSources(dirJson)).map((source) => source.source)).toEqual([join(dirJson, 'a.yaml'), join(dirJson, 'b.json')]);
+    expect((await loadRules(dirJson)).domainNames()).toEqual(['from_json', 'from_yaml']);
+    const { domains, errors } = await checkRuleFiles(dirJson);
+    expect(errors).toEqual([]);
+    expect(domains.map((domain) => domain.domain)).toEqual(['from_yaml', 'from_json']);
   });
 });

@@ -7,7 +7,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RulesError, RulesHolder } from '../../src/index.js';
+import { RulesError, RulesHolder, createLimiter, memoryStore } from '../../src/index.js';
 import { RulesSync } from '../../src/rules/sync.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 
@@ -117,6 +117,160 @@ describe('rules pushed through Redis', () => {
     } finally {
       await sync.close();
       redis.disconnect();
+    }
+  });
+});
+
+/** Two nodes in this process, each with its own connection, holder and RulesSync. */
+async function twoNodes(url: string) {
+  const made = [0, 1].map(() => {
+    const redis = new Redis(url);
+    redis.on('error', () => undefined); // refused connections while a test restarts Redis
+    const holder = new RulesHolder();
+    const errors: string[] = [];
+    const warnings: string[] = [];
+    const sync = new RulesSync({
+      redis,
+      holder,
+      pollIntervalMs: 100,
+      onError: (error) => errors.push((error as Error).message),
+      onWarning: (message) => warnings.push(message),
+    });
+    const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), rules: holder });
+    return { redis, holder, sync, limiter, errors, warnings };
+  });
+  await Promise.all(made.map((node) => node.sync.start()));
+  const limitOf = async (node: (typeof made)[number]) =>
+    (await node.limiter.check({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'u' }] }] })).statuses[0]!.currentLimit?.requestsPerUnit;
+  return {
+    nodes: made,
+    limits: () => Promise.all(made.map(limitOf)),
+    async close() {
+      for (const node of made) {
+        await node.sync.close();
+        node.redis.disconnect();
+      }
+    },
+  };
+}
+
+describe('pushes after Redis loses its data', () => {
+  it.each([
+    ['FLUSHALL', (redis: RedisServer) => Promise.resolve(void redis.cli('FLUSHALL'))],
+    ['a restart without persistence', (redis: RedisServer) => redis.restart()],
+  ])('after %s, every later push takes effect on every node', async (_what, reset) => {
+    const redis = await startRedis();
+    const pair = await twoNodes(redis.url);
+    try {
+      const [a, b] = pair.nodes as [(typeof pair.nodes)[number], (typeof pair.nodes)[number]];
+      await a.sync.publish(rulesWith(10));
+      await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([10, 10]);
+      await b.sync.publish(rulesWith(11));
+      await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([11, 11]);
+
+      await reset(redis);
+      // Redis holds nothing now: the nodes keep the rules they run, and say so.
+      await Promise.all(pair.nodes.map((node) => node.sync.sync()));
+      expect(await pair.limits()).toEqual([11, 11]);
+      for (const node of pair.nodes) expect(node.warnings).toEqual([expect.stringMatching(/^Redis holds no pushed rules .*keeps the pushed domains it runs \(api\)/)]);
+      for (const [node, limit] of [[a, 20], [b, 21], [a, 22], [b, 23]] as const) {
+        await node.sync.publish(rulesWith(limit));
+        await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([limit, limit]);
+      }
+    } finally {
+      await pair.close();
+      await redis.stop();
+    }
+  }, 20_000);
+});
+
+describe('a push after Redis lost its data', () => {
+  it('stores again the pushed domains the pushing node runs, so none is lost', async () => {
+    const redis = await startRedis();
+    const pair = await twoNodes(redis.url);
+    try {
+      const [a] = pair.nodes;
+      await a!.sync.publish(rulesWith(10));
+      await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([10, 10]);
+      redis.cli('FLUSHALL');
+      await a!.sync.publish('domain: other\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 3 }\n');
+      await expect.poll(() => pair.nodes.map((node) => node.holder.current.domainNames()), { timeout: 2_000, interval: 10 }).toEqual([
+        ['api', 'other'],
+        ['api', 'other'],
+      ]);
+      expect(await pair.limits()).toEqual([10, 10]);
+      expect(redis.cli('HKEYS', 'tollgate:{rules}:domains').split('\n').filter(Boolean).sort()).toEqual(['api', 'other']);
+    } finally {
+      await pair.close();
+      await redis.stop();
+    }
+  });
+});
+
+describe('an invalid document stored in Redis', () => {
+  const legacyBroken = 'domain: legacy\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute }\n';
+
+  it('is skipped by every node and named; it never blocks the pushes after it', async () => {
+    const redis = await startRedis();
+    const pair = await twoNodes(redis.url);
+    const admin = new Redis(redis.url);
+    try {
+      const [a, b] = pair.nodes as [(typeof pair.nodes)[number], (typeof pair.nodes)[number]];
+      await a.sync.publish(rulesWith(10));
+      // Written by hand (or by an older version), bypassing publish's validation.
+      await admin.hset('tollgate:{rules}:domains', 'legacy', legacyBroken, 'ghost', rulesWith(1));
+      await admin.incr('tollgate:{rules}:version');
+      await Promise.all(pair.nodes.map((node) => node.sync.sync()));
+      const skipped = [
+        { domain: 'ghost', error: 'redis:tollgate:{rules}:domains#ghost:1:1: domain: the stored text does not define domain "ghost"; push the domain again' },
+        { domain: 'legacy', error: expect.stringMatching(/^redis:tollgate:\{rules\}:domains#legacy:4:\d+: descriptors\[0\]\.rate_limit\.requests_per_unit: missing requests_per_unit/) as unknown },
+      ];
+      for (const node of pair.nodes) {
+        expect(node.sync.status().skipped).toEqual(skipped);
+        expect(node.sync.status().lastError).toMatch(/#ghost:1:1: .*\n.*#legacy:4:/);
+        expect(node.errors).toHaveLength(2);
+        expect(node.holder.current.domainNames()).toEqual(['api']);
+      }
+
+      // Later pushes go through, say what every node skips, and take effect everywhere.
+      const push = await b.sync.publish(rulesWith(20));
+      expect(push.skipped).toEqual(skipped);
+      await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([20, 20]);
+      await a.sync.publish(rulesWith(30));
+      await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([30, 30]);
+
+      // Pushing the broken domain again, fixed, clears the error on every node.
+      await a.sync.publish(legacyBroken.replace('unit: minute', 'unit: minute, requests_per_unit: 2'));
+      await admin.hdel('tollgate:{rules}:domains', 'ghost');
+      await a.sync.publish(rulesWith(40));
+      await expect.poll(() => pair.nodes.map((node) => node.sync.status().lastError), { timeout: 2_000, interval: 10 }).toEqual([undefined, undefined]);
+      expect(pair.nodes.map((node) => node.holder.current.domainNames())).toEqual([
+        ['api', 'legacy'],
+        ['api', 'legacy'],
+      ]);
+    } finally {
+      admin.disconnect();
+      await pair.close();
+      await redis.stop();
+    }
+  });
+
+  it('keeps the last good rules of its own domain on a node that had them', async () => {
+    const redis = await startRedis();
+    const pair = await twoNodes(redis.url);
+    const admin = new Redis(redis.url);
+    try {
+      await pair.nodes[0]!.sync.publish(rulesWith(10));
+      await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([10, 10]);
+      await admin.hset('tollgate:{rules}:domains', 'api', rulesWith(10).replace('minute', 'fortnight'));
+      await admin.incr('tollgate:{rules}:version');
+      await Promise.all(pair.nodes.map((node) => node.sync.sync()));
+      expect(await pair.limits()).toEqual([10, 10]);
+      expect(pair.nodes.map((node) => node.sync.status().skipped.map((skipped) => skipped.domain))).toEqual([['api'], ['api']]);
+    } finally {
+      admin.disconnect();
+      await pair.close();
+      await redis.stop();
     }
   });
 });

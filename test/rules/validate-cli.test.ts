@@ -22,6 +22,13 @@ describe('tollgate validate', () => {
     expect(result.status).toBe(0);
   });
 
+  it('reads *.json files of a directory, as loadRules does', () => {
+    const result = tollgate('validate', `${fixtures}/dir-json`);
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toBe('OK: 2 domains, 3 descriptors\n');
+    expect(result.status).toBe(0);
+  });
+
   it('validates a single file', () => {
     const result = tollgate('validate', `${fixtures}/valid/envoy-nested-defaults.yaml`);
     expect(result.stdout).toBe('OK: 1 domains, 4 descriptors\n');
@@ -66,7 +73,7 @@ describe('tollgate validate', () => {
     ['two PATHs', ['validate', `${fixtures}/valid`, `${fixtures}/dir-ok`]],
   ])('exits 2 with usage on %s', (_case, args) => {
     const result = tollgate(...args);
-    expect(result.stderr).toMatch(/^tollgate: validate takes one PATH \(a rules file or a directory of \*\.yaml files\)\n\nUsage: tollgate <command>/);
+    expect(result.stderr).toMatch(/^tollgate: validate takes one PATH \(a rules file or a directory of \*\.yaml\/\*\.json files\)\n\nUsage: tollgate <command>/);
     expect(result.status).toBe(2);
   });
 
