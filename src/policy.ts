@@ -75,12 +75,34 @@ export function policyCapacity(algorithm: AlgorithmName, limit: number, burst: n
 }
 
 /**
- * Whether `algorithm`'s arithmetic stays exact for this capacity and window. Doubles (JS and Lua)
- * are exact up to 2^53; the algorithms that multiply counts by the window work in integers up to
- * (capacity + 1) × window, the others only add counts (any safe-integer limit and window).
+ * Whether `algorithm` needs its wide arithmetic for this capacity and window (docs/semantics.md,
+ * "Wide policies"). Doubles (JS and Lua) are exact up to 2^53; the algorithms that multiply counts
+ * by the window keep their plain integers up to (capacity + 1) × window ≤ 2^53 − 1, and past that
+ * carry time as whole ms plus a remainder and multiply with mulDivmod. The others only add counts.
  */
-export function countsExactly(algorithm: AlgorithmName, capacity: number, windowMs: number): boolean {
-  return !MULTIPLIES_BY_WINDOW[algorithm] || (capacity + 1) * windowMs <= Number.MAX_SAFE_INTEGER;
+export function needsWide(algorithm: AlgorithmName, capacity: number, windowMs: number): boolean {
+  return MULTIPLIES_BY_WINDOW[algorithm] && (capacity + 1) * windowMs > Number.MAX_SAFE_INTEGER;
+}
+
+/** The bound of wide policies: limit, capacity, window, and a level algorithm's time to fill, ≤ 2^51. */
+export const WIDE_BOUND = 2 ** 51;
+
+/** The bound {@link countsExactly} applies, in words, naming the limit as `limitName` does. */
+export function wideBound(algorithm: AlgorithmName, limitName: string): string {
+  const fill = USES_BURST[algorithm] ? ` and a bucket that fills within ${WIDE_BOUND} ms (capacity × window ≤ ${WIDE_BOUND} × ${limitName})` : '';
+  return `${algorithm} needs ${limitName} and capacity ≤ ${WIDE_BOUND}, window ≤ ${WIDE_BOUND} ms${fill}`;
+}
+
+/**
+ * Whether `algorithm` counts this policy exactly: always for fixed-window and sliding-log; for the
+ * others either in plain integers or, when wide, with limit, capacity and window ≤ 2^51 and (token-bucket,
+ * leaky-bucket, gcra) a bucket that fills from empty in at most 2^51 ms (≈ 71,000 years):
+ * capacity × window ≤ 2^51 × limit.
+ */
+export function countsExactly(algorithm: AlgorithmName, capacity: number, windowMs: number, limit: number): boolean {
+  if (!needsWide(algorithm, capacity, windowMs)) return true;
+  if (limit > WIDE_BOUND || capacity > WIDE_BOUND || windowMs > WIDE_BOUND) return false;
+  return !USES_BURST[algorithm] || limit === 0 || BigInt(capacity) * BigInt(windowMs) <= BigInt(WIDE_BOUND) * BigInt(limit);
 }
 
 /**
@@ -109,6 +131,12 @@ export class CompiledPolicy {
   readonly stateId: string;
   /** A small integer unique to `stateId` in this process, so stores index state spaces by array. */
   readonly stateIndex: number;
+  /**
+   * Whether the algorithm decides with its wide arithmetic ((capacity + 1) × window > 2^53 − 1 for
+   * token-bucket, leaky-bucket, gcra and sliding-window; docs/semantics.md). Decided once here so
+   * the other policies keep their plain arithmetic.
+   */
+  readonly wide: boolean;
 
   /** @internal use {@link compilePolicy}. */
   constructor(fields: Omit<CompiledPolicy, never>) {
@@ -123,6 +151,7 @@ export class CompiledPolicy {
     this.softExtra = fields.softExtra;
     this.stateId = fields.stateId;
     this.stateIndex = fields.stateIndex;
+    this.wide = fields.wide;
     Object.freeze(this);
   }
 }
@@ -132,7 +161,19 @@ export class CompiledPolicy {
  * the value and the fix. Accepts an already compiled policy and returns it unchanged.
  */
 export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
-  if (policy instanceof CompiledPolicy) return policy;
+  return policy instanceof CompiledPolicy ? policy : compileFresh(policy, false);
+}
+
+/**
+ * @internal tests only (not exported from the package): compiles a policy that fits the plain
+ * arithmetic to decide with the wide one, to show both give the same decisions. The memory store
+ * only: the Redis script always picks by the bound.
+ */
+export function compilePolicyForcingWide(policy: Policy): CompiledPolicy {
+  return compileFresh(policy, true);
+}
+
+function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
   if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
     throw new InvalidPolicyError('policy', `expected an object like { algorithm: 'token-bucket', limit: 10, window: '1s' }, got ${describeValue(policy)}`);
   }
@@ -162,11 +203,11 @@ export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
   }
 
   const { burst, nominalCapacity, capacity, setBy } = policyCapacity(algorithm, limit, requestedBurst, softPercent);
-  if (!countsExactly(algorithm, capacity, windowMs)) {
+  if (!countsExactly(algorithm, capacity, windowMs, limit)) {
     throw new InvalidPolicyError(
       setBy,
       `${setBy} ${nominalCapacity} over a window of ${windowMs} ms is too large to count exactly; ` +
-        `keep (capacity + 1) × window ≤ ${Number.MAX_SAFE_INTEGER} for ${algorithm} (express the same rate over a shorter window, or use fixed-window or sliding-log, which count any quota exactly)`,
+        `${wideBound(algorithm, 'limit')} (${setBy === 'burst' ? 'lower the burst or the window' : 'use a shorter window'}, or use fixed-window or sliding-log, which count any quota exactly)`,
     );
   }
   return new CompiledPolicy({
@@ -181,6 +222,7 @@ export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
     softExtra: capacity - nominalCapacity,
     stateId: `${algorithm}:${windowMs}`,
     stateIndex: internStateId(`${algorithm}:${windowMs}`),
+    wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
   });
 }
 

@@ -8,9 +8,11 @@
  * Its decisions are identical to the token bucket's; it is the cheapest to store (one timestamp).
  */
 import type { Decision } from '../decision.js';
+import type { CompiledPolicy } from '../policy.js';
 import { ceilDiv, floorDiv } from './integer.js';
 import { impossible, outcome } from './outcome.js';
 import type { SlotAlgorithm } from './types.js';
+import { decideWideLevel } from './wide-level.js';
 
 const TAT_MS = 0;
 const TAT_REMAINDER = 1;
@@ -23,6 +25,9 @@ export const gcra: SlotAlgorithm = {
     let ahead = (state[at + TAT_MS]! - now) * limit + state[at + TAT_REMAINDER]!;
     if (ahead < 0) ahead = 0;
     const tolerance = capacity * windowMs;
+    // Wide policies, and a backlog beyond the capacity (a key a wide policy or a lower limit left):
+    // the same state read with the wide arithmetic (wide-level.ts), which stays exact.
+    if (policy.wide || ahead > tolerance) return decideWide(state, at, now, cost, policy, commit);
     const remainingAt = (aheadUnits: number): number =>
       tolerance > aheadUnits ? floorDiv(tolerance - aheadUnits, windowMs) : 0;
     if (cost > capacity) return impossible(policy, now, remainingAt(ahead), now + ceilDiv(ahead, limit));
@@ -40,3 +45,12 @@ export const gcra: SlotAlgorithm = {
     return outcome(policy, now, true, remainingAt(next), now + ceilDiv(next, limit), 0);
   },
 };
+
+function decideWide(state: Float64Array, at: number, now: number, cost: number, policy: CompiledPolicy, commit: boolean): Decision {
+  const result = decideWideLevel(state[at + TAT_MS]!, state[at + TAT_REMAINDER]!, now, cost, policy, false);
+  if (commit && result.admitted) {
+    state[at + TAT_MS] = result.tatMs;
+    state[at + TAT_REMAINDER] = result.tatR;
+  }
+  return result.decision;
+}

@@ -4,11 +4,14 @@
  * so every refill instant is an exact integer computation (a rate of 3 per 1000 ms never drifts).
  *
  * State (2 doubles): [0] level in units after the last admitted request, [1] its time (epoch ms).
+ * A wide policy (wide-level.ts) stores instead [0] −1 − r, [1] t: the bucket is empty at
+ * t + r / limit ms. A plain level is never negative, so each reads the other's state exactly.
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
 import { ceilDiv, floorDiv } from './integer.js';
 import { impossible, outcome, shapedOutcome } from './outcome.js';
+import { decideWideLevel } from './wide-level.js';
 
 const LEVEL = 0;
 const LAST = 1;
@@ -37,6 +40,7 @@ export function decideLevel(
   commit: boolean,
   shaping: boolean,
 ): Decision {
+  if (policy.wide || state[at + LEVEL]! < 0) return decideWide(state, at, now, cost, policy, commit, shaping);
   const level = levelAt(state, at, now, policy);
   const { windowMs, limit, capacity } = policy;
   const fullUnits = capacity * windowMs;
@@ -63,4 +67,24 @@ export function decideLevel(
   return shaping
     ? shapedOutcome(policy, now, true, remaining, resetAt, 0, ceilDiv(level, limit))
     : outcome(policy, now, true, remaining, resetAt, 0);
+}
+
+/**
+ * A wide policy, or a key last written by one. A plain state (level, last) is the empty time
+ * last + level / limit; a plain policy writes its level back (it fits: at most capacity × window).
+ */
+function decideWide(state: Float64Array, at: number, now: number, cost: number, policy: CompiledPolicy, commit: boolean, shaping: boolean): Decision {
+  const stored = state[at + LEVEL]!;
+  const wideState = stored < 0;
+  const result = decideWideLevel(state[at + LAST]!, wideState ? -1 - stored : stored, now, cost, policy, shaping);
+  if (commit && result.admitted) {
+    if (policy.wide) {
+      state[at + LEVEL] = -1 - result.tatR;
+      state[at + LAST] = result.tatMs;
+    } else {
+      state[at + LEVEL] = (result.tatMs - now) * policy.limit + result.tatR;
+      state[at + LAST] = now;
+    }
+  }
+  return result.decision;
 }

@@ -109,10 +109,10 @@ const INVALID: Record<string, string[]> = {
     'failure-mode-unknown.yaml:7:21: descriptors[0].rate_limit.failure_mode: failure_mode "fail-open" is not one of open, closed, local',
   ],
   'window-too-large.yaml': [
-    'window-too-large.yaml:6:26: descriptors[0].rate_limit.requests_per_unit: requests_per_unit 1000000 per 1 year is too large for sliding-window to count exactly: (capacity + 1) × window must stay ≤ 9007199254740991 ms; express the rate over a shorter unit, or use fixed-window (the default) or sliding-log, which count any quota exactly',
+    'window-too-large.yaml:7:26: descriptors[0].rate_limit.requests_per_unit: requests_per_unit 1000000 per 100000 years is too large for sliding-window to count exactly: sliding-window needs requests_per_unit and capacity ≤ 2251799813685248, window ≤ 2251799813685248 ms; use a shorter window, or use fixed-window (the default) or sliding-log, which count any quota exactly',
   ],
   'burst-window-too-large.yaml': [
-    'burst-window-too-large.yaml:9:14: descriptors[0].rate_limit.burst: burst 4000000 per 30 days is too large for token-bucket to count exactly: (capacity + 1) × window must stay ≤ 9007199254740991 ms; express the rate over a shorter unit, or use fixed-window (the default) or sliding-log, which count any quota exactly',
+    'burst-window-too-large.yaml:9:14: descriptors[0].rate_limit.burst: burst 4000000 per 30 days is too large for token-bucket to count exactly: token-bucket needs requests_per_unit and capacity ≤ 2251799813685248, window ≤ 2251799813685248 ms and a bucket that fills within 2251799813685248 ms (capacity × window ≤ 2251799813685248 × requests_per_unit); lower the burst or use a shorter unit, or use fixed-window (the default) or sliding-log, which count any quota exactly',
   ],
   'alias-undefined.yaml': ['alias-undefined.yaml:4:17: descriptors[0].rate_limit: alias *standard names no anchor defined before it; define &standard first'],
   'alias-bomb.yaml': ['alias-bomb.yaml:3:8: aliases expand this document more than 10000 times over (an alias bomb?); write the rules out or use fewer aliases'],

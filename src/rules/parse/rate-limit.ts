@@ -6,7 +6,7 @@
  * limits are compiled.
  */
 import type { YAMLMap } from 'yaml';
-import { ALGORITHMS, POLICY_RANGES, countsExactly, policyCapacity } from '../../policy.js';
+import { ALGORITHMS, POLICY_RANGES, countsExactly, policyCapacity, wideBound } from '../../policy.js';
 import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMissing } from './fields.js';
 import type { DocumentReader, Entry, FieldSet } from './fields.js';
 import { offsetOf } from './yaml.js';
@@ -130,14 +130,14 @@ const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
 function fitsExactArithmetic(reader: DocumentReader, fields: Fields, shape: Shape & { unit: RuleUnit; requestsPerUnit: number }): boolean {
   const windowMs = ruleWindowMs(shape.unit, shape.unitMultiplier);
   const { nominalCapacity: nominal, capacity, setBy } = policyCapacity(shape.algorithm, shape.requestsPerUnit, shape.burst, shape.softPercent);
-  if (countsExactly(shape.algorithm, capacity, windowMs)) return true;
+  if (countsExactly(shape.algorithm, capacity, windowMs, shape.requestsPerUnit)) return true;
   // A bucket without burst takes its capacity from requests_per_unit.
   const entry = fields.get(setBy === 'burst' && shape.burst !== undefined ? 'burst' : 'requests_per_unit')!;
   const window = shape.unitMultiplier === 1 ? `1 ${shape.unit}` : `${shape.unitMultiplier} ${shape.unit}s`;
   reader.report(
     entry.value,
     entry.path,
-    `${entry.name} ${nominal} per ${window} is too large for ${shape.algorithm} to count exactly: (capacity + 1) × window must stay ≤ ${Number.MAX_SAFE_INTEGER} ms; express the rate over a shorter unit, or use fixed-window (the default) or sliding-log, which count any quota exactly`,
+    `${entry.name} ${nominal} per ${window} is too large for ${shape.algorithm} to count exactly: ${wideBound(shape.algorithm, 'requests_per_unit')}; ${setBy === 'burst' ? 'lower the burst or use a shorter unit' : 'use a shorter window'}, or use fixed-window (the default) or sliding-log, which count any quota exactly`,
   );
   return false;
 }

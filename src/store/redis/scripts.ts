@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 /** Order matters: helpers first, the driver (which binds KEYS/ARGV) last. */
 const SCRIPT_FILES = [
   'prelude.lua',
+  'wide-level.lua',
   'level.lua',
   'gcra.lua',
   'fixed-window.lua',

@@ -83,8 +83,11 @@ for i = 1, policy_count do
   if nominal == nil then return bad_argument(index + 4, 'policy ' .. i .. ' nominal') end
   local count_rejected = integer_arg(index + 5, 0, 1)
   if count_rejected == nil then return bad_argument(index + 5, 'policy ' .. i .. ' count_rejected') end
+  -- wide: the algorithms that multiply counts by the window, past (capacity + 1) x window = 2^53 - 1
+  -- (policy.ts needsWide; docs/semantics.md "Wide policies").
+  local wide = algorithm ~= FIXED_WINDOW and algorithm ~= SLIDING_LOG and (capacity + 1) * window > MAX_INTEGER
   policies[i] = { algorithm = algorithm, window = window, limit = limit, capacity = capacity, nominal = nominal,
-    count_rejected = count_rejected == 1, usable = limit >= 1 and capacity >= 1 and nominal >= 1 }
+    count_rejected = count_rejected == 1, usable = limit >= 1 and capacity >= 1 and nominal >= 1, wide = wide }
   index = index + 6
 end
 

@@ -13,6 +13,8 @@ local function decide_gcra(tat_ms, remainder, now, cost, p)
     if ahead < 0 then ahead = 0 end
   end
   local tolerance = capacity * window
+  -- Wide policies, and a backlog beyond the capacity (left by a wide policy or a lower limit).
+  if p.wide or ahead > tolerance then return decide_wide_level(tat_ms or 0, remainder or 0, now, cost, p, false, true) end
   if cost > capacity then
     return false, level_whole_requests(tolerance, ahead, window), now + ceil_div(ahead, limit), window, -1, REASON_COST_EXCEEDS_CAPACITY
   end

@@ -4,8 +4,8 @@
   algorithm file defines one function, decide.lua binds KEYS/ARGV and calls them.
 
   Every number here is an integer below 2^53 (the limiter refuses policies whose arithmetic could
-  exceed it), so doubles are exact; state is written with %d, never with tostring (which would
-  print 1.7e+15 and lose digits).
+  exceed it; wide policies multiply with mul_divmod), so doubles are exact; state is written with
+  %d, never with tostring (which would print 1.7e+15 and lose digits).
 ]]
 
 local floor = math.floor
@@ -32,6 +32,42 @@ local function ceil_div(a, b)
   local q = floor_div(a, b)
   if q * b == a then return q end
   return q + 1
+end
+
+-- Exact (floor(a * b / m), a * b mod m) for integers a, b >= 0, 1 <= m < 2^52 whose quotient is below
+-- 2^53, even when a * b is not (src/algorithms/integer.ts mulDivmod, the same steps): a is reduced
+-- mod m and b fed in base-2^k digits with m * 2^k <= 2^53, so every intermediate stays exact.
+local function mul_divmod(a, b, m)
+  local product = a * b
+  if product <= 9007199254740991 then
+    local q = floor_div(product, m)
+    return q, product - q * m
+  end
+  local high = floor_div(a, m)
+  local low = a - high * m
+  local k = 53 - math.ceil(math.log(m + 1) / math.log(2))
+  while m * 2 ^ k > 9007199254740992 do k = k - 1 end
+  while m * 2 ^ (k + 1) <= 9007199254740992 do k = k + 1 end
+  local base = 2 ^ k
+  local place = 1
+  while place * base <= b do place = place * base end
+  local q, r, rest = 0, 0, b
+  while place >= 1 do
+    local digit = floor(rest / place)
+    rest = rest - digit * place
+    local shifted = r * base
+    local shifted_q = floor_div(shifted, m)
+    local added = low * digit
+    local added_q = floor_div(added, m)
+    q = q * base + shifted_q + added_q
+    r = shifted - shifted_q * m + (added - added_q * m)
+    if r >= m then
+      r = r - m
+      q = q + 1
+    end
+    place = place / base
+  end
+  return high * b + q, r
 end
 
 -- Reason codes returned to the client (see store/redis/protocol.ts).

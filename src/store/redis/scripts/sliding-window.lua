@@ -12,6 +12,13 @@ local function sliding_window_reset(now, start, window, current, previous)
   return now
 end
 
+-- floor((a * b - 1) / m) for a, b >= 1 (wide policies; sliding-window.ts floorOfProductLessOne).
+local function floor_of_product_less_one(a, b, m)
+  local q, r = mul_divmod(a, b, m)
+  if r > 0 then return q end
+  return q - 1
+end
+
 local function decide_sliding_window(stored_current, stored_index, stored_previous, now, cost, p)
   local window, capacity = p.window, p.capacity
   local start = floor_div(now, window) * window
@@ -31,7 +38,13 @@ local function decide_sliding_window(stored_current, stored_index, stored_previo
     end
   end
   local previous_weighted = 0
-  if previous > 0 then previous_weighted = floor_div(previous * (window - elapsed), window) end
+  if previous > 0 then
+    if p.wide then
+      previous_weighted = mul_divmod(previous, window - elapsed, window)
+    else
+      previous_weighted = floor_div(previous * (window - elapsed), window)
+    end
+  end
   local estimate = current + previous_weighted
   if cost > capacity then
     return false, capacity - estimate, sliding_window_reset(now, start, window, current, previous), window, -1, REASON_COST_EXCEEDS_CAPACITY
@@ -40,13 +53,23 @@ local function decide_sliding_window(stored_current, stored_index, stored_previo
     local retry_after
     local room = capacity - cost - current
     if room >= 0 and previous > 0 then
-      local offset = window - floor_div((room + 1) * window - 1, previous)
+      local offset
+      if p.wide then
+        offset = window - floor_of_product_less_one(room + 1, window, previous)
+      else
+        offset = window - floor_div((room + 1) * window - 1, previous)
+      end
       if offset < window then retry_after = start + offset - now end
     end
     if retry_after == nil then
       local offset = 0
       if current > 0 then
-        offset = window - floor_div((capacity - cost + 1) * window - 1, current)
+        local count = capacity - cost + 1
+        if not p.wide then
+          offset = window - floor_div(count * window - 1, current)
+        elseif count <= current then
+          offset = window - floor_of_product_less_one(count, window, current)
+        end
         if offset < 0 then offset = 0 end
       end
       retry_after = start + window + offset - now
