@@ -207,7 +207,7 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
     throw new InvalidPolicyError(
       setBy,
       `${setBy} ${nominalCapacity} over a window of ${windowMs} ms is too large to count exactly; ` +
-        `${wideBound(algorithm, 'limit')} (${setBy === 'burst' ? 'lower the burst or the window' : 'use a shorter window'}, or use fixed-window or sliding-log, which count any quota exactly)`,
+        `${wideBound(algorithm, 'limit')} (lower the ${setBy} or the window, or use fixed-window or sliding-log, which count any quota exactly)`,
     );
   }
   return new CompiledPolicy({
