@@ -4,14 +4,16 @@
  *    2^53, quotient below 2^53 (its contract);
  *  - random traffic over keys switched between a plain and a wide policy (same algorithm and
  *    window, another burst or limit) decides on Redis exactly as on the memory store, so the
- *    scripts read each other's state encodings as the TypeScript does (test/wide.test.ts).
+ *    scripts read each other's state encodings as the TypeScript does (test/wide.test.ts);
+ *  - random wide policies (uint32 quotas over days to a decade) decide on Redis as on memory, which
+ *    test/wide.test.ts holds to a BigInt model of the spec.
  * The decisions themselves are pinned by the vectors (test/vectors/*.json).
  */
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLimiter, memoryStore, redisStore, type Decision, type Policy, type Store } from '../src/index.js';
+import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy, type Store } from '../src/index.js';
 import { startRedis, type RedisServer } from './support/redis.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -122,5 +124,39 @@ describe('keys switched between plain and wide policies', () => {
     // The traffic reaches both outcomes often, not only one.
     expect(seen.allowed).toBeGreaterThan(100);
     expect(seen.denied).toBeGreaterThan(100);
+  });
+});
+
+describe('random wide policies', () => {
+  it.each(['token-bucket', 'leaky-bucket', 'gcra', 'sliding-window'] as const)('%s decides on Redis as on memory', async (algorithm) => {
+    const uint32 = fc.oneof(fc.integer({ min: 1, max: 4_294_967_295 }), fc.constant(4_294_967_295));
+    const policy = fc.record({
+      algorithm: fc.constant(algorithm),
+      limit: uint32,
+      window: fc.integer({ min: 86_400_000, max: 10 * YEAR }),
+      burst: uint32,
+      softPercent: fc.constantFrom(0, 10, 1000),
+    });
+    const wide = policy.filter((candidate) => {
+      try {
+        return compilePolicy(candidate).wide;
+      } catch {
+        return false;
+      }
+    });
+    const traffic = fc.array(
+      fc.record({
+        gap: fc.oneof(fc.constant(0), fc.integer({ min: -20, max: 20 }), fc.integer({ min: 0, max: 1_000_000 }), fc.integer({ min: 0, max: YEAR })),
+        cost: fc.oneof(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 50_000_000_000 })),
+        wide: fc.constant(true),
+      }),
+      { minLength: 10, maxLength: 30 },
+    );
+    for (const [run, [chosen, sequence]] of fc.sample(fc.tuple(wide, traffic), { numRuns: 20, seed: 7 }).entries()) {
+      const key = `wide:${algorithm}:${run}:${Date.now()}`;
+      const pair = [chosen, chosen] as const;
+      const expected = await play(memoryStore({ sweepIntervalMs: 0 }), key, pair, sequence);
+      expect(await play(redisStore({ url: server.url }), key, pair, sequence), `run ${run}: ${JSON.stringify(chosen)}`).toEqual(expected);
+    }
   });
 });
