@@ -76,6 +76,11 @@ const PAIRS: readonly (readonly [Policy, Policy])[] = [
     { algorithm: 'token-bucket', limit: 1_000_000, window: YEAR, burst: 1_000_000 },
   ],
   [
+    // A remainder far above the plain limit: the wide state must still read as wide.
+    { algorithm: 'token-bucket', limit: 1, window: YEAR, burst: 1_000 },
+    { algorithm: 'token-bucket', limit: 4_294_967_295, window: YEAR, burst: 4_294_967_295 },
+  ],
+  [
     { algorithm: 'leaky-bucket', limit: 1_000_000, window: YEAR, burst: 100_000 },
     { algorithm: 'leaky-bucket', limit: 3_000_000, window: YEAR, burst: 2_000_000 },
   ],
@@ -102,7 +107,7 @@ async function play(store: Store, key: string, pair: readonly [Policy, Policy], 
 }
 
 describe('keys switched between plain and wide policies', () => {
-  it.each(PAIRS.map((pair) => [pair[0].algorithm, pair] as const))('%s decides on Redis as on memory', async (_algorithm, pair) => {
+  it.each(PAIRS.map((pair) => [`${pair[0].algorithm} ${pair[0].limit}/${pair[1].limit}`, pair] as const))('%s decides on Redis as on memory', async (_algorithm, pair) => {
     const steps = fc.sample(
       fc.array(
         fc.record({

@@ -4,8 +4,9 @@
  * so every refill instant is an exact integer computation (a rate of 3 per 1000 ms never drifts).
  *
  * State (2 doubles): [0] level in units after the last admitted request, [1] its time (epoch ms).
- * A wide policy (wide-level.ts) stores instead [0] −1 − r, [1] t: the bucket is empty at
- * t + r / limit ms. A plain level is never negative, so each reads the other's state exactly.
+ * A wide policy (wide-level.ts) stores instead [0] r − 2^52, [1] −1 − t: the bucket is empty at
+ * t + r / limit ms (0 ≤ r < limit ≤ 2^51). A plain state is never negative, and a wide one always
+ * computes to a negative level below, whatever the limit, so each reads the other's state exactly.
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
@@ -15,11 +16,18 @@ import { decideWideLevel } from './wide-level.js';
 
 const LEVEL = 0;
 const LAST = 1;
+/** Subtracted from a wide state's remainder, so that its level field is always negative (2^52). */
+export const WIDE_LEVEL_OFFSET = 2 ** 52;
 
-/** The level as seen at `now`: drained since `last`, higher if the clock went back. */
+/**
+ * The level as seen at `now`: drained since `last`, higher if the clock went back. −1 for a wide
+ * state (r − 2^52, −1 − t), which always computes as negative here.
+ */
 function levelAt(state: Float64Array, at: number, now: number, policy: CompiledPolicy): number {
-  const level = state[at + LEVEL]! - (now - state[at + LAST]!) * policy.limit;
-  return level > 0 ? level : 0;
+  const last = state[at + LAST]!;
+  const level = state[at + LEVEL]! - (now - last) * policy.limit;
+  if (level > 0) return level;
+  return last < 0 ? -1 : 0;
 }
 
 /** Whole requests the bucket still has room for at `level`. */
@@ -40,8 +48,8 @@ export function decideLevel(
   commit: boolean,
   shaping: boolean,
 ): Decision {
-  if (policy.wide || state[at + LEVEL]! < 0) return decideWide(state, at, now, cost, policy, commit, shaping);
   const level = levelAt(state, at, now, policy);
+  if (level < 0) return decideWideLevelState(state, at, now, cost, policy, commit, shaping);
   const { windowMs, limit, capacity } = policy;
   const fullUnits = capacity * windowMs;
   if (cost > capacity) {
@@ -70,17 +78,20 @@ export function decideLevel(
 }
 
 /**
- * A wide policy, or a key last written by one. A plain state (level, last) is the empty time
- * last + level / limit; a plain policy writes its level back (it fits: at most capacity × window).
+ * A wide policy (the callers check `policy.wide` first), or a key last written by one. A plain
+ * state (level, last) is the empty time last + level / limit; a plain policy writes its level back
+ * (it fits: at most capacity × window once admitted).
  */
-function decideWide(state: Float64Array, at: number, now: number, cost: number, policy: CompiledPolicy, commit: boolean, shaping: boolean): Decision {
-  const stored = state[at + LEVEL]!;
-  const wideState = stored < 0;
-  const result = decideWideLevel(state[at + LAST]!, wideState ? -1 - stored : stored, now, cost, policy, shaping);
+export function decideWideLevelState(state: Float64Array, at: number, now: number, cost: number, policy: CompiledPolicy, commit: boolean, shaping: boolean): Decision {
+  const last = state[at + LAST]!;
+  const result =
+    last < 0
+      ? decideWideLevel(-1 - last, state[at + LEVEL]! + WIDE_LEVEL_OFFSET, now, cost, policy, shaping)
+      : decideWideLevel(last, state[at + LEVEL]!, now, cost, policy, shaping);
   if (commit && result.admitted) {
     if (policy.wide) {
-      state[at + LEVEL] = -1 - result.tatR;
-      state[at + LAST] = result.tatMs;
+      state[at + LEVEL] = result.tatR - WIDE_LEVEL_OFFSET;
+      state[at + LAST] = -1 - result.tatMs;
     } else {
       state[at + LEVEL] = (result.tatMs - now) * policy.limit + result.tatR;
       state[at + LAST] = now;

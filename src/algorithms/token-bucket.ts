@@ -4,11 +4,12 @@
  * full bucket. See level.ts for the integer units.
  */
 import type { SlotAlgorithm } from './types.js';
-import { decideLevel } from './level.js';
+import { decideLevel, decideWideLevelState } from './level.js';
 
 export const tokenBucket: SlotAlgorithm = {
   stateSize: 2,
   decide(state, at, now, cost, policy, commit) {
+    if (policy.wide) return decideWideLevelState(state, at, now, cost, policy, commit, false);
     return decideLevel(state, at, now, cost, policy, commit, false);
   },
 };

@@ -2,8 +2,8 @@
   level.lua: the continuous bucket behind token-bucket and leaky-bucket (docs/semantics.md).
   One request is worth `window` units; the level drains `limit` units per ms.
   State (string "level last"): level in units after the last admitted request, and its time (ms).
-  A wide policy writes "-1-r tat_ms" instead (empty at tat_ms + r / limit; wide-level.lua): a plain
-  level is never negative, so each reads the other's state exactly.
+  A wide policy writes "r-2^52 -1-tat_ms" instead (empty at tat_ms + r / limit; wide-level.lua):
+  a plain state is never negative, so each reads the other's state exactly.
 
   Every algorithm function takes (stored values or nil, now, cost, policy) and returns, as multiple
   values (no tables on the hot path): allowed, raw_remaining, reset_at, retry_after,
@@ -15,15 +15,15 @@ local function level_whole_requests(full, level, window)
 end
 
 local function decide_level(stored_level, last, now, cost, p, shaping)
-  if p.wide or (stored_level and stored_level < 0) then
-    if not stored_level then return decide_wide_level(0, 0, now, cost, p, shaping, false) end
-    if stored_level < 0 then return decide_wide_level(last, -1 - stored_level, now, cost, p, shaping, false) end
-    return decide_wide_level(last, stored_level, now, cost, p, shaping, false)
-  end
+  if p.wide then return decide_wide_level_state(stored_level, last, now, cost, p, shaping) end
   local level = 0
   if stored_level then
     level = stored_level - (now - last) * p.limit
-    if level < 0 then level = 0 end
+    if level < 0 then
+      -- A wide state ("r-2^52 -1-t") always computes as negative here.
+      if last < 0 then return decide_wide_level_state(stored_level, last, now, cost, p, shaping) end
+      level = 0
+    end
   end
   local window, limit, capacity = p.window, p.limit, p.capacity
   local full = capacity * window
