@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { runDemo } from './demo.js';
 import { TollgateError } from './errors.js';
-import { SERVE_FLAGS, resolveServiceOptions } from './service/options.js';
+import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from './service/options.js';
 import { startService } from './service/server.js';
 import { checkRuleFiles } from './rules/files.js';
 import { countDescriptors } from './rules/parse.js';
@@ -26,10 +26,19 @@ Commands:
                   --log-level LEVEL        fatal|error|warn|info|debug|trace|silent (info)
                   --workers N              N processes on the same ports (needs Redis) (1)
                   --settings FILE          YAML/JSON of these settings (flags and env win)
+                envoyproxy/ratelimit's settings (docs/service.md, "Settings from envoy"):
+                  --merge-domains          one domain across several files is merged (MERGE_DOMAIN_CONFIG)
+                  --response-headers       add RateLimit-Limit/-Remaining/-Reset to envoy answers
+                                           (LIMIT_RESPONSE_HEADERS_ENABLED); names: --header-limit,
+                                           --header-remaining, --header-reset NAME
+                  --response-dynamic-metadata  answers carry dynamic_metadata (RESPONSE_DYNAMIC_METADATA)
+                  --shadow-mode            never answer OVER_LIMIT overall (SHADOW_MODE)
+                  --quota-mode             every limit in quota mode (QUOTA_MODE)
                 Every flag also reads TOLLGATE_<FLAG> (e.g. TOLLGATE_REDIS); flags win.
   demo          Show every algorithm deciding a burst of requests on the embedded memory store
   validate PATH Check a rules file, or a directory of *.yaml/*.json files: prints "OK: N domains,
                 M descriptors" (exit 0) or every error as file:line:col: path: message (exit 1)
+                  --merge-domains          as serve's (or TOLLGATE_MERGE_DOMAINS=true)
   help          Show this help (as does --help after any command)
 
 Options:
@@ -102,10 +111,10 @@ function usageError(message: string): number {
 async function serve(args: string[]): Promise<number> {
   let values: Record<string, string | undefined>;
   try {
-    const options = { ...Object.fromEntries(Object.keys(SERVE_FLAGS).map((flag) => [flag, { type: 'string' as const }])), ...HELP_OPTION };
-    const { help: wantsHelp, ...flags } = parseArgs({ args, options, allowPositionals: false }).values as Record<string, string | undefined> & { help?: boolean };
+    const options = { ...Object.fromEntries(Object.keys(SERVE_FLAGS).map((flag) => [flag, { type: SWITCH_FLAGS.has(flag) ? ('boolean' as const) : ('string' as const) }])), ...HELP_OPTION };
+    const { help: wantsHelp, ...flags } = parseArgs({ args, options, allowPositionals: false }).values as Record<string, string | boolean | undefined> & { help?: boolean };
     if (wantsHelp === true) return help([]);
-    values = flags;
+    values = Object.fromEntries(Object.entries(flags).map(([flag, value]) => [flag, value === undefined ? undefined : String(value)]));
   } catch (error) {
     return usageError(`serve: ${(error as Error).message}`);
   }
@@ -170,10 +179,12 @@ async function runWorkers(count: number): Promise<number> {
 
 /** `tollgate validate PATH`: 0 when the rules load, 1 with every error on stderr, 2 on misuse. */
 async function validate(args: string[]): Promise<number> {
+  let mergeDomains: boolean;
   try {
-    const parsed = parseArgs({ args, allowPositionals: true, options: HELP_OPTION });
+    const parsed = parseArgs({ args, allowPositionals: true, options: { ...HELP_OPTION, 'merge-domains': { type: 'boolean' } } });
     if (parsed.values.help === true) return help([]);
     args = parsed.positionals;
+    mergeDomains = parsed.values['merge-domains'] === true || resolveServiceOptions({}, { TOLLGATE_MERGE_DOMAINS: process.env.TOLLGATE_MERGE_DOMAINS }).mergeDomains;
   } catch (error) {
     return usageError(`validate: ${(error as Error).message}`);
   }
@@ -181,7 +192,7 @@ async function validate(args: string[]): Promise<number> {
     process.stderr.write(`tollgate: validate takes one PATH (a rules file or a directory of *.yaml/*.json files)\n\n${USAGE}`);
     return 2;
   }
-  const { domains, errors } = await checkRuleFiles(args[0]!);
+  const { domains, errors } = await checkRuleFiles(args[0]!, { mergeDomains });
   if (errors.length > 0) {
     process.stderr.write(errors.map((error) => `${error.message}\n`).join(''));
     return 1;

@@ -48,9 +48,11 @@ export interface LimitRequest {
 /**
  * What a decision does: `limit` decides and records, `peek` decides without recording, `look`
  * reports the quota as it stands without spending it and is never refused (a request of cost 0:
- * the middleware's `cost: 0`, a rules check with `spend: false`).
+ * the middleware's `cost: 0`, a rules check with `spend: false`), `probe` asks whether a request of
+ * cost 0 passes: denied only when the quota is overdrawn (a fixed window with `countRejected`
+ * past its limit; envoy's `hits_addend: 0`), recording nothing.
  */
-export type DecideMode = 'limit' | 'peek' | 'look';
+export type DecideMode = 'limit' | 'peek' | 'look' | 'probe';
 
 /** Most limits in one {@link LimiterCore.limitAll} call. */
 export const MAX_LIMITS_PER_CHECK = 64;
@@ -73,7 +75,8 @@ export interface LimiterCore {
   /**
    * Decides several limits of one request together (say per IP and per user), all-or-nothing: the
    * request is admitted when every decision is, and if any denies, no limit records anything (a
-   * denied sliding-log attempt with `countRejected` is still logged). One store round trip.
+   * denied attempt with `countRejected` is still counted) and the admitted limits report what
+   * actually remains. One store round trip.
    */
   limitAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>): Promise<Decision[]>;
   /**
@@ -186,6 +189,7 @@ export class CoreLimiter implements LimiterCore {
     if (compiled.limit === 0) return limitZero(compiled, now ?? currentTime());
     if (mode === 'limit') return this.store.consume(key, compiled, cost, now);
     if (mode === 'peek') return this.store.peek(key, compiled, cost, now);
+    if (mode === 'probe') return this.store.peek(key, compiled, 0, now);
     // A look is a peek of cost 0: the quota as it stands.
     const looked = this.store.peek(key, compiled, 0, now);
     return looked instanceof Promise ? looked.then(unspent) : unspent(looked);
@@ -204,7 +208,7 @@ export class CoreLimiter implements LimiterCore {
     const key = checkKey(request.key);
     const policy = this.policies.get(request.policy);
     const cost = request.cost === undefined ? 1 : checkCost(request.cost);
-    return { key, policy, cost: mode === 'look' ? 0 : cost };
+    return { key, policy, cost: mode === 'look' || mode === 'probe' ? 0 : cost };
   }
 }
 

@@ -21,7 +21,10 @@ export interface Policy {
   readonly burst?: number;
   /** Soft throttling: admit up to this many percent over the capacity (integer, default 0). */
   readonly softPercent?: number;
-  /** sliding-log only: log rejected attempts too, so a caller who keeps trying stays blocked. */
+  /**
+   * sliding-log: log rejected attempts too, so a caller who keeps trying stays blocked. fixed-window:
+   * count rejected hits too, past the limit (envoyproxy/ratelimit's counting; rules' `quota_mode`).
+   */
   readonly countRejected?: boolean;
 }
 
@@ -198,8 +201,8 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
     throw new InvalidPolicyError('countRejected', `countRejected must be true or false, got ${describeValue(policy.countRejected)}`);
   }
   const countRejected = policy.countRejected === true;
-  if (countRejected && algorithm !== 'sliding-log') {
-    throw new InvalidPolicyError('countRejected', `countRejected applies to sliding-log only, not ${algorithm}; remove it or switch the algorithm`);
+  if (countRejected && algorithm !== 'sliding-log' && algorithm !== 'fixed-window') {
+    throw new InvalidPolicyError('countRejected', `countRejected applies to sliding-log and fixed-window only, not ${algorithm}; remove it or switch the algorithm`);
   }
 
   const { burst, nominalCapacity, capacity, setBy } = policyCapacity(algorithm, limit, requestedBurst, softPercent);

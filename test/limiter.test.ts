@@ -43,7 +43,7 @@ describe('policy validation', () => {
     ['burst zero', { algorithm: 'token-bucket', limit: 5, window: 1000, burst: 0 }, 'burst', /≥ 1/],
     ['softPercent negative', { ...GOOD, softPercent: -10 }, 'softPercent', /≥ 0/],
     ['softPercent huge', { ...GOOD, softPercent: 5000 }, 'softPercent', /above 1000/],
-    ['countRejected on a bucket', { algorithm: 'token-bucket', limit: 5, window: 1000, countRejected: true }, 'countRejected', /sliding-log only/],
+    ['countRejected on a bucket', { algorithm: 'token-bucket', limit: 5, window: 1000, countRejected: true }, 'countRejected', /sliding-log and fixed-window only/],
     ['countRejected not boolean', { algorithm: 'sliding-log', limit: 5, window: 1000, countRejected: 'yes' }, 'countRejected', /true or false/],
     ['limit too large to count exactly', { algorithm: 'sliding-window', limit: 2 ** 52, window: '1w' }, 'limit', /too large to count exactly/],
     ['bucket too slow to fill', { algorithm: 'token-bucket', limit: 1, burst: 4_294_967_295, window: '1w' }, 'burst', /fills within 2251799813685248 ms/],

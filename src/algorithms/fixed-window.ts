@@ -2,6 +2,9 @@
  * Fixed window: a counter per window, windows aligned to multiples of `window` since the epoch
  * (a 1-minute window resets on the round minute, the same on every node).
  *
+ * With `countRejected`, a denied hit is counted too (as envoyproxy/ratelimit counts every hit), so
+ * the count may pass the capacity: a later look of cost 0 then sees the window overdrawn.
+ *
  * State (2 doubles): [0] count in the window, [1] the window's start (epoch ms).
  */
 import type { Decision } from '../decision.js';
@@ -24,6 +27,11 @@ export const fixedWindow: SlotAlgorithm = {
     const end = start + windowMs;
     if (cost > capacity) return impossible(policy, now, capacity - count, count > 0 ? end : now);
     if (count + cost > capacity) {
+      if (commit && policy.countRejected) {
+        state[at + COUNT] = count + cost;
+        state[at + START] = start;
+        return outcome(policy, now, false, capacity - count, end, end - now);
+      }
       return outcome(policy, now, false, capacity - count, count > 0 ? end : now, end - now);
     }
     if (commit) {

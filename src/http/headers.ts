@@ -28,7 +28,8 @@ export function decisionHeaders(decision: Decision, windowMs: number, key = ''):
 
 /**
  * One report per limit that applied to a check. Unlimited and unmatched descriptors have no limit;
- * a shadow-mode limit that was exceeded did not deny, so it is left out rather than shown at 0.
+ * a shadow-mode or quota-mode limit that was exceeded did not deny, so it is left out rather than
+ * shown at 0.
  * A denied limit's wait is its `durationUntilReset`, which is never earlier than the real retry.
  */
 export function checkReports(result: CheckResult): LimitReport[] {
@@ -36,7 +37,7 @@ export function checkReports(result: CheckResult): LimitReport[] {
   const reports: LimitReport[] = [];
   result.statuses.forEach((status, index) => {
     const limit = status.currentLimit;
-    if (limit === undefined || status.shadowOverLimit === true) return;
+    if (limit === undefined || status.shadowOverLimit === true || status.quotaOverLimit === true) return;
     const denied = status.code === 'OVER_LIMIT';
     reports.push({
       name: limit.name ?? status.rule ?? `descriptor-${index}`,

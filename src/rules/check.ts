@@ -1,82 +1,22 @@
 /**
  * `limiter.check()`: envoy's ShouldRateLimit on Tollgate's engine. Each descriptor is matched to a
- * limit; `replaces` drops replaced limits; unlimited limits never touch the store; shadow-mode
- * limits are counted and reported but never deny. The enforced limits of one request are decided
- * together, all-or-nothing (a request denied by one limit consumes no other limit's quota), and
- * together with the shadow ones they go to the store in one round trip.
+ * limit (or carries its own, envoy's RateLimitOverride); `replaces` drops replaced limits; unlimited
+ * limits never touch the store; shadow-mode limits are counted and reported but never deny;
+ * quota-mode limits deny only when every quota-mode limit of the request is over. The enforced
+ * limits of one request are decided together, all-or-nothing (a request denied by one limit
+ * consumes no other limit's quota), in one store round trip (check-decide.ts).
  */
-import type { Decision } from '../decision.js';
 import { InvalidCheckError, describeValue } from '../errors.js';
 import type { LimiterCore } from '../limiter.js';
-import { matchDescriptor, type DescriptorEntry, type Match } from './match.js';
+import { RULE_UNITS } from '../units.js';
+import { decideMatched, planCheck } from './check-decide.js';
+import { MAX_DESCRIPTORS, MAX_ENTRIES, UNLIMITED_REMAINING } from './check-types.js';
+import type { CheckOptions, CheckRequest, CheckResult, DescriptorStatus, LimitOverride, RateLimitDescriptor } from './check-types.js';
+import type { DescriptorEntry } from './match.js';
 import type { RuleSet } from './ruleset.js';
-import type { RuleUnit } from './types.js';
 
-/** A descriptor of a request: the entries identify who is calling and what. */
-export interface RateLimitDescriptor {
-  readonly entries: readonly DescriptorEntry[];
-  /** Hits this descriptor adds (overrides the request's `hits`); 0 or absent means the request's. */
-  readonly hitsAddend?: number;
-}
-
-/** envoy's RateLimitRequest. */
-export interface CheckRequest {
-  readonly domain: string;
-  readonly descriptors: readonly RateLimitDescriptor[];
-  /** Hits the request adds to every matched limit (envoy's hits_addend). 0 or absent means 1. */
-  readonly hits?: number;
-  /** Decision time in epoch ms (tests, replays). */
-  readonly now?: number;
-}
-
-/** The limit that applied to a descriptor, as envoy reports it. */
-export interface CurrentLimit {
-  readonly requestsPerUnit: number;
-  readonly unit: RuleUnit;
-  /** Tollgate: the window is this many units. */
-  readonly unitMultiplier: number;
-  readonly name?: string;
-}
-
-/** One status per descriptor, in request order. */
-export interface DescriptorStatus {
-  readonly code: 'OK' | 'OVER_LIMIT';
-  /** Absent when no limit applied (no match, replaced, or unlimited). */
-  readonly currentLimit?: CurrentLimit;
-  readonly limitRemaining: number;
-  /** ms until the limit's quota is whole again. */
-  readonly durationUntilReset: number;
-  /** Shadow mode: this limit was exceeded but, being in shadow mode, did not deny. */
-  readonly shadowOverLimit?: boolean;
-  /** Where the limit is in the rules (`domain.key=value...`), when one applied. */
-  readonly rule?: string;
-  /** The counter this descriptor counted in (`domain|key=value|...`), when a limit applied. */
-  readonly key?: string;
-}
-
-/** envoy's RateLimitResponse. */
-export interface CheckResult {
-  readonly overallCode: 'OK' | 'OVER_LIMIT';
-  readonly statuses: readonly DescriptorStatus[];
-  /**
-   * The instant the check was decided (epoch ms): the decisions' own time (Redis `TIME` on Redis),
-   * else the limiter's clock. Every `durationUntilReset` is relative to it, and headers derived
-   * from the result must use it, not a later clock reading.
-   */
-  readonly now: number;
-}
-
-/** How a check spends: `spend: false` looks without spending (every matched limit at cost 0). */
-export interface CheckOptions {
-  /** Default true. False: nothing is recorded and nothing is denied; statuses report the quota as it stands. */
-  readonly spend?: boolean;
-}
-
-/** Most descriptors in one request, and entries in one descriptor. */
-export const MAX_DESCRIPTORS = 64;
-export const MAX_ENTRIES = 32;
-const UNLIMITED_REMAINING = 4_294_967_295;
-const NO_LIMIT: DescriptorStatus = Object.freeze({ code: 'OK', limitRemaining: 0, durationUntilReset: 0 });
+export type { CheckOptions, CheckRequest, CheckResult, CurrentLimit, DescriptorStatus, LimitOverride, RateLimitDescriptor } from './check-types.js';
+export { MAX_DESCRIPTORS, MAX_ENTRIES, UNLIMITED_REMAINING } from './check-types.js';
 
 /**
  * Decides `request` against `rules` (read once: a reload mid-check cannot mix rule sets) on
@@ -91,76 +31,14 @@ export async function checkRules(
 ): Promise<CheckResult> {
   validate(request);
   const root = rules.domain(request.domain);
-  const statuses: DescriptorStatus[] = request.descriptors.map(() => NO_LIMIT);
-  if (root === undefined) return { overallCode: 'OK', statuses, now: request.now ?? clock() };
-  const mode = options.spend === false ? 'look' : 'limit';
-
-  const matches = request.descriptors.map((descriptor) => matchDescriptor(root, request.domain, descriptor.entries));
-  const replaced = new Set<string>();
-  for (const match of matches) for (const name of match?.rule.replaces ?? []) replaced.add(name);
-
-  const enforced: { index: number; match: Match; cost: number }[] = [];
-  const shadow: { index: number; match: Match; cost: number }[] = [];
-  matches.forEach((match, index) => {
-    if (match === undefined) return;
-    if (match.rule.unlimited) {
-      // As envoy: unlimited reports the largest uint32 remaining, so callers can tell it from "no limit".
-      statuses[index] = { code: 'OK', limitRemaining: UNLIMITED_REMAINING, durationUntilReset: 0, rule: match.rule.path };
-      return;
-    }
-    if (match.rule.name !== undefined && replaced.has(match.rule.name)) return;
-    const hits = positiveHits(request.descriptors[index]!.hitsAddend) ?? positiveHits(request.hits) ?? 1;
-    (match.rule.shadowMode ? shadow : enforced).push({ index, match, cost: hits * match.rule.cost });
-  });
-
-  const at = request.now === undefined ? {} : { now: request.now };
-  // Issued together, so a networked store sends them in one batch.
-  const [enforcedDecisions, shadowDecisions] = await Promise.all([
-    enforced.length === 0
-      ? Promise.resolve([])
-      : limiter.decideAll(
-          enforced.map(({ match, cost }) => ({ key: match.counterKey, policy: match.rule.policy, cost })),
-          at,
-          mode,
-        ),
-    Promise.all(shadow.map(({ match, cost }) => limiter.decide(match.counterKey, match.rule.policy, { ...at, cost }, mode))),
-  ]);
-  const now = enforcedDecisions[0]?.now ?? shadowDecisions[0]?.now ?? request.now ?? clock();
-  let overallCode: CheckResult['overallCode'] = 'OK';
-  enforced.forEach(({ index, match }, i) => {
-    const decision = enforcedDecisions[i]!;
-    if (!decision.allowed) overallCode = 'OVER_LIMIT';
-    statuses[index] = status(match, decision, decision.allowed ? 'OK' : 'OVER_LIMIT');
-  });
-  shadow.forEach(({ index, match }, i) => {
-    const decision = shadowDecisions[i]!;
-    statuses[index] = { ...status(match, decision, 'OK'), ...(decision.allowed ? {} : { shadowOverLimit: true }) };
-  });
-  return { overallCode, statuses, now };
+  if (root === undefined) {
+    return { overallCode: 'OK', statuses: request.descriptors.map(() => NO_LIMIT), now: request.now ?? clock() };
+  }
+  const plan = planCheck(root, request, options);
+  return decideMatched(limiter, plan, request, clock, options);
 }
 
-/** A matched limit's status; its times are relative to the instant its decision was made. */
-function status(match: Match, decision: Decision, code: DescriptorStatus['code']): DescriptorStatus {
-  const { rule } = match;
-  return {
-    code,
-    currentLimit: {
-      requestsPerUnit: rule.requestsPerUnit!,
-      unit: rule.unit!,
-      unitMultiplier: rule.unitMultiplier,
-      ...(rule.name !== undefined ? { name: rule.name } : {}),
-    },
-    limitRemaining: decision.remaining,
-    // A denied limit resets no sooner than the request could pass (a limit of 0: one window).
-    durationUntilReset: Math.max(0, decision.resetAt - decision.now, decision.allowed ? 0 : decision.retryAfter),
-    rule: rule.path,
-    key: match.counterKey,
-  };
-}
-
-function positiveHits(hits: number | undefined): number | undefined {
-  return hits === undefined || hits === 0 ? undefined : hits;
-}
+const NO_LIMIT: DescriptorStatus = Object.freeze({ code: 'OK', limitRemaining: 0, durationUntilReset: 0 });
 
 function validate(request: CheckRequest): void {
   if (typeof request !== 'object' || request === null) {
@@ -176,20 +54,33 @@ function validate(request: CheckRequest): void {
     throw new InvalidCheckError(`got ${request.descriptors.length} descriptors; at most ${MAX_DESCRIPTORS} are accepted in one request`);
   }
   checkHits('hits', request.hits);
-  request.descriptors.forEach((descriptor, i) => {
-    if (typeof descriptor !== 'object' || descriptor === null || !Array.isArray(descriptor.entries)) {
-      throw new InvalidCheckError(`descriptors[${i}] must be { entries: [{ key, value }] } with at most ${MAX_ENTRIES} entries, got ${describeValue(descriptor)}`);
+  request.descriptors.forEach(validateDescriptor);
+}
+
+function validateDescriptor(descriptor: RateLimitDescriptor, i: number): void {
+  if (typeof descriptor !== 'object' || descriptor === null || !Array.isArray(descriptor.entries)) {
+    throw new InvalidCheckError(`descriptors[${i}] must be { entries: [{ key, value }] } with at most ${MAX_ENTRIES} entries, got ${describeValue(descriptor)}`);
+  }
+  if (descriptor.entries.length > MAX_ENTRIES) {
+    throw new InvalidCheckError(`descriptors[${i}] has ${descriptor.entries.length} entries; at most ${MAX_ENTRIES} are accepted in one descriptor`);
+  }
+  checkHits(`descriptors[${i}].hitsAddend`, descriptor.hitsAddend);
+  if (descriptor.limit !== undefined) checkOverride(descriptor.limit, i);
+  descriptor.entries.forEach((entry: DescriptorEntry, j: number) => {
+    if (typeof entry !== 'object' || entry === null || typeof entry.key !== 'string' || entry.key === '' || typeof entry.value !== 'string') {
+      throw new InvalidCheckError(`descriptors[${i}].entries[${j}] must be { key: non-empty string, value: string }, got ${describeValue(entry)}`);
     }
-    if (descriptor.entries.length > MAX_ENTRIES) {
-      throw new InvalidCheckError(`descriptors[${i}] has ${descriptor.entries.length} entries; at most ${MAX_ENTRIES} are accepted in one descriptor`);
-    }
-    checkHits(`descriptors[${i}].hitsAddend`, descriptor.hitsAddend);
-    descriptor.entries.forEach((entry: DescriptorEntry, j: number) => {
-      if (typeof entry !== 'object' || entry === null || typeof entry.key !== 'string' || entry.key === '' || typeof entry.value !== 'string') {
-        throw new InvalidCheckError(`descriptors[${i}].entries[${j}] must be { key: non-empty string, value: string }, got ${describeValue(entry)}`);
-      }
-    });
   });
+}
+
+function checkOverride(limit: LimitOverride, i: number): void {
+  const { requestsPerUnit, unit } = (typeof limit === 'object' && limit !== null ? limit : {}) as Partial<LimitOverride>;
+  if (typeof requestsPerUnit !== 'number' || !Number.isSafeInteger(requestsPerUnit) || requestsPerUnit < 0 || requestsPerUnit > UNLIMITED_REMAINING) {
+    throw new InvalidCheckError(`descriptors[${i}].limit.requestsPerUnit must be a whole number from 0 to ${UNLIMITED_REMAINING}, got ${describeValue(requestsPerUnit)}`);
+  }
+  if (typeof unit !== 'string' || !Object.hasOwn(RULE_UNITS, unit)) {
+    throw new InvalidCheckError(`descriptors[${i}].limit.unit must be one of ${Object.keys(RULE_UNITS).join(', ')}, got ${describeValue(unit)}`);
+  }
 }
 
 function checkHits(field: string, hits: unknown): void {

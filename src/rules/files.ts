@@ -8,8 +8,8 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RulesError } from '../errors.js';
-import { checkRules, duplicateDomainErrors } from './parse.js';
-import type { RulesCheck } from './parse.js';
+import { checkRules, combineDomains } from './parse.js';
+import type { DomainMergeOptions, RulesCheck } from './parse.js';
 import { RULES_LIMITS, sizeProblem } from './parse/yaml.js';
 import type { DomainConfig } from './types.js';
 
@@ -91,10 +91,10 @@ function unreadable(path: string, error: unknown): RulesError {
 
 /**
  * Reads and checks every rules file at `path`, collecting all errors: each file's problems, and
- * each domain defined in more than one file. Reading problems (missing path, oversized file) are
+ * each domain defined in more than one file (unless `mergeDomains`). Reading problems (missing path, oversized file) are
  * returned as errors too.
  */
-export async function checkRuleFiles(path: string): Promise<RulesCheck> {
+export async function checkRuleFiles(path: string, options: DomainMergeOptions = {}): Promise<RulesCheck> {
   let sources: RulesText[];
   try {
     sources = await readRuleSources(path);
@@ -109,8 +109,9 @@ export async function checkRuleFiles(path: string): Promise<RulesCheck> {
     domains.push(...check.domains);
     errors.push(...check.errors);
   }
-  errors.push(...duplicateDomainErrors(domains));
-  return { domains: errors.length > 0 ? [] : domains, errors };
+  const combined = combineDomains(domains, options);
+  errors.push(...combined.errors);
+  return { domains: errors.length > 0 ? [] : combined.domains, errors };
 }
 
 /**
@@ -119,8 +120,8 @@ export async function checkRuleFiles(path: string): Promise<RulesCheck> {
  *
  * @throws {RulesError} the first problem found.
  */
-export async function loadDomainConfigs(path: string): Promise<DomainConfig[]> {
-  const { domains, errors } = await checkRuleFiles(path);
+export async function loadDomainConfigs(path: string, options: DomainMergeOptions = {}): Promise<DomainConfig[]> {
+  const { domains, errors } = await checkRuleFiles(path, options);
   if (errors.length > 0) throw errors[0];
   return [...domains];
 }

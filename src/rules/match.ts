@@ -58,6 +58,17 @@ export function matchDescriptor(root: RuleNode, domain: string, entries: readonl
   return undefined;
 }
 
+/**
+ * The counter of a descriptor that carries its own limit (envoy's RateLimitOverride): the domain
+ * and every entry as sent, then `|=` and the override's unit, which no entry can produce (`=` is
+ * escaped in entries), so it never shares a counter with a rule's.
+ */
+export function overrideCounterKey(domain: string, entries: readonly DescriptorEntry[], unit: string): string {
+  let counterKey = escapePart(domain);
+  for (const { key, value } of entries) counterKey += `|${escapePart(key)}=${escapePart(value)}`;
+  return shorten(`${counterKey}|=${unit}`);
+}
+
 /** Makes `|` and `=` unambiguous separators: two different descriptors never share a counter. */
 function escapePart(part: string): string {
   return /[%|=]/.test(part) ? part.replace(/%/g, '%25').replace(/\|/g, '%7C').replace(/=/g, '%3D') : part;

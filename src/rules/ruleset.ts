@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { compilePolicy, type CompiledPolicy } from '../policy.js';
-import { ruleWindowMs } from '../units.js';
+import { ENVOY_UNIT_NAMES, ruleWindowMs } from '../units.js';
 import type { DescriptorConfig, DomainConfig, FailureMode, RuleUnit } from './types.js';
 
 export { UNIT_SECONDS } from '../units.js';
@@ -27,6 +27,8 @@ export interface CompiledRule {
   readonly cost: number;
   /** `key` or `key=value` path from the domain root, for metrics and logs. */
   readonly path: string;
+  /** envoy: the descriptor's `metadata`, returned when this limit applied and passed. */
+  readonly metadata?: Readonly<Record<string, unknown>>;
 }
 
 interface WildcardChild {
@@ -74,6 +76,16 @@ export class RuleSet {
   /** Domain names, sorted. */
   domainNames(): string[] {
     return [...this.domains.keys()].sort();
+  }
+
+  /**
+   * Every limit, one line each, as envoyproxy/ratelimit's `/rlconfig` dumps them (its key, unit,
+   * requests per unit, shadow and quota mode), then Tollgate's own fields; domains sorted.
+   */
+  dump(): string {
+    const lines: string[] = [];
+    for (const name of this.domainNames()) dumpNode(this.domains.get(name)!, name, lines);
+    return lines.map((line) => `${line}\n`).join('');
   }
 
   /** A rule set of these domains among `names` (the others left out). */
@@ -187,6 +199,7 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
     failureMode: limit.failureMode,
     cost: limit.cost ?? 1,
     path,
+    ...(descriptor.metadata !== undefined ? { metadata: descriptor.metadata } : {}),
   };
   if (limit.unlimited || limit.unit === undefined || limit.requestsPerUnit === undefined) {
     return { ...base, policy: UNLIMITED_POLICY };
@@ -197,8 +210,24 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
     window: ruleWindowMs(limit.unit, limit.unitMultiplier),
     ...(limit.burst !== undefined ? { burst: limit.burst } : {}),
     softPercent: limit.softPercent,
+    // quota_mode counts every hit, over the limit too, as envoy does (fixed-window only: the loader checks).
+    ...(descriptor.quotaMode ? { countRejected: true } : {}),
   });
   return { ...base, policy };
+}
+
+function dumpNode(node: RuleNode, key: string, lines: string[]): void {
+  const rule = node.rule;
+  if (rule !== undefined) {
+    const shape = rule.unlimited
+      ? 'unit=UNKNOWN requests_per_unit=0'
+      : `unit=${ENVOY_UNIT_NAMES[rule.unit!]} requests_per_unit=${rule.requestsPerUnit}`;
+    const extra = rule.unlimited ? ', unlimited: true' : `, algorithm: ${rule.policy.algorithm}${rule.unitMultiplier === 1 ? '' : `, unit_multiplier: ${rule.unitMultiplier}`}`;
+    lines.push(`${key}: ${shape}, shadow_mode: ${rule.shadowMode}, quota_mode: ${rule.quotaMode}${extra}`);
+  }
+  for (const [child, values] of node.exact) for (const [value, next] of values) dumpNode(next, `${key}.${child}_${value}`, lines);
+  for (const [child, list] of node.wildcards) for (const wildcard of list) dumpNode(wildcard.node, `${key}.${child}_${wildcard.written}`, lines);
+  for (const [child, next] of node.keyOnly) dumpNode(next, `${key}.${child}`, lines);
 }
 
 /** `*` matches any run of characters (possibly empty); everything else literally. */

@@ -56,6 +56,11 @@ export interface DescriptorConfig {
   readonly quotaMode: boolean;
   /** With a wildcard value: all matching values share one counter. */
   readonly shareThreshold: boolean;
+  /**
+   * envoy: any mapping, returned in the response's dynamic metadata when this descriptor's limit
+   * applied and passed (as envoy's RESPONSE_DYNAMIC_METADATA); JSON-safe values only.
+   */
+  readonly metadata?: Readonly<Record<string, unknown>>;
   readonly descriptors: readonly DescriptorConfig[];
   readonly location: SourceLocation;
 }

@@ -28,6 +28,8 @@ export interface WatchRulesOptions {
   readonly onWarning?: (message: string) => void;
   /** Called after each successful swap. */
   readonly onReload?: (version: string) => void;
+  /** envoy's MERGE_DOMAIN_CONFIG: one domain across several files is merged. Default false. */
+  readonly mergeDomains?: boolean;
 }
 
 /** Counters and state of a watcher, for metrics and health. */
@@ -50,7 +52,7 @@ export interface RulesWatcher {
   close(): void;
 }
 
-const OPTIONS = ['pollIntervalMs', 'settleMs', 'onError', 'onWarning', 'onReload'];
+const OPTIONS = ['pollIntervalMs', 'settleMs', 'onError', 'onWarning', 'onReload', 'mergeDomains'];
 
 /** Watches `path` and swaps good rules into `holder`. The holder should already hold `path`'s rules. */
 export function watchRules(path: string, holder: RulesHolder, options: WatchRulesOptions = {}): RulesWatcher {
@@ -161,7 +163,7 @@ class Reloader {
     }
     if (digest === this.lastFailedHash) return;
     try {
-      const domains = parseRuleSources(sources);
+      const domains = parseRuleSources(sources, { mergeDomains: this.options.mergeDomains === true });
       const rules = compileRules(domains, sources.map((s) => s.text));
       this.holder.replace(rules);
       this.warnRemoved(domains);

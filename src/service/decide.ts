@@ -7,7 +7,8 @@ import type { ServiceContext } from './context.js';
 
 export async function decideCheck(ctx: ServiceContext, request: CheckRequest, via: 'json' | 'check' | 'grpc'): Promise<CheckResult> {
   const started = performance.now();
-  const result = blockedResult(ctx, request) ?? (await ctx.limiter.check(request));
+  const { quotaMode, shadowMode } = ctx.options;
+  const result = blockedResult(ctx, request) ?? (await ctx.limiter.check(request, quotaMode || shadowMode ? { quotaMode, shadowMode } : undefined));
   try {
     ctx.events.emit('check', {
       domain: request.domain,

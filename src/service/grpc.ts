@@ -13,11 +13,10 @@ import { Metadata, Server, ServerCredentials, status as GrpcStatus } from '@grpc
 import type { sendUnaryData, ServerUnaryCall, ServerWritableStream, ServiceDefinition, ServiceError } from '@grpc/grpc-js';
 import { load, type Options } from '@grpc/proto-loader';
 import { InvalidCheckError, StoreUnavailableError, TollgateError, describeValue } from '../errors.js';
-import { checkHeaders } from '../http/headers.js';
 import type { CheckRequest, CheckResult, DescriptorStatus } from '../rules/check.js';
 import type { ServiceContext } from './context.js';
 import { decideCheck } from './decide.js';
-import { UNIT_NAMES, fromEnvoyRequest } from './envoy.js';
+import { UNIT_NAMES, dynamicMetadata, envoyResponseOptions, responseHeadersOf, fromEnvoyRequest, type EnvoyResponseOptions } from './envoy.js';
 
 export interface GrpcServer {
   readonly port: number;
@@ -75,6 +74,7 @@ export interface GrpcRateLimitResponse {
   overall_code: 'OK' | 'OVER_LIMIT';
   statuses: GrpcDescriptorStatus[];
   response_headers_to_add: { key: string; value: string }[];
+  dynamic_metadata?: GrpcStruct;
 }
 
 export interface GrpcDescriptorStatus {
@@ -90,7 +90,8 @@ const UINT32_MAX = 0xffffffff;
 /**
  * A decoded RateLimitRequest → a check request. Proto3 cannot tell an unset string from an empty
  * one, so an empty domain is a missing domain. The descriptor's `hits_addend` (a UInt64Value) is
- * unwrapped to the number proto3 JSON uses, then `/json`'s validation applies unchanged.
+ * unwrapped to the number proto3 JSON uses (an explicit 0 stays 0: check only), and its `limit`
+ * override to proto3 JSON's shape, then `/json`'s validation applies unchanged.
  */
 export function fromGrpcRequest(message: GrpcRateLimitRequest): CheckRequest {
   if (typeof message.domain !== 'string' || message.domain === '') {
@@ -104,22 +105,28 @@ export function fromGrpcRequest(message: GrpcRateLimitRequest): CheckRequest {
     descriptors: message.descriptors.map((descriptor) => ({
       entries: descriptor.entries.map((entry) => ({ key: entry.key, value: entry.value })),
       ...(descriptor.hits_addend !== null && descriptor.hits_addend !== undefined ? { hits_addend: descriptor.hits_addend.value } : {}),
+      ...(descriptor.limit !== null && descriptor.limit !== undefined ? { limit: { requests_per_unit: descriptor.limit.requests_per_unit, unit: descriptor.limit.unit } } : {}),
     })),
     ...(message.hits_addend ? { hits_addend: message.hits_addend } : {}),
   });
 }
 
-/** A check result → RateLimitResponse, with the rate-limit headers of every matched limit. */
-export function toGrpcResponse(result: CheckResult): GrpcRateLimitResponse {
+/**
+ * A check result → RateLimitResponse: `response_headers_to_add` and `dynamic_metadata` only when
+ * the service's settings ask for them (as envoyproxy/ratelimit's).
+ */
+export function toGrpcResponse(result: CheckResult, request: CheckRequest, options: EnvoyResponseOptions = {}): GrpcRateLimitResponse {
   return {
     overall_code: result.overallCode,
     statuses: result.statuses.map(grpcStatus),
-    response_headers_to_add: Object.entries(checkHeaders(result)).map(([key, value]) => ({ key, value })),
+    response_headers_to_add: responseHeadersOf(result, options),
+    ...(options.dynamicMetadata === true ? { dynamic_metadata: toStruct(dynamicMetadata(request, result)) } : {}),
   };
 }
 
 function grpcStatus(status: DescriptorStatus): GrpcDescriptorStatus {
-  if (status.currentLimit === undefined) return { code: status.code };
+  // An unlimited descriptor: no limit, the largest uint32 remaining.
+  if (status.currentLimit === undefined) return status.limitRemaining === 0 ? { code: status.code } : { code: status.code, limit_remaining: uint32(status.limitRemaining) };
   return {
     code: status.code,
     current_limit: {
@@ -131,6 +138,35 @@ function grpcStatus(status: DescriptorStatus): GrpcDescriptorStatus {
     // Whole seconds, rounded up, as `/json` reports it.
     duration_until_reset: { seconds: Math.max(0, Math.ceil(status.durationUntilReset / 1000)), nanos: 0 },
   };
+}
+
+/**
+ * google.protobuf.Struct as proto-loader takes it: protobufjs bundles the well-known types with
+ * camelCase field names, whatever `keepCase` says for our own .proto files.
+ */
+export type GrpcValue =
+  | { nullValue: 'NULL_VALUE' }
+  | { numberValue: number }
+  | { stringValue: string }
+  | { boolValue: boolean }
+  | { structValue: GrpcStruct }
+  | { listValue: { values: GrpcValue[] } };
+export interface GrpcStruct {
+  fields: Record<string, GrpcValue>;
+}
+
+/** A JSON object as a google.protobuf.Struct. */
+export function toStruct(object: Readonly<Record<string, unknown>>): GrpcStruct {
+  return { fields: Object.fromEntries(Object.entries(object).map(([key, value]) => [key, toValue(value)])) };
+}
+
+function toValue(value: unknown): GrpcValue {
+  if (value === null || value === undefined) return { nullValue: 'NULL_VALUE' };
+  if (typeof value === 'number') return { numberValue: value };
+  if (typeof value === 'string') return { stringValue: value };
+  if (typeof value === 'boolean') return { boolValue: value };
+  if (Array.isArray(value)) return { listValue: { values: value.map(toValue) } };
+  return { structValue: toStruct(value as Record<string, unknown>) };
 }
 
 function uint32(value: number): number {
@@ -214,8 +250,9 @@ export async function startGrpcServer(ctx: ServiceContext, host: string, port: n
 
 async function shouldRateLimit(ctx: ServiceContext, message: GrpcRateLimitRequest, callback: sendUnaryData<GrpcRateLimitResponse>): Promise<void> {
   try {
-    const result = await decideCheck(ctx, fromGrpcRequest(message), 'grpc');
-    callback(null, toGrpcResponse(result));
+    const request = fromGrpcRequest(message);
+    const result = await decideCheck(ctx, request, 'grpc');
+    callback(null, toGrpcResponse(result, request, envoyResponseOptions(ctx)));
   } catch (error) {
     const { code, details, invalid, storeErrorKind } = grpcError(error);
     try {

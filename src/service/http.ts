@@ -13,7 +13,7 @@ import { parseRules } from '../rules/parse.js';
 import { compileRules } from '../rules/ruleset.js';
 import type { ServiceContext } from './context.js';
 import { decideCheck } from './decide.js';
-import { fromEnvoyRequest, toEnvoyResponse } from './envoy.js';
+import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from './envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readBody, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
 
 export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: URL) => Promise<void> | void;
@@ -89,10 +89,14 @@ function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
 
 /** The decisions: envoy's `/json`, the friendlier `/v1/check`, and `/v1/limit` for one key. */
 function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
+  // envoy's /json: the RateLimitResponse as its body, 429 when over the limit; rate-limit headers
+  // (in the body's responseHeadersToAdd and as HTTP headers) only with --response-headers.
   routes.add('POST', '/json', async (request, response) => {
     const checkRequest = fromEnvoyRequest(await readJson(request));
     const result = await decideCheck(ctx, checkRequest, 'json');
-    sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result), checkHeaders(result));
+    const options = envoyResponseOptions(ctx);
+    const headers = Object.fromEntries(responseHeadersOf(result, options).map(({ key, value }) => [key, value]));
+    sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result, checkRequest, options), headers);
   });
 
   routes.add('POST', '/v1/check', async (request, response) => {
@@ -139,6 +143,12 @@ function addRulesRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
       ...(ctx.watcher !== undefined ? { files: ctx.watcher.status() } : {}),
       ...(ctx.sync !== undefined ? { pushed: ctx.sync.status() } : {}),
     });
+  });
+
+  // envoy's /rlconfig: the limits in force, one per line.
+  routes.add('GET', '/rlconfig', (_request, response) => {
+    response.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+    response.end(ctx.holder.current.dump());
   });
 
   routes.add('PUT', '/v1/rules', async (request, response) => {

@@ -26,7 +26,27 @@ export interface ServiceOptions {
   readonly logLevel: string;
   /** Processes serving the same ports (`--workers`, `TOLLGATE_WORKERS`), default 1; > 1 needs Redis. */
   readonly workers: number;
+  /** envoy's MERGE_DOMAIN_CONFIG (`--merge-domains`, `TOLLGATE_MERGE_DOMAINS`): one domain across files is merged. */
+  readonly mergeDomains: boolean;
+  /**
+   * Rate-limit headers in envoy answers (gRPC `response_headers_to_add`, `/json` `responseHeadersToAdd`
+   * and its HTTP headers), `--response-headers`, `TOLLGATE_RESPONSE_HEADERS`: `off` (default, as
+   * envoy), `envoy` (envoy's LIMIT_RESPONSE_HEADERS_ENABLED: the three headers named below; `true`
+   * means this) or `full` (Tollgate's: X-RateLimit-*, the IETF RateLimit-Policy / RateLimit, Retry-After).
+   */
+  readonly responseHeaders: ResponseHeaders;
+  /** envoy's LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER (`--header-limit`, ...). */
+  readonly headerNames: { readonly limit: string; readonly remaining: string; readonly reset: string };
+  /** envoy's RESPONSE_DYNAMIC_METADATA (`--response-dynamic-metadata`): answers carry `dynamic_metadata`. Default off. */
+  readonly responseDynamicMetadata: boolean;
+  /** envoy's SHADOW_MODE (`--shadow-mode`): the overall code is always OK. Default off. */
+  readonly shadowMode: boolean;
+  /** envoy's QUOTA_MODE (`--quota-mode`): every limit is in quota mode. Default off. */
+  readonly quotaMode: boolean;
 }
+
+/** Which rate-limit headers envoy answers carry. */
+export type ResponseHeaders = 'off' | 'envoy' | 'full';
 
 /** The flags `serve` takes: name → environment variable. */
 export const SERVE_FLAGS: Readonly<Record<string, string>> = {
@@ -39,8 +59,22 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'admin-token': 'TOLLGATE_ADMIN_TOKEN',
   'log-level': 'TOLLGATE_LOG_LEVEL',
   workers: 'TOLLGATE_WORKERS',
+  'merge-domains': 'TOLLGATE_MERGE_DOMAINS',
+  'response-headers': 'TOLLGATE_RESPONSE_HEADERS',
+  'header-limit': 'TOLLGATE_HEADER_LIMIT',
+  'header-remaining': 'TOLLGATE_HEADER_REMAINING',
+  'header-reset': 'TOLLGATE_HEADER_RESET',
+  'response-dynamic-metadata': 'TOLLGATE_RESPONSE_DYNAMIC_METADATA',
+  'shadow-mode': 'TOLLGATE_SHADOW_MODE',
+  'quota-mode': 'TOLLGATE_QUOTA_MODE',
   settings: 'TOLLGATE_SETTINGS',
 };
+
+/** The `serve` flags that are switches: `--merge-domains` alone means true; variables take true/false. */
+export const SWITCH_FLAGS: ReadonlySet<string> = new Set(['merge-domains', 'response-dynamic-metadata', 'shadow-mode', 'quota-mode']);
+
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -62,10 +96,45 @@ export function readSettingsFile(path: string): Record<string, string> {
     if (!(name in SERVE_FLAGS) || name === 'settings') {
       throw new InvalidOptionError(`settings file ${path}: unknown setting ${JSON.stringify(name)}; the settings are ${Object.keys(SERVE_FLAGS).filter((flag) => flag !== 'settings').join(', ')}`);
     }
-    if (typeof value !== 'string' && typeof value !== 'number') throw new InvalidOptionError(`settings file ${path}: ${name} must be a string or a number`);
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw new InvalidOptionError(`settings file ${path}: ${name} must be a string, a number or true/false`);
+    }
     settings[name] = String(value);
   }
   return settings;
+}
+
+type EnvoySettings = Pick<ServiceOptions, 'mergeDomains' | 'responseHeaders' | 'headerNames' | 'responseDynamicMetadata' | 'shadowMode' | 'quotaMode'>;
+
+/** The settings envoyproxy/ratelimit users know (MERGE_DOMAIN_CONFIG, LIMIT_*_HEADER, ...). */
+function envoySettings(value: (flag: string) => string | undefined, where: (flag: string) => string): EnvoySettings {
+  const toggle = (flag: string): boolean => {
+    const text = value(flag)?.toLowerCase();
+    if (text === undefined || text === 'false' || text === '0') return false;
+    if (text === 'true' || text === '1') return true;
+    throw new InvalidOptionError(`${where(flag)} must be true or false, got ${JSON.stringify(value(flag))}`);
+  };
+  const headerName = (flag: string, fallback: string): string => {
+    const name = value(flag) ?? fallback;
+    if (!HEADER_NAME.test(name)) throw new InvalidOptionError(`${where(flag)} must be an HTTP header name like ${fallback}, got ${JSON.stringify(name)}`);
+    return name;
+  };
+  return {
+    mergeDomains: toggle('merge-domains'),
+    responseHeaders: responseHeaders(value('response-headers'), where('response-headers')),
+    headerNames: { limit: headerName('header-limit', 'RateLimit-Limit'), remaining: headerName('header-remaining', 'RateLimit-Remaining'), reset: headerName('header-reset', 'RateLimit-Reset') },
+    responseDynamicMetadata: toggle('response-dynamic-metadata'),
+    shadowMode: toggle('shadow-mode'),
+    quotaMode: toggle('quota-mode'),
+  };
+}
+
+function responseHeaders(text: string | undefined, where: string): ResponseHeaders {
+  const given = text?.toLowerCase() ?? 'off';
+  if (given === 'off' || given === 'false' || given === '0') return 'off';
+  if (given === 'envoy' || given === 'true' || given === '1') return 'envoy';
+  if (given === 'full') return 'full';
+  throw new InvalidOptionError(`${where} must be off, envoy (envoy's three headers; also true) or full (Tollgate's X-RateLimit-*, RateLimit-Policy, RateLimit, Retry-After), got ${JSON.stringify(text)}`);
 }
 
 /** Merges flags over the environment over the settings file, and validates the result. */
@@ -116,6 +185,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   }
   return {
     workers,
+    ...envoySettings(value, where),
     ...(config !== undefined ? { config } : {}),
     ...(redis !== undefined ? { redis } : {}),
     ...(redisCluster !== undefined ? { redisCluster } : {}),

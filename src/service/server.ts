@@ -52,13 +52,14 @@ async function createStoreFromOptions(options: ServiceOptions): Promise<MemorySt
 
 /** The rules of --config, or empty ones (rules may still be pushed through Redis). */
 async function loadInitialRules(options: ServiceOptions): Promise<RulesHolder> {
-  return new RulesHolder(options.config !== undefined ? await loadRules(options.config) : undefined);
+  return new RulesHolder(options.config !== undefined ? await loadRules(options.config, { mergeDomains: options.mergeDomains }) : undefined);
 }
 
 /** Reloads the rules when their files change (when they come from files). */
 function watchRuleFiles(options: ServiceOptions, holder: RulesHolder, logger: Logger): RulesWatcher | undefined {
   if (options.config === undefined) return undefined;
   return watchRules(options.config, holder, {
+    mergeDomains: options.mergeDomains,
     onError: (error) => logger.error({ err: error }, 'rules reload refused; the last good rules stay in force'),
     onWarning: (message) => logger.warn(message),
     onReload: (version) => logger.info({ version }, 'rules loaded'),

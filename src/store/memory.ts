@@ -108,12 +108,15 @@ export class MemoryStore implements Store {
     // Single-threaded: evaluating, then recording, cannot interleave with another caller.
     const decisions = requests.map((request) => this.decide(request.key, request.policy, request.cost, at, false));
     if (!commit) return decisions;
-    const allAllowed = decisions.every((decision) => decision.allowed);
-    return requests.map((request, index) =>
-      allAllowed || (!decisions[index]!.allowed && request.policy.countRejected)
-        ? this.decide(request.key, request.policy, request.cost, at, true)
-        : decisions[index]!,
-    );
+    if (decisions.every((decision) => decision.allowed)) {
+      return requests.map((request) => this.decide(request.key, request.policy, request.cost, at, true));
+    }
+    // Denied: nothing admitted is recorded, so the admitted limits report what actually remains
+    // (a look of cost 0); a denied countRejected attempt is still counted.
+    return requests.map((request, index) => {
+      if (decisions[index]!.allowed) return this.decide(request.key, request.policy, 0, at, false);
+      return request.policy.countRejected ? this.decide(request.key, request.policy, request.cost, at, true) : decisions[index]!;
+    });
   }
 
   reset(key: string, policy: CompiledPolicy): void {

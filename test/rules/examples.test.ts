@@ -43,9 +43,8 @@ describe('examples/rules', () => {
     for (let i = 0; i < 60; i++) await limiter.check(request);
     const denied = await limiter.check(request);
     expect(denied.statuses.map((s) => s.code)).toEqual(['OVER_LIMIT', 'OK']);
-    // limitRemaining is what would remain after this request; the IP limit was not charged for the
-    // denied request, so the next admitted one reports the same figure.
-    expect(denied.statuses[1]!.limitRemaining).toBe(239);
+    // The IP limit was not charged for the denied request: its status reports what actually remains.
+    expect(denied.statuses[1]!.limitRemaining).toBe(240);
     expect((await limiter.check({ ...request, now: NOW + 60_000 })).statuses[1]!.limitRemaining).toBe(299);
   });
 

@@ -26,7 +26,7 @@ import {
 import { startRedis } from '../support/redis.js';
 
 const start = (flags: Record<string, string> = {}): Promise<RunningService> =>
-  startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', ...flags }, {}));
+  startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', 'response-headers': 'full', ...flags }, {}));
 
 const entries = (pairs: Record<string, string>) => Object.entries(pairs).map(([key, value]) => ({ key, value }));
 const login = (user: string): RateLimitRequestMessage => ({ domain: 'classic', descriptors: [{ entries: entries({ action: 'login', user }) }] });
@@ -134,18 +134,34 @@ describe('gRPC ShouldRateLimit (in-process service, memory store)', () => {
     expect(second.statuses[0]!.current_limit).toMatchObject({ requests_per_unit: 500, unit: 'SECOND' });
   });
 
-  it('a limit override in the descriptor is accepted and ignored (the rules decide)', async () => {
-    const response = await client.shouldRateLimit({
+  it('a limit override in the descriptor is the limit, as envoy applies it: a fixed window of one unit, counted under its own key', async () => {
+    const overridden = (user: string, requests_per_unit = 2, unit: string | number = 'HOUR') => ({
       domain: 'classic',
-      descriptors: [{ entries: entries({ action: 'login', user: 'override' }), limit: { requests_per_unit: 1000, unit: 'SECOND' } }],
+      descriptors: [{ entries: entries({ action: 'login', user }), limit: { requests_per_unit, unit } }],
     });
-    expect(response.statuses[0]).toMatchObject({ code: 'OK', current_limit: { requests_per_unit: 5, unit: 'MINUTE' }, limit_remaining: 4 });
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await client.shouldRateLimit(overridden('override')));
+    expect(answers.map((a) => a.overall_code)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+    expect(answers.map((a) => a.statuses[0]!.limit_remaining)).toEqual([1, 0, 0]);
+    expect(answers[0]!.statuses[0]!.current_limit).toMatchObject({ requests_per_unit: 2, unit: 'HOUR' });
+    expect(answers[2]!.statuses[0]!.duration_until_reset!.seconds).toBeLessThanOrEqual(3600);
+    // The rule's own counter was not touched: its 5 per minute are all there.
+    const plain = await client.shouldRateLimit(login('override'));
+    expect(plain.statuses[0]).toMatchObject({ code: 'OK', current_limit: { requests_per_unit: 5, unit: 'MINUTE' }, limit_remaining: 4 });
+    // An override applies even where no rule matches (the domain is known), by enum number too (2: MINUTE).
+    const unmatched = await client.shouldRateLimit({ domain: 'classic', descriptors: [{ entries: entries({ nothing: 'here' }), limit: { requests_per_unit: 7, unit: 2 } }] });
+    expect(unmatched.statuses[0]).toMatchObject({ code: 'OK', current_limit: { requests_per_unit: 7, unit: 'MINUTE' }, limit_remaining: 6 });
+    // An override of 0 denies; in an unknown domain nothing applies, as in envoy.
+    expect((await client.shouldRateLimit(overridden('zero', 0))).overall_code).toBe('OVER_LIMIT');
+    const elsewhere = await client.shouldRateLimit({ domain: 'unknown-domain', descriptors: [{ entries: entries({ a: 'b' }), limit: { requests_per_unit: 0, unit: 'SECOND' } }] });
+    expect(elsewhere.overall_code).toBe('OK');
   });
 
   it.each<[string, RateLimitRequestMessage, RegExp]>([
     ['no domain', { descriptors: [{ entries: entries({ a: 'b' }) }] }, /^domain is required/],
     ['no descriptors', { domain: 'classic' }, /^descriptors must hold at least one RateLimitDescriptor/],
     ['an empty key', { domain: 'classic', descriptors: [{ entries: [{ key: '', value: 'v' }] }] }, /^descriptors\[0\]\.entries\[0\] must be \{ key: non-empty string/],
+    ['an override without a unit', { domain: 'classic', descriptors: [{ entries: entries({ a: 'b' }), limit: { requests_per_unit: 5 } }] }, /^descriptors\[0\]\.limit\.unit must be one of SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, YEAR \(or its enum number\), got "UNKNOWN"$/],
     ['hits over uint32', { domain: 'classic', descriptors: [{ entries: entries({ a: 'b' }), hits_addend: { value: 2 ** 40 } }] }, /^descriptors\[0\]\.hits_addend must be a whole number from 0 to 4294967295, got 1099511627776$/],
     ['65 descriptors', { domain: 'classic', descriptors: Array.from({ length: 65 }, () => ({ entries: entries({ a: 'b' }) })) }, /^got 65 descriptors; at most 64 are accepted in one request$/],
     ['33 entries', { domain: 'classic', descriptors: [{ entries: Array.from({ length: 33 }, (_, i) => ({ key: `k${i}`, value: 'v' })) }] }, /^descriptors\[0\] has 33 entries; at most 32 are accepted in one descriptor$/],
@@ -472,7 +488,7 @@ describe('store outage and shutdown', () => {
 
 describe('tollgate serve (the real CLI in a child process)', () => {
   it('logs its gRPC port, decides over gRPC, and exits 0 on SIGTERM', async () => {
-    const child = spawn(process.execPath, ['dist/cli.js', 'serve', '--config', 'examples/rules', '--port', '0', '--grpc-port', '0', '--host', '127.0.0.1'], {
+    const child = spawn(process.execPath, ['dist/cli.js', 'serve', '--config', 'examples/rules', '--port', '0', '--grpc-port', '0', '--host', '127.0.0.1', '--response-headers', 'full'], {
       env: { ...process.env, TOLLGATE_LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

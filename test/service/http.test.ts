@@ -32,7 +32,7 @@ describe('tollgate serve, memory store', () => {
     expect(service.logs.some((line) => line.msg === 'stopped')).toBe(true);
   });
 
-  it('POST /json answers as envoyproxy/ratelimit does: 200 until the limit, then 429 with headers', async () => {
+  it('POST /json answers as envoyproxy/ratelimit does: 200 until the limit, then 429, proto3 JSON, no headers unless asked', async () => {
     for (let i = 0; i < 5; i++) {
       const ok = await post(service, '/json', login('alice'));
       expect(ok.status).toBe(200);
@@ -42,13 +42,21 @@ describe('tollgate serve, memory store', () => {
     expect(denied.status).toBe(429);
     expect(denied.body).toMatchObject({
       overallCode: 'OVER_LIMIT',
-      statuses: [{ code: 'OVER_LIMIT', currentLimit: { requestsPerUnit: 5, unit: 'MINUTE' }, limitRemaining: 0 }],
+      statuses: [{ code: 'OVER_LIMIT', currentLimit: { requestsPerUnit: 5, unit: 'MINUTE' } }],
     });
-    expect(String((denied.body.statuses as { durationUntilReset: string }[])[0]!.durationUntilReset)).toMatch(/^\d+s$/);
-    expect(denied.headers.get('x-ratelimit-limit')).toBe('5');
-    expect(denied.headers.get('x-ratelimit-remaining')).toBe('0');
-    expect(Number(denied.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(denied.headers.get('ratelimit-policy')).toMatch(/^"classic\.action=login\.user";q=5;w=60;pk=:[A-Za-z0-9+/]{16}:$/);
+    // proto3 JSON leaves a zero out: limitRemaining 0 is not written.
+    const status = (denied.body.statuses as Record<string, unknown>[])[0]!;
+    expect(status).not.toHaveProperty('limitRemaining');
+    expect(String(status.durationUntilReset)).toMatch(/^\d+s$/);
+    expect(denied.body).not.toHaveProperty('responseHeadersToAdd');
+    expect(denied.headers.get('x-ratelimit-limit')).toBeNull();
+    // /v1/check, Tollgate's own, always carries the headers.
+    const check = await post(service, '/v1/check', login('alice'));
+    expect(check.status).toBe(429);
+    expect(check.headers.get('x-ratelimit-limit')).toBe('5');
+    expect(check.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect(Number(check.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(check.headers.get('ratelimit-policy')).toMatch(/^"classic\.action=login\.user";q=5;w=60;pk=:[A-Za-z0-9+/]{16}:$/);
   });
 
   it('POST /v1/check takes a friendlier shape; POST /v1/limit decides a key directly', async () => {
@@ -107,7 +115,7 @@ describe('tollgate serve, memory store', () => {
     expect((await post(service, '/v1/keys/block', { key: 'user=mallory', ttlMs: 60_000 }, auth)).status).toBe(200);
     expect((await post(service, '/v1/keys/block', { key: 'abuser', ttlMs: 60_000 }, auth)).status).toBe(200);
     expect((await post(service, '/v1/keys/block', { key: 'x', ttlMs: -5 }, auth)).status).toBe(400);
-    const blocked = await post(service, '/json', login('mallory'));
+    const blocked = await post(service, '/v1/check', login('mallory'));
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(50);
     const limit = await post(service, '/v1/limit', { key: 'abuser', policy: { algorithm: 'gcra', limit: 100, window: '1s' } });

@@ -8,7 +8,47 @@ import { resolveServiceOptions } from '../../src/service/options.js';
 
 describe('serve settings', () => {
   it('defaults', () => {
-    expect(resolveServiceOptions({}, {})).toEqual({ port: 8080, grpcPort: 8081, host: '0.0.0.0', logLevel: 'info', workers: 1 });
+    expect(resolveServiceOptions({}, {})).toEqual({
+      port: 8080,
+      grpcPort: 8081,
+      host: '0.0.0.0',
+      logLevel: 'info',
+      workers: 1,
+      mergeDomains: false,
+      responseHeaders: 'off',
+      headerNames: { limit: 'RateLimit-Limit', remaining: 'RateLimit-Remaining', reset: 'RateLimit-Reset' },
+      responseDynamicMetadata: false,
+      shadowMode: false,
+      quotaMode: false,
+    });
+  });
+
+  it("envoy's settings: switches, header names and the headers style, validated", () => {
+    const env = {
+      TOLLGATE_MERGE_DOMAINS: 'true',
+      TOLLGATE_RESPONSE_HEADERS: 'envoy',
+      TOLLGATE_HEADER_LIMIT: 'X-Limit',
+      TOLLGATE_RESPONSE_DYNAMIC_METADATA: '1',
+      TOLLGATE_SHADOW_MODE: 'false',
+      TOLLGATE_QUOTA_MODE: 'TRUE',
+    };
+    expect(resolveServiceOptions({}, env)).toMatchObject({
+      mergeDomains: true,
+      responseHeaders: 'envoy',
+      headerNames: { limit: 'X-Limit', remaining: 'RateLimit-Remaining', reset: 'RateLimit-Reset' },
+      responseDynamicMetadata: true,
+      shadowMode: false,
+      quotaMode: true,
+    });
+    expect(resolveServiceOptions({ 'response-headers': 'true' }, {}).responseHeaders).toBe('envoy');
+    expect(resolveServiceOptions({ 'response-headers': 'full' }, {}).responseHeaders).toBe('full');
+    expect(() => resolveServiceOptions({}, { TOLLGATE_MERGE_DOMAINS: 'yes please' })).toThrow(
+      '--merge-domains (or TOLLGATE_MERGE_DOMAINS) must be true or false, got "yes please"',
+    );
+    expect(() => resolveServiceOptions({ 'response-headers': 'some' }, {})).toThrow(/--response-headers \(or TOLLGATE_RESPONSE_HEADERS\) must be off, envoy/);
+    expect(() => resolveServiceOptions({ 'header-reset': 'Bad Header:' }, {})).toThrow(
+      '--header-reset (or TOLLGATE_HEADER_RESET) must be an HTTP header name like RateLimit-Reset, got "Bad Header:"',
+    );
   });
 
   it('flags win over the environment, which wins over the settings file', () => {

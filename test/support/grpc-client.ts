@@ -17,7 +17,7 @@ export interface RateLimitRequestMessage {
   domain?: string;
   descriptors?: {
     entries: { key: string; value: string }[];
-    limit?: { requests_per_unit: number; unit: string };
+    limit?: { requests_per_unit?: number; unit?: string | number };
     hits_addend?: { value: number };
   }[];
   hits_addend?: number;

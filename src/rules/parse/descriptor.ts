@@ -15,7 +15,7 @@ const IN_RATE_LIMIT = 'belongs inside rate_limit, not directly in the descriptor
 /** The keys of a descriptor. */
 export const DESCRIPTOR_FIELDS: FieldSet = {
   what: 'a descriptor',
-  names: ['key', 'value', 'rate_limit', 'descriptors', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'quota_mode', 'share_threshold'],
+  names: ['key', 'value', 'rate_limit', 'descriptors', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'quota_mode', 'share_threshold', 'metadata'],
   misplaced: {
     unit: IN_RATE_LIMIT,
     requests_per_unit: IN_RATE_LIMIT,
@@ -89,11 +89,30 @@ function readDescriptor(reader: DocumentReader, state: DomainReadState, item: Li
     valueToMetric: readFlag(reader, fields.get('value_to_metric')) ?? false,
     quotaMode: readFlag(reader, fields.get('quota_mode')) ?? false,
     shareThreshold: readFlag(reader, fields.get('share_threshold')) ?? false,
+    ...readMetadata(reader, fields.get('metadata')),
     descriptors: readDescriptorList(reader, state, fields.get('descriptors'), depth + 1),
     location: reader.problems.locate(offsetOf(map)),
   };
   if (descriptor.shareThreshold) checkShareThreshold(reader, fields.get('share_threshold')!, value);
+  if (descriptor.quotaMode) checkQuotaMode(reader, fields.get('quota_mode')!, descriptor.rateLimit);
   return key === undefined ? undefined : freezeNode({ ...descriptor, key });
+}
+
+/** envoy: `metadata` is any mapping, kept as its JSON form; an empty one is none. */
+function readMetadata(reader: DocumentReader, entry: Entry | undefined): { metadata?: Readonly<Record<string, unknown>> } {
+  if (entry?.value === undefined) return {};
+  const map = reader.mapping(entry.value, entry.path, 'a mapping (metadata: { team: payments })');
+  if (map === undefined) return {};
+  const metadata = reader.toJson(map) as Record<string, unknown>;
+  return Object.keys(metadata).length === 0 ? {} : { metadata: deepFreeze(metadata) };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 function readKey(reader: DocumentReader, fields: Map<string, Entry>, map: YAMLMap, path: string): string | undefined {
@@ -106,6 +125,19 @@ function readKey(reader: DocumentReader, fields: Map<string, Entry>, map: YAMLMa
     return undefined;
   }
   return key;
+}
+
+/**
+ * envoy's quota mode counts every hit, over the limit too (usage reported after the fact must not
+ * be lost), which only fixed-window counts that way.
+ */
+function checkQuotaMode(reader: DocumentReader, entry: Entry, rateLimit: DescriptorConfig['rateLimit']): void {
+  if (rateLimit === undefined || rateLimit.unlimited || rateLimit.algorithm === 'fixed-window') return;
+  reader.report(
+    entry.value,
+    entry.path,
+    `quota_mode: true counts every hit, over the limit too, as envoy does; only fixed-window (the default) counts that way, not ${rateLimit.algorithm}: remove algorithm or quota_mode`,
+  );
 }
 
 /** envoy: `share_threshold` makes every value matching a wildcard share one counter, so it needs a wildcard. */

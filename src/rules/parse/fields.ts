@@ -7,7 +7,7 @@
 import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Node, YAMLMap } from 'yaml';
 import { closestMatch } from './suggest.js';
-import { describeNode, offsetOf } from './yaml.js';
+import { RULES_LIMITS, describeNode, offsetOf } from './yaml.js';
 import type { Problems, YamlDocument } from './yaml.js';
 
 /** The keys a kind of mapping may have. */
@@ -81,6 +81,14 @@ export class DocumentReader {
     }
     if (current !== undefined && isScalar(current) && current.value === null) return undefined;
     return current;
+  }
+
+  /**
+   * The node's plain JSON value (aliases expanded within the document's alias limit): for fields
+   * that take free-form data, like a descriptor's `metadata`. Keys become strings.
+   */
+  toJson(node: Node): unknown {
+    return JSON.parse(JSON.stringify(node.toJS(this.yaml.document, { maxAliasCount: RULES_LIMITS.maxAliasCount }) ?? null));
   }
 
   /** The node as a mapping, or a recorded problem. */

@@ -29,7 +29,7 @@ const DOCUMENT_FIELDS: FieldSet = {
   what: 'a domain document',
   names: ['domain', 'descriptors'],
   misplaced: Object.fromEntries(
-    ['key', 'value', 'rate_limit', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'quota_mode', 'share_threshold'].map((name) => [name, IN_DESCRIPTOR]),
+    ['key', 'value', 'rate_limit', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'quota_mode', 'share_threshold', 'metadata'].map((name) => [name, IN_DESCRIPTOR]),
   ),
 };
 
@@ -120,6 +120,45 @@ export function duplicateDomainErrors(domains: readonly DomainConfig[]): RulesEr
     );
   }
   return errors;
+}
+
+/** How sources that define the same domain are read. */
+export interface DomainMergeOptions {
+  /**
+   * envoy's MERGE_DOMAIN_CONFIG: a domain defined in several sources is one domain with the
+   * descriptors of all of them (a top-level key and value defined twice is still an error).
+   * Default false: a domain defined twice is an error.
+   */
+  readonly mergeDomains?: boolean;
+}
+
+/**
+ * The domains of several sources, one per name: with `mergeDomains`, same-named domains merged
+ * (their top-level descriptors together, a repeated key and value an error at the repeat);
+ * without, each name defined again is an error.
+ */
+export function combineDomains(domains: readonly DomainConfig[], options: DomainMergeOptions = {}): { domains: DomainConfig[]; errors: RulesError[] } {
+  if (options.mergeDomains !== true) return { domains: [...domains], errors: duplicateDomainErrors(domains) };
+  const merged = new Map<string, DomainConfig>();
+  const errors: RulesError[] = [];
+  for (const config of domains) {
+    const earlier = merged.get(config.domain);
+    if (earlier === undefined) {
+      merged.set(config.domain, config);
+      continue;
+    }
+    for (const descriptor of config.descriptors) {
+      const first = earlier.descriptors.find((d) => d.key === descriptor.key && d.value === descriptor.value);
+      if (first === undefined) continue;
+      const { file, line, column } = descriptor.location;
+      const what = descriptor.value === undefined ? `key ${JSON.stringify(descriptor.key)}` : `key ${JSON.stringify(descriptor.key)} value ${JSON.stringify(descriptor.value)}`;
+      errors.push(new RulesError(file, line, column, 'descriptors', `domain ${JSON.stringify(config.domain)} is merged from several files, and ${what} is already defined at ${first.location.file}:${first.location.line}; define it once`));
+    }
+    const combined: DomainConfig = Object.freeze({ domain: config.domain, descriptors: Object.freeze([...earlier.descriptors, ...config.descriptors]), source: `${earlier.source}, ${config.source}` });
+    domainLocations.set(combined, domainLocation(earlier) ?? { file: earlier.source, line: 1, column: 1 });
+    merged.set(config.domain, combined);
+  }
+  return { domains: [...merged.values()], errors };
 }
 
 /** Counts descriptors at every depth. */

@@ -34,6 +34,7 @@ export const RATE_LIMIT_FIELDS: FieldSet = {
     value_to_metric: DESCRIPTOR_LEVEL,
     quota_mode: DESCRIPTOR_LEVEL,
     share_threshold: DESCRIPTOR_LEVEL,
+    metadata: DESCRIPTOR_LEVEL,
     rate_limit: 'cannot be nested inside rate_limit',
     domain: 'belongs at the top of the document, not inside rate_limit',
   },

@@ -192,9 +192,19 @@ export class RedisStore implements Store {
     if (!this.isCluster || new Set(keys.map((key) => calculateSlot(key))).size <= 1) {
       return this.enqueue(keys, policies, op, costs, now);
     }
+    // Keys in several slots cannot share a script: peek all, then record all only if all passed.
     const peeks = await Promise.all(requests.map((request) => this.peek(request.key, request.policy, request.cost, now)));
-    if (!commit || !peeks.every((decision) => decision.allowed)) return peeks;
-    return Promise.all(requests.map((request) => this.consume(request.key, request.policy, request.cost, now)));
+    if (!commit) return peeks;
+    if (peeks.every((decision) => decision.allowed)) {
+      return Promise.all(requests.map((request) => this.consume(request.key, request.policy, request.cost, now)));
+    }
+    // As in one script: the admitted report what actually remains, a denied countRejected attempt is counted.
+    return Promise.all(
+      requests.map((request, index) => {
+        if (peeks[index]!.allowed) return this.peek(request.key, request.policy, 0, now);
+        return request.policy.countRejected ? this.consume(request.key, request.policy, request.cost, now) : peeks[index]!;
+      }),
+    );
   }
 
   async close(): Promise<void> {

@@ -225,7 +225,12 @@ for g = 1, group_count do
       local x = results[r]
       -- A denied count_rejected attempt is logged even when the group is denied.
       if x[3] == OP_CONSUME and x[10] ~= nil and (all_allowed or not x[4]) then record(x[1], x[2], x[10], x[6]) end
-      emit(x[2], x[4], x[5], x[6], x[7], x[8], x[9])
+      if x[3] == OP_CONSUME and x[4] and not all_allowed then
+        -- Admitted but not recorded: report what actually remains (a look of cost 0).
+        emit(x[2], decide(x[1], OP_PEEK, 0, x[2]))
+      else
+        emit(x[2], x[4], x[5], x[6], x[7], x[8], x[9])
+      end
     end
     key_index = key_index + size
   end

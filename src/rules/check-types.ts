@@ -1,0 +1,100 @@
+/**
+ * The types of `limiter.check()`: envoy's RateLimitRequest and RateLimitResponse in Tollgate's
+ * words, and the bounds of a request.
+ */
+import type { DescriptorEntry } from './match.js';
+import type { RuleUnit } from './types.js';
+
+/** envoy's RateLimitOverride: a limit the caller sends with the descriptor. */
+export interface LimitOverride {
+  /** A whole number from 0 to 4294967295. */
+  readonly requestsPerUnit: number;
+  readonly unit: RuleUnit;
+}
+
+/** A descriptor of a request: the entries identify who is calling and what. */
+export interface RateLimitDescriptor {
+  readonly entries: readonly DescriptorEntry[];
+  /**
+   * Hits this descriptor adds, instead of the request's `hits`. An explicit 0 checks without
+   * counting (envoy's `hits_addend: 0`): over the limit only when the quota is already overdrawn.
+   */
+  readonly hitsAddend?: number;
+  /** This limit instead of the rules' (envoy's RateLimitOverride), counted under its own key. */
+  readonly limit?: LimitOverride;
+}
+
+/** envoy's RateLimitRequest. */
+export interface CheckRequest {
+  readonly domain: string;
+  readonly descriptors: readonly RateLimitDescriptor[];
+  /** Hits the request adds to every matched limit (envoy's hits_addend). 0 or absent means 1. */
+  readonly hits?: number;
+  /** Decision time in epoch ms (tests, replays). */
+  readonly now?: number;
+}
+
+/** The limit that applied to a descriptor, as envoy reports it. */
+export interface CurrentLimit {
+  readonly requestsPerUnit: number;
+  readonly unit: RuleUnit;
+  /** Tollgate: the window is this many units. */
+  readonly unitMultiplier: number;
+  readonly name?: string;
+}
+
+/** One status per descriptor, in request order. */
+export interface DescriptorStatus {
+  readonly code: 'OK' | 'OVER_LIMIT';
+  /** Absent when no limit applied (no match, replaced, or unlimited). */
+  readonly currentLimit?: CurrentLimit;
+  /**
+   * What is left of the limit after this request: 0 when OVER_LIMIT; in a request another limit
+   * denied, what actually remains (nothing was counted); 4294967295 for an unlimited descriptor.
+   */
+  readonly limitRemaining: number;
+  /** ms until the limit's quota is whole again. */
+  readonly durationUntilReset: number;
+  /** Shadow mode: this limit was exceeded but, being in shadow mode, did not deny. */
+  readonly shadowOverLimit?: boolean;
+  /** Quota mode: this limit is over, but did not deny the request (another quota-mode limit passed). */
+  readonly quotaOverLimit?: boolean;
+  /** Where the limit is in the rules (`domain.key=value...`), when one applied. */
+  readonly rule?: string;
+  /** The counter this descriptor counted in (`domain|key=value|...`), when a limit applied. */
+  readonly key?: string;
+}
+
+/** envoy's RateLimitResponse. */
+export interface CheckResult {
+  readonly overallCode: 'OK' | 'OVER_LIMIT';
+  readonly statuses: readonly DescriptorStatus[];
+  /**
+   * The instant the check was decided (epoch ms): the decisions' own time (Redis `TIME` on Redis),
+   * else the limiter's clock. Every `durationUntilReset` is relative to it, and headers derived
+   * from the result must use it, not a later clock reading.
+   */
+  readonly now: number;
+  /**
+   * The `metadata` of the rules whose limits applied and passed, merged (envoy's dynamic metadata
+   * `metadata` field); absent when none has any.
+   */
+  readonly metadata?: Readonly<Record<string, unknown>>;
+}
+
+/** How a check spends and decides. */
+export interface CheckOptions {
+  /** Default true. False: nothing is recorded and nothing is denied; statuses report the quota as it stands. */
+  readonly spend?: boolean;
+  /** envoy's QUOTA_MODE: every limit is in quota mode. Default false. */
+  readonly quotaMode?: boolean;
+  /** envoy's SHADOW_MODE: the overall code is always OK; statuses still say which limits are over. Default false. */
+  readonly shadowMode?: boolean;
+}
+
+/** Most descriptors in one request, and entries in one descriptor. */
+export const MAX_DESCRIPTORS = 64;
+export const MAX_ENTRIES = 32;
+/** envoy reports an unlimited descriptor's remaining as the largest uint32. */
+export const UNLIMITED_REMAINING = 4_294_967_295;
+
