@@ -13,7 +13,9 @@ import type { ClientIpOptions } from './identity.js';
 import { HEADER_STYLES, type HeaderStyle } from './report.js';
 import type { RequestView } from './view.js';
 import { checkOptions, unknownName } from '../options.js';
+import { closestMatch } from '../rules/parse/suggest.js';
 import { compactWindow } from '../units.js';
+import { foreignOptionHints, foreignStoreHint } from './foreign-options.js';
 
 /** Who a request counts against. `undefined`: this limit does not apply to the request. */
 export type KeyFunction<Req> = (req: Req, view: RequestView) => MaybePromise<string | undefined>;
@@ -96,9 +98,45 @@ export interface PreparedShaping {
   readonly free: number;
 }
 
-/** Refuses anything but a plain object of known option names. */
+/**
+ * Refuses anything but a plain object of known option names. An express-rate-limit name
+ * (`windowMs`, `max`, `handler`, ...) is refused with what Tollgate takes instead; a misspelt
+ * Tollgate name with the name it is closest to, else with every name.
+ */
 export function checkOptionNames(options: unknown, adapterOptions: readonly string[]): asserts options is CoreOptions<unknown> {
-  checkOptions('rate limit', options, [...CORE_OPTIONS, ...adapterOptions], "{ policy: { algorithm: 'fixed-window', limit: 100, window: '1m' } }", 'rate limit option');
+  const known = [...CORE_OPTIONS, ...adapterOptions];
+  if (typeof options === 'object' && options !== null && !Array.isArray(options)) {
+    const hints = foreignOptionHints(options, known);
+    if (hints !== undefined) throw new InvalidOptionError(`rate limit: ${hints}`);
+    const unknown = unknownName(options, known);
+    const suggestion = unknown === undefined ? undefined : closestMatch(unknown, known);
+    if (suggestion !== undefined) throw new InvalidOptionError(`unknown rate limit option ${JSON.stringify(unknown)}; did you mean ${JSON.stringify(suggestion)}?`);
+    checkSharedNames(options as CoreOptions<unknown>);
+  }
+  checkOptions('rate limit', options, known, "{ policy: { algorithm: 'fixed-window', limit: 100, window: '1m' } }", 'rate limit option');
+}
+
+/**
+ * Options express-rate-limit also has, under the same name, given in express-rate-limit's shape:
+ * refused with what Tollgate takes (their Tollgate shapes are checked where they are read).
+ */
+function checkSharedNames(options: CoreOptions<unknown>): void {
+  const { headers, message, ipv6Subnet } = options as { headers?: unknown; message?: unknown; ipv6Subnet?: unknown };
+  if (typeof headers === 'boolean') {
+    throw new InvalidOptionError(`headers: ${headers} is express-rate-limit's old name for legacyHeaders; Tollgate takes headers: ${headers ? "'legacy'" : "'none'"} (or 'ietf', 'both')`);
+  }
+  if (message !== undefined && typeof message !== 'string') {
+    throw new InvalidOptionError(
+      `message must be a string (the 429 body's message), got ${describeValue(message)}; for a body of your own, as express-rate-limit's message object or function gave, answer in onLimited`,
+    );
+  }
+  if (ipv6Subnet === false || typeof ipv6Subnet === 'function') {
+    throw new InvalidOptionError(
+      `ipv6Subnet must be a prefix length from 32 to 64, got ${describeValue(ipv6Subnet)} (express-rate-limit's shape); Tollgate keys an IPv6 client by a fixed prefix (default 56); for any other key, give key: (req, view) => ...`,
+    );
+  }
+  const storeHint = foreignStoreHint(options.store);
+  if (storeHint !== undefined) throw new InvalidOptionError(storeHint);
 }
 
 /** Which of `policy`, `limits` and `rules` is used: exactly one must be given. */

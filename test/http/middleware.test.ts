@@ -360,7 +360,7 @@ describe('bad middleware options are refused when the middleware is created', ()
     ['no policy', {}, /give exactly one of policy/],
     ['policy and rules', { policy: hourly(1), limits: [{ policy: hourly(1) }] }, /give exactly one of policy/],
     ['bad policy', { policy: { algorithm: 'fixed-window', limit: -1, window: '1m' } }, /limit/],
-    ['unknown option', { policy: hourly(1), windowMs: 1000 }, /unknown rate limit option "windowMs"/],
+    ['unknown option', { policy: hourly(1), windowSize: 1000 }, /unknown rate limit option "windowSize"; the rate limit options are store, policy/],
     ['bad headers style', { policy: hourly(1), headers: 'draft-7' }, /headers must be one of/],
     ['bad cost', { policy: hourly(1), cost: 1.5 }, /cost must be a whole number/],
     ['key not a function', { policy: hourly(1), key: 'ip' }, /key must be a function/],
