@@ -4,19 +4,15 @@
  * window of one key keep separate counts (and separate Redis keys); the policy cache tells them apart.
  */
 import { describe, expect, it } from 'vitest';
-import { compilePolicy, createLimiter, memoryStore, type Policy, type Store } from '../src/index.js';
-import { useRedisTopologies } from './support/redis-topologies.js';
+import { compilePolicy, createLimiter, memoryStore, type Policy } from '../src/index.js';
+import { storeTopologies, useRedisTopologies } from './support/redis-topologies.js';
 
 const NOW = 1_700_000_012_345;
 const FIRST_HIT: Policy = { algorithm: 'fixed-window', limit: 2, window: '1m', windowStart: 'first-hit' };
 const ALIGNED: Policy = { algorithm: 'fixed-window', limit: 2, window: '1m' };
 
 const redis = useRedisTopologies();
-const topologies: readonly { name: string; open: () => Promise<Store> }[] = [
-  { name: 'memory store', open: async () => memoryStore({ sweepIntervalMs: 0 }) },
-  { name: 'single Redis', open: () => redis.open({ url: redis.single.url }) },
-  { name: 'Redis Cluster', open: () => redis.open({ cluster: redis.cluster.nodes }) },
-];
+const topologies = storeTopologies(redis);
 
 function unique(name: string): string {
   return `${name}:${Math.random().toString(36).slice(2)}`;
