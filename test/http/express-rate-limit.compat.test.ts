@@ -6,10 +6,9 @@
  * rate limit header (legacy X-RateLimit-*, draft-6, draft-7, draft-8) must be the same.
  */
 import { MemoryStore, type Options, type Store as RateLimitStore } from 'express-rate-limit';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { TollgateStore } from '../../src/http/express-rate-limit.js';
-import { memoryStore, type Store } from '../../src/index.js';
-import { closeApps, play, startApp, type Seen, type Step } from '../support/express-rate-limit-apps.js';
+import { BACKENDS, play, startApp, uniquePrefix, useBackends, type Backend, type Seen, type Step } from '../support/express-rate-limit-apps.js';
 import { useRedisTopologies } from '../support/redis-topologies.js';
 
 /** The scripts' start: a real recent time, 123 ms past a second (first-hit windows need no round time). */
@@ -18,15 +17,7 @@ const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 
 const redis = useRedisTopologies();
-const stores: Record<string, Store> = { memory: memoryStore({ sweepIntervalMs: 0 }) };
-beforeAll(async () => {
-  stores.single = await redis.open({ url: redis.single.url });
-  stores.cluster = await redis.open({ cluster: redis.cluster.nodes });
-});
-afterAll(async () => {
-  await closeApps();
-  await stores.memory!.close();
-});
+const stores = useBackends(redis);
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ['Date'] });
 });
@@ -114,18 +105,10 @@ const HEADER_MODES: readonly { name: string; options: Partial<Options> }[] = [
   { name: 'draft-8 and legacy', options: { legacyHeaders: true, standardHeaders: 'draft-8' } },
 ];
 
-const BACKENDS = [
-  { name: 'memory store', store: 'memory' },
-  { name: 'single Redis', store: 'single' },
-  { name: 'Redis Cluster', store: 'cluster' },
-] as const;
-
-let prefixes = 0;
 
 /** A TollgateStore on `backend` with a prefix of its own, on the fake clock. */
-function tollgateStore(backend: string): TollgateStore {
-  prefixes += 1;
-  return new TollgateStore({ store: stores[backend]!, prefix: `compat:${START}:${prefixes}:`, clock: () => Date.now() });
+function tollgateStore(backend: Backend): TollgateStore {
+  return new TollgateStore({ store: stores[backend], prefix: uniquePrefix('compat'), clock: () => Date.now() });
 }
 
 /** Plays `scenario` with the stores `makeStore` gives; returns what each step showed, and what was logged. */

@@ -8,7 +8,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler } from 'express';
 import { rateLimit, type Options, type RateLimitRequestHandler, type Store as RateLimitStore } from 'express-rate-limit';
-import { vi } from 'vitest';
+import { afterAll, beforeAll, vi } from 'vitest';
+import { memoryStore, type Store } from '../../src/index.js';
+import type { RedisTopologies } from './redis-topologies.js';
 
 const servers: Server[] = [];
 
@@ -135,4 +137,39 @@ export async function play(app: TestApp, start: number, steps: readonly Step[]):
     await app.settle();
   }
   return seen;
+}
+
+/** The Tollgate stores TollgateStore is tested on, by name. */
+export type Backend = 'memory' | 'single' | 'cluster';
+
+/** For `describe.each` / `it.each`: each backend with a readable name. */
+export const BACKENDS: readonly { readonly name: string; readonly store: Backend }[] = [
+  { name: 'memory store', store: 'memory' },
+  { name: 'single Redis', store: 'single' },
+  { name: 'Redis Cluster', store: 'cluster' },
+];
+
+/**
+ * One Tollgate store per backend, for a file's tests: a memory store, and a connection to the single
+ * Redis and to the Cluster of `redis` (available once the tests run). Closes them and every app after.
+ */
+export function useBackends(redis: RedisTopologies): Record<Backend, Store> {
+  const stores: Partial<Record<Backend, Store>> = { memory: memoryStore({ sweepIntervalMs: 0 }) };
+  beforeAll(async () => {
+    stores.single = await redis.open({ url: redis.single.url });
+    stores.cluster = await redis.open({ cluster: redis.cluster.nodes });
+  });
+  afterAll(async () => {
+    await closeApps();
+    await stores.memory!.close();
+  });
+  return stores as Record<Backend, Store>;
+}
+
+let prefixes = 0;
+
+/** A TollgateStore prefix no other test uses. */
+export function uniquePrefix(label: string): string {
+  prefixes += 1;
+  return `${label}:${process.pid}:${Date.now()}:${prefixes}:`;
 }
