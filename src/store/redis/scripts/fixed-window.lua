@@ -12,7 +12,7 @@ local function decide_fixed_window(stored_count, stored_mark, now, cost, p)
   local count = 0
   if p.first_hit then
     -- The stored window goes on until it ends; a clock that went back keeps counting in it.
-    if stored_count and now < stored_mark + window then start, mark, count = stored_mark, stored_mark, stored_count end
+    if stored_count and stored_count > 0 and now < stored_mark + window then start, mark, count = stored_mark, stored_mark, stored_count end
   else
     mark = floor_div(now, window)
     start = mark * window
