@@ -68,13 +68,12 @@ function promisedMaximum(policy: Policy, from: number, to: number): number {
       // Exact: any span shorter than one window lies inside one rolling window.
       return to - from < window ? capacity : Infinity;
     case 'fixed-window':
+    case 'sliding-window': {
       if (policy.windowStart === 'first-hit') {
         // Windows from first hits start at least one window apart: at most ⌈(to − from) / W⌉ + 1
         // of them start in (from − W, to], the only ones that can admit inside [from, to].
         return (Math.ceil((to - from) / window) + 1) * capacity;
       }
-    // falls through: aligned windows
-    case 'sliding-window': {
       // Both admit at most `capacity` per aligned window (the counter's estimate is ≥ its current count).
       const windows = Math.floor(to / window) - Math.floor(from / window) + 1;
       return windows * capacity;
