@@ -88,6 +88,12 @@ export interface LimiterCore {
   decideAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>, mode?: DecideMode): MaybePromise<Decision[]>;
   /** Forgets `key`'s state under `policy` (its algorithm and window). */
   reset(key: string, policy: Policy | CompiledPolicy): Promise<void>;
+  /**
+   * Forgets the state of every key starting with `prefix` (non-empty), under every policy; resolves
+   * to how many states were removed. On Redis a SCAN of the keyspace: for administration (an
+   * express-rate-limit `resetAll`), not for each request.
+   */
+  resetPrefix(prefix: string): Promise<number>;
   /** The store decisions go to. */
   readonly store: Store;
   /** Closes the store. */
@@ -147,6 +153,15 @@ export class CoreLimiter implements LimiterCore {
     return settle(() => {
       key = checkKey(key);
       return this.store.reset(key, this.policies.get(policy));
+    });
+  }
+
+  resetPrefix(prefix: string): Promise<number> {
+    return settle(() => {
+      if (typeof prefix !== 'string' || prefix.length === 0) {
+        throw new InvalidKeyError(`resetPrefix needs a non-empty key prefix (an empty one would forget every key), got ${describeValue(prefix)}`);
+      }
+      return this.store.resetPrefix(wellFormedKey(prefix));
     });
   }
 

@@ -26,7 +26,17 @@ export interface Policy {
    * count rejected hits too, past the limit (envoyproxy/ratelimit's counting; rules' `quota_mode`).
    */
   readonly countRejected?: boolean;
+  /**
+   * fixed-window only: where a window starts. `aligned` (the default): at multiples of `window`
+   * since the epoch, the same for every key. `first-hit`: at the key's first admitted request after
+   * its previous window ended, so a fresh caller gets a whole window (express-rate-limit's stores).
+   */
+  readonly windowStart?: WindowStart;
 }
+
+/** Where a fixed window starts: see {@link Policy.windowStart}. */
+export type WindowStart = 'aligned' | 'first-hit';
+const WINDOW_STARTS: readonly WindowStart[] = ['aligned', 'first-hit'];
 
 /** Whether an algorithm's capacity is `burst` (buckets that refill continuously). */
 const USES_BURST = algorithmTable('usesBurst');
@@ -38,6 +48,7 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'burst',
   'softPercent',
   'countRejected',
+  'windowStart',
 ]);
 
 /**
@@ -121,6 +132,8 @@ export class CompiledPolicy {
   readonly burst: number;
   readonly softPercent: number;
   readonly countRejected: boolean;
+  /** fixed-window: windows start at the key's first hit (`windowStart: 'first-hit'`), not on epoch multiples. */
+  readonly firstHit: boolean;
   /** The quota `remaining` counts down from and the `limit` every decision reports (C0). */
   readonly nominalCapacity: number;
   /** What is actually admitted, soft allowance included (C). */
@@ -128,8 +141,9 @@ export class CompiledPolicy {
   /** `capacity − nominalCapacity`: admitted past `remaining: 0`. */
   readonly softExtra: number;
   /**
-   * Identifies the shape of the stored state: the algorithm and the window. Changing `limit`,
-   * `burst` or `softPercent` keeps a key's counters; changing the algorithm or window starts fresh.
+   * Identifies the shape of the stored state: the algorithm (a first-hit fixed window apart from an
+   * aligned one) and the window. Changing `limit`, `burst` or `softPercent` keeps a key's counters;
+   * changing the algorithm, the window start or the window starts fresh.
    */
   readonly stateId: string;
   /** A small integer unique to `stateId` in this process, so stores index state spaces by array. */
@@ -149,6 +163,7 @@ export class CompiledPolicy {
     this.burst = fields.burst;
     this.softPercent = fields.softPercent;
     this.countRejected = fields.countRejected;
+    this.firstHit = fields.firstHit;
     this.nominalCapacity = fields.nominalCapacity;
     this.capacity = fields.capacity;
     this.softExtra = fields.softExtra;
@@ -205,6 +220,8 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
     throw new InvalidPolicyError('countRejected', `countRejected applies to sliding-log and fixed-window only, not ${algorithm}; remove it or switch the algorithm`);
   }
 
+  const firstHit = checkWindowStart(algorithm, policy.windowStart);
+
   const { burst, nominalCapacity, capacity, setBy } = policyCapacity(algorithm, limit, requestedBurst, softPercent);
   if (!countsExactly(algorithm, capacity, windowMs, limit)) {
     throw new InvalidPolicyError(
@@ -220,13 +237,31 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
     burst,
     softPercent,
     countRejected,
+    firstHit,
     nominalCapacity,
     capacity,
     softExtra: capacity - nominalCapacity,
-    stateId: `${algorithm}:${windowMs}`,
-    stateIndex: internStateId(`${algorithm}:${windowMs}`),
+    stateId: stateIdOf(algorithm, firstHit, windowMs),
+    stateIndex: internStateId(stateIdOf(algorithm, firstHit, windowMs)),
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
   });
+}
+
+/** Whether `windowStart` asks for first-hit windows; throws if it is not a window start of a fixed window. */
+function checkWindowStart(algorithm: AlgorithmName, windowStart: unknown): boolean {
+  if (windowStart === undefined) return false;
+  if (!(WINDOW_STARTS as readonly unknown[]).includes(windowStart)) {
+    throw new InvalidPolicyError('windowStart', `windowStart must be ${WINDOW_STARTS.map((name) => `'${name}'`).join(' or ')}, got ${describeValue(windowStart)}`);
+  }
+  if (algorithm !== 'fixed-window') {
+    throw new InvalidPolicyError('windowStart', `windowStart applies to fixed-window only, not ${algorithm}; remove it or switch the algorithm`);
+  }
+  return windowStart === 'first-hit';
+}
+
+/** A first-hit fixed window keeps its (count, start) apart from an aligned one's (count, window index). */
+function stateIdOf(algorithm: AlgorithmName, firstHit: boolean, windowMs: number): string {
+  return `${algorithm}${firstHit ? '@first-hit' : ''}:${windowMs}`;
 }
 
 const stateIndexes = new Map<string, number>();
@@ -294,7 +329,7 @@ export class PolicyCache {
     if (cached !== undefined) return cached;
     // A misspelt field must fail even when an equal-looking policy is already cached.
     for (const field in policy) if (!POLICY_FIELDS.has(field)) return compilePolicy(policy);
-    const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected]
+    const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart]
       .map(typedText)
       .join('|');
     let compiled = this.byContent.get(contentKey);

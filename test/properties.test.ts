@@ -26,6 +26,7 @@ function arbitraryPolicy(algorithm: AlgorithmName): fc.Arbitrary<Policy> {
     burst: fc.integer({ min: 1, max: 30 }),
     softPercent: fc.constantFrom(0, 0, 10, 50),
     ...(algorithm === 'sliding-log' ? { countRejected: fc.boolean() } : {}),
+    ...(algorithm === 'fixed-window' ? { windowStart: fc.constantFrom('aligned' as const, 'first-hit' as const) } : {}),
   });
 }
 
@@ -68,6 +69,11 @@ function promisedMaximum(policy: Policy, from: number, to: number): number {
       return to - from < window ? capacity : Infinity;
     case 'fixed-window':
     case 'sliding-window': {
+      if (policy.windowStart === 'first-hit') {
+        // Windows from first hits start at least one window apart: at most ⌈(to − from) / W⌉ + 1
+        // of them start in (from − W, to], the only ones that can admit inside [from, to].
+        return (Math.ceil((to - from) / window) + 1) * capacity;
+      }
       // Both admit at most `capacity` per aligned window (the counter's estimate is ≥ its current count).
       const windows = Math.floor(to / window) - Math.floor(from / window) + 1;
       return windows * capacity;

@@ -38,7 +38,7 @@ function unique(name: string): string {
 
 describe('the decision script', () => {
   it('has a pinned SHA1 (a changed script must change this test on purpose)', () => {
-    expect(DECIDE_SCRIPT.sha1).toBe('69578d071e5e14632391f488ecdb1410b6f49b68');
+    expect(DECIDE_SCRIPT.sha1).toBe('e8c6d95837ab0fc168890ce73a826f9b020979d7');
   });
 
   it('is what Redis computes for SCRIPT LOAD', () => {
@@ -74,14 +74,15 @@ describe('the decision script', () => {
     try {
       const key = unique('tollgate:{bad}');
       const call = (args: (string | number)[]) => client.eval(DECIDE_SCRIPT.source, 1, key, ...args);
-      // [now, policies, algorithm, window, limit, capacity, nominal, count_rejected, groups, size, policy, op, cost]
-      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 1, 1, 1, 1, 'NaN'])).rejects.toThrow(/argument 13 \(cost\) is not valid: NaN/);
-      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 1, 1, 1, 1, 1.5])).rejects.toThrow(/argument 13 \(cost\) is not valid: 1.5/);
-      await expect(call(['', 1, 3, 1000, 0, 10, 10, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/limit, capacity and nominal capacity must be >= 1/);
-      await expect(call(['soon', 1, 3, 1000, 10, 10, 10, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 1 \(now\)/);
-      await expect(call(['', 1, 9, 1000, 10, 10, 10, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 3 \(policy 1 algorithm\)/);
-      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 1, 1, 2, 1, 1])).rejects.toThrow(/argument 11 \(policy index\)/);
-      await expect(call(['', 1, 3, 'Infinity', 10, 10, 10, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 4 \(policy 1 window\)/);
+      // [now, policies, algorithm, window, limit, capacity, nominal, count_rejected, first_hit, groups, size, policy, op, cost]
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 1, 1, 1, 'NaN'])).rejects.toThrow(/argument 14 \(cost\) is not valid: NaN/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 1, 1, 1, 1.5])).rejects.toThrow(/argument 14 \(cost\) is not valid: 1.5/);
+      await expect(call(['', 1, 3, 1000, 0, 10, 10, 0, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/limit, capacity and nominal capacity must be >= 1/);
+      await expect(call(['soon', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 1 \(now\)/);
+      await expect(call(['', 1, 9, 1000, 10, 10, 10, 0, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 3 \(policy 1 algorithm\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 1, 2, 1, 1])).rejects.toThrow(/argument 12 \(policy index\)/);
+      await expect(call(['', 1, 3, 'Infinity', 10, 10, 10, 0, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 4 \(policy 1 window\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 2, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 9 \(policy 1 first_hit\)/);
       expect(await client.exists(key)).toBe(0);
     } finally {
       client.disconnect();

@@ -7,9 +7,10 @@
  * ```
  *
  * express-rate-limit keeps deciding (it compares `totalHits` with its own `limit`); Tollgate only
- * counts, exactly and atomically, in a fixed window of express-rate-limit's `windowMs` whose limit
- * is too large to ever deny. The types express-rate-limit expects are declared here structurally,
- * so this module (and its .d.ts) does not depend on express-rate-limit.
+ * counts, exactly and atomically, in a fixed window of express-rate-limit's `windowMs` that starts
+ * at a key's first hit (as express-rate-limit's own stores count) and whose limit is too large to
+ * ever deny. The types express-rate-limit expects are declared here structurally, so this module
+ * (and its .d.ts) does not depend on express-rate-limit.
  */
 import type { Decision } from '../decision.js';
 import { InvalidKeyError, InvalidOptionError, describeValue } from '../errors.js';
@@ -47,7 +48,7 @@ export interface RateLimitStoreInitOptions {
 export interface RateLimitClientInfo {
   /** Hits in the current window, refunded hits (`decrement`) taken off. */
   totalHits: number;
-  /** When the window ends: windows are aligned to multiples of `windowMs` since the epoch. */
+  /** When the window ends: `windowMs` after the key's first hit of the window. */
   resetTime: Date | undefined;
 }
 
@@ -59,6 +60,8 @@ const DEFAULT_PREFIX = 'erl:';
  */
 const REFUNDS_SUFFIX = '#refunds';
 const NEEDS_ESCAPE = /[%#]/;
+/** express-rate-limit's default `windowMs`, used until `init` gives the limiter's own. */
+const DEFAULT_WINDOW_MS = 60_000;
 /**
  * The counters count up to ⌊2^53 / windowMs⌋ − 1 hits per window (the policy rule
  * `(limit + 1) × window ≤ 2^53 − 1`); asking for at least this many bounds `windowMs` to about
@@ -71,17 +74,19 @@ const MAX_WINDOW_MS = Math.floor(Number.MAX_SAFE_INTEGER / (MIN_COUNTABLE_HITS +
  * express-rate-limit's `Store` on a Tollgate store. Create one per `rateLimit(...)` (express-rate-
  * limit refuses to share a store instance); they may all use the same Tollgate store.
  *
- * Each key has two fixed-window counters in the same aligned window: hits (`increment`) and
- * refunds (`decrement`, used by `skipFailedRequests` / `skipSuccessfulRequests`), because Tollgate
- * stores only ever add. `totalHits` is hits − refunds. Both counters are read in one store round
- * trip (one batch on a single Redis; two parallel calls on a Cluster, where they hash to different
- * slots). A refund that reaches the store after its window ended (express-rate-limit skips those by
- * the Node clock, so only clock skew between Node and Redis lets one through) counts in the next
- * window, admitting one more request there.
+ * Each key has two first-hit fixed-window counters: hits (`increment`) and refunds (`decrement`,
+ * used by `skipFailedRequests` / `skipSuccessfulRequests`), because Tollgate stores only ever add.
+ * `totalHits` is hits − refunds. A refund is recorded at the instant the hits window started, so
+ * the refunds window is the hits window to the millisecond and ends with it; its limit is the hits
+ * counted, so refunds never take `totalHits` below 0 (as express-rate-limit's MemoryStore), even
+ * when several race. `increment` and `get` read both counters in one store round trip (one batch
+ * on a single Redis; two parallel calls on a Cluster, where they hash to different slots);
+ * `decrement` takes two (it reads the window's start first).
  *
+ * Until `init` runs, the window is express-rate-limit's default (one minute), so every method works
+ * on a store used outside `rateLimit`, as express-rate-limit's stores do. `resetAll` forgets every
+ * key of this store's `prefix` (on Redis a SCAN of the keyspace: for administration, not requests).
  * Store errors (Redis down, timeouts) reject, so express-rate-limit's `passOnStoreError` applies.
- * `resetAll` is not offered: on a shared store it would need a scan of every key (as with
- * rate-limit-redis).
  */
 export class TollgateStore {
   /** Prepended to every key; express-rate-limit reads it to detect double counting. */
@@ -89,15 +94,15 @@ export class TollgateStore {
   /** The counts are shared by every process using the same Tollgate store. */
   readonly localKeys = false;
   private readonly limiter: LimiterCore;
-  /** Set by `init`: a fixed window of `windowMs` that never denies. */
-  private policy: CompiledPolicy | undefined;
+  /** A first-hit fixed window of `windowMs` that never denies; `init` sets express-rate-limit's. */
+  private policy: CompiledPolicy | undefined = counterPolicy({ windowMs: DEFAULT_WINDOW_MS });
   /** Why `init` failed: every call rejects with it (express-rate-limit only logs init errors). */
   private initError: Error | undefined;
 
   constructor(options: TollgateStoreOptions) {
     checkOptions('TollgateStore', options, OPTION_NAMES, '{ store: redisStore({ url }) }');
     const { store } = options;
-    if (typeof store !== 'object' || store === null || typeof store.consume !== 'function' || typeof store.peek !== 'function' || typeof store.reset !== 'function') {
+    if (typeof store !== 'object' || store === null || typeof store.consume !== 'function' || typeof store.peek !== 'function' || typeof store.reset !== 'function' || typeof store.resetPrefix !== 'function') {
       throw new InvalidOptionError(`TollgateStore: store must be a Tollgate store such as memoryStore() or redisStore({ url }), got ${describeValue(store)}`);
     }
     const prefix = options.prefix ?? DEFAULT_PREFIX;
@@ -136,10 +141,20 @@ export class TollgateStore {
     return { totalHits: Math.max(1, counted(hits, policy, false) - counted(refunds, policy, true)), resetTime: new Date(hits.resetAt) };
   }
 
-  /** Refunds one hit of `key` in the current window (express-rate-limit's skip*Requests). */
+  /**
+   * Refunds one hit of `key` in its current window (express-rate-limit's skip*Requests); nothing
+   * when the key has no hits in this window, or as many refunds as hits.
+   */
   async decrement(key: string): Promise<void> {
     const policy = this.counterPolicy();
-    await this.limiter.limit(this.hitsKey(key) + REFUNDS_SUFFIX, policy);
+    const hitsKey = this.hitsKey(key);
+    const hits = await this.limiter.peek(hitsKey, policy);
+    const hitCount = counted(hits, policy, true);
+    if (hitCount === 0) return;
+    // At the hits window's start: a fresh refunds window starts there too and ends with it.
+    const start = hits.resetAt - policy.windowMs;
+    const refunds = compilePolicy({ algorithm: 'fixed-window', limit: hitCount, window: policy.windowMs, windowStart: 'first-hit' });
+    await this.limiter.limit(hitsKey + REFUNDS_SUFFIX, refunds, { now: start });
   }
 
   /** Forgets `key`'s hits and refunds. */
@@ -147,6 +162,17 @@ export class TollgateStore {
     const policy = this.counterPolicy();
     const hitsKey = this.hitsKey(key);
     await Promise.all([this.limiter.reset(hitsKey, policy), this.limiter.reset(hitsKey + REFUNDS_SUFFIX, policy)]);
+  }
+
+  /**
+   * Forgets every key of this store's `prefix`, hits and refunds (keys of other prefixes, and of
+   * Tollgate's own limiters, stay). Refused with an empty prefix, which would forget every key.
+   */
+  async resetAll(): Promise<void> {
+    if (this.prefix === '') {
+      throw new InvalidOptionError('TollgateStore.resetAll needs a prefix: with prefix "" it would forget every key of the Tollgate store; give the TollgateStore a prefix like "erl:login:"');
+    }
+    await this.limiter.resetPrefix(this.prefix);
   }
 
   /** `key`'s count without counting a hit; undefined when it has no hits in this window. */
@@ -164,7 +190,7 @@ export class TollgateStore {
 
   private counterPolicy(): CompiledPolicy {
     if (this.policy !== undefined) return this.policy;
-    throw this.initError ?? new InvalidOptionError('TollgateStore has no window yet: pass it to rateLimit({ windowMs, limit, store }), which calls its init()');
+    throw this.initError!;
   }
 
   private hitsKey(key: string): string {
@@ -194,7 +220,7 @@ function counterPolicy(options: RateLimitStoreInitOptions): CompiledPolicy {
       `TollgateStore: limit ${options.limit} is not below the ${capacity} hits it can count in a window of ${windowMs} ms; use a lower limit or a shorter window`,
     );
   }
-  return compilePolicy({ algorithm: 'fixed-window', limit: capacity, window: windowMs });
+  return compilePolicy({ algorithm: 'fixed-window', limit: capacity, window: windowMs, windowStart: 'first-hit' });
 }
 
 /**

@@ -124,6 +124,10 @@ export class MemoryStore implements Store {
     if (slot >= 0) this.release(slot);
   }
 
+  resetPrefix(prefix: string): number {
+    return this.releaseWhere((slot, key) => key.startsWith(prefix));
+  }
+
   async close(): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
   }
@@ -138,15 +142,22 @@ export class MemoryStore implements Store {
    * Returns how many were reclaimed. The background sweep calls this; tests may too.
    */
   prune(now: number = this.latestNow): number {
-    let reclaimed = 0;
+    const reclaimed = this.releaseWhere((slot) => this.state[slot * STRIDE + EXPIRES]! <= now);
+    this.expired += reclaimed;
+    return reclaimed;
+  }
+
+  /** Frees every live slot for which `condition` holds; returns how many. */
+  private releaseWhere(condition: (slot: number, key: string) => boolean): number {
+    let released = 0;
     for (let slot = 0; slot < this.highWater; slot++) {
-      if (this.table.keyOf(slot) !== undefined && this.state[slot * STRIDE + EXPIRES]! <= now) {
+      const key = this.table.keyOf(slot);
+      if (key !== undefined && condition(slot, key)) {
         this.release(slot);
-        this.expired += 1;
-        reclaimed += 1;
+        released += 1;
       }
     }
-    return reclaimed;
+    return released;
   }
 
   private decide(key: string, policy: CompiledPolicy, cost: number, now: number, commit: boolean): Decision {

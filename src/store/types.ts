@@ -33,6 +33,12 @@ export interface Store {
   consumeAll(requests: readonly StoreRequest[], now: number | undefined, commit: boolean): MaybePromise<Decision[]>;
   /** Forgets `key`'s state under `policy`'s algorithm and window. */
   reset(key: string, policy: CompiledPolicy): MaybePromise<void>;
+  /**
+   * Forgets the state of every key that starts with `prefix` (a non-empty caller's key prefix, as
+   * `consume` receives keys), under every policy; keys of other prefixes are left alone. Resolves
+   * to how many states were removed. Not atomic: a key written while it runs may survive.
+   */
+  resetPrefix(prefix: string): MaybePromise<number>;
   /** Releases timers and connections. */
   close(): Promise<void>;
 }

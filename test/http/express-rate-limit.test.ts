@@ -1,34 +1,31 @@
 /**
  * TollgateStore under express-rate-limit: real Express 5 apps listening on loopback, driven over
  * HTTP with fetch, on the memory store, a real redis-server and a real 3-master Redis Cluster.
- * Windows are a day long (aligned to UTC midnight), so no test depends on timing.
+ * Windows are a day long and the clock is fixed, so no test depends on timing. (The comparison
+ * with express-rate-limit's own MemoryStore, request by request, is in express-rate-limit.compat.test.ts.)
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import express, { type ErrorRequestHandler } from 'express';
-import { rateLimit, type Options, type RateLimitRequestHandler } from 'express-rate-limit';
+import type { Options } from 'express-rate-limit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TollgateStore } from '../../src/http/express-rate-limit.js';
 import { InvalidKeyError, InvalidOptionError, StoreUnavailableError, memoryStore, redisStore, type Store } from '../../src/index.js';
+import { closeApps, startApp, type TestApp } from '../support/express-rate-limit-apps.js';
 import { freePort } from '../support/redis.js';
 import { useRedisTopologies } from '../support/redis-topologies.js';
 
 const DAY = 86_400_000;
-/** Today's noon (UTC): windows are one day, aligned at midnight, so a run crossing midnight would split them. */
-const NOON = Math.floor(Date.now() / DAY) * DAY + DAY / 2;
+/** Today's noon (UTC), not a round second: windows start at a key's first hit, whatever the time. */
+const NOON = Math.floor(Date.now() / DAY) * DAY + DAY / 2 + 250;
 const clock = () => NOON;
 const root = new URL('../..', import.meta.url).pathname;
 
 const redis = useRedisTopologies();
 const memory = memoryStore({ sweepIntervalMs: 0 });
-const servers: Server[] = [];
 /** Stores made here and not by redis.open(): closed after the file's tests. */
 const stores: Store[] = [memory];
 afterAll(async () => {
-  for (const server of servers) server.closeAllConnections();
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  await closeApps();
   await Promise.all(stores.map((store) => store.close()));
 });
 
@@ -36,64 +33,18 @@ function unique(name: string): string {
   return `${name}:${Math.random().toString(36).slice(2)}:`;
 }
 
-interface Reply {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly body: string;
-}
-
-interface TestApp {
-  readonly limiter: RateLimitRequestHandler;
-  /** What express-rate-limit logged: validation warnings, store errors it passed over. */
-  readonly logged: unknown[];
-  /** Errors that reached Express's error handler. */
-  readonly failures: unknown[];
-  /** GET `path` as `client` (the rate limit key). `/ok` answers 200, `/fail` 500. */
-  get(path: string, client: string): Promise<Reply>;
-}
-
-/** An Express 5 app with express-rate-limit in front, listening on a free loopback port. */
-async function startApp(options: Partial<Options>): Promise<TestApp> {
-  const logged: unknown[] = [];
-  const failures: unknown[] = [];
-  const limiter = rateLimit({
-    windowMs: DAY,
-    keyGenerator: (request) => request.get('x-client') ?? 'anonymous',
-    logger: { error: (error) => logged.push(error), warn: (error) => logged.push(error) },
-    ...options,
-  });
-  const app = express();
-  app.use(limiter);
-  app.get('/ok', (_request, response) => {
-    response.send('ok');
-  });
-  app.get('/fail', (_request, response) => {
-    response.status(500).send('failed');
-  });
-  const onError: ErrorRequestHandler = (error, _request, response, _next) => {
-    failures.push(error);
-    response.status(500).send('error');
-  };
-  app.use(onError);
-  const server = createServer(app);
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    limiter,
-    logged,
-    failures,
-    async get(path, client) {
-      const response = await fetch(base + path, { headers: { 'x-client': client } });
-      return { status: response.status, headers: response.headers, body: await response.text() };
-    },
-  };
+/** An app with one express-rate-limit of a day's window (unless `options` say otherwise). */
+function startDayApp(options: Partial<Options>): Promise<TestApp> {
+  return startApp([{ windowMs: DAY, ...options }]);
 }
 
 /** Sends `paths` one after another, each answered before the next goes out. */
 async function statuses(app: TestApp, client: string, paths: readonly string[]): Promise<number[]> {
   const seen: number[] = [];
-  for (const path of paths) seen.push((await app.get(path, client)).status);
+  for (const path of paths) {
+    seen.push((await app.get(path, client)).status);
+    await app.settle();
+  }
   return seen;
 }
 
@@ -107,7 +58,7 @@ const topologies: readonly { name: string; connect: () => Promise<Store> }[] = [
 
 describe.each(topologies)('express-rate-limit on the $name', ({ connect }) => {
   it('admits `limit` requests per window, then answers 429, with express-rate-limit\'s headers', async () => {
-    const app = await startApp({
+    const app = await startDayApp({
       limit: 2,
       standardHeaders: 'draft-7',
       store: new TollgateStore({ store: await connect(), prefix: unique('headers'), clock }),
@@ -115,19 +66,15 @@ describe.each(topologies)('express-rate-limit on the $name', ({ connect }) => {
     const replies = [await app.get('/ok', 'alice'), await app.get('/ok', 'alice'), await app.get('/ok', 'alice')];
     expect(replies.map((reply) => reply.status)).toEqual([200, 200, 429]);
     expect(replies[2]!.body).toBe('Too many requests, please try again later.');
-    expect(replies.map((reply) => reply.headers.get('x-ratelimit-remaining'))).toEqual(['1', '0', '0']);
+    expect(replies.map((reply) => reply.headers['x-ratelimit-remaining'])).toEqual(['1', '0', '0']);
     for (const [index, { headers }] of replies.entries()) {
-      expect(headers.get('x-ratelimit-limit')).toBe('2');
-      expect(headers.get('ratelimit-policy')).toBe('2;w=86400');
-      // The window ends on a UTC midnight: Tollgate's fixed windows are aligned to the epoch.
-      const resetAt = Number(headers.get('x-ratelimit-reset'));
-      expect(resetAt % 86_400).toBe(0);
-      expect(resetAt * 1000).toBe(NOON + DAY / 2);
-      expect(headers.get('ratelimit')).toMatch(new RegExp(`^limit=2, remaining=${Math.max(0, 1 - index)}, reset=\\d+$`));
+      expect(headers['x-ratelimit-limit']).toBe('2');
+      expect(headers['ratelimit-policy']).toBe('2;w=86400');
+      // The window started at the first hit: it ends one day later (rounded up to a second).
+      expect(Number(headers['x-ratelimit-reset'])).toBe(Math.ceil((NOON + DAY) / 1000));
+      expect(headers['ratelimit']).toMatch(new RegExp(`^limit=2, remaining=${Math.max(0, 1 - index)}, reset=\\d+$`));
     }
-    const retryAfter = Number(replies[2]!.headers.get('retry-after'));
-    expect(retryAfter).toBeGreaterThan(0);
-    expect(retryAfter).toBeLessThanOrEqual(86_400);
+    expect(replies[2]!.headers['retry-after']).toMatch(/^\d+$/);
     // Another client has its own count.
     expect((await app.get('/ok', 'bob')).status).toBe(200);
     expect(app.logged).toEqual([]);
@@ -136,22 +83,22 @@ describe.each(topologies)('express-rate-limit on the $name', ({ connect }) => {
   it('two apps on one store share the count exactly: 200 concurrent requests, limit 50 → exactly 50 admitted', async () => {
     const prefix = unique('shared');
     const apps = [
-      await startApp({ limit: 50, store: new TollgateStore({ store: await connect(), prefix, clock }) }),
-      await startApp({ limit: 50, store: new TollgateStore({ store: await connect(), prefix, clock }) }),
+      await startDayApp({ limit: 50, store: new TollgateStore({ store: await connect(), prefix, clock }) }),
+      await startDayApp({ limit: 50, store: new TollgateStore({ store: await connect(), prefix, clock }) }),
     ];
     const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => apps[i % 2]!.get('/ok', 'crowd')));
     const admitted = replies.filter((reply) => reply.status === 200);
     expect(admitted).toHaveLength(50);
     expect(replies.filter((reply) => reply.status === 429)).toHaveLength(150);
     // Each admitted request saw its own count: remaining 49, 48, ..., 0, each exactly once.
-    const remaining = admitted.map((reply) => Number(reply.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b);
+    const remaining = admitted.map((reply) => Number(reply.headers['x-ratelimit-remaining'])).sort((a, b) => a - b);
     expect(remaining).toEqual(Array.from({ length: 50 }, (_, i) => i));
-    expect(await apps[0]!.limiter.getKey('crowd')).toEqual({ totalHits: 200, resetTime: expect.any(Date) });
+    expect(await apps[0]!.limiters[0]!.getKey('crowd')).toEqual({ totalHits: 200, resetTime: expect.any(Date) });
     expect(apps.flatMap((app) => app.logged)).toEqual([]);
   });
 
   it('skipFailedRequests: failed requests are refunded (decrement), and so are 429s', async () => {
-    const app = await startApp({
+    const app = await startDayApp({
       limit: 2,
       skipFailedRequests: true,
       store: new TollgateStore({ store: await connect(), prefix: unique('refunds'), clock }),
@@ -159,19 +106,19 @@ describe.each(topologies)('express-rate-limit on the $name', ({ connect }) => {
     // Without refunds the third failure would already be a 429.
     expect(await statuses(app, 'carol', ['/fail', '/fail', '/fail', '/ok', '/ok', '/ok'])).toEqual([500, 500, 500, 200, 200, 429]);
     // 6 hits − 3 failures − the 429 (a status ≥ 400 is a failed request to express-rate-limit).
-    expect((await app.limiter.getKey('carol'))?.totalHits).toBe(2);
+    expect((await app.limiters[0]!.getKey('carol'))?.totalHits).toBe(2);
     expect(app.logged).toEqual([]);
   });
 
   it('resetKey forgets a client\'s hits and refunds', async () => {
-    const app = await startApp({
+    const app = await startDayApp({
       limit: 1,
       skipFailedRequests: true,
       store: new TollgateStore({ store: await connect(), prefix: unique('reset'), clock }),
     });
     expect(await statuses(app, 'dave', ['/fail', '/ok', '/ok'])).toEqual([500, 200, 429]);
-    await app.limiter.resetKey('dave');
-    expect(await app.limiter.getKey('dave')).toBeUndefined();
+    await app.limiters[0]!.resetKey('dave');
+    expect(await app.limiters[0]!.getKey('dave')).toBeUndefined();
     // A refund left behind would let two through now.
     expect(await statuses(app, 'dave', ['/ok', '/ok'])).toEqual([200, 429]);
     expect(app.logged).toEqual([]);
@@ -208,8 +155,8 @@ describe('an unreachable Redis', () => {
   it('passOnStoreError true lets requests through, false answers 500; the error is Tollgate\'s and nothing crashes', async () => {
     const store = redisStore({ url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 300 });
     stores.push(store);
-    const open = await startApp({ limit: 1, passOnStoreError: true, skipFailedRequests: true, store: new TollgateStore({ store }) });
-    const closed = await startApp({ limit: 1, passOnStoreError: false, store: new TollgateStore({ store }) });
+    const open = await startDayApp({ limit: 1, passOnStoreError: true, skipFailedRequests: true, store: new TollgateStore({ store }) });
+    const closed = await startDayApp({ limit: 1, passOnStoreError: false, store: new TollgateStore({ store }) });
 
     expect(await statuses(open, 'erin', ['/ok', '/ok', '/fail'])).toEqual([200, 200, 500]);
     expect(open.logged).toHaveLength(3);
@@ -249,21 +196,23 @@ describe('options', () => {
   });
 
   it('an express-rate-limit with a bad windowMs logs the init error and fails each request with it', async () => {
-    const app = await startApp({ windowMs: 1500.5, limit: 5, store: new TollgateStore({ store: memory }) });
+    const app = await startDayApp({ windowMs: 1500.5, limit: 5, store: new TollgateStore({ store: memory }) });
     expect(app.logged).toHaveLength(1);
     expect(String(app.logged[0])).toMatch(/windowMs must be a whole number of milliseconds ≥ 1, got 1500.5/);
     expect((await app.get('/ok', 'frank')).status).toBe(500);
     expect(app.failures[0]).toBeInstanceOf(InvalidOptionError);
   });
 
-  it('rejects calls before init, and keys that are not strings', async () => {
-    const store = new TollgateStore({ store: memory });
-    await expect(store.increment('k')).rejects.toThrow(/no window yet: pass it to rateLimit/);
-    store.init({ windowMs: DAY });
+  it('rejects keys that are not strings; has express-rate-limit\'s localKeys and prefix', async () => {
+    const store = new TollgateStore({ store: memory, prefix: unique('types') });
     await expect(store.increment(42 as never)).rejects.toThrow(InvalidKeyError);
     expect(store.localKeys).toBe(false);
-    expect(store.prefix).toBe('erl:');
-    expect('resetAll' in store).toBe(false);
+    expect(new TollgateStore({ store: memory }).prefix).toBe('erl:');
+  });
+
+  it('refuses resetAll with an empty prefix (it would forget every key of the Tollgate store)', async () => {
+    const store = new TollgateStore({ store: memory, prefix: '' });
+    await expect(store.resetAll()).rejects.toThrow(/resetAll needs a prefix/);
   });
 });
 

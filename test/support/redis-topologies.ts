@@ -3,7 +3,7 @@
  * its tests and stopped after, and `open()` for stores that are closed with them.
  */
 import { afterAll, beforeAll } from 'vitest';
-import { redisStore, type RedisStore, type RedisStoreOptions } from '../../src/index.js';
+import { memoryStore, redisStore, type RedisStore, type RedisStoreOptions, type Store } from '../../src/index.js';
 import { startCluster, startRedis, type RedisCluster, type RedisServer } from './redis.js';
 
 export interface RedisTopologies {
@@ -39,4 +39,20 @@ export function useRedisTopologies(): RedisTopologies {
       return store;
     },
   };
+}
+
+/** A store to run the same test on: a memory store, or a connection to the single Redis or the Cluster. */
+export interface StoreTopology {
+  readonly name: string;
+  /** A fresh memory store, or a new connection (closed after the file's tests). */
+  open(): Promise<Store>;
+}
+
+/** The memory store, the single Redis and the Cluster of `redis`, for `describe.each`. */
+export function storeTopologies(redis: RedisTopologies): readonly StoreTopology[] {
+  return [
+    { name: 'memory store', open: async () => memoryStore({ sweepIntervalMs: 0 }) },
+    { name: 'single Redis', open: () => redis.open({ url: redis.single.url }) },
+    { name: 'Redis Cluster', open: () => redis.open({ cluster: redis.cluster.nodes }) },
+  ];
 }

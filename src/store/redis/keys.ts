@@ -1,9 +1,10 @@
 /**
  * Redis key names: `<prefix>{<escaped key>}:<algorithm>:<window>`, e.g.
- * `tollgate:{user:42}:tb:1s`. The caller's key is the hash tag, so every key of one identity
+ * `tollgate:{user:42}:tb:1s` (`fwf` for a fixed window that starts at the first hit). The caller's key is the hash tag, so every key of one identity
  * lands in one Redis Cluster slot; `%`, `{` and `}` in it are percent-escaped, so a key containing
  * braces cannot move the hash tag and two different keys never share a name.
  */
+import calculateSlot from 'cluster-key-slot';
 import { algorithmTable } from '../../algorithms/catalog.js';
 import type { CompiledPolicy } from '../../policy.js';
 import { compactWindow } from '../../units.js';
@@ -24,5 +25,18 @@ export function escapeKeyPart(key: string): string {
  * (a key name of 28 bytes or less takes a smaller Redis allocation).
  */
 export function keySuffix(policy: CompiledPolicy): string {
-  return `}:${ALGORITHM_TAGS[policy.algorithm]}:${compactWindow(policy.windowMs)}`;
+  // A first-hit fixed window (`fwf`) keeps its state apart from an aligned one (`fw`).
+  return `}:${ALGORITHM_TAGS[policy.algorithm]}${policy.firstHit ? 'f' : ''}:${compactWindow(policy.windowMs)}`;
+}
+
+/** `items` grouped by the Redis Cluster hash slot of their key (a script or multi-key command may not cross slots). */
+export function groupBySlot<T>(items: readonly T[], keyOf: (item: T) => string): T[][] {
+  const groups = new Map<number, T[]>();
+  for (const item of items) {
+    const slot = calculateSlot(keyOf(item));
+    const group = groups.get(slot);
+    if (group === undefined) groups.set(slot, [item]);
+    else group.push(item);
+  }
+  return [...groups.values()];
 }

@@ -32,7 +32,7 @@ export const REASON_NONE = 0;
 /** A wide token-bucket / leaky-bucket state's first field is its remainder minus this (wide-level.lua). */
 export { WIDE_LEVEL_OFFSET } from '../../algorithms/level.js';
 
-/** The 6 script fields of a policy record (see decide.lua). */
+/** The 7 script fields of a policy record (see decide.lua). */
 export function policyFields(policy: CompiledPolicy): number[] {
   return [
     ALGORITHM_CODES[policy.algorithm],
@@ -41,6 +41,7 @@ export function policyFields(policy: CompiledPolicy): number[] {
     policy.capacity,
     policy.nominalCapacity,
     policy.countRejected ? 1 : 0,
+    policy.firstHit ? 1 : 0,
   ];
 }
 

@@ -10,7 +10,8 @@ import type { Decision } from '../../decision.js';
 import { InvalidOptionError, StoreDataError, StoreError, StoreUnavailableError, describeValue } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
 import type { Store, StoreRequest } from '../types.js';
-import { escapeKeyPart, keySuffix } from './keys.js';
+import { escapeKeyPart, groupBySlot, keySuffix } from './keys.js';
+import { globEscape, unlinkMatching } from './scan.js';
 import {
   OP_CONSUME,
   OP_PEEK,
@@ -179,6 +180,20 @@ export class RedisStore implements Store {
   }
 
   /**
+   * SCANs for this store's keys of callers' keys starting with `prefix` (on a Cluster, on every
+   * master) and UNLINKs them in pages: O(keys in Redis), for administration, not for each request.
+   */
+  async resetPrefix(prefix: string): Promise<number> {
+    if (this.waitForFirstConnection && this.client.status !== 'ready') await this.firstConnected();
+    const pattern = `${globEscape(`${this.keyPrefix}{${escapeKeyPart(prefix)}`)}*`;
+    try {
+      return await unlinkMatching(this.client, pattern);
+    } catch (error) {
+      throw this.describeFailure(error);
+    }
+  }
+
+  /**
    * All-or-nothing: one script call decides every request and records them only if all are
    * admitted. On a Cluster that needs every key in one hash slot; keys in several slots are
    * decided by peeking all, then recording each (best effort: a concurrent caller can slip in
@@ -251,10 +266,7 @@ export class RedisStore implements Store {
       if (this.client.status === 'ready') {
         this.waitForFirstConnection = false;
       } else {
-        this.firstConnection ??= this.connected().finally(() => {
-          this.waitForFirstConnection = false;
-        });
-        this.firstConnection.then(
+        this.firstConnected().then(
           () => this.dispatch(queues),
           (error: unknown) => {
             for (const queue of queues.values()) for (const pending of queue) pending.reject(error);
@@ -266,6 +278,14 @@ export class RedisStore implements Store {
     this.dispatch(queues);
   }
 
+  /** The first connection (waited for once, up to `connectTimeoutMs`). */
+  private firstConnected(): Promise<void> {
+    this.firstConnection ??= this.connected().finally(() => {
+      this.waitForFirstConnection = false;
+    });
+    return this.firstConnection;
+  }
+
   private dispatch(queues: Map<string, Pending[]>): void {
     for (const [timeKey, queue] of queues) {
       if (!this.isCluster) {
@@ -273,14 +293,7 @@ export class RedisStore implements Store {
         continue;
       }
       // A script call may only touch keys of one slot; ioredis routes it by its first key.
-      const bySlot = new Map<number, Pending[]>();
-      for (const pending of queue) {
-        const slot = calculateSlot(pending.keys[0]!);
-        const group = bySlot.get(slot);
-        if (group === undefined) bySlot.set(slot, [pending]);
-        else group.push(pending);
-      }
-      for (const group of bySlot.values()) this.sendInBatches(timeKey, group);
+      for (const group of groupBySlot(queue, (pending) => pending.keys[0]!)) this.sendInBatches(timeKey, group);
     }
   }
 

@@ -7,7 +7,7 @@
   KEYS[i]   the state key of the i-th request, in order
   ARGV[1]   now: '' to use Redis TIME (so nodes with skewed clocks agree), else epoch ms (keys
             then live longer in real time, see below)
-  ARGV[2]   P, the number of distinct policies in the batch, then P records of 6 fields:
+  ARGV[2]   P, the number of distinct policies in the batch, then P records of 7 fields:
     algorithm       1 token-bucket, 2 leaky-bucket, 3 fixed-window, 4 sliding-log,
                     5 sliding-window, 6 gcra
     window          ms, integer >= 1
@@ -15,6 +15,7 @@
     capacity        what is admitted, soft allowance included
     nominal         the capacity `remaining` counts down from
     count_rejected  1 to log rejected attempts (sliding-log), else 0
+    first_hit       1 for windows that start at a key's first hit (fixed-window), else 0
   then G, the number of groups, then per group: n (requests in the group) and n records of 3:
     policy          index into the policy records, from 1
     op              1 consume, 2 peek (record nothing), 3 reset (delete the key)
@@ -83,12 +84,14 @@ for i = 1, policy_count do
   if nominal == nil then return bad_argument(index + 4, 'policy ' .. i .. ' nominal') end
   local count_rejected = integer_arg(index + 5, 0, 1)
   if count_rejected == nil then return bad_argument(index + 5, 'policy ' .. i .. ' count_rejected') end
+  local first_hit = integer_arg(index + 6, 0, 1)
+  if first_hit == nil then return bad_argument(index + 6, 'policy ' .. i .. ' first_hit') end
   -- wide: the algorithms that multiply counts by the window, past (capacity + 1) x window = 2^53 - 1
   -- (policy.ts needsWide; docs/semantics.md "Wide policies").
   local wide = algorithm ~= FIXED_WINDOW and algorithm ~= SLIDING_LOG and (capacity + 1) * window > MAX_INTEGER
   policies[i] = { algorithm = algorithm, window = window, limit = limit, capacity = capacity, nominal = nominal,
-    count_rejected = count_rejected == 1, usable = limit >= 1 and capacity >= 1 and nominal >= 1, wide = wide }
-  index = index + 6
+    count_rejected = count_rejected == 1, first_hit = first_hit == 1, usable = limit >= 1 and capacity >= 1 and nominal >= 1, wide = wide }
+  index = index + 7
 end
 
 local group_count = integer_arg(index, 1)
