@@ -10,7 +10,13 @@ export type DecisionReason =
   /** The policy's limit is 0: everything is denied, nothing is stored. */
   | 'limit-zero'
   /** The request costs more than the policy can ever admit at once; retrying cannot help. */
-  | 'cost-exceeds-capacity';
+  | 'cost-exceeds-capacity'
+  /** The store failed, timed out or its breaker is open, and the failure mode `open` admitted. */
+  | 'fail-open'
+  /** ... and the failure mode `closed` denied. */
+  | 'fail-closed'
+  /** ... and the failure mode `local` decided on this process's own limiter (limit / expectedNodes). */
+  | 'local-fallback';
 
 /** The outcome of one rate limit check. Times are epoch milliseconds, durations milliseconds. */
 export interface Decision {

@@ -10,11 +10,28 @@ import { limitZero } from './algorithms/outcome.js';
 import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from './errors.js';
+import type { BreakerOptions } from './fault/breaker.js';
+import {
+  DEFAULT_DEADLINE_MS,
+  checkDeadline,
+  checkExpectedNodes,
+  checkFailureMode,
+  failClosedDecision,
+  failOpenDecision,
+  localPolicy,
+  locally,
+  type FailureMode,
+} from './fault/failure-mode.js';
+import { StoreGuard, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
 import { MAX_KEY_BYTES, wellFormedKey } from './keys.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
-import { memoryStore } from './store/memory.js';
+import { MemoryStore, memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest } from './store/types.js';
 import { checkOptions } from './options.js';
+
+export type { FailureMode } from './fault/failure-mode.js';
+export type { BreakerOptions, BreakerState, BreakerTransition } from './fault/breaker.js';
+export type { StoreHealthSnapshot } from './fault/guard.js';
 
 export { MAX_KEY_BYTES } from './keys.js';
 
@@ -27,6 +44,23 @@ export interface LimiterCoreOptions {
    * (the process clock for the memory store, Redis `TIME` for Redis).
    */
   readonly clock?: () => number;
+  /**
+   * What a decision is when the store fails, times out or its breaker is open: `'local'` (the
+   * default: an in-process limit of `limit / expectedNodes`), `'open'` (admit) or `'closed'`
+   * (deny). The decision says so in `reason`. Per call and per limit, `failureMode` overrides it.
+   */
+  readonly failureMode?: FailureMode;
+  /** The nodes sharing the store, for `'local'`: each enforces ⌈limit / expectedNodes⌉. Default 1. */
+  readonly expectedNodes?: number;
+  /**
+   * Longest wait for the store on one decision, in ms; past it the failure mode answers. Default:
+   * the store's own `deadlineMs`, else 50. Per call, `deadlineMs` overrides it.
+   */
+  readonly deadlineMs?: number;
+  /** The circuit breaker around the store (see {@link BreakerOptions}); `false` turns it off. */
+  readonly breaker?: BreakerOptions | false;
+  /** Most store calls out at once; more are answered by the failure mode at once. Default 10,000. */
+  readonly maxInFlight?: number;
 }
 
 /** Per-call options. */
@@ -35,7 +69,14 @@ export interface LimitOptions {
   readonly cost?: number;
   /** Decision time in epoch ms (tests, replays). Default: the limiter's clock or the store's time. */
   readonly now?: number;
+  /** This call's failure mode (see {@link LimiterCoreOptions.failureMode}). */
+  readonly failureMode?: FailureMode;
+  /** This call's deadline in ms (see {@link LimiterCoreOptions.deadlineMs}). */
+  readonly deadlineMs?: number;
 }
+
+/** Options of a multi-limit call. */
+export type LimitAllOptions = Pick<LimitOptions, 'now' | 'failureMode' | 'deadlineMs'>;
 
 /** One limit of a multi-limit check ({@link LimiterCore.limitAll}). */
 export interface LimitRequest {
@@ -43,6 +84,8 @@ export interface LimitRequest {
   readonly policy: Policy | CompiledPolicy;
   /** Units this request takes under this limit (integer ≥ 1). Default 1. */
   readonly cost?: number;
+  /** This limit's failure mode, over the call's and the limiter's. */
+  readonly failureMode?: FailureMode;
 }
 
 /**
@@ -59,7 +102,7 @@ export const MAX_LIMITS_PER_CHECK = 64;
 
 /** Any string of at most this many UTF-16 units is at most MAX_KEY_BYTES in UTF-8. */
 const ALWAYS_SHORT_ENOUGH = Math.floor(MAX_KEY_BYTES / 3);
-const CORE_OPTIONS: readonly string[] = ['store', 'clock'];
+const CORE_OPTIONS: readonly string[] = ['store', 'clock', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'maxInFlight'];
 
 /** The limiter's decisions; `Limiter` (rules/limiter.ts) adds `check`. */
 export interface LimiterCore {
@@ -71,21 +114,21 @@ export interface LimiterCore {
    * The quota as it stands, spending nothing and never refused (`allowed: true`; `remaining` is
    * what is left now). A limit of 0 still answers `limit-zero`.
    */
-  look(key: string, policy: Policy | CompiledPolicy, options?: Pick<LimitOptions, 'now'>): Promise<Decision>;
+  look(key: string, policy: Policy | CompiledPolicy, options?: LimitAllOptions): Promise<Decision>;
   /**
    * Decides several limits of one request together (say per IP and per user), all-or-nothing: the
    * request is admitted when every decision is, and if any denies, no limit records anything (a
    * denied attempt with `countRejected` is still counted) and the admitted limits report what
    * actually remains. One store round trip.
    */
-  limitAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>): Promise<Decision[]>;
+  limitAll(requests: readonly LimitRequest[], options?: LimitAllOptions): Promise<Decision[]>;
   /**
    * `limit` (or `peek`, `look`) for adapters on a hot path: the decision itself when the store
    * answers synchronously (the memory store), a promise otherwise. Bad input throws synchronously.
    */
   decide(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions, mode?: DecideMode): MaybePromise<Decision>;
   /** `limitAll` (or a peek or look of every limit) answered like {@link decide}. */
-  decideAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>, mode?: DecideMode): MaybePromise<Decision[]>;
+  decideAll(requests: readonly LimitRequest[], options?: LimitAllOptions, mode?: DecideMode): MaybePromise<Decision[]>;
   /** Forgets `key`'s state under `policy` (its algorithm and window). */
   reset(key: string, policy: Policy | CompiledPolicy): Promise<void>;
   /**
@@ -94,20 +137,32 @@ export interface LimiterCore {
    * express-rate-limit `resetAll`), not for each request.
    */
   resetPrefix(prefix: string): Promise<number>;
+  /** The store's health as decisions found it: breaker state, last success and failure, fallbacks. */
+  health(): StoreHealthSnapshot;
+  /** Hears each change of the breaker's state (logs, metrics); returns a function that stops it. */
+  onTransition(listener: TransitionListener): () => void;
   /** The store decisions go to. */
   readonly store: Store;
   /** Closes the store. */
   close(): Promise<void>;
 }
 
+/** The validated options every limiter is built from. */
+export interface CoreSettings {
+  readonly store: Store;
+  readonly clock: (() => number) | undefined;
+  readonly failureMode: FailureMode;
+  readonly expectedNodes: number;
+  readonly deadlineMs: number;
+  readonly breaker: BreakerOptions | false;
+  readonly maxInFlight: number;
+}
+
 /**
- * Validates the options shared by every limiter (`store`, `clock`) and refuses names outside
- * `known`. Returns the store (a new memory store when none is given) and the clock.
+ * Validates the options shared by every limiter and refuses names outside `known`. The store is a
+ * new memory store when none is given.
  */
-export function limiterCoreOptions(
-  options: LimiterCoreOptions,
-  known: readonly string[] = CORE_OPTIONS,
-): { store: Store; clock: (() => number) | undefined } {
+export function limiterCoreOptions(options: LimiterCoreOptions, known: readonly string[] = CORE_OPTIONS): CoreSettings {
   checkOptions('createLimiter', options, known, '{ store: memoryStore() }');
   if (options.clock !== undefined && typeof options.clock !== 'function') {
     throw new InvalidOptionError(`createLimiter: clock must be a function returning epoch ms, got ${describeValue(options.clock)}`);
@@ -116,22 +171,51 @@ export function limiterCoreOptions(
   if (typeof store !== 'object' || store === null || typeof store.consume !== 'function') {
     throw new InvalidOptionError(`createLimiter: store must be a Store such as memoryStore() or redisStore(...), got ${describeValue(store)}`);
   }
-  return { store, clock: options.clock };
+  const breaker = options.breaker ?? {};
+  if (breaker !== false && (typeof breaker !== 'object' || breaker === null)) {
+    throw new InvalidOptionError(`createLimiter: breaker must be an object of breaker settings or false, got ${describeValue(breaker)}`);
+  }
+  const storeDeadline = (store as { deadlineMs?: unknown }).deadlineMs;
+  return {
+    store,
+    clock: options.clock,
+    failureMode: options.failureMode === undefined ? 'local' : checkFailureMode(options.failureMode, 'createLimiter: failureMode'),
+    expectedNodes: options.expectedNodes === undefined ? 1 : checkExpectedNodes(options.expectedNodes, 'createLimiter: expectedNodes'),
+    deadlineMs: checkDeadline(options.deadlineMs ?? storeDeadline ?? DEFAULT_DEADLINE_MS, options.deadlineMs === undefined && storeDeadline !== undefined ? "the store's deadlineMs" : 'createLimiter: deadlineMs'),
+    breaker,
+    maxInFlight: options.maxInFlight === undefined ? 10_000 : checkMaxInFlight(options.maxInFlight),
+  };
 }
 
 /** Creates a limiter without rules on `store` (the embedded memory store by default). */
 export function createLimiterCore(options: LimiterCoreOptions = {}): LimiterCore {
-  const { store, clock } = limiterCoreOptions(options);
-  return new CoreLimiter(store, clock);
+  return new CoreLimiter(limiterCoreOptions(options));
 }
 
 export class CoreLimiter implements LimiterCore {
+  readonly store: Store;
   private readonly policies = new PolicyCache();
+  private readonly clock: (() => number) | undefined;
+  /** Absent for the memory store: it answers in-process and cannot fail. */
+  private readonly guard: StoreGuard | undefined;
+  private readonly failureMode: FailureMode;
+  private readonly deadlineMs: number;
+  private readonly expectedNodes: number;
+  /** The in-process limiter of the `local` failure mode, made on first use. */
+  private local: MemoryStore | undefined;
+  private readonly localPolicies = new WeakMap<CompiledPolicy, CompiledPolicy>();
 
-  constructor(
-    readonly store: Store,
-    private readonly clock: (() => number) | undefined,
-  ) {}
+  constructor(settings: CoreSettings) {
+    this.store = settings.store;
+    this.clock = settings.clock;
+    this.failureMode = settings.failureMode;
+    this.deadlineMs = settings.deadlineMs;
+    this.expectedNodes = settings.expectedNodes;
+    this.guard =
+      settings.store instanceof MemoryStore
+        ? undefined
+        : new StoreGuard({ breaker: settings.breaker, maxInFlight: settings.maxInFlight, clock: settings.clock ?? currentTime });
+  }
 
   limit(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision> {
     return settle(() => this.decide(key, policy, options, 'limit'));
@@ -141,11 +225,11 @@ export class CoreLimiter implements LimiterCore {
     return settle(() => this.decide(key, policy, options, 'peek'));
   }
 
-  look(key: string, policy: Policy | CompiledPolicy, options?: Pick<LimitOptions, 'now'>): Promise<Decision> {
+  look(key: string, policy: Policy | CompiledPolicy, options?: LimitAllOptions): Promise<Decision> {
     return settle(() => this.decide(key, policy, options, 'look'));
   }
 
-  limitAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>): Promise<Decision[]> {
+  limitAll(requests: readonly LimitRequest[], options?: LimitAllOptions): Promise<Decision[]> {
     return settle(() => this.decideAll(requests, options, 'limit'));
   }
 
@@ -165,13 +249,21 @@ export class CoreLimiter implements LimiterCore {
     });
   }
 
-  close(): Promise<void> {
-    return this.store.close();
+  health(): StoreHealthSnapshot {
+    return this.guard?.health() ?? { breaker: 'closed', lastHealthyAt: undefined, lastFailureAt: undefined, lastError: undefined, inFlight: 0, fallbacks: { timeout: 0, error: 0, 'breaker-open': 0, overload: 0 } };
   }
 
-  decideAll(requests: readonly LimitRequest[], options?: Pick<LimitOptions, 'now'>, mode: DecideMode = 'limit'): MaybePromise<Decision[]> {
+  onTransition(listener: TransitionListener): () => void {
+    return this.guard?.onTransition(listener) ?? (() => undefined);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.store.close(), this.local?.close()]);
+  }
+
+  decideAll(requests: readonly LimitRequest[], options?: LimitAllOptions, mode: DecideMode = 'limit'): MaybePromise<Decision[]> {
     if (!Array.isArray(requests) || requests.length > MAX_LIMITS_PER_CHECK) {
-      throw new InvalidOptionError(`limitAll takes an array of at most ${MAX_LIMITS_PER_CHECK} { key, policy, cost? }, got ${describeValue(requests)}${Array.isArray(requests) ? ` of ${requests.length}` : ''}`);
+      throw new InvalidOptionError(`limitAll takes an array of at most ${MAX_LIMITS_PER_CHECK} { key, policy, cost?, failureMode? }, got ${describeValue(requests)}${Array.isArray(requests) ? ` of ${requests.length}` : ''}`);
     }
     if (options !== undefined) checkCallOptions(options);
     const now = this.callTime(options);
@@ -180,7 +272,18 @@ export class CoreLimiter implements LimiterCore {
     // A limit of 0 denies the whole request: the others are only looked at, never recorded.
     const zero = prepared.some((request) => request.policy.limit === 0);
     const decidable = zero ? prepared.filter((request) => request.policy.limit !== 0) : prepared;
-    const decided = decidable.length === 0 ? [] : this.store.consumeAll(decidable, now, mode === 'limit' && !zero);
+    const commit = mode === 'limit' && !zero;
+    let decided: MaybePromise<Decision[]>;
+    if (decidable.length === 0) decided = [];
+    else if (this.guard === undefined) decided = this.store.consumeAll(decidable, now, commit);
+    else {
+      const modes = prepared.flatMap((request, i) => (request.policy.limit === 0 ? [] : [requests[i]!.failureMode ?? options?.failureMode ?? this.failureMode]));
+      decided = this.guard.run(
+        () => this.store.consumeAll(decidable, now, commit),
+        this.callDeadline(options),
+        () => this.fallbackAll(decidable, modes, now, commit),
+      );
+    }
     const finish = (decisions: Decision[]): Decision[] => {
       const list = mode === 'look' ? decisions.map(unspent) : decisions;
       if (!zero) return list;
@@ -202,24 +305,77 @@ export class CoreLimiter implements LimiterCore {
     }
     const now = this.callTime(options);
     if (compiled.limit === 0) return limitZero(compiled, now ?? currentTime());
-    if (mode === 'limit') return this.store.consume(key, compiled, cost, now);
-    if (mode === 'peek') return this.store.peek(key, compiled, cost, now);
-    if (mode === 'probe') return this.store.peek(key, compiled, 0, now);
+    if (this.guard === undefined) return this.decideOn(this.store, key, compiled, cost, now, mode);
+    const failureMode = options?.failureMode ?? this.failureMode;
+    return this.guard.run(
+      () => this.decideOn(this.store, key, compiled, cost, now, mode),
+      this.callDeadline(options),
+      () => this.fallbackOne(key, compiled, cost, now, mode, failureMode),
+    );
+  }
+
+  private decideOn(store: Store, key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode): MaybePromise<Decision> {
+    if (mode === 'limit') return store.consume(key, policy, cost, now);
+    if (mode === 'peek') return store.peek(key, policy, cost, now);
+    if (mode === 'probe') return store.peek(key, policy, 0, now);
     // A look is a peek of cost 0: the quota as it stands.
-    const looked = this.store.peek(key, compiled, 0, now);
+    const looked = store.peek(key, policy, 0, now);
     return looked instanceof Promise ? looked.then(unspent) : unspent(looked);
   }
 
+  /** The decision of `failureMode` when the store could not make it. */
+  private fallbackOne(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode, failureMode: FailureMode): Decision {
+    const at = now ?? currentTime();
+    if (failureMode === 'open') return failOpenDecision(policy, mode === 'limit' || mode === 'peek' ? cost : 0, at);
+    if (failureMode === 'closed') return mode === 'look' ? unspent(failClosedDecision(policy, at)) : failClosedDecision(policy, at);
+    return locally(this.decideOn(this.localStore(), key, this.localPolicy(policy), cost, at, mode) as Decision);
+  }
+
+  /**
+   * The decisions of each limit's failure mode when the store could not decide them together.
+   * Still all-or-nothing: the local limits record only when no limit denies for sure (`closed`).
+   */
+  private fallbackAll(requests: readonly StoreRequest[], modes: readonly FailureMode[], now: number | undefined, commit: boolean): Decision[] {
+    const at = now ?? currentTime();
+    const local = requests.filter((_, i) => modes[i] === 'local').map((request) => ({ ...request, policy: this.localPolicy(request.policy) }));
+    const localDecisions = local.length === 0 ? [] : (this.localStore().consumeAll(local, at, commit && !modes.includes('closed')) as Decision[]);
+    let next = 0;
+    return requests.map((request, i) => {
+      if (modes[i] === 'open') return failOpenDecision(request.policy, request.cost, at);
+      if (modes[i] === 'closed') return failClosedDecision(request.policy, at);
+      return locally(localDecisions[next++]!);
+    });
+  }
+
+  private localStore(): MemoryStore {
+    this.local ??= memoryStore();
+    return this.local;
+  }
+
+  private localPolicy(policy: CompiledPolicy): CompiledPolicy {
+    let scaled = this.localPolicies.get(policy);
+    if (scaled === undefined) {
+      scaled = localPolicy(policy, this.expectedNodes);
+      this.localPolicies.set(policy, scaled);
+    }
+    return scaled;
+  }
+
+  private callDeadline(options: LimitAllOptions | undefined): number {
+    return options?.deadlineMs === undefined ? this.deadlineMs : options.deadlineMs;
+  }
+
   /** The call's `now`, else the limiter's clock, else undefined (the store's own time). */
-  private callTime(options: Pick<LimitOptions, 'now'> | undefined): number | undefined {
+  private callTime(options: LimitAllOptions | undefined): number | undefined {
     if (options !== undefined && options.now !== undefined) return checkNow(options.now);
     return this.clock === undefined ? undefined : checkNow(this.clock());
   }
 
   private prepare(request: LimitRequest, mode: DecideMode): StoreRequest {
     if (typeof request !== 'object' || request === null) {
-      throw new InvalidOptionError(`limitAll: each request must be { key, policy, cost? }, got ${describeValue(request)}`);
+      throw new InvalidOptionError(`limitAll: each request must be { key, policy, cost?, failureMode? }, got ${describeValue(request)}`);
     }
+    if (request.failureMode !== undefined) checkFailureMode(request.failureMode, 'limitAll: failureMode');
     const key = checkKey(request.key);
     const policy = this.policies.get(request.policy);
     const cost = request.cost === undefined ? 1 : checkCost(request.cost);
@@ -262,10 +418,19 @@ function checkKey(key: unknown): string {
   return wellFormedKey(key);
 }
 
-const CALL_OPTIONS: readonly string[] = ['cost', 'now'];
+const CALL_OPTIONS: readonly string[] = ['cost', 'now', 'failureMode', 'deadlineMs'];
 
-function checkCallOptions(options: unknown): void {
+function checkCallOptions(options: LimitOptions): void {
   checkOptions('call', options, CALL_OPTIONS, '{ cost: 1, now: Date.now() }', 'call option');
+  if (options.failureMode !== undefined) checkFailureMode(options.failureMode, 'failureMode');
+  if (options.deadlineMs !== undefined) checkDeadline(options.deadlineMs, 'deadlineMs');
+}
+
+function checkMaxInFlight(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new InvalidOptionError(`createLimiter: maxInFlight must be a whole number ≥ 1, got ${describeValue(value)}`);
+  }
+  return value;
 }
 
 function checkCost(cost: unknown): number {

@@ -24,6 +24,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['policy'],
   ['algorithms/'],
   ['store/'],
+  ['fault/'],
   ['limiter'],
   ['rules/'],
   ['http/', 'service/'],

@@ -5,7 +5,8 @@
  * them are over, shadow-mode limits never denying — then one status per descriptor.
  */
 import type { Decision } from '../decision.js';
-import type { DecideMode, LimiterCore } from '../limiter.js';
+import { DEGRADED_REASON, type DegradedReason } from '../fault/failure-mode.js';
+import type { DecideMode, LimitAllOptions, LimiterCore } from '../limiter.js';
 import { compilePolicy } from '../policy.js';
 import { ruleWindowMs } from '../units.js';
 import type { CheckOptions, CheckRequest, CheckResult, DescriptorStatus, LimitOverride } from './check-types.js';
@@ -62,13 +63,13 @@ export function planCheck(root: RuleNode, request: CheckRequest, options: CheckO
 
 /** Decides the planned limits and builds the result. */
 export async function decideMatched(limiter: LimiterCore, plan: CheckPlan, request: CheckRequest, clock: () => number, options: CheckOptions): Promise<CheckResult> {
-  const at = request.now === undefined ? {} : { now: request.now };
+  const at = callOptions(plan, request, options);
   const spend = options.spend !== false;
   const shadow = plan.planned.filter((p) => p.shadow);
   const enforced = plan.planned.filter((p) => !p.shadow);
   const [enforcedDecisions, shadowDecisions] = await Promise.all([
     spend ? decideEnforced(limiter, enforced, at) : decideGroup(limiter, enforced, at, 'look'),
-    Promise.all(shadow.map((p) => limiter.decide(p.counterKey, p.rule.policy, { ...at, cost: p.cost || 1 }, modeOf(p, spend)))),
+    Promise.all(shadow.map((p) => limiter.decide(p.counterKey, p.rule.policy, { ...at, cost: p.cost || 1, ...failureModeOf(p) }, modeOf(p, spend)))),
   ]);
   const decisions = new Map<Planned, Decision>();
   enforced.forEach((p, i) => decisions.set(p, enforcedDecisions[i]!));
@@ -86,13 +87,46 @@ export async function decideMatched(limiter: LimiterCore, plan: CheckPlan, reque
   }
   const first = plan.planned[0];
   const now = first === undefined ? (request.now ?? clock()) : decisions.get(first)!.now;
+  const degraded = mostSevere(decisions.values());
   return {
     overallCode: denied && options.shadowMode !== true ? 'OVER_LIMIT' : 'OK',
     statuses,
     now,
     ...(metadata !== undefined ? { metadata } : {}),
+    ...(degraded !== undefined ? { degraded } : {}),
   };
 }
+
+/**
+ * The limiter options of a check: its `now`, and its deadline — the call's, else the smallest of
+ * the planned rules' `deadline_ms`, else the limiter's.
+ */
+function callOptions(plan: CheckPlan, request: CheckRequest, options: CheckOptions): LimitAllOptions {
+  let deadlineMs = options.deadlineMs;
+  if (deadlineMs === undefined) {
+    for (const p of plan.planned) if (p.rule.deadlineMs !== undefined && (deadlineMs === undefined || p.rule.deadlineMs < deadlineMs)) deadlineMs = p.rule.deadlineMs;
+  }
+  return {
+    ...(request.now !== undefined ? { now: request.now } : {}),
+    ...(deadlineMs !== undefined ? { deadlineMs } : {}),
+    ...(options.failureMode !== undefined ? { failureMode: options.failureMode } : {}),
+  };
+}
+
+const SEVERITY: readonly DegradedReason[] = [DEGRADED_REASON.open, DEGRADED_REASON.local, DEGRADED_REASON.closed];
+
+/** The most severe degraded reason among `decisions`, if any. */
+function mostSevere(decisions: Iterable<Decision>): DegradedReason | undefined {
+  let worst = -1;
+  for (const decision of decisions) worst = Math.max(worst, SEVERITY.indexOf(decision.reason as DegradedReason));
+  return worst === -1 ? undefined : SEVERITY[worst];
+}
+
+function failureModeOf(p: Planned): { failureMode?: FailureModeOfRule } {
+  return p.rule.failureMode === undefined ? {} : { failureMode: p.rule.failureMode };
+}
+
+type FailureModeOfRule = NonNullable<CompiledRule['failureMode']>;
 
 /**
  * The enforced limits of a spending check. Check-only limits (cost 0) are probed first when the
@@ -100,7 +134,7 @@ export async function decideMatched(limiter: LimiterCore, plan: CheckPlan, reque
  * all-or-nothing; when only some quota-mode limits denied (their hits counted, as envoy counts
  * them), the others did not record, so they are decided again without the denied ones.
  */
-async function decideEnforced(limiter: LimiterCore, enforced: readonly Planned[], at: { now?: number }): Promise<Decision[]> {
+async function decideEnforced(limiter: LimiterCore, enforced: readonly Planned[], at: LimitAllOptions): Promise<Decision[]> {
   const result = new Map<Planned, Decision>();
   const probes = enforced.filter((p) => p.cost === 0);
   let pending = enforced.filter((p) => p.cost > 0);
@@ -126,9 +160,9 @@ async function decideEnforced(limiter: LimiterCore, enforced: readonly Planned[]
   return enforced.map((p) => result.get(p)!);
 }
 
-function decideGroup(limiter: LimiterCore, group: readonly Planned[], at: { now?: number }, mode: DecideMode): Promise<Decision[]> {
+function decideGroup(limiter: LimiterCore, group: readonly Planned[], at: LimitAllOptions, mode: DecideMode): Promise<Decision[]> {
   if (group.length === 0) return Promise.resolve([]);
-  return Promise.resolve(limiter.decideAll(group.map((p) => ({ key: p.counterKey, policy: p.rule.policy, cost: p.cost || 1 })), at, mode));
+  return Promise.resolve(limiter.decideAll(group.map((p) => ({ key: p.counterKey, policy: p.rule.policy, cost: p.cost || 1, ...failureModeOf(p) })), at, mode));
 }
 
 function modeOf(p: Planned, spend: boolean): DecideMode {
@@ -156,7 +190,12 @@ function status(p: Planned, decision: Decision, how: { shadow: boolean; quotaPas
     ...(over && how.quotaPassed && !how.shadow ? { quotaOverLimit: true } : {}),
     rule: rule.path,
     key: p.counterKey,
+    ...(isDegraded(decision) ? { degraded: decision.reason as DegradedReason } : {}),
   };
+}
+
+function isDegraded(decision: Decision): boolean {
+  return decision.reason !== undefined && SEVERITY.includes(decision.reason as DegradedReason);
 }
 
 /** envoy's merge: nested mappings merge, otherwise the first value written wins. */
@@ -193,7 +232,6 @@ function overrideRule(limit: LimitOverride): CompiledRule {
     shadowMode: false,
     detailedMetric: false,
     quotaMode: false,
-    failureMode: 'open',
     cost: 1,
     path: `override:${id}`,
   };

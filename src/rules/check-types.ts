@@ -2,6 +2,7 @@
  * The types of `limiter.check()`: envoy's RateLimitRequest and RateLimitResponse in Tollgate's
  * words, and the bounds of a request.
  */
+import type { DegradedReason, FailureMode } from '../fault/failure-mode.js';
 import type { DescriptorEntry } from './match.js';
 import type { RuleUnit } from './types.js';
 
@@ -63,6 +64,8 @@ export interface DescriptorStatus {
   readonly rule?: string;
   /** The counter this descriptor counted in (`domain|key=value|...`), when a limit applied. */
   readonly key?: string;
+  /** The store could not decide: this status is its limit's failure mode's answer. */
+  readonly degraded?: DegradedReason;
 }
 
 /** envoy's RateLimitResponse. */
@@ -80,6 +83,11 @@ export interface CheckResult {
    * `metadata` field); absent when none has any.
    */
   readonly metadata?: Readonly<Record<string, unknown>>;
+  /**
+   * Present when the store could not decide some limit and a failure mode answered instead: the
+   * most severe of them (`fail-closed` over `local-fallback` over `fail-open`).
+   */
+  readonly degraded?: DegradedReason;
 }
 
 /** How a check spends and decides. */
@@ -90,6 +98,10 @@ export interface CheckOptions {
   readonly quotaMode?: boolean;
   /** envoy's SHADOW_MODE: the overall code is always OK; statuses still say which limits are over. Default false. */
   readonly shadowMode?: boolean;
+  /** The failure mode of limits whose rule names none. Default: the limiter's. */
+  readonly failureMode?: FailureMode;
+  /** Longest wait for the store, in ms, over every rule's `deadline_ms`. Default: the smallest of the rules', else the limiter's. */
+  readonly deadlineMs?: number;
 }
 
 /** Most descriptors in one request, and entries in one descriptor. */

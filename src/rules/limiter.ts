@@ -5,8 +5,7 @@
  */
 import { currentTime } from '../clock.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
-import { CoreLimiter, limiterCoreOptions, type LimiterCore, type LimiterCoreOptions } from '../limiter.js';
-import type { Store } from '../store/types.js';
+import { CoreLimiter, limiterCoreOptions, type CoreSettings, type LimiterCore, type LimiterCoreOptions } from '../limiter.js';
 import { checkRules, type CheckOptions, type CheckRequest, type CheckResult } from './check.js';
 import type { RuleSource } from './ruleset.js';
 
@@ -25,28 +24,27 @@ export interface Limiter extends LimiterCore {
   check(request: CheckRequest, options?: CheckOptions): Promise<CheckResult>;
 }
 
-const LIMITER_OPTIONS: readonly string[] = ['store', 'clock', 'rules'];
+const LIMITER_OPTIONS: readonly string[] = ['store', 'clock', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'maxInFlight', 'rules'];
 
 /** Creates a limiter on `store` (the embedded memory store by default), with optional rules. */
 export function createLimiter(options: LimiterOptions = {}): Limiter {
-  const { store, clock } = limiterCoreOptions(options, LIMITER_OPTIONS);
+  const settings = limiterCoreOptions(options, LIMITER_OPTIONS);
   const rules = options.rules;
   if (rules !== undefined && (typeof rules !== 'object' || rules === null || !('current' in rules))) {
     throw new InvalidOptionError(`createLimiter: rules must come from loadRules(...) or a RulesHolder, got ${describeValue(rules)}`);
   }
-  return new RulesLimiter(store, clock, rules);
+  return new RulesLimiter(settings, rules);
 }
 
 class RulesLimiter extends CoreLimiter implements Limiter {
   private readonly now: () => number;
 
   constructor(
-    store: Store,
-    clock: (() => number) | undefined,
+    settings: CoreSettings,
     private readonly rules: RuleSource | undefined,
   ) {
-    super(store, clock);
-    this.now = clock ?? currentTime;
+    super(settings);
+    this.now = settings.clock ?? currentTime;
   }
 
   check(request: CheckRequest, options?: CheckOptions): Promise<CheckResult> {

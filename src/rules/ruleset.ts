@@ -22,7 +22,10 @@ export interface CompiledRule {
   readonly shadowMode: boolean;
   readonly detailedMetric: boolean;
   readonly quotaMode: boolean;
-  readonly failureMode: FailureMode;
+  /** Absent: the limiter's failure mode. */
+  readonly failureMode?: FailureMode;
+  /** Absent: the limiter's deadline. */
+  readonly deadlineMs?: number;
   /** Units per hit. */
   readonly cost: number;
   /** `key` or `key=value` path from the domain root, for metrics and logs. */
@@ -196,7 +199,8 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
     shadowMode: descriptor.shadowMode,
     detailedMetric: descriptor.detailedMetric,
     quotaMode: descriptor.quotaMode,
-    failureMode: limit.failureMode,
+    ...(limit.failureMode !== undefined ? { failureMode: limit.failureMode } : {}),
+    ...(limit.deadlineMs !== undefined ? { deadlineMs: limit.deadlineMs } : {}),
     cost: limit.cost ?? 1,
     path,
     ...(descriptor.metadata !== undefined ? { metadata: descriptor.metadata } : {}),

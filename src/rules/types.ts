@@ -6,10 +6,11 @@
 import type { AlgorithmName } from '../policy.js';
 import type { RuleUnit } from '../units.js';
 
-export type { RuleUnit } from '../units.js';
+import type { FailureMode } from '../fault/failure-mode.js';
 
-/** What a limit does when its store fails (used by the fault-tolerance layer). */
-export type FailureMode = 'open' | 'closed' | 'local';
+export type { RuleUnit } from '../units.js';
+/** What a limit does when its store fails (fault/failure-mode.ts). */
+export type { FailureMode } from '../fault/failure-mode.js';
 
 /** Where something was written: 1-based line and column. */
 export interface SourceLocation {
@@ -37,8 +38,10 @@ export interface RateLimitConfig {
   readonly burst?: number;
   /** Tollgate: soft throttling percent (integer, default 0). */
   readonly softPercent: number;
-  /** Tollgate: default `open`. */
-  readonly failureMode: FailureMode;
+  /** Tollgate: what this limit answers when the store fails; absent: the limiter's (the service's) failure mode. */
+  readonly failureMode?: FailureMode;
+  /** Tollgate: longest wait for the store on a check this limit is part of, in ms; absent: the limiter's. */
+  readonly deadlineMs?: number;
   /** Tollgate: units each matching request takes (integer ≥ 1), multiplied by the request's hits. */
   readonly cost?: number;
   readonly location: SourceLocation;

@@ -105,6 +105,7 @@ const INVALID: Record<string, string[]> = {
   'soft-percent-fractional.yaml': ['soft-percent-fractional.yaml:7:21: descriptors[0].rate_limit.soft_percent: soft_percent must be a whole number from 0 to 1000, got 12.5'],
   'cost-zero.yaml': ['cost-zero.yaml:7:13: descriptors[0].rate_limit.cost: cost must be a whole number ≥ 1, got 0'],
   'cost-negative.yaml': ['cost-negative.yaml:7:13: descriptors[0].rate_limit.cost: cost must be a whole number ≥ 1, got -1'],
+  'deadline-zero.yaml': ['deadline-zero.yaml:7:20: descriptors[0].rate_limit.deadline_ms: deadline_ms must be a whole number from 1 to 60000, got 0'],
   'failure-mode-unknown.yaml': [
     'failure-mode-unknown.yaml:7:21: descriptors[0].rate_limit.failure_mode: failure_mode "fail-open" is not one of open, closed, local',
   ],
@@ -223,7 +224,6 @@ function fixtureTree(file: string) {
     replaces: [],
     algorithm: 'fixed-window',
     softPercent: 0,
-    failureMode: 'open',
     ...fields,
     location: at(line, column),
   });
@@ -313,8 +313,8 @@ const VALID: Record<string, (tree: ReturnType<typeof fixtureTree>) => DomainConf
         5,
         5,
       ),
-      descriptor({ key: 'card_check', rateLimit: limit({ unit: 'week', requestsPerUnit: 1000, algorithm: 'sliding-window', failureMode: 'local' }, 17, 5) }, 16, 5),
-      descriptor({ key: 'refund', rateLimit: limit({ unit: 'month', requestsPerUnit: 100, algorithm: 'gcra' }, 24, 5) }, 23, 5),
+      descriptor({ key: 'card_check', rateLimit: limit({ unit: 'week', requestsPerUnit: 1000, algorithm: 'sliding-window', failureMode: 'local', deadlineMs: 20 }, 17, 5) }, 16, 5),
+      descriptor({ key: 'refund', rateLimit: limit({ unit: 'month', requestsPerUnit: 100, algorithm: 'gcra' }, 25, 5) }, 24, 5),
     ]),
   ],
   'multi-document.yaml': ({ domain, descriptor, limit }) => [

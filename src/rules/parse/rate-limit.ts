@@ -1,7 +1,7 @@
 /**
  * Reading a `rate_limit:` block: envoy's fields (`unit`, `requests_per_unit`, `unlimited`, `name`,
  * `replaces`, all inside `rate_limit` as in envoy's loader) and Tollgate's additions (`algorithm`,
- * `burst`, `unit_multiplier`, `soft_percent`, `failure_mode`, `cost`), checked with the engine's
+ * `burst`, `unit_multiplier`, `soft_percent`, `failure_mode`, `deadline_ms`, `cost`), checked with the engine's
  * own ranges and capacity rules (policy.ts), so a file that loads never fails later when its
  * limits are compiled.
  */
@@ -11,20 +11,20 @@ import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMiss
 import type { DocumentReader, Entry, FieldSet } from './fields.js';
 import { offsetOf } from './yaml.js';
 import { RULE_UNIT_NAMES, ruleWindowMs, type RuleUnit } from '../../units.js';
-import type { FailureMode, RateLimitConfig } from '../types.js';
+import { FAILURE_MODES, MAX_DEADLINE_MS } from '../../fault/failure-mode.js';
+import type { RateLimitConfig } from '../types.js';
 
-const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
 /** envoy's protocol carries `requests_per_unit` (the policy's limit) as a uint32. */
 const MAX_REQUESTS_PER_UNIT = 4_294_967_295;
 /** Fields that shape a limit, so make no sense with `unlimited: true`. */
-const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'soft_percent', 'failure_mode', 'cost'];
+const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'soft_percent', 'failure_mode', 'deadline_ms', 'cost'];
 
 const DESCRIPTOR_LEVEL = 'belongs to the descriptor (next to rate_limit), not inside rate_limit';
 
 /** The keys of a `rate_limit` block. */
 export const RATE_LIMIT_FIELDS: FieldSet = {
   what: 'a rate_limit',
-  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'unit_multiplier', 'soft_percent', 'failure_mode', 'cost'],
+  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'unit_multiplier', 'soft_percent', 'failure_mode', 'deadline_ms', 'cost'],
   misplaced: {
     key: DESCRIPTOR_LEVEL,
     value: DESCRIPTOR_LEVEL,
@@ -63,7 +63,7 @@ export function readRateLimit(reader: DocumentReader, entry: Entry): RateLimitCo
   const common = { name, replaces, location: reader.problems.locate(offsetOf(entry.key)) };
   if (unlimited) {
     rejectShaping(reader, fields);
-    return freezeNode<RateLimitConfig>({ ...common, unlimited, unitMultiplier: 1, algorithm: 'fixed-window', softPercent: 0, failureMode: 'open' });
+    return freezeNode<RateLimitConfig>({ ...common, unlimited, unitMultiplier: 1, algorithm: 'fixed-window', softPercent: 0 });
   }
   const shape = readShape(reader, map, entry.path, fields);
   return shape === undefined ? undefined : freezeNode({ ...common, unlimited, ...shape });
@@ -78,7 +78,7 @@ function rejectShaping(reader: DocumentReader, fields: Fields): void {
   }
 }
 
-type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'softPercent' | 'failureMode' | 'cost'>;
+type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'softPercent' | 'failureMode' | 'deadlineMs' | 'cost'>;
 
 /** The limit itself: how many per how long, and how it is counted. */
 function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: Fields): Shape | undefined {
@@ -96,6 +96,7 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     burst: readWholeNumber(reader, fields.get('burst'), POLICY_RANGES.burst.min, POLICY_RANGES.burst.max),
     softPercent: readWholeNumber(reader, fields.get('soft_percent'), POLICY_RANGES.softPercent.min, POLICY_RANGES.softPercent.max),
     failureMode: readChoice(reader, fields.get('failure_mode'), FAILURE_MODES, (text) => text.toLowerCase()),
+    deadlineMs: readWholeNumber(reader, fields.get('deadline_ms'), 1, MAX_DEADLINE_MS),
     cost: readWholeNumber(reader, fields.get('cost'), 1),
   };
   // A field that is present but unreadable was recorded; leave the limit out.
@@ -108,7 +109,6 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     unitMultiplier: shape.unitMultiplier ?? 1,
     algorithm: shape.algorithm ?? 'fixed-window',
     softPercent: shape.softPercent ?? 0,
-    failureMode: shape.failureMode ?? 'open',
   };
   return fitsExactArithmetic(reader, fields, complete) ? complete : undefined;
 }
@@ -121,6 +121,7 @@ const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
   ['burst', 'burst'],
   ['softPercent', 'soft_percent'],
   ['failureMode', 'failure_mode'],
+  ['deadlineMs', 'deadline_ms'],
   ['cost', 'cost'],
 ];
 

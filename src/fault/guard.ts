@@ -1,0 +1,185 @@
+/**
+ * What stands between the limiter and a store that can fail: a deadline on every call, a bound on
+ * the calls in flight, and the circuit breaker. A call that fails, times out, finds too many calls
+ * out or the breaker open is answered by the caller's fallback (the failure modes, in limiter.ts)
+ * instead; the guard only says when and why.
+ *
+ * A reply that arrives after its deadline is dropped: the answer already given stands. Whatever
+ * the late call wrote in the store (it ran atomically there) is kept; nothing is retried, so
+ * nothing is counted twice.
+ */
+import { StoreDataError, StoreUnavailableError, TollgateError } from '../errors.js';
+import type { MaybePromise } from '../store/types.js';
+import { CircuitBreaker, type BreakerOptions, type BreakerState, type BreakerTransition } from './breaker.js';
+
+/** Why a call was answered by the fallback. */
+export type FallbackCause = 'timeout' | 'error' | 'breaker-open' | 'overload';
+
+/** A snapshot of the store's health as the limiter sees it. */
+export interface StoreHealthSnapshot {
+  readonly breaker: BreakerState;
+  /** Epoch ms of the last call the store answered; undefined before the first. */
+  readonly lastHealthyAt: number | undefined;
+  /** Epoch ms and message of the last failed call. */
+  readonly lastFailureAt: number | undefined;
+  readonly lastError: string | undefined;
+  /** Store calls out now. */
+  readonly inFlight: number;
+  /** Calls answered by the fallback since start, by cause. */
+  readonly fallbacks: Readonly<Record<FallbackCause, number>>;
+}
+
+export interface GuardOptions {
+  readonly breaker: BreakerOptions | false;
+  /** Most store calls out at once; more are answered by the fallback at once. */
+  readonly maxInFlight: number;
+  readonly clock: () => number;
+}
+
+/** Hears every breaker transition. */
+export type TransitionListener = (transition: BreakerTransition) => void;
+
+export class StoreGuard {
+  private readonly breaker: CircuitBreaker | undefined;
+  private readonly listeners: TransitionListener[] = [];
+  private readonly maxInFlight: number;
+  private readonly clock: () => number;
+  private inFlight = 0;
+  private lastHealthyAt: number | undefined;
+  private lastFailureAt: number | undefined;
+  private lastError: string | undefined;
+  private readonly fallbacks: Record<FallbackCause, number> = { timeout: 0, error: 0, 'breaker-open': 0, overload: 0 };
+
+  constructor(options: GuardOptions) {
+    this.clock = options.clock;
+    this.maxInFlight = options.maxInFlight;
+    this.breaker = options.breaker === false ? undefined : new CircuitBreaker(options.breaker, options.clock, (transition) => this.announce(transition));
+  }
+
+  /** Listens to breaker transitions; returns a function that stops listening. */
+  onTransition(listener: TransitionListener): () => void {
+    this.listeners.push(listener);
+    return () => {
+      const index = this.listeners.indexOf(listener);
+      if (index !== -1) this.listeners.splice(index, 1);
+    };
+  }
+
+  health(): StoreHealthSnapshot {
+    return {
+      breaker: this.breaker?.state ?? 'closed',
+      lastHealthyAt: this.lastHealthyAt,
+      lastFailureAt: this.lastFailureAt,
+      lastError: this.lastError,
+      inFlight: this.inFlight,
+      fallbacks: { ...this.fallbacks },
+    };
+  }
+
+  /**
+   * Runs `call` against the store within `deadlineMs`; answers `fallback(cause, error)` instead
+   * when the breaker is open, too many calls are out, the call fails with an outage (an
+   * unavailable store, an unexpected error reply), or the deadline passes first. Errors that say
+   * the *data* is wrong (a key holding another application's value) are not outages: they reject,
+   * and the breaker counts the call as answered.
+   */
+  run<T>(call: () => MaybePromise<T>, deadlineMs: number, fallback: (cause: FallbackCause, error?: unknown) => T): MaybePromise<T> {
+    if (this.breaker !== undefined && !this.breaker.allow()) return this.fallBack(fallback, 'breaker-open');
+    if (this.inFlight >= this.maxInFlight) {
+      // The breaker let it through (a probe, maybe): give that permit back as a failure.
+      this.breaker?.failure('too many store calls in flight');
+      return this.fallBack(fallback, 'overload');
+    }
+    let pending: MaybePromise<T>;
+    try {
+      pending = call();
+    } catch (error) {
+      return this.settleError(error, fallback);
+    }
+    if (!(pending instanceof Promise)) {
+      this.succeeded();
+      return pending;
+    }
+    return this.race(pending, deadlineMs, fallback);
+  }
+
+  private race<T>(pending: Promise<T>, deadlineMs: number, fallback: (cause: FallbackCause, error?: unknown) => T): Promise<T> {
+    this.inFlight += 1;
+    return new Promise<T>((resolve, reject) => {
+      let answered = false;
+      const timer = setTimeout(() => {
+        answered = true;
+        this.failed(new StoreUnavailableError(`the store did not answer within the ${deadlineMs} ms deadline`));
+        resolve(this.fallBack(fallback, 'timeout'));
+      }, deadlineMs);
+      pending.then(
+        (value) => {
+          this.inFlight -= 1;
+          if (answered) return;
+          answered = true;
+          clearTimeout(timer);
+          this.succeeded();
+          resolve(value);
+        },
+        (error: unknown) => {
+          this.inFlight -= 1;
+          if (answered) return;
+          answered = true;
+          clearTimeout(timer);
+          try {
+            resolve(this.settleError(error, fallback));
+          } catch (thrown) {
+            reject(thrown);
+          }
+        },
+      );
+    });
+  }
+
+  /** A failed call: the fallback for an outage, the error itself otherwise. */
+  private settleError<T>(error: unknown, fallback: (cause: FallbackCause, error?: unknown) => T): T {
+    if (!isOutage(error)) {
+      this.succeeded();
+      throw error;
+    }
+    this.failed(error);
+    return this.fallBack(fallback, 'error', error);
+  }
+
+  private fallBack<T>(fallback: (cause: FallbackCause, error?: unknown) => T, cause: FallbackCause, error?: unknown): T {
+    this.fallbacks[cause] += 1;
+    return fallback(cause, error);
+  }
+
+  private succeeded(): void {
+    this.lastHealthyAt = this.clock();
+    this.breaker?.success();
+  }
+
+  private failed(error: unknown): void {
+    this.lastFailureAt = this.clock();
+    this.lastError = error instanceof Error ? error.message : String(error);
+    this.breaker?.failure(this.lastError);
+  }
+
+  private announce(transition: BreakerTransition): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(transition);
+      } catch {
+        // A failing listener (a log, a metric) must never fail a decision.
+      }
+    }
+  }
+}
+
+/**
+ * Whether a store error means the store is failing (answer by the failure mode) rather than that
+ * the data is wrong or the call was bad. Input errors never reach the store: the limiter
+ * validates first, so no request can make a store call fail on purpose.
+ */
+export function isOutage(error: unknown): boolean {
+  if (error instanceof StoreDataError) return false;
+  if (error instanceof TollgateError) return error instanceof StoreUnavailableError || error.code === 'ERR_TOLLGATE_STORE_ERROR';
+  return true;
+}
