@@ -9,7 +9,7 @@
 import { limitZero } from './algorithms/outcome.js';
 import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
-import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from './errors.js';
+import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, StoreUnavailableError, describeValue } from './errors.js';
 import type { BreakerOptions } from './fault/breaker.js';
 import {
   DEFAULT_DEADLINE_MS,
@@ -21,15 +21,16 @@ import {
   localPolicy,
   locally,
   type FailureMode,
+  type LimiterFailureMode,
 } from './fault/failure-mode.js';
-import { StoreGuard, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
+import { StoreGuard, type FallbackCause, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
 import { MAX_KEY_BYTES, wellFormedKey } from './keys.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { MemoryStore, memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest } from './store/types.js';
 import { checkOptions } from './options.js';
 
-export type { FailureMode } from './fault/failure-mode.js';
+export type { FailureMode, LimiterFailureMode } from './fault/failure-mode.js';
 export type { BreakerOptions, BreakerState, BreakerTransition } from './fault/breaker.js';
 export type { StoreHealthSnapshot } from './fault/guard.js';
 
@@ -49,7 +50,7 @@ export interface LimiterCoreOptions {
    * default: an in-process limit of `limit / expectedNodes`), `'open'` (admit) or `'closed'`
    * (deny). The decision says so in `reason`. Per call and per limit, `failureMode` overrides it.
    */
-  readonly failureMode?: FailureMode;
+  readonly failureMode?: LimiterFailureMode;
   /** The nodes sharing the store, for `'local'`: each enforces ⌈limit / expectedNodes⌉. Default 1. */
   readonly expectedNodes?: number;
   /**
@@ -70,7 +71,7 @@ export interface LimitOptions {
   /** Decision time in epoch ms (tests, replays). Default: the limiter's clock or the store's time. */
   readonly now?: number;
   /** This call's failure mode (see {@link LimiterCoreOptions.failureMode}). */
-  readonly failureMode?: FailureMode;
+  readonly failureMode?: LimiterFailureMode;
   /** This call's deadline in ms (see {@link LimiterCoreOptions.deadlineMs}). */
   readonly deadlineMs?: number;
 }
@@ -85,7 +86,7 @@ export interface LimitRequest {
   /** Units this request takes under this limit (integer ≥ 1). Default 1. */
   readonly cost?: number;
   /** This limit's failure mode, over the call's and the limiter's. */
-  readonly failureMode?: FailureMode;
+  readonly failureMode?: LimiterFailureMode;
 }
 
 /**
@@ -151,7 +152,7 @@ export interface LimiterCore {
 export interface CoreSettings {
   readonly store: Store;
   readonly clock: (() => number) | undefined;
-  readonly failureMode: FailureMode;
+  readonly failureMode: LimiterFailureMode;
   readonly expectedNodes: number;
   readonly deadlineMs: number;
   readonly breaker: BreakerOptions | false;
@@ -198,7 +199,7 @@ export class CoreLimiter implements LimiterCore {
   private readonly clock: (() => number) | undefined;
   /** Absent for the memory store: it answers in-process and cannot fail. */
   private readonly guard: StoreGuard | undefined;
-  private readonly failureMode: FailureMode;
+  private readonly failureMode: LimiterFailureMode;
   private readonly deadlineMs: number;
   private readonly expectedNodes: number;
   /** The in-process limiter of the `local` failure mode, made on first use. */
@@ -281,7 +282,7 @@ export class CoreLimiter implements LimiterCore {
       decided = this.guard.run(
         () => this.store.consumeAll(decidable, now, commit),
         this.callDeadline(options),
-        () => this.fallbackAll(decidable, modes, now, commit),
+        (cause, error) => (modes.includes('throw') ? unanswered(cause, error) : this.fallbackAll(decidable, modes as FailureMode[], now, commit)),
       );
     }
     const finish = (decisions: Decision[]): Decision[] => {
@@ -310,7 +311,7 @@ export class CoreLimiter implements LimiterCore {
     return this.guard.run(
       () => this.decideOn(this.store, key, compiled, cost, now, mode),
       this.callDeadline(options),
-      () => this.fallbackOne(key, compiled, cost, now, mode, failureMode),
+      (cause, error) => (failureMode === 'throw' ? unanswered(cause, error) : this.fallbackOne(key, compiled, cost, now, mode, failureMode)),
     );
   }
 
@@ -381,6 +382,13 @@ export class CoreLimiter implements LimiterCore {
     const cost = request.cost === undefined ? 1 : checkCost(request.cost);
     return { key, policy, cost: mode === 'look' || mode === 'probe' ? 0 : cost };
   }
+}
+
+/** The failure mode `throw`: the store's error, or why the store was not asked. */
+function unanswered(cause: FallbackCause, error: unknown): never {
+  if (error !== undefined) throw error;
+  const why = cause === 'timeout' ? 'did not answer within the deadline' : cause === 'overload' ? 'has too many calls in flight' : 'is failing (circuit breaker open)';
+  throw new StoreUnavailableError(`the rate limit store ${why}`);
 }
 
 /** Runs `decide` and always answers with a promise: thrown input errors become rejections. */

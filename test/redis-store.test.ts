@@ -201,6 +201,21 @@ describe('an unreachable Redis', () => {
     expect(Date.now() - started).toBeLessThan(400);
   });
 
+  it("failureMode 'throw' rejects with the store's typed error, and at once once the breaker is open", async () => {
+    const port = await freePort();
+    const store = redisStore({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 100 });
+    stores.push(store);
+    await store.ready().catch(() => undefined);
+    const limiter = createLimiter({ store, failureMode: 'throw', breaker: { failureThreshold: 2, openMs: 60_000 } });
+    for (let i = 0; i < 2; i++) await expect(limiter.limit('k', PER_MINUTE)).rejects.toThrow(StoreUnavailableError);
+    expect(limiter.health().breaker).toBe('open');
+    const started = Date.now();
+    const error = await limiter.limit('k', PER_MINUTE).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as Error).message).toMatch(/circuit breaker open/);
+    expect(Date.now() - started).toBeLessThan(20);
+  });
+
   it('hides the password in messages', () => {
     const store = redisStore({ url: 'redis://user:secret@127.0.0.1:1' });
     stores.push(store);

@@ -10,6 +10,13 @@ import { compilePolicy, type CompiledPolicy, type Policy } from '../policy.js';
 
 export type FailureMode = 'open' | 'closed' | 'local';
 export const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
+/**
+ * What the library also takes: `throw` rejects with the store's error (after the deadline at the
+ * latest, at once while the breaker is open), for callers with failure handling of their own
+ * (express-rate-limit's `passOnStoreError`).
+ */
+export type LimiterFailureMode = FailureMode | 'throw';
+const LIMITER_FAILURE_MODES: readonly LimiterFailureMode[] = [...FAILURE_MODES, 'throw'];
 
 /** The reason a degraded decision carries, by failure mode. */
 export const DEGRADED_REASON = { open: 'fail-open', closed: 'fail-closed', local: 'local-fallback' } as const;
@@ -23,10 +30,10 @@ export const DEFAULT_DEADLINE_MS = 50;
 /** Longest deadline accepted, in ms. */
 export const MAX_DEADLINE_MS = 60_000;
 
-export function checkFailureMode(mode: unknown, where: string): FailureMode {
-  if ((FAILURE_MODES as readonly unknown[]).includes(mode)) return mode as FailureMode;
+export function checkFailureMode(mode: unknown, where: string): LimiterFailureMode {
+  if ((LIMITER_FAILURE_MODES as readonly unknown[]).includes(mode)) return mode as LimiterFailureMode;
   throw new InvalidOptionError(
-    `${where} must be 'open' (admit while the store fails), 'closed' (deny) or 'local' (an in-process limit of limit / expectedNodes), got ${describeValue(mode)}`,
+    `${where} must be 'open' (admit while the store fails), 'closed' (deny), 'local' (an in-process limit of limit / expectedNodes) or 'throw' (reject with the store's error), got ${describeValue(mode)}`,
   );
 }
 

@@ -107,11 +107,21 @@ export class StoreGuard {
     this.inFlight += 1;
     return new Promise<T>((resolve, reject) => {
       let answered = false;
-      const timer = setTimeout(() => {
+      const expire = (): void => {
+        if (answered) return;
         answered = true;
-        this.failed(new StoreUnavailableError(`the store did not answer within the ${deadlineMs} ms deadline`));
-        resolve(this.fallBack(fallback, 'timeout'));
-      }, deadlineMs);
+        const late = new StoreUnavailableError(`the store did not answer within the ${deadlineMs} ms deadline`);
+        this.failed(late);
+        try {
+          resolve(this.fallBack(fallback, 'timeout', late));
+        } catch (thrown) {
+          reject(thrown);
+        }
+      };
+      // Timers run before I/O in each turn of the event loop: after a stall (a busy CPU, a GC
+      // pause) a reply already waiting on the socket would lose to its own timer. Checking once the
+      // I/O phase has run charges the store only for its own lateness.
+      const timer = setTimeout(() => setImmediate(expire), deadlineMs);
       pending.then(
         (value) => {
           this.inFlight -= 1;

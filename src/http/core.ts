@@ -10,7 +10,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Decision } from '../decision.js';
-import { InvalidOptionError, describeValue } from '../errors.js';
+import { InvalidOptionError, StoreUnavailableError, describeValue } from '../errors.js';
+import { DEGRADED_REASON, type DegradedReason, type FailureMode } from '../fault/failure-mode.js';
 import type { LimitRequest } from '../limiter.js';
 import type { CheckResult } from '../rules/check.js';
 import { createLimiter, type Limiter } from '../rules/limiter.js';
@@ -21,6 +22,7 @@ import { clientIp, type ClientIp } from './identity.js';
 import {
   checkCost,
   checkCostOption,
+  checkFailClosedStatus,
   checkFailureMode,
   checkHeaderStyle,
   checkMessage,
@@ -65,7 +67,8 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
   private readonly defaultKey: CoreOptions<Req>['key'];
   private readonly cost: CostOption<Req>;
   private readonly skip: CoreOptions<Req>['skip'];
-  private readonly failClosed: boolean;
+  private readonly failureMode: FailureMode;
+  private readonly failClosedStatus: 429 | 503;
   private readonly onError: (error: unknown, req: Req) => void;
   private readonly rulesMode: boolean;
   private readonly domain: string;
@@ -78,8 +81,9 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
     this.ipReadsHeaders = options.trustProxy !== undefined && options.trustProxy !== false;
     this.headerStyle = checkHeaderStyle(options.headers);
     this.message = checkMessage(options.message);
-    this.failClosed = checkFailureMode(options.failureMode);
-    this.onError = optionalFunction(options.onError, 'onError') ?? logStoreFailure(this.failClosed);
+    this.failureMode = checkFailureMode(options.failureMode);
+    this.failClosedStatus = checkFailClosedStatus(options.failClosedStatus);
+    this.onError = optionalFunction(options.onError, 'onError') ?? logStoreFailure(this.failureMode);
     this.defaultKey = optionalFunction(options.key, 'key');
     this.skip = optionalFunction(options.skip, 'skip');
     this.cost = checkCostOption(options.cost);
@@ -101,6 +105,10 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
     this.shaping = shaped.shaping;
     this.limiter = createLimiter({
       store: this.store,
+      failureMode: this.failureMode,
+      ...(options.expectedNodes !== undefined ? { expectedNodes: options.expectedNodes } : {}),
+      ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
+      ...(options.breaker !== undefined ? { breaker: options.breaker } : {}),
       ...(clock !== undefined ? { clock } : {}),
       ...(this.rulesMode ? { rules: options.rules! } : {}),
     });
@@ -151,18 +159,24 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
     let decision: MaybePromise<Decision>;
     try {
       // Cost 0 looks without spending; cost 1 (the usual) allocates no call options.
-      decision = cost === 0 ? this.limiter.decide(storeKey, limit.policy, undefined, 'look') : this.limiter.decide(storeKey, limit.policy, cost === 1 ? undefined : { cost });
+      decision =
+        limit.failureMode !== undefined
+          ? this.limiter.decide(storeKey, limit.policy, { cost: Math.max(cost, 1), failureMode: limit.failureMode }, cost === 0 ? 'look' : 'limit')
+          : cost === 0
+            ? this.limiter.decide(storeKey, limit.policy, undefined, 'look')
+            : this.limiter.decide(storeKey, limit.policy, cost === 1 ? undefined : { cost });
     } catch (error) {
       return this.failed(error, req);
     }
-    if (isPromise(decision)) return decision.then((d) => this.oneVerdict(limit, storeKey, d), (error: unknown) => this.failed(error, req));
-    return this.oneVerdict(limit, storeKey, decision);
+    if (isPromise(decision)) return decision.then((d) => this.oneVerdict(limit, storeKey, d, req), (error: unknown) => this.failed(error, req));
+    return this.oneVerdict(limit, storeKey, decision, req);
   }
 
-  private oneVerdict(limit: PreparedLimit<Req>, storeKey: string, decision: Decision): Verdict {
+  private oneVerdict(limit: PreparedLimit<Req>, storeKey: string, decision: Decision, req: Req): Verdict {
     const report = toReport(limit, storeKey, decision);
     const delayMs = decision.allowed && decision.delay !== undefined ? this.shapingDelay(decision.delay) : 0;
-    return { reports: [report], allowed: decision.allowed, delayMs, now: decision.now };
+    const verdict: Verdict = { reports: [report], allowed: decision.allowed, delayMs, now: decision.now };
+    return decision.reason === undefined ? verdict : this.degraded(verdict, degradedReason([decision]), req);
   }
 
   private decideMany(identities: ReadonlyArray<string | undefined>, cost: number, req: Req): MaybePromise<Verdict> {
@@ -173,7 +187,7 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
       if (identity === undefined) continue;
       const limit = this.limits[i]!;
       applied.push(limit);
-      requests.push({ key: this.storeKey(limit, identity), policy: limit.policy, cost: Math.max(cost, 1) });
+      requests.push({ key: this.storeKey(limit, identity), policy: limit.policy, cost: Math.max(cost, 1), ...(limit.failureMode !== undefined ? { failureMode: limit.failureMode } : {}) });
     }
     if (requests.length === 0) return SKIPPED;
     let decisions: MaybePromise<Decision[]>;
@@ -184,7 +198,8 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
     }
     const verdict = (decided: Decision[]): Verdict => {
       const reports = decided.map((decision, i) => toReport(applied[i]!, requests[i]!.key, decision));
-      return { reports, allowed: decided.every((decision) => decision.allowed), delayMs: 0, now: decided[0]!.now };
+      const verdict: Verdict = { reports, allowed: decided.every((decision) => decision.allowed), delayMs: 0, now: decided[0]!.now };
+      return this.degraded(verdict, degradedReason(decided), req);
     };
     if (isPromise(decisions)) return decisions.then(verdict, (error: unknown) => this.failed(error, req));
     return verdict(decisions);
@@ -202,7 +217,19 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
       return this.failed(error, req);
     }
     const reports = checkReports(result);
-    return { reports: reports.length === 0 ? undefined : reports, allowed: result.overallCode === 'OK', delayMs: 0, now: result.now };
+    const verdict: Verdict = { reports: reports.length === 0 ? undefined : reports, allowed: result.overallCode === 'OK', delayMs: 0, now: result.now };
+    return this.degraded(verdict, result.degraded, req);
+  }
+
+  /**
+   * `verdict` as a failure mode answered it: marked (the `Tollgate-Degraded` header), a 503 when
+   * `closed` refused with `failClosedStatus` 503, and `onError` told.
+   */
+  private degraded(verdict: Verdict, reason: DegradedReason | undefined, req: Req): Verdict {
+    if (reason === undefined) return verdict;
+    this.tell(new StoreUnavailableError(`the rate limit store could not decide (${this.limiter.health().lastError ?? 'breaker open'}); answered ${reason}`), req);
+    if (reason === DEGRADED_REASON.closed && !verdict.allowed && this.failClosedStatus === 503) return { ...verdict, unavailable: true, degraded: reason };
+    return { ...verdict, degraded: reason };
   }
 
   private storeKey(limit: PreparedLimit<Req>, identity: string): string {
@@ -213,13 +240,18 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
     return key.length <= MAX_PLAIN_KEY ? key : limit.prefix + '#' + createHash('sha256').update(identity).digest('base64url');
   }
 
+  /** A store error the limiter did not answer by the failure mode (a key holding foreign data). */
   private failed(error: unknown, req: Req): Verdict {
+    this.tell(error, req);
+    return this.failureMode === 'closed' ? UNAVAILABLE : SKIPPED;
+  }
+
+  private tell(error: unknown, req: Req): void {
     try {
       this.onError(error, req);
     } catch {
       // A failing error hook must not turn a store outage into a crash.
     }
-    return this.failClosed ? UNAVAILABLE : SKIPPED;
   }
 
   private shapingDelay(delay: number): number {
@@ -246,9 +278,25 @@ function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
 }
 
 let lastErrorLog = 0;
+/** The most severe degraded reason among `decisions`, if any. */
+function degradedReason(decisions: readonly Decision[]): DegradedReason | undefined {
+  let found: DegradedReason | undefined;
+  for (const { reason } of decisions) {
+    if (reason === DEGRADED_REASON.closed) return reason;
+    if (reason === DEGRADED_REASON.local || (reason === DEGRADED_REASON.open && found === undefined)) found = reason;
+  }
+  return found;
+}
+
+const OUTCOMES: Readonly<Record<FailureMode, string>> = {
+  open: "requests pass unchecked (failureMode 'open')",
+  closed: "requests are refused (failureMode 'closed')",
+  local: "each process enforces its share of the limits (failureMode 'local')",
+};
+
 /** The default `onError`: one line on stderr at most every 10 s, saying what clients get meanwhile. */
-function logStoreFailure(failClosed: boolean): (error: unknown) => void {
-  const outcome = failClosed ? "requests are answered 503 (failureMode 'closed')" : "requests pass unchecked (failureMode 'open')";
+function logStoreFailure(failureMode: FailureMode): (error: unknown) => void {
+  const outcome = OUTCOMES[failureMode];
   return (error) => {
     const now = Date.now();
     if (now - lastErrorLog < 10_000) return;

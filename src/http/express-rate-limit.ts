@@ -34,6 +34,12 @@ export interface TollgateStoreOptions {
   readonly prefix?: string;
   /** Decision time in epoch ms (tests, replays); default: the store's clock. */
   readonly clock?: () => number;
+  /**
+   * Longest wait for the store per request, in ms (default 50, or the store's `deadlineMs`). A
+   * store that fails, is slower, or whose circuit breaker is open makes `increment` reject at once,
+   * so express-rate-limit's own `passOnStoreError` decides what the request gets.
+   */
+  readonly deadlineMs?: number;
 }
 
 /** The express-rate-limit options TollgateStore reads in {@link TollgateStore.init}. */
@@ -52,7 +58,7 @@ export interface RateLimitClientInfo {
   resetTime: Date | undefined;
 }
 
-const OPTION_NAMES: ReadonlySet<string> = new Set(['store', 'prefix', 'clock']);
+const OPTION_NAMES: ReadonlySet<string> = new Set(['store', 'prefix', 'clock', 'deadlineMs']);
 const DEFAULT_PREFIX = 'erl:';
 /**
  * Ends the key of a key's refund counter. `#` (and `%`) are percent-escaped in the keys
@@ -113,7 +119,12 @@ export class TollgateStore {
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       throw new InvalidOptionError(`TollgateStore: clock must be a function returning epoch ms, got ${describeValue(options.clock)}`);
     }
-    this.limiter = createLimiterCore(options.clock === undefined ? { store } : { store, clock: options.clock });
+    this.limiter = createLimiterCore({
+      store,
+      failureMode: 'throw',
+      ...(options.clock !== undefined ? { clock: options.clock } : {}),
+      ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
+    });
   }
 
   /** Called by express-rate-limit with its options: takes the window from `windowMs`. */

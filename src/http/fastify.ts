@@ -35,8 +35,9 @@ export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
   const actions: VerdictActions<FastifyExchange, void> = {
     reportsHolder: (x) => x.request.raw,
     accept: (x) => x.request.headers.accept,
-    unavailable: ({ reply }) => {
-      reply.code(503).header('retry-after', '1').type('application/json; charset=utf-8').send(UNAVAILABLE_BODY);
+    unavailable: ({ reply }, headers) => {
+      for (const [name, value] of headers) reply.header(name, value);
+      reply.code(503).type('application/json; charset=utf-8').send(UNAVAILABLE_BODY);
     },
     skip: ({ done }) => done(),
     admit: ({ request, reply, done }, headers, delayMs) => {

@@ -95,7 +95,7 @@ export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddlew
   const actions: VerdictActions<HonoExchange, Promise<void | Response> | Response> = {
     reportsHolder: (x) => x.c,
     accept: (x) => x.c.req.header('accept'),
-    unavailable: ({ c }) => c.body(UNAVAILABLE_BODY, 503, { 'retry-after': '1', 'content-type': 'application/json; charset=utf-8' }),
+    unavailable: ({ c }, headers) => c.body(UNAVAILABLE_BODY, 503, { ...Object.fromEntries(headers), 'content-type': 'application/json; charset=utf-8' }),
     skip: ({ next }) => next(),
     admit: ({ c, next }, headers, delayMs) => {
       const direct = setHeaders(c, headers);

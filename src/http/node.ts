@@ -93,8 +93,8 @@ function nodeActions<Req extends IncomingMessage, Res extends ServerResponse>(
   return {
     reportsHolder: (x) => x.req,
     accept: (x) => x.req.headers.accept,
-    unavailable: (x) => {
-      answer(x.req, x.res, 503, 'application/json; charset=utf-8', UNAVAILABLE_BODY, [['retry-after', '1']]);
+    unavailable: (x, headers) => {
+      answer(x.req, x.res, 503, 'application/json; charset=utf-8', UNAVAILABLE_BODY, headers);
       return false;
     },
     skip: () => true,

@@ -4,6 +4,8 @@
  */
 import { parseDuration } from '../duration.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
+import type { BreakerOptions } from '../fault/breaker.js';
+import { checkFailureMode as checkMode, type FailureMode } from '../fault/failure-mode.js';
 import { MAX_LIMITS_PER_CHECK } from '../limiter.js';
 import { compilePolicy, type CompiledPolicy, type Policy } from '../policy.js';
 import type { RateLimitDescriptor } from '../rules/check.js';
@@ -29,6 +31,8 @@ export interface LimitSpec<Req> {
   readonly policy: Policy;
   /** Default: the middleware's `key`, else the client IP. */
   readonly key?: KeyFunction<Req>;
+  /** This limit's answer when the store fails; default: the middleware's `failureMode`. */
+  readonly failureMode?: FailureMode;
 }
 
 /** Traffic shaping with a leaky bucket: a request over the rate waits its turn instead of being refused. */
@@ -63,8 +67,20 @@ export interface CoreOptions<Req> {
   /** Overrides the 429 body's `message`. */
   readonly message?: string;
   readonly shaping?: ShapingOptions;
-  /** When the store fails: `open` (default) lets requests through, `closed` answers 503. */
-  readonly failureMode?: 'open' | 'closed';
+  /**
+   * When the store fails, times out or its breaker is open: `local` (default) enforces
+   * `limit / expectedNodes` in this process, `open` lets requests through, `closed` refuses them
+   * (503, or 429 with `failClosedStatus: 429`). Degraded answers carry `Tollgate-Degraded`.
+   */
+  readonly failureMode?: FailureMode;
+  /** The processes sharing the store, for `failureMode: 'local'`. Default 1. */
+  readonly expectedNodes?: number;
+  /** Longest wait for the store per request, in ms. Default 50 (or the store's `deadlineMs`). */
+  readonly deadlineMs?: number;
+  /** The circuit breaker around the store, or `false`. */
+  readonly breaker?: BreakerOptions | false;
+  /** The status of a request refused by `failureMode: 'closed'`: 503 (default) or 429. */
+  readonly failClosedStatus?: 429 | 503;
   /** Told about store failures (default: one line on stderr at most every 10 s). */
   readonly onError?: (error: unknown, req: Req) => void;
   /** Trusted proxies and IPv6 subnet for the client IP (see `ClientIpOptions`). */
@@ -77,10 +93,10 @@ export interface CoreOptions<Req> {
 
 const CORE_OPTIONS = [
   'store', 'policy', 'limits', 'name', 'rules', 'domain', 'descriptors', 'key', 'cost', 'skip', 'headers', 'message',
-  'shaping', 'failureMode', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Subnet', 'clock',
+  'shaping', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'failClosedStatus', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Subnet', 'clock',
 ];
 
-const LIMIT_FIELDS: readonly string[] = ['name', 'policy', 'key'];
+const LIMIT_FIELDS: readonly string[] = ['name', 'policy', 'key', 'failureMode'];
 /** Longest limit name (it prefixes the limit's counter keys). */
 const MAX_LIMIT_NAME = 128;
 
@@ -90,6 +106,7 @@ export interface PreparedLimit<Req> {
   readonly policy: CompiledPolicy;
   readonly key: KeyFunction<Req> | undefined;
   readonly prefix: string;
+  readonly failureMode: FailureMode | undefined;
 }
 
 /** Shaping, derived: ms between two requests of the bucket, and how many queued requests skip the wait. */
@@ -208,7 +225,7 @@ export function prepareLimits<Req>(limits: unknown, name: unknown): PreparedLimi
 
 export function prepareLimit<Req>(spec: Partial<LimitSpec<Req>>, where: string): PreparedLimit<Req> {
   const unknown = unknownName(spec, LIMIT_FIELDS);
-  if (unknown !== undefined) throw new InvalidOptionError(`${where}: unknown field ${JSON.stringify(unknown)}; a limit is { name, policy, key? }`);
+  if (unknown !== undefined) throw new InvalidOptionError(`${where}: unknown field ${JSON.stringify(unknown)}; a limit is { name, policy, key?, failureMode? }`);
   let policy: CompiledPolicy;
   try {
     policy = compilePolicy(spec.policy as Policy);
@@ -220,7 +237,8 @@ export function prepareLimit<Req>(spec: Partial<LimitSpec<Req>>, where: string):
     const got = typeof name === 'string' && name.length > MAX_LIMIT_NAME ? `${name.length} characters` : describeValue(spec.name);
     throw new InvalidOptionError(`${where}: name must be a non-empty string of at most ${MAX_LIMIT_NAME} characters, got ${got}`);
   }
-  return { name, policy, key: optionalFunction(spec.key, `${where}.key`), prefix: `${name}|` };
+  const failureMode = spec.failureMode === undefined ? undefined : checkFailureMode(spec.failureMode, `${where}.failureMode`);
+  return { name, policy, key: optionalFunction(spec.key, `${where}.key`), prefix: `${name}|`, failureMode };
 }
 
 /**
@@ -253,10 +271,16 @@ export function prepareShaping<Req>(shaping: unknown, limits: readonly PreparedL
   return { limit, shaping: { interval, free: delayAfter } };
 }
 
-export function checkFailureMode(mode: unknown): boolean {
-  if (mode === undefined || mode === 'open') return false;
-  if (mode === 'closed') return true;
-  throw new InvalidOptionError(`failureMode must be 'open' (let requests through when the store fails) or 'closed' (answer 503), got ${describeValue(mode)}`);
+export function checkFailureMode(mode: unknown, where = 'failureMode'): FailureMode {
+  if (mode === undefined) return 'local';
+  const checked = checkMode(mode, where);
+  if (checked === 'throw') throw new InvalidOptionError(`${where} 'throw' is for library calls; the middleware answers every request: take 'open', 'closed' or 'local'`);
+  return checked;
+}
+
+export function checkFailClosedStatus(status: unknown): 429 | 503 {
+  if (status === undefined || status === 503 || status === 429) return status ?? 503;
+  throw new InvalidOptionError(`failClosedStatus must be 503 (the default: the limiter is unavailable) or 429 (too many requests), got ${describeValue(status)}`);
 }
 
 export function checkCostOption<Req>(cost: unknown): CostOption<Req> {

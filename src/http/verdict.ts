@@ -4,6 +4,7 @@
  * 429 body built. The adapters (node.ts, fastify.ts, hono.ts) only say how their framework passes a
  * request on, holds it, or answers it.
  */
+import type { DegradedReason } from '../fault/failure-mode.js';
 import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type HeaderList, type HeaderStyle, type LimitedInfo, type LimitReport } from './report.js';
 
 /** The outcome for one request. */
@@ -13,8 +14,10 @@ export interface Verdict {
   readonly allowed: boolean;
   /** Shaping: how long to hold an admitted request before passing it on. */
   readonly delayMs: number;
-  /** The store failed and `failureMode` is `closed`: answer 503. */
+  /** The store failed and `failureMode` is `closed` with `failClosedStatus` 503: answer 503. */
   readonly unavailable?: boolean;
+  /** The store could not decide and a failure mode answered: said in the `Tollgate-Degraded` header. */
+  readonly degraded?: DegradedReason;
   /** The instant the decision was made (epoch ms): every header is relative to it. */
   readonly now: number;
 }
@@ -25,8 +28,8 @@ export interface VerdictActions<C, R> {
   reportsHolder(c: C): object;
   /** The request's `Accept` header (problem+json negotiation). */
   accept(c: C): string | undefined;
-  /** The store failed and the middleware fails closed: 503. */
-  unavailable(c: C): R;
+  /** The store failed and the middleware fails closed: 503 with `headers` (Retry-After, Tollgate-Degraded). */
+  unavailable(c: C, headers: HeaderList): R;
   /** No limit applied: go on, without headers. */
   skip(c: C): R;
   /** Admitted: set `headers`, then go on now (`delayMs` 0) or after `delayMs` (shaping). */
@@ -43,12 +46,21 @@ export interface AnswerSettings {
 
 /** Acts on `verdict` through the framework's `actions`. */
 export function applyVerdict<C, R>(settings: AnswerSettings, verdict: Verdict, c: C, actions: VerdictActions<C, R>): R {
-  if (verdict.unavailable === true) return actions.unavailable(c);
+  if (verdict.unavailable === true) return actions.unavailable(c, degradedHeader([['retry-after', '1']], verdict.degraded));
   const own = verdict.reports;
   if (own === undefined) return actions.skip(c);
   const reports = collectReports(actions.reportsHolder(c), own);
-  const headers = rateLimitHeaders(reports, settings.headerStyle, verdict.now);
+  const headers = degradedHeader(rateLimitHeaders(reports, settings.headerStyle, verdict.now), verdict.degraded);
   if (verdict.allowed) return actions.admit(c, headers, verdict.delayMs);
   const body = limitedBody(reports, settings.message, actions.accept(c));
   return actions.refuse(c, headers, { reports, retryAfter: retryAfterSeconds(reports), body });
 }
+
+/** A degraded answer says so, whatever the header style: it must never pass for a normal one. */
+function degradedHeader(headers: HeaderList, degraded: DegradedReason | undefined): HeaderList {
+  if (degraded !== undefined) headers.push([DEGRADED_HEADER, degraded]);
+  return headers;
+}
+
+/** Names the failure mode that answered when the store could not: `fail-open`, `fail-closed`, `local-fallback`. */
+export const DEGRADED_HEADER = 'tollgate-degraded';

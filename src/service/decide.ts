@@ -2,6 +2,7 @@
  * One check as the service answers it, over HTTP or gRPC: blocked entries first (denied without
  * touching the store), then the limiter, then an event for metrics and the dashboard.
  */
+import type { DegradedReason } from '../fault/failure-mode.js';
 import type { CheckRequest, CheckResult, DescriptorStatus } from '../rules/check.js';
 import type { ServiceContext } from './context.js';
 
@@ -39,4 +40,22 @@ function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult 
     return { code: 'OVER_LIMIT', limitRemaining: 0, durationUntilReset: longest, rule: 'blocked' };
   });
   return blocked ? { overallCode: 'OVER_LIMIT', statuses, now } : undefined;
+}
+
+/** The header (HTTP) and metadata key (gRPC) naming the failure mode that answered a degraded check. */
+export const DEGRADED_HEADER = 'tollgate-degraded';
+
+/** The body of a check refused by `closed` with `--fail-closed-status 503`. */
+export const UNAVAILABLE_ANSWER = Object.freeze({
+  error: 'rate_limiter_unavailable',
+  message: 'The rate limit store is unavailable and the failure mode is closed; retry shortly.',
+});
+
+/**
+ * How a check the store could not decide is answered: its reason (always said, in a header or
+ * metadata), and whether it is refused as unavailable (503 / UNAVAILABLE) instead of OVER_LIMIT.
+ */
+export function degradedAnswer(ctx: ServiceContext, degraded: DegradedReason | undefined): { reason: DegradedReason; unavailable: boolean } | undefined {
+  if (degraded === undefined) return undefined;
+  return { reason: degraded, unavailable: degraded === 'fail-closed' && ctx.options.failClosedStatus === 503 };
 }

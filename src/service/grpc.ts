@@ -15,7 +15,7 @@ import { load, type Options } from '@grpc/proto-loader';
 import { InvalidCheckError, StoreUnavailableError, TollgateError, describeValue } from '../errors.js';
 import type { CheckRequest, CheckResult, DescriptorStatus } from '../rules/check.js';
 import type { ServiceContext } from './context.js';
-import { decideCheck } from './decide.js';
+import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, decideCheck, degradedAnswer } from './decide.js';
 import { UNIT_NAMES, dynamicMetadata, envoyResponseOptions, responseHeadersOf, fromEnvoyRequest, type EnvoyResponseOptions } from './envoy.js';
 
 export interface GrpcServer {
@@ -198,7 +198,7 @@ export async function startGrpcServer(ctx: ServiceContext, host: string, port: n
 
   server.addService(definition[RATE_LIMIT_SERVICE] as unknown as ServiceDefinition, {
     ShouldRateLimit: (call: ServerUnaryCall<GrpcRateLimitRequest, GrpcRateLimitResponse>, callback: sendUnaryData<GrpcRateLimitResponse>) => {
-      void shouldRateLimit(ctx, call.request, callback);
+      void shouldRateLimit(ctx, call, callback);
     },
   });
   server.addService(definition[HEALTH_SERVICE] as unknown as ServiceDefinition, {
@@ -248,10 +248,23 @@ export async function startGrpcServer(ctx: ServiceContext, host: string, port: n
   };
 }
 
-async function shouldRateLimit(ctx: ServiceContext, message: GrpcRateLimitRequest, callback: sendUnaryData<GrpcRateLimitResponse>): Promise<void> {
+async function shouldRateLimit(
+  ctx: ServiceContext,
+  call: ServerUnaryCall<GrpcRateLimitRequest, GrpcRateLimitResponse>,
+  callback: sendUnaryData<GrpcRateLimitResponse>,
+): Promise<void> {
+  const message = call.request;
   try {
     const request = fromGrpcRequest(message);
     const result = await decideCheck(ctx, request, 'grpc');
+    const degraded = degradedAnswer(ctx, result.degraded);
+    if (degraded !== undefined) {
+      // Said in the response's initial metadata, so a degraded answer never passes for a normal one.
+      const metadata = new Metadata();
+      metadata.set(DEGRADED_HEADER, degraded.reason);
+      if (degraded.unavailable) return callback(serviceError(GrpcStatus.UNAVAILABLE, UNAVAILABLE_ANSWER.message, metadata));
+      call.sendMetadata(metadata);
+    }
     callback(null, toGrpcResponse(result, request, envoyResponseOptions(ctx)));
   } catch (error) {
     const { code, details, invalid, storeErrorKind } = grpcError(error);

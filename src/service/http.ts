@@ -12,7 +12,7 @@ import type { CheckRequest } from '../rules/check.js';
 import { parseRules } from '../rules/parse.js';
 import { compileRules } from '../rules/ruleset.js';
 import type { ServiceContext } from './context.js';
-import { decideCheck } from './decide.js';
+import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, decideCheck, degradedAnswer } from './decide.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from './envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readBody, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
 
@@ -94,15 +94,22 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   routes.add('POST', '/json', async (request, response) => {
     const checkRequest = fromEnvoyRequest(await readJson(request));
     const result = await decideCheck(ctx, checkRequest, 'json');
+    const degraded = degradedAnswer(ctx, result.degraded);
+    if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
     const options = envoyResponseOptions(ctx);
     const headers = Object.fromEntries(responseHeadersOf(result, options).map(({ key, value }) => [key, value]));
+    if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
     sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result, checkRequest, options), headers);
   });
 
   routes.add('POST', '/v1/check', async (request, response) => {
     const result = await decideCheck(ctx, friendlyCheck(await readJson(request)), 'check');
     const { overallCode, statuses } = result;
-    sendJson(response, overallCode === 'OK' ? 200 : 429, { overallCode, statuses }, checkHeaders(result));
+    const degraded = degradedAnswer(ctx, result.degraded);
+    if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
+    const headers = checkHeaders(result);
+    if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
+    sendJson(response, overallCode === 'OK' ? 200 : 429, { overallCode, statuses, ...(degraded !== undefined ? { degraded: degraded.reason } : {}) }, headers);
   });
 
   routes.add('POST', '/v1/limit', async (request, response) => {
@@ -119,7 +126,11 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
       return;
     }
     const decision = await ctx.limiter.limit(key as string, compiled, cost === undefined ? {} : { cost: cost as number });
-    sendJson(response, decision.allowed ? 200 : 429, decision, decisionHeaders(decision, compiled.windowMs, key as string));
+    const degraded = degradedAnswer(ctx, decision.reason === 'fail-open' || decision.reason === 'fail-closed' || decision.reason === 'local-fallback' ? decision.reason : undefined);
+    if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
+    const headers = decisionHeaders(decision, compiled.windowMs, key as string);
+    if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
+    sendJson(response, decision.allowed ? 200 : 429, decision, headers);
   });
 }
 

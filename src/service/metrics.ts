@@ -13,6 +13,7 @@ import type { HttpRoutes } from './http.js';
 import type { CompiledRule, RuleNode, RuleSet } from '../rules/ruleset.js';
 import type { DescriptorStatus } from '../rules/check.js';
 import type { MemoryStoreStats } from '../store/memory.js';
+import { defineStoreHealthMetrics } from './store-health.js';
 
 /** A limit is "near" when an admitted decision leaves at most this share of its quota. */
 export const NEAR_LIMIT_SHARE = 0.2;
@@ -370,6 +371,7 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(
   defineRulesMetrics(ctx, registers);
   defineReloadMetrics(ctx, registers);
   defineMemoryStoreMetrics(ctx, registers);
+  const stopHealth = defineStoreHealthMetrics(ctx, registers);
   const unsubscribe = subscribeMetrics(ctx, eventMetrics);
 
   routes.add('GET', '/metrics', async (_request, response) => {
@@ -381,6 +383,7 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(
   return {
     close: () => {
       unsubscribe();
+      stopHealth();
       registry.clear();
     },
   };

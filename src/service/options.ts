@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../errors.js';
+import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../fault/failure-mode.js';
 
 export interface ServiceOptions {
   /** Rules file or directory (`--config`, `TOLLGATE_CONFIG`). */
@@ -43,6 +44,21 @@ export interface ServiceOptions {
   readonly shadowMode: boolean;
   /** envoy's QUOTA_MODE (`--quota-mode`): every limit is in quota mode. Default off. */
   readonly quotaMode: boolean;
+  /**
+   * What a check gets when the store fails, is slower than the deadline or its breaker is open
+   * (`--failure-mode`, `TOLLGATE_FAILURE_MODE`), for rules without `failure_mode`: `local`
+   * (default), `open` or `closed`.
+   */
+  readonly failureMode: FailureMode;
+  /** Nodes sharing the store (`--expected-nodes`): `local` enforces ⌈limit / N⌉ per node. Default 1. */
+  readonly expectedNodes: number;
+  /** Longest wait for the store per check, in ms (`--deadline-ms`). Default 50. */
+  readonly deadlineMs: number;
+  /**
+   * How a check refused by `closed` is answered (`--fail-closed-status`): 429 (default: OVER_LIMIT,
+   * which envoy enforces whatever its failure_mode_deny) or 503 (HTTP 503, gRPC UNAVAILABLE).
+   */
+  readonly failClosedStatus: 429 | 503;
 }
 
 /** Which rate-limit headers envoy answers carry. */
@@ -67,6 +83,10 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'response-dynamic-metadata': 'TOLLGATE_RESPONSE_DYNAMIC_METADATA',
   'shadow-mode': 'TOLLGATE_SHADOW_MODE',
   'quota-mode': 'TOLLGATE_QUOTA_MODE',
+  'failure-mode': 'TOLLGATE_FAILURE_MODE',
+  'expected-nodes': 'TOLLGATE_EXPECTED_NODES',
+  'deadline-ms': 'TOLLGATE_DEADLINE_MS',
+  'fail-closed-status': 'TOLLGATE_FAIL_CLOSED_STATUS',
   settings: 'TOLLGATE_SETTINGS',
 };
 
@@ -129,6 +149,32 @@ function envoySettings(value: (flag: string) => string | undefined, where: (flag
   };
 }
 
+type FaultSettings = Pick<ServiceOptions, 'failureMode' | 'expectedNodes' | 'deadlineMs' | 'failClosedStatus'>;
+
+/** What checks get while the store fails (docs/operations.md, "Failure modes and guarantees"). */
+function faultSettings(value: (flag: string) => string | undefined, where: (flag: string) => string): FaultSettings {
+  const mode = value('failure-mode')?.toLowerCase() ?? 'local';
+  if (!(FAILURE_MODES as readonly string[]).includes(mode)) {
+    throw new InvalidOptionError(`${where('failure-mode')} must be local (each node enforces its share), open (admit) or closed (refuse), got ${JSON.stringify(value('failure-mode'))}`);
+  }
+  const whole = (flag: string, fallback: number, min: number, max: number, what: string): number => {
+    const text = value(flag);
+    if (text === undefined) return fallback;
+    if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) throw new InvalidOptionError(`${where(flag)} must be ${what} from ${min} to ${max}, got ${JSON.stringify(text)}`);
+    return Number(text);
+  };
+  const status = value('fail-closed-status') ?? '429';
+  if (status !== '429' && status !== '503') {
+    throw new InvalidOptionError(`${where('fail-closed-status')} must be 429 (OVER_LIMIT) or 503 (unavailable), got ${JSON.stringify(status)}`);
+  }
+  return {
+    failureMode: mode as FailureMode,
+    expectedNodes: whole('expected-nodes', 1, 1, 10_000, 'a whole number of nodes'),
+    deadlineMs: whole('deadline-ms', 50, 1, MAX_DEADLINE_MS, 'a whole number of ms'),
+    failClosedStatus: Number(status) as 429 | 503,
+  };
+}
+
 function responseHeaders(text: string | undefined, where: string): ResponseHeaders {
   const given = text?.toLowerCase() ?? 'off';
   if (given === 'off' || given === 'false' || given === '0') return 'off';
@@ -186,6 +232,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   return {
     workers,
     ...envoySettings(value, where),
+    ...faultSettings(value, where),
     ...(config !== undefined ? { config } : {}),
     ...(redis !== undefined ? { redis } : {}),
     ...(redisCluster !== undefined ? { redisCluster } : {}),

@@ -21,6 +21,7 @@ import { attachDashboard } from './dashboard.js';
 import { startGrpcServer, type GrpcServer } from './grpc.js';
 import { createHttpServer } from './http.js';
 import { attachMetrics } from './metrics.js';
+import { logStoreHealth } from './store-health.js';
 import type { ServiceOptions } from './options.js';
 
 /** A running service. */
@@ -105,7 +106,13 @@ function buildContext({ options, logger, store, holder, watcher, sync, startedAt
   return {
     options,
     logger,
-    limiter: createLimiter({ store, rules: holder }),
+    limiter: createLimiter({
+      store,
+      rules: holder,
+      failureMode: options.failureMode,
+      expectedNodes: options.expectedNodes,
+      deadlineMs: options.deadlineMs,
+    }),
     store,
     holder,
     watcher,
@@ -183,6 +190,7 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   const sync = await startRulesSync(store, holder, logger);
   warnIfNoRules(options, holder, store, logger);
   const context = buildContext({ options, logger, store, holder, watcher, sync, startedAt });
+  logStoreHealth(context);
 
   const { server, routes } = createHttpServer(context);
   const parts: ServiceParts = { context, server, metrics: attachMetrics(context, routes), dashboard: attachDashboard(context, routes) };

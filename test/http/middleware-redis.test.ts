@@ -36,23 +36,34 @@ describe.each(FRAMEWORKS)('%s middleware on Redis', (framework) => {
     expect(statuses).toEqual([[200, '1'], [200, '0'], [429, '0']]);
   });
 
-  it('lets requests through when the store is down and failureMode is open, answers 503 when closed', async () => {
+  it('answers by the failure mode when the store is down, and says so in Tollgate-Degraded', async () => {
     const port = await freePort();
     const dead = redisStore({ url: `redis://127.0.0.1:${port}`, commandTimeoutMs: 200, connectTimeoutMs: 200 });
+    const policy = { algorithm: 'gcra', limit: 1, window: '1h' } as const;
     const errors: unknown[] = [];
+    const statuses = async (): Promise<Array<[number, string | null]>> => {
+      const answers = [await fetch(`${app!.url}/hello`), await fetch(`${app!.url}/hello`)];
+      return answers.map((r) => [r.status, r.headers.get('tollgate-degraded')]);
+    };
     try {
-      app = await startApp(framework, [{ store: dead, policy: { algorithm: 'gcra', limit: 1, window: '1h' }, onError: (error) => errors.push(error) }]);
-      const open = [await fetch(`${app.url}/hello`), await fetch(`${app.url}/hello`)];
-      expect(open.map((r) => r.status)).toEqual([200, 200]);
-      expect(open[0]!.headers.get('x-ratelimit-limit')).toBeNull();
+      // The default, local: this process enforces the limit on its own.
+      app = await startApp(framework, [{ store: dead, policy, onError: (error) => errors.push(error) }]);
+      expect(await statuses()).toEqual([[200, 'local-fallback'], [429, 'local-fallback']]);
       expect(errors.length).toBe(2);
       expect((errors[0] as { code: string }).code).toBe('ERR_TOLLGATE_STORE_UNAVAILABLE');
       await app.close();
-      app = await startApp(framework, [{ store: dead, failureMode: 'closed', onError: () => {}, policy: { algorithm: 'gcra', limit: 1, window: '1h' } }]);
+      app = await startApp(framework, [{ store: dead, policy, failureMode: 'open', onError: () => {} }]);
+      expect(await statuses()).toEqual([[200, 'fail-open'], [200, 'fail-open']]);
+      await app.close();
+      app = await startApp(framework, [{ store: dead, failureMode: 'closed', onError: () => {}, policy }]);
       const closed = await fetch(`${app.url}/hello`);
       expect(closed.status).toBe(503);
       expect(closed.headers.get('retry-after')).toBe('1');
+      expect(closed.headers.get('tollgate-degraded')).toBe('fail-closed');
       expect(await closed.json()).toMatchObject({ error: 'rate_limiter_unavailable' });
+      await app.close();
+      app = await startApp(framework, [{ store: dead, failureMode: 'closed', failClosedStatus: 429, onError: () => {}, policy }]);
+      expect(await statuses()).toEqual([[429, 'fail-closed'], [429, 'fail-closed']]);
     } finally {
       await dead.close();
     }

@@ -20,7 +20,25 @@ describe('serve settings', () => {
       responseDynamicMetadata: false,
       shadowMode: false,
       quotaMode: false,
+      failureMode: 'local',
+      expectedNodes: 1,
+      deadlineMs: 50,
+      failClosedStatus: 429,
     });
+  });
+
+  it('what checks get while the store fails: failure mode, expected nodes, deadline, fail-closed status, validated', () => {
+    const env = { TOLLGATE_FAILURE_MODE: 'CLOSED', TOLLGATE_EXPECTED_NODES: '3', TOLLGATE_DEADLINE_MS: '20', TOLLGATE_FAIL_CLOSED_STATUS: '503' };
+    expect(resolveServiceOptions({}, env)).toMatchObject({ failureMode: 'closed', expectedNodes: 3, deadlineMs: 20, failClosedStatus: 503 });
+    expect(resolveServiceOptions({ 'failure-mode': 'open' }, env).failureMode).toBe('open');
+    const refusals: Array<[Record<string, string>, RegExp]> = [
+      [{ 'failure-mode': 'throw' }, /--failure-mode \(or TOLLGATE_FAILURE_MODE\) must be local .* got "throw"/],
+      [{ 'expected-nodes': '0' }, /--expected-nodes \(or TOLLGATE_EXPECTED_NODES\) must be a whole number of nodes from 1 to 10000, got "0"/],
+      [{ 'deadline-ms': '1.5' }, /--deadline-ms \(or TOLLGATE_DEADLINE_MS\) must be a whole number of ms from 1 to 60000, got "1.5"/],
+      [{ 'deadline-ms': '60001' }, /from 1 to 60000, got "60001"/],
+      [{ 'fail-closed-status': '500' }, /--fail-closed-status \(or TOLLGATE_FAIL_CLOSED_STATUS\) must be 429 \(OVER_LIMIT\) or 503 \(unavailable\), got "500"/],
+    ];
+    for (const [flags, message] of refusals) expect(() => resolveServiceOptions(flags, {})).toThrow(message);
   });
 
   it("envoy's settings: switches, header names and the headers style, validated", () => {
