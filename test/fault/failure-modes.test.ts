@@ -112,7 +112,7 @@ descriptors:
 describe('deadlines', () => {
   it('per limiter (default 50 ms), per call and per store; the fallback answers at the deadline', async () => {
     const limiter = createLimiter({ store: await liveStore(), breaker: false });
-    const fromStore = createLimiter({ store: await liveStore({ deadlineMs: 120 }), breaker: false });
+    const fromStore = createLimiter({ store: await liveStore({ deadlineMs: 700 }), breaker: false });
     const timings = await whileStalled(async () => {
       const time = async (decide: () => Promise<unknown>) => {
         const started = performance.now();
@@ -121,32 +121,34 @@ describe('deadlines', () => {
       };
       return [
         await time(() => limiter.limit(unique('d'), HOURLY)),
-        await time(() => limiter.limit(unique('d'), HOURLY, { deadlineMs: 150 })),
+        await time(() => limiter.limit(unique('d'), HOURLY, { deadlineMs: 350 })),
         await time(() => fromStore.limit(unique('d'), HOURLY)),
       ];
     });
     const [byDefault, perCall, perStore] = timings as [readonly [number, string | undefined], readonly [number, string | undefined], readonly [number, string | undefined]];
     expect(byDefault[1]).toBe('local-fallback');
     expect(byDefault[0]).toBeGreaterThanOrEqual(48);
-    expect(byDefault[0]).toBeLessThan(100);
-    expect(perCall[0]).toBeGreaterThanOrEqual(148);
-    expect(perCall[0]).toBeLessThan(250);
-    expect(perStore[0]).toBeGreaterThanOrEqual(118);
-    expect(perStore[0]).toBeLessThan(220);
+    // Upper bounds leave room for a loaded machine; the lower ones show whose deadline applied.
+    expect(byDefault[0]).toBeLessThan(300);
+    expect(perCall[0]).toBeGreaterThanOrEqual(348);
+    expect(perCall[0]).toBeLessThan(650);
+    expect(perStore[0]).toBeGreaterThanOrEqual(698);
+    expect(perStore[0]).toBeLessThan(1_000);
   });
 
   it('per rule (deadline_ms): the smallest of the matched rules', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-deadline-'));
     writeFileSync(`${dir}/rules.yaml`, 'domain: app\ndescriptors:\n  - key: fast\n    rate_limit: { unit: hour, requests_per_unit: 9, deadline_ms: 20 }\n');
-    const limiter = createLimiter({ store: await liveStore(), rules: { current: await loadRules(`${dir}/rules.yaml`) } as never, breaker: false });
+    const limiter = createLimiter({ store: await liveStore(), rules: { current: await loadRules(`${dir}/rules.yaml`) } as never, breaker: false, deadlineMs: 2_000 });
     const elapsed = await whileStalled(async () => {
       const started = performance.now();
       const result = await limiter.check({ domain: 'app', descriptors: [{ entries: [{ key: 'fast', value: unique('v') }] }] });
       expect(result.degraded).toBe('local-fallback');
       return performance.now() - started;
     });
+    // The rule's 20 ms, not the limiter's 2 s.
     expect(elapsed).toBeGreaterThanOrEqual(18);
-    expect(elapsed).toBeLessThan(45);
+    expect(elapsed).toBeLessThan(1_000);
   });
 
   it('a late reply never flips the answer given nor counts twice: the write lands once, the answer stands', async () => {

@@ -6,7 +6,7 @@
  * again and shared counting is exact from then on; memory stays flat; the outage is logged once.
  */
 import { describe, expect, it } from 'vitest';
-import { EXACT_LIMIT, LOCAL_LIMIT, admittedOf, keyOf, modeCounts, ping, rss, useChaosNodes, valueOf } from '../support/chaos.js';
+import { EXACT_LIMIT, LOCAL_LIMIT, admittedOf, checksSlowerThan, keyOf, modeCounts, ping, rss, useChaosNodes, valueOf } from '../support/chaos.js';
 import { max, sleep, startLoad } from '../support/load.js';
 
 const DEADLINE_MS = 50;
@@ -30,6 +30,7 @@ describe('Redis SIGKILLed under load, restarted empty after 6 s', () => {
     await sleep(2_500);
     const samples = await load.stop();
     const rssAfter = await Promise.all(nodes.map(rss));
+    const slow = await Promise.all(nodes.map((node) => checksSlowerThan(node, '0.1')));
 
     // Every check answered, none with a 5xx, none hung.
     expect(samples.filter((s) => s.status === 0 || s.status >= 500)).toEqual([]);
@@ -47,13 +48,14 @@ describe('Redis SIGKILLed under load, restarted empty after 6 s', () => {
     const admittedAfter = await admittedOf(nodes, EXACT_LIMIT + 10, `after-${Date.now()}`);
     const growthMb = max(rssAfter.map((after, i) => (after - rssBefore[i]!) / 2 ** 20));
     console.log(
-      `[chaos:kill] checks=${samples.length} outage=${outage.length} engage=${engageMs.toFixed(0)}ms outageMax=${outageMaxMs.toFixed(1)}ms ` +
+      `[chaos:kill] checks=${samples.length} outage=${outage.length} engage=${engageMs.toFixed(0)}ms outageMax=${outageMaxMs.toFixed(1)}ms (client) serverOver100ms=${slow.join('/')} ` +
         `recovery=${recoveryMs.map((ms) => ms.toFixed(0)).join('/')}ms open=${modes.open} closed=${modes.closed} ` +
         `localAdmitted=${modes.localAdmitted}/${modes.local} (bound ${NODES * Math.ceil(LOCAL_LIMIT / NODES)}) exactAfter=${admittedAfter}/${EXACT_LIMIT + 10} rssGrowth=${growthMb.toFixed(1)}MB`,
     );
 
-    expect(engageMs).toBeLessThanOrEqual(DEADLINE_MS + 50);
-    expect(outageMaxMs).toBeLessThanOrEqual(DEADLINE_MS + 50);
+    // The load generator's own delays count in engageMs; the deadline bound is checked on the nodes' own clocks.
+    expect(engageMs).toBeLessThanOrEqual(DEADLINE_MS + 100);
+    expect(slow).toEqual(nodes.map(() => 0));
     for (const ms of recoveryMs) expect(ms).toBeLessThan(1_000);
     // open admits although the shared quota of 5 was long spent; closed refuses; local keeps its bound.
     expect(modes.openWrong).toEqual([]);

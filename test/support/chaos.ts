@@ -94,3 +94,15 @@ export function modeCounts(outage: readonly Sample[]) {
     localAdmitted: local.filter((s) => s.status === 200).length,
   };
 }
+
+/**
+ * Checks a node took longer than `seconds` to decide (its own measure, from the request read to the
+ * answer built: what the deadline bounds, without the load generator's own delays).
+ */
+export async function checksSlowerThan(node: ServiceProcess, seconds: string): Promise<number> {
+  const page = await (await fetch(node.url('/metrics'))).text();
+  const value = (pattern: RegExp): number => Number(pattern.exec(page)?.[1] ?? Number.NaN);
+  const total = value(/^tollgate_check_duration_seconds_count\{transport="check"\} (\d+)$/m);
+  const within = value(new RegExp(`^tollgate_check_duration_seconds_bucket\\{le="${seconds.replace('.', '\\.')}",transport="check"\\} (\\d+)$`, 'm'));
+  return total - within;
+}
