@@ -2,7 +2,9 @@
  * The live dashboard on the real service over real HTTP: the page is self-contained (inline, no
  * external URL, CSP by hash), GET /v1/events streams one aggregated snapshot a second, cleans up
  * on disconnect and stays bounded; and the page itself, in headless Chromium, updates its chart and
- * counters from live traffic (screenshot in test-artifacts/).
+ * counters from live traffic (screenshot in test-artifacts/). On a real Redis that is SIGKILLed and
+ * restarted, the snapshots (and the page) show the trouble: the breaker open, checks answered by a
+ * failure mode and fallbacks per second, a growing time since the store was healthy; then healthy.
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,17 +16,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckEvent, ServiceContext } from '../../src/service/context.js';
 import { DashboardAggregate, HISTORY_SECONDS, KEY_SLOTS, MAX_CLIENTS, MAX_RULES, OTHER_RULES, TopKeys } from '../../src/service/dashboard.js';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLE } from '../../src/service/dashboard-page.js';
+import { healthInfo } from '../../src/service/dashboard-health.js';
+import type { DegradedReason } from '../../src/fault/failure-mode.js';
+import type { StoreHealthSnapshot } from '../../src/fault/guard.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
 import { compileRules } from '../../src/rules/ruleset.js';
 import { parseRules } from '../../src/rules/parse.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
 
 const LOGIN_RULE = 'classic.action=login.user';
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 
-async function start(config = 'examples/rules'): Promise<{ service: RunningService; base: string }> {
-  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config, 'log-level': 'silent' }, {}));
+async function start(config = 'examples/rules', extra: Record<string, string> = {}): Promise<{ service: RunningService; base: string }> {
+  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config, 'log-level': 'silent', ...extra }, {}));
   return { service, base: `http://127.0.0.1:${service.httpPort}` };
 }
 
@@ -32,6 +38,27 @@ async function check(base: string, domain: string, descriptors: unknown[]): Prom
   const response = await fetch(`${base}/v1/check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ domain, descriptors }) });
   await response.arrayBuffer();
   return response.status;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Checks sent one after another (a pause between) until stopped; resolves with their statuses. */
+function steadyChecks(base: string, pauseMs = 20): { stop(): Promise<number[]> } {
+  let running = true;
+  const statuses: number[] = [];
+  const done = (async () => {
+    for (let i = 0; running; i++) {
+      statuses.push(await check(base, 'per_ip', [{ remote_address: `192.0.2.${i % 200}` }]));
+      await sleep(pauseMs);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await done;
+      return statuses;
+    },
+  };
 }
 
 interface StreamEvent {
@@ -182,6 +209,20 @@ describe('GET /dashboard', () => {
       expect(snapshot.rulesInfo.watcher).toMatchObject({ failures: 0, lastError: null });
       expect(snapshot.store).toMatchObject({ name: 'memory', fallback: null, errorsTotal: 0 });
       expect(snapshot.store.keys).toBeGreaterThanOrEqual(1);
+      // A memory store is always healthy: breaker closed, no time since healthy, nothing degraded.
+      expect(snapshot.health).toEqual({
+        breaker: 'closed',
+        lastHealthyAt: null,
+        sinceHealthyMs: null,
+        unhealthyForMs: null,
+        lastFailureAt: null,
+        lastError: null,
+        inFlight: 0,
+        fallbacks: { timeout: 0, error: 0, 'breaker-open': 0, overload: 0 },
+        fallbacksTotal: 0,
+      });
+      expect(snapshot.totals).toMatchObject({ degraded: 0, failOpen: 0, failClosed: 0, localFallback: 0, fallbacks: 0 });
+      expect(snapshot.second).toMatchObject({ breaker: 'closed', degraded: 0, fallbacks: 0, fallbacksBy: { timeout: 0, error: 0, 'breaker-open': 0, overload: 0 } });
       expect(snapshot.clients).toBe(1);
       // The seconds' counts add up to the totals.
       const seconds = stream.snapshots().map((s) => s.second);
@@ -244,13 +285,47 @@ describe('event stream and shutdown', () => {
 
 describe('dashboard aggregate (bounded memory)', () => {
   const rules = compileRules(parseRules('domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 10 }\n', 'test'));
-  const ctx = { holder: { current: rules } } as unknown as ServiceContext;
-  const event = (rule: string, code: 'OK' | 'OVER_LIMIT', key?: string): CheckEvent => ({
+  const health = { breaker: 'closed', lastHealthyAt: undefined, lastFailureAt: undefined, lastError: undefined, inFlight: 0, fallbacks: { timeout: 0, error: 0, 'breaker-open': 0, overload: 0 } };
+  const ctx = { holder: { current: rules }, limiter: { health: () => health } } as unknown as ServiceContext;
+  const event = (rule: string, code: 'OK' | 'OVER_LIMIT', key?: string, degraded?: DegradedReason): CheckEvent => ({
     domain: 'd',
     via: 'check',
     durationMs: 0.1,
     keys: [key],
-    result: { overallCode: code, statuses: [{ code, limitRemaining: code === 'OK' ? 5 : 0, durationUntilReset: 1000, rule, currentLimit: { requestsPerUnit: 10, unit: 'second', unitMultiplier: 1 } }], now: 0 },
+    result: {
+      overallCode: code,
+      statuses: [{ code, limitRemaining: code === 'OK' ? 5 : 0, durationUntilReset: 1000, rule, currentLimit: { requestsPerUnit: 10, unit: 'second', unitMultiplier: 1 } }],
+      now: 0,
+      ...(degraded !== undefined ? { degraded } : {}),
+    },
+  });
+
+  it('counts degraded checks by reason, and fallbacks per second from the limiter totals', () => {
+    const aggregate = new DashboardAggregate(ctx);
+    aggregate.onCheck(event('d.k', 'OK', 'a', 'local-fallback'));
+    aggregate.onCheck(event('d.k', 'OK', 'a', 'local-fallback'));
+    aggregate.onCheck(event('d.k', 'OVER_LIMIT', 'a', 'fail-closed'));
+    aggregate.onCheck(event('d.k', 'OK', 'a', 'fail-open'));
+    aggregate.onCheck(event('d.k', 'OK', 'a'));
+    const at = (fallbacks: Record<string, number>, breaker = 'open') => ({ ...health, breaker, fallbacks: { ...health.fallbacks, ...fallbacks } }) as StoreHealthSnapshot;
+    const first = aggregate.roll(1000, at({ error: 2, 'breaker-open': 5 }));
+    expect(first).toMatchObject({ checks: 5, degraded: 4, localFallback: 2, failClosed: 1, failOpen: 1, allowed: 4, throttled: 1, fallbacks: 7, breaker: 'open' });
+    expect(first.fallbacksBy).toEqual({ timeout: 0, error: 2, 'breaker-open': 5, overload: 0 });
+    // The next second: only the increase of the totals.
+    const second = aggregate.roll(2000, at({ error: 2, 'breaker-open': 9, timeout: 1 }, 'half-open'));
+    expect(second).toMatchObject({ degraded: 0, fallbacks: 5, breaker: 'half-open', fallbacksBy: { timeout: 1, error: 0, 'breaker-open': 4, overload: 0 } });
+    expect(aggregate.roll(3000, at({ error: 2, 'breaker-open': 9, timeout: 1 }, 'closed'))).toMatchObject({ fallbacks: 0, breaker: 'closed' });
+    expect(aggregate.totals).toMatchObject({ degraded: 4, localFallback: 2, failClosed: 1, failOpen: 1, fallbacks: 12 });
+  });
+
+  it('says how long the store has been unhealthy, never for a memory store, with the last error cut', () => {
+    const failing = { ...health, breaker: 'open', lastHealthyAt: 10_000, lastFailureAt: 21_000, lastError: `<b>${'x'.repeat(400)}</b>` } as StoreHealthSnapshot;
+    const info = healthInfo(failing, { memory: false, startedAt: 0, now: 22_000 });
+    expect(info).toMatchObject({ breaker: 'open', lastHealthyAt: 10_000, sinceHealthyMs: 12_000, unhealthyForMs: 12_000, lastFailureAt: 21_000 });
+    expect(info.lastError!.length).toBeLessThanOrEqual(301);
+    expect(healthInfo({ ...failing, lastHealthyAt: undefined }, { memory: false, startedAt: 5_000, now: 22_000 })).toMatchObject({ sinceHealthyMs: null, unhealthyForMs: 17_000 });
+    expect(healthInfo({ ...failing, breaker: 'closed' }, { memory: false, startedAt: 0, now: 22_000 })).toMatchObject({ sinceHealthyMs: 12_000, unhealthyForMs: null });
+    expect(healthInfo({ ...health, lastHealthyAt: 21_000 } as StoreHealthSnapshot, { memory: true, startedAt: 0, now: 22_000 })).toMatchObject({ lastHealthyAt: null, sinceHealthyMs: null });
   });
 
   it('keeps at most HISTORY_SECONDS seconds and MAX_RULES rules', () => {
@@ -285,6 +360,78 @@ describe('dashboard aggregate (bounded memory)', () => {
     const aggregate = new DashboardAggregate(ctx);
     aggregate.onCheck(event('d.k', 'OVER_LIMIT', `d|k=${'x'.repeat(1000)}`));
     expect(aggregate.topKeys()[0]!.key.length).toBeLessThanOrEqual(161);
+  });
+});
+
+describe('dashboard while the store fails (real Redis, SIGKILLed, restarted)', () => {
+  let redis: RedisServer;
+  let service: RunningService;
+  let base: string;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    ({ service, base } = await start('examples/rules', { redis: redis.url }));
+  });
+  afterAll(async () => {
+    await service.close();
+    await redis.stop();
+  });
+
+  it('shows the breaker open, degraded checks and fallbacks per second, a growing time since healthy; closed again once Redis is back', { timeout: 20_000 }, async () => {
+    const stream = await EventStream.open(base);
+    let load: { stop(): Promise<number[]> } | undefined;
+    try {
+      for (let i = 0; i < 3; i++) expect(await check(base, 'per_ip', [{ remote_address: '198.51.100.7' }])).toBe(200);
+      const healthy = await stream.next((s) => s.health.sinceHealthyMs !== null && s.totals.checks >= 3);
+      expect(healthy.health).toMatchObject({ breaker: 'closed', unhealthyForMs: null, lastError: null, fallbacksTotal: 0 });
+      expect(healthy.health.sinceHealthyMs).toBeLessThan(3_000);
+      expect(healthy.totals).toMatchObject({ degraded: 0, fallbacks: 0 });
+
+      process.kill(redis.pid, 'SIGKILL');
+      load = steadyChecks(base);
+      const from = stream.snapshots().length;
+      // The default failure mode (local) answers: every degraded check is a local fallback.
+      const open = await stream.next((s) => s.health.breaker === 'open' && s.second.degraded > 0 && s.second.fallbacks > 0, 6_000, from);
+      expect(open.second.localFallback).toBe(open.second.degraded);
+      expect(open.second.breaker).toBe('open');
+      expect(Object.values(open.second.fallbacksBy as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(open.second.fallbacks);
+      expect(open.second.fallbacksBy['breaker-open']).toBeGreaterThan(0);
+      expect(open.health.fallbacksTotal).toBeGreaterThanOrEqual(open.second.fallbacks);
+      expect(open.health.lastError).toEqual(expect.any(String));
+      expect(open.health.lastHealthyAt).toBeGreaterThanOrEqual(healthy.health.lastHealthyAt);
+      expect(open.health.unhealthyForMs).toBeGreaterThan(0);
+      expect(open.store.state).toMatch(/^(degraded|unreachable)$/);
+      // A second later it is still open, and unhealthy for longer.
+      const later = await stream.next((s) => s.health.unhealthyForMs >= open.health.unhealthyForMs + 900, 4_000, stream.snapshots().indexOf(open) + 1);
+      expect(later.health.breaker).not.toBe('closed');
+      expect(later.health.sinceHealthyMs).toBeGreaterThan(open.health.sinceHealthyMs);
+      expect(later.health.lastHealthyAt).toBe(open.health.lastHealthyAt);
+      expect(later.second.degraded).toBeGreaterThan(0);
+      expect(later.second.fallbacks).toBeGreaterThan(0);
+
+      await redis.restart();
+      const back = await stream.next((s) => s.health.breaker === 'closed', 8_000, stream.snapshots().indexOf(later) + 1);
+      expect(back.health.unhealthyForMs).toBeNull();
+      expect(back.health.lastHealthyAt).toBeGreaterThan(later.health.lastHealthyAt);
+      expect(back.health.sinceHealthyMs).toBeLessThan(2_000);
+      const statuses = await load.stop();
+      load = undefined;
+      // Every check was answered: by Redis or, while it was gone, by the failure mode.
+      expect(statuses.filter((status) => status !== 200 && status !== 429)).toEqual([]);
+      // The history a new viewer gets holds the outage's seconds.
+      const viewer = await EventStream.open(base);
+      try {
+        await viewer.next(() => true);
+        const seconds = viewer.events[0]!.data as Snapshot[];
+        expect(seconds.some((second) => second.breaker === 'open' && second.degraded > 0 && second.fallbacks > 0)).toBe(true);
+        expect(seconds.at(-1).breaker).toBe('closed');
+      } finally {
+        viewer.close();
+      }
+    } finally {
+      await load?.stop();
+      stream.close();
+    }
   });
 });
 
