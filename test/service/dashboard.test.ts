@@ -12,6 +12,7 @@ import { get, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Script } from 'node:vm';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckEvent, ServiceContext } from '../../src/service/context.js';
 import { DashboardAggregate, HISTORY_SECONDS, KEY_SLOTS, MAX_CLIENTS, MAX_RULES, OTHER_RULES, TopKeys } from '../../src/service/dashboard.js';
@@ -74,6 +75,7 @@ type Snapshot = any;
 declare const document: any;
 declare const getComputedStyle: any;
 type HTMLCanvasElement = any;
+type HTMLElement = any;
 
 /** A client of GET /v1/events that parses the stream as it arrives. */
 class EventStream {
@@ -438,6 +440,24 @@ describe('dashboard while the store fails (real Redis, SIGKILLed, restarted)', (
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium) console.warn(`dashboard browser test skipped: ${CHROMIUM} is missing (install Debian's chromium: apt-get install -y chromium)`);
 
+async function launchChromium(): Promise<Browser> {
+  const { chromium } = await import('playwright-core');
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** Page errors, console errors and CSP reports, as they come. */
+function watchProblems(page: Page): string[] {
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error' || /Content.Security.Policy/i.test(message.text())) problems.push(`console: ${message.text()}`);
+  });
+  return problems;
+}
+
 describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
   let dir: string;
   let service: RunningService;
@@ -456,18 +476,10 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
   });
 
   it('updates the chart and the counters from live traffic', { timeout: 60_000 }, async () => {
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
-      const problems: string[] = [];
-      page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-      page.on('console', (message) => {
-        if (message.type() === 'error' || /Content.Security.Policy/i.test(message.text())) problems.push(`console: ${message.text()}`);
-      });
+      const problems = watchProblems(page);
       const requests: string[] = [];
       page.on('request', (request) => requests.push(request.url()));
 
@@ -503,6 +515,12 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
       expect(await page.$eval('#rules-version', (el) => el.getAttribute('data-value'))).toBe(service.context.holder.current.version);
       expect(await page.$eval('#store-state', (el) => el.getAttribute('data-value'))).toBe('ok');
       expect(await page.$eval('#fallback-state', (el) => el.textContent)).toBe('none configured');
+      // No trouble: the breaker badge says closed (green), no banner, no time since healthy (memory).
+      expect(await page.$eval('#breaker', (el) => [el.getAttribute('data-value'), el.className])).toEqual(['closed', 'pill breaker ok']);
+      expect(await page.$eval('#trouble', (el) => (el as HTMLElement).hidden)).toBe(true);
+      expect(await page.$eval('#since-healthy', (el) => el.textContent)).toBe('last healthy: \u2014');
+      expect(await numberOf('degraded-total')).toBe(0);
+      expect(await numberOf('fallbacks-total')).toBe(0);
 
       // The rules table: the login rule with its totals.
       const row = page.locator(`#rules-body tr[data-rule="${LOGIN_RULE}"]`);
@@ -541,6 +559,7 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
       expect(chart.points).toBeGreaterThanOrEqual(3);
       expect(chart.draws).toBeGreaterThan(1);
       expect(chart.red).toBeGreaterThan(0);
+      expect(await page.$eval('#chart', (el) => [el.getAttribute('data-degraded-sum'), el.getAttribute('data-unhealthy-seconds'), el.getAttribute('data-last-breaker')])).toEqual(['0', '0', 'closed']);
 
       // Charting one rule.
       await page.selectOption('#rule-select', LOGIN_RULE);
@@ -558,6 +577,73 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
       // Nothing but the service was asked for.
       expect(requests.filter((url) => !url.startsWith(base) && !url.startsWith('data:'))).toEqual([]);
     } finally {
+      await browser.close();
+    }
+  });
+});
+
+describe.skipIf(!haveChromium)('dashboard in headless Chromium while Redis is down', () => {
+  let redis: RedisServer;
+  let service: RunningService;
+  let base: string;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    ({ service, base } = await start('examples/rules', { redis: redis.url }));
+  });
+  afterAll(async () => {
+    await service.close();
+    await redis.stop();
+  });
+
+  it('shows the outage as trouble: red breaker badge, banner, degraded series, time since healthy; green again after', { timeout: 40_000 }, async () => {
+    const browser = await launchChromium();
+    let load: { stop(): Promise<number[]> } | undefined;
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
+      const problems = watchProblems(page);
+      await page.goto(`${base}/dashboard`);
+      for (let i = 0; i < 3; i++) await check(base, 'per_ip', [{ remote_address: '198.51.100.9' }]);
+      await page.waitForFunction(() => document.getElementById('breaker')?.getAttribute('data-value') === 'closed' && document.getElementById('since-healthy')?.getAttribute('data-value') !== '', undefined, { timeout: 5_000 });
+      expect(await page.$eval('#trouble', (el) => (el as HTMLElement).hidden)).toBe(true);
+
+      process.kill(redis.pid, 'SIGKILL');
+      load = steadyChecks(base);
+      await page.waitForFunction(
+        () => {
+          const attr = (id: string, name: string) => document.getElementById(id)?.getAttribute(name);
+          return attr('breaker', 'data-value') === 'open' && Number(attr('chart', 'data-degraded-sum')) > 0 && Number(attr('rate-fallbacks', 'data-value')) > 0 && Number(attr('rate-degraded', 'data-value')) > 0;
+        },
+        undefined,
+        { timeout: 8_000 },
+      );
+      // While open, the badge is red (the --bad colour). A probe may half-open it for an instant: wait for open again.
+      const redBadge = () => {
+        const el = document.getElementById('breaker');
+        const bad = getComputedStyle(document.documentElement).getPropertyValue('--bad').trim();
+        const rgb = [1, 3, 5].map((i) => parseInt(bad.slice(i, i + 2), 16));
+        return el.getAttribute('data-value') === 'open' && el.textContent === 'store breaker OPEN' && getComputedStyle(el).backgroundColor === `rgb(${rgb.join(', ')})`;
+      };
+      await page.waitForFunction(redBadge, undefined, { timeout: 3_000 });
+      const banner = await page.$eval('#trouble', (el) => ({ hidden: (el as HTMLElement).hidden, text: el.textContent, elements: el.querySelectorAll('*').length }));
+      expect(banner.hidden).toBe(false);
+      expect(banner.text).toMatch(/^Store unhealthy for [\d.]+ s \(breaker (open|half-open)\):/);
+      // The error message is text: no element was made of it.
+      expect(banner.elements).toBe(2);
+      expect(await page.$eval('#since-healthy', (el) => el.textContent)).toMatch(/^store unhealthy for [\d.]+ s$/);
+      expect(await page.$eval('#last-error', (el) => ({ text: el.textContent, elements: el.children.length }))).toMatchObject({ text: expect.stringMatching(/^last error: ./), elements: 0 });
+      expect(Number(await page.$eval('#chart', (el) => el.getAttribute('data-unhealthy-seconds')))).toBeGreaterThan(0);
+      expect(Number(await page.$eval('#degraded-split', (el) => el.getAttribute('data-local-fallback')))).toBeGreaterThan(0);
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS, 'dashboard-outage.png'), fullPage: true });
+
+      await redis.restart();
+      await page.waitForFunction(() => document.getElementById('breaker')?.getAttribute('data-value') === 'closed', undefined, { timeout: 10_000 });
+      expect(await page.$eval('#trouble', (el) => (el as HTMLElement).hidden)).toBe(true);
+      expect(await page.$eval('#breaker', (el) => el.className)).toBe('pill breaker ok');
+      expect(problems).toEqual([]);
+    } finally {
+      await load?.stop();
       await browser.close();
     }
   });
