@@ -7,7 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { EXACT_LIMIT, admittedOf, checksSlowerThan, keyOf, modeCounts, useChaosNodes, valueOf } from '../support/chaos.js';
+import { EXACT_LIMIT, admittedOf, checksSlowerThan, keyOf, recoveredAt, modeCounts, useChaosNodes, valueOf } from '../support/chaos.js';
 import { max, metricValue, sleep, startLoad } from '../support/load.js';
 
 const DEADLINE_MS = 50;
@@ -53,12 +53,12 @@ describe('Redis stalled (SIGSTOP 4 s) and its scripts flushed, under load', () =
     const firstDegraded = samples.find((s) => s.at >= stoppedAt && s.degraded !== null)!;
     const engageMs = firstDegraded.at + firstDegraded.ms - stoppedAt;
     const stallMaxMs = max(stall.map((s) => s.ms));
-    const recoveryMs = nodes.map((_, node) => samples.filter((s) => s.node === node && s.degraded !== null).at(-1)!.at - resumedAt);
+    const recoveryMs = nodes.map((_, node) => (recoveredAt(samples, node, resumedAt) ?? Number.POSITIVE_INFINITY) - resumedAt);
     const modes = modeCounts(stall.filter((s) => s.at >= firstDegraded.at + DEADLINE_MS));
     const admittedAfter = await admittedOf(nodes, EXACT_LIMIT + 10, `after-stall-${Date.now()}`);
     console.log(
       `[chaos:stop] checks=${samples.length} stalled=${stall.length} engage=${engageMs.toFixed(0)}ms stallMax=${stallMaxMs.toFixed(1)}ms (client) serverOver100ms=${slow.join('/')} ` +
-        `maxInFlight=${max(inFlight)} recovery=${recoveryMs.map((ms) => ms.toFixed(0)).join('/')}ms localAdmitted=${modes.localAdmitted}/${modes.local} exactAfter=${admittedAfter}`,
+        `maxInFlight=${max(inFlight)} recovery=${recoveryMs.map((ms) => ms.toFixed(0)).join('/')}ms lastDegraded=${nodes.map((_, node) => (samples.filter((s) => s.node === node && s.degraded !== null).at(-1)?.at ?? 0) - resumedAt).join('/')}ms localAdmitted=${modes.localAdmitted}/${modes.local} exactAfter=${admittedAfter}`,
     );
 
     // The load generator's own delays count in engageMs; the deadline bound is checked on the nodes' own clocks.

@@ -106,3 +106,16 @@ export async function checksSlowerThan(node: ServiceProcess, seconds: string): P
   const within = value(new RegExp(`^tollgate_check_duration_seconds_bucket\\{le="${seconds.replace('.', '\\.')}",transport="check"\\} (\\d+)$`, 'm'));
   return total - within;
 }
+
+/**
+ * When `node` was answering from the shared counters again after `from`: the first answer after
+ * which its next `run` answers are all normal (a stray late answer on a loaded machine, later on,
+ * is a deadline doing its job, not a failed recovery). Undefined if that never happened.
+ */
+export function recoveredAt(samples: readonly Sample[], node: number, from: number, run = 20): number | undefined {
+  const own = samples.filter((s) => s.node === node && s.at >= from);
+  for (let i = 0; i + run <= own.length; i++) {
+    if (own.slice(i, i + run).every((s) => s.degraded === null)) return own[i]!.at;
+  }
+  return undefined;
+}
