@@ -341,7 +341,7 @@ function storeInfo(ctx: ServiceContext, aggregate: DashboardAggregate, readiness
   const errors10s = aggregate.storeErrorsLast10s();
   const details = readiness?.details ?? {};
   const reachable = typeof details.storeReachable === 'boolean' ? details.storeReachable : undefined;
-  const fallback = details.fallback;
+  const { failureMode, expectedNodes } = ctx.options;
   return {
     name: ctx.store.name,
     state: reachable === false ? 'unreachable' : breaker !== 'closed' ? 'degraded' : errors10s > 0 ? 'errors' : readiness === undefined ? 'unknown' : 'ok',
@@ -349,7 +349,8 @@ function storeInfo(ctx: ServiceContext, aggregate: DashboardAggregate, readiness
     errorsLast10s: errors10s,
     errorsTotal: aggregate.totals.storeErrors,
     lastError: aggregate.lastStoreError ?? null,
-    fallback: fallback === undefined ? null : fallback,
+    // What checks get while the store fails (rules may name their own failure_mode).
+    fallback: failureMode === 'local' ? `local (limit / ${expectedNodes})` : failureMode,
     ...(stats !== undefined ? { keys: stats.keys, maxKeys: stats.maxKeys, evictions: stats.evictions, expired: stats.expired } : {}),
   };
 }

@@ -209,7 +209,7 @@ describe('GET /dashboard', () => {
       expect(snapshot.topKeys[0]).toMatchObject({ throttled: 1 });
       expect(snapshot.rulesInfo).toMatchObject({ version: service.context.holder.current.version, domains: ['classic', 'hybrid', 'per_api_key', 'per_ip', 'per_user'] });
       expect(snapshot.rulesInfo.watcher).toMatchObject({ failures: 0, lastError: null });
-      expect(snapshot.store).toMatchObject({ name: 'memory', fallback: null, errorsTotal: 0 });
+      expect(snapshot.store).toMatchObject({ name: 'memory', fallback: 'local (limit / 1)', errorsTotal: 0 });
       expect(snapshot.store.keys).toBeGreaterThanOrEqual(1);
       // A memory store is always healthy: breaker closed, no time since healthy, nothing degraded.
       expect(snapshot.health).toEqual({
@@ -514,7 +514,7 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
       expect(await numberOf('shadow-total')).toBe(2);
       expect(await page.$eval('#rules-version', (el) => el.getAttribute('data-value'))).toBe(service.context.holder.current.version);
       expect(await page.$eval('#store-state', (el) => el.getAttribute('data-value'))).toBe('ok');
-      expect(await page.$eval('#fallback-state', (el) => el.textContent)).toBe('none configured');
+      expect(await page.$eval('#fallback-state', (el) => el.textContent)).toBe('local (limit / 1)');
       // No trouble: the breaker badge says closed (green), no banner, no time since healthy (memory).
       expect(await page.$eval('#breaker', (el) => [el.getAttribute('data-value'), el.className])).toEqual(['closed', 'pill breaker ok']);
       expect(await page.$eval('#trouble', (el) => (el as HTMLElement).hidden)).toBe(true);

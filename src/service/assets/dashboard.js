@@ -446,7 +446,7 @@
     renderHealth(snap);
     setText('store-name', st.name + (st.keys !== undefined ? ' - ' + fmt(st.keys) + ' keys' : ''));
     var fb = st.fallback;
-    var fbText = fb === null ? 'none configured' : typeof fb === 'object' ? JSON.stringify(fb) : String(fb);
+    var fbText = fb === null || fb === undefined ? '-' : String(fb);
     var fbEl = $('fallback-state');
     fbEl.textContent = fbText;
     fbEl.setAttribute('data-value', fbText);
@@ -460,7 +460,7 @@
     storePairs.push(['Errors', st.errorsTotal + ' (' + st.errorsLast10s + ' in the last 10 s)', st.errorsLast10s > 0 ? 'error' : '']);
     if (st.lastError) storePairs.push(['Last error', st.lastError.kind + ' at ' + new Date(st.lastError.at).toLocaleTimeString(), 'error']);
     if (snap.health) storePairs = storePairs.concat(healthPairs(snap.health));
-    storePairs.push(['Fallback', fbText]);
+    storePairs.push(['Failure mode', fbText]);
     storePairs.push(['Ready', snap.ready === undefined ? 'checking' : snap.ready ? 'yes' : 'no', snap.ready === false ? 'error' : '']);
     dl('store-info', storePairs);
 
