@@ -38,14 +38,16 @@ export function createLogger(level: string): Logger {
   return pino({ level });
 }
 
-/** The memory store, or Redis (single node or Cluster) once it answers. */
+/** The memory store, or Redis (single node, Cluster or Sentinel) once it answers. */
 async function createStoreFromOptions(options: ServiceOptions): Promise<MemoryStore | RedisStore> {
   const store: MemoryStore | RedisStore =
     options.redis !== undefined
       ? redisStore({ url: options.redis })
       : options.redisCluster !== undefined
         ? redisStore({ cluster: options.redisCluster })
-        : memoryStore();
+        : options.redisSentinel !== undefined
+          ? redisStore({ sentinels: options.redisSentinel.nodes, name: options.redisSentinel.name })
+          : memoryStore();
   if (store.name === 'redis') await (store as RedisStore).ready();
   return store;
 }
