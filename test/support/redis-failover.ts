@@ -21,13 +21,13 @@ export function cliAsync(port: number, ...args: string[]): Promise<string> {
   });
 }
 
-/** Polls `check` (async) every 50 ms until it returns a value other than undefined, or fails after `timeoutMs`. */
+/** Polls `check` (async) every 100 ms until it returns a value other than undefined, or fails after `timeoutMs`. */
 export async function poll<T>(check: () => Promise<T | undefined>, what: string, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const value = await check().catch(() => undefined);
     if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
@@ -186,6 +186,11 @@ export function serverOn(cluster: RedisCluster, port: number): RedisServer {
  */
 export async function waitForClusterFailover(cluster: RedisCluster, deadPort: number, slot: number, timeoutMs = 20_000): Promise<number> {
   const survivors = cluster.servers.filter((server) => server.port !== deadPort);
+  // One node first (few redis-cli processes while the test's load runs), then all of them.
+  await poll(async () => {
+    const owner = await slotOwner(survivors[0]!.port, slot);
+    return owner !== undefined && owner !== deadPort ? owner : undefined;
+  }, `a replica to take over slot ${slot} from ${deadPort}`, timeoutMs);
   return poll(
     async () => {
       const owners = await Promise.all(survivors.map((server) => slotOwner(server.port, slot)));
@@ -295,9 +300,9 @@ export interface FaultReport {
   readonly calls: number;
   /** Failed calls that ended before the fault: should be none. */
   readonly errorsBefore: number;
-  /** Failed calls from the fault to the first call (started after the fault) that succeeded. */
+  /** Failed calls from the fault until the first call started after it succeeded (by its answer). */
   readonly errorsInWindow: number;
-  /** Failed calls started after that first success: should be none. */
+  /** Failed calls started after that first success answered: should be none. */
   readonly errorsAfter: number;
   /** From the fault to the end of that first success, in ms (undefined: never recovered). */
   readonly windowMs: number | undefined;
@@ -308,13 +313,14 @@ export interface FaultReport {
 }
 
 export function faultReport(records: readonly LoadRecord[], faultAt: number): FaultReport {
-  const recovered = records.find((record) => record.ok && record.start >= faultAt);
+  // Recovered: the first call started after the fault to succeed (by the time it answered).
+  const recovered = records.filter((record) => record.ok && record.start >= faultAt).sort((a, b) => a.end - b.end)[0];
   const errors = records.filter((record) => !record.ok);
   return {
     calls: records.length,
     errorsBefore: errors.filter((record) => record.end < faultAt).length,
-    errorsInWindow: errors.filter((record) => record.end >= faultAt && (recovered === undefined || record.start <= recovered.start)).length,
-    errorsAfter: recovered === undefined ? 0 : errors.filter((record) => record.start > recovered.start).length,
+    errorsInWindow: errors.filter((record) => record.end >= faultAt && (recovered === undefined || record.start <= recovered.end)).length,
+    errorsAfter: recovered === undefined ? 0 : errors.filter((record) => record.start > recovered.end).length,
     windowMs: recovered === undefined ? undefined : recovered.end - faultAt,
     lastErrorMs: errors.length === 0 ? undefined : Math.max(...errors.map((record) => record.end)) - faultAt,
     messages: [...new Set(errors.map((record) => record.error!.replace(/\d+/g, 'N')))],

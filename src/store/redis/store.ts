@@ -29,6 +29,13 @@ import { DECIDE_SCRIPT } from './scripts.js';
 export type { RedisStoreOptions } from './connect.js';
 import { checkOptions } from '../../options.js';
 
+/**
+ * A script refused because its slot is half-moved between masters: TRYAGAIN, or ioredis giving up
+ * after its redirections (ASK to the new owner, TRYAGAIN there, back to the old one...). Either
+ * way no attempt ran the script.
+ */
+const SLOT_MOVING = /^(ReplyError: )?TRYAGAIN|Too many Cluster redirections\. Last error: (ReplyError: )?(TRYAGAIN|ASK|MOVED)/;
+
 /** One group of requests (all-or-nothing) waiting for its batch; a single decision is a group of one. */
 interface Pending {
   readonly keys: string[];
@@ -295,7 +302,7 @@ export class RedisStore implements Store {
     try {
       values = await this.evaluate(keys, args);
     } catch (error) {
-      if (this.isCluster && /TRYAGAIN/.test(String(error)) && this.tryAgain(timeKey, batch, tryAgains)) return;
+      if (this.isCluster && SLOT_MOVING.test(String(error)) && this.tryAgain(timeKey, batch, tryAgains)) return;
       const failure = this.describeFailure(error);
       for (const pending of batch) pending.reject(failure);
       return;
@@ -348,7 +355,8 @@ export class RedisStore implements Store {
 
   private describeFailure(error: unknown): Error {
     const message = error instanceof Error ? error.message : String(error);
-    if (this.client.status !== 'ready' || /timed out|Stream isn't writeable|Connection is closed|ECONNREFUSED/i.test(message)) {
+    // Also the replies of a topology change in progress: a failover (CLUSTERDOWN, READONLY, LOADING, MASTERDOWN), a slot on the move.
+    if (this.client.status !== 'ready' || /timed out|Stream isn't writeable|Connection is closed|ECONNREFUSED|CLUSTERDOWN|READONLY|LOADING|MASTERDOWN|TRYAGAIN|Too many Cluster redirections/i.test(message)) {
       return new StoreUnavailableError(`Redis at ${this.address} is unavailable: ${message}`, { cause: error });
     }
     return new StoreError(`Redis at ${this.address} failed a rate limit script: ${message}`, { cause: error });
