@@ -225,7 +225,7 @@ describe('an unreachable Redis', () => {
 
 describe('options', () => {
   it.each([
-    [{}, /exactly one of url, client or cluster \(got none\)/],
+    [{}, /exactly one of url, client, cluster or sentinels \(got none\)/],
     [{ url: 'redis://x:1', cluster: [{ host: 'x', port: 1 }] }, /got url and cluster/],
     [{ url: '127.0.0.1:6379' }, /url must look like redis:\/\/host:port/],
     [{ url: 'redis://x:1', keyPrefix: 'a{b' }, /keyPrefix must be a string without \{ or \}/],

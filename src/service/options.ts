@@ -11,10 +11,15 @@ import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../fault/failu
 export interface ServiceOptions {
   /** Rules file or directory (`--config`, `TOLLGATE_CONFIG`). */
   readonly config?: string;
-  /** Redis URL (`--redis`, `TOLLGATE_REDIS`); neither this nor `redisCluster`: memory store. */
+  /** Redis URL (`--redis`, `TOLLGATE_REDIS`); none of this, `redisCluster` or `redisSentinel`: memory store. */
   readonly redis?: string;
   /** Redis Cluster seed nodes (`--redis-cluster host:port,...`, `TOLLGATE_REDIS_CLUSTER`). */
   readonly redisCluster?: readonly { host: string; port: number }[];
+  /**
+   * Redis Sentinel (`--redis-sentinel host:port,...`, `TOLLGATE_REDIS_SENTINEL`): the sentinels, and
+   * the monitored primary's name (`--redis-sentinel-name`, `TOLLGATE_REDIS_SENTINEL_NAME`, default `mymaster`).
+   */
+  readonly redisSentinel?: { readonly nodes: readonly { host: string; port: number }[]; readonly name: string };
   /** HTTP port (`--port`, `TOLLGATE_PORT`), default 8080; 0 picks a free port. */
   readonly port: number;
   /** gRPC port (`--grpc-port`, `TOLLGATE_GRPC_PORT`), default 8081; 0 picks a free port. */
@@ -69,6 +74,8 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   config: 'TOLLGATE_CONFIG',
   redis: 'TOLLGATE_REDIS',
   'redis-cluster': 'TOLLGATE_REDIS_CLUSTER',
+  'redis-sentinel': 'TOLLGATE_REDIS_SENTINEL',
+  'redis-sentinel-name': 'TOLLGATE_REDIS_SENTINEL_NAME',
   port: 'TOLLGATE_PORT',
   'grpc-port': 'TOLLGATE_GRPC_PORT',
   host: 'TOLLGATE_HOST',
@@ -183,6 +190,47 @@ function responseHeaders(text: string | undefined, where: string): ResponseHeade
   throw new InvalidOptionError(`${where} must be off, envoy (envoy's three headers; also true) or full (Tollgate's X-RateLimit-*, RateLimit-Policy, RateLimit, Retry-After), got ${JSON.stringify(text)}`);
 }
 
+type RedisSettings = Pick<ServiceOptions, 'redis' | 'redisCluster' | 'redisSentinel'>;
+
+/** `--redis`, `--redis-cluster` or `--redis-sentinel` (+ `--redis-sentinel-name`): at most one. */
+function redisSettings(value: (flag: string) => string | undefined, where: (flag: string) => string): RedisSettings {
+  const redis = value('redis');
+  const clusterText = value('redis-cluster');
+  const sentinelText = value('redis-sentinel');
+  const given = (['redis', 'redis-cluster', 'redis-sentinel'] as const).filter((flag) => value(flag) !== undefined);
+  if (given.length > 1) {
+    throw new InvalidOptionError(`give one of ${where('redis')}, ${where('redis-cluster')} or ${where('redis-sentinel')}, not ${given.map((flag) => `--${flag}`).join(' and ')}`);
+  }
+  if (redis !== undefined && !/^rediss?:\/\//.test(redis)) {
+    throw new InvalidOptionError(`${where('redis')} must look like redis://host:6379, got ${JSON.stringify(redis)}`);
+  }
+  const sentinelName = value('redis-sentinel-name');
+  if (sentinelName !== undefined && sentinelText === undefined) {
+    throw new InvalidOptionError(`${where('redis-sentinel-name')} goes with ${where('redis-sentinel')}: give the sentinels too, or drop the name`);
+  }
+  if (sentinelName !== undefined && !/^[^\s]+$/.test(sentinelName)) {
+    throw new InvalidOptionError(`${where('redis-sentinel-name')} must be the primary's name in "sentinel monitor <name> ...", without spaces, got ${JSON.stringify(sentinelName)}`);
+  }
+  const redisCluster = clusterText === undefined ? undefined : hostPorts(clusterText, where('redis-cluster'));
+  const redisSentinel = sentinelText === undefined ? undefined : { nodes: hostPorts(sentinelText, where('redis-sentinel')), name: sentinelName ?? 'mymaster' };
+  return {
+    ...(redis !== undefined ? { redis } : {}),
+    ...(redisCluster !== undefined ? { redisCluster } : {}),
+    ...(redisSentinel !== undefined ? { redisSentinel } : {}),
+  };
+}
+
+/** `host:port,host:port,...`. */
+function hostPorts(text: string, where: string): { host: string; port: number }[] {
+  return text.split(',').map((node) => {
+    const match = /^\s*([^\s:]+):(\d{1,5})\s*$/.exec(node);
+    if (match === null || Number(match[2]) < 1 || Number(match[2]) > 65_535) {
+      throw new InvalidOptionError(`${where} must be host:port,host:port,..., got ${JSON.stringify(node)}`);
+    }
+    return { host: match[1]!, port: Number(match[2]) };
+  });
+}
+
 /** Merges flags over the environment over the settings file, and validates the result. */
 export function resolveServiceOptions(flags: Readonly<Record<string, string | undefined>>, env: NodeJS.ProcessEnv): ServiceOptions {
   const settingsPath = flags.settings ?? env.TOLLGATE_SETTINGS;
@@ -199,21 +247,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     if (!/^\d+$/.test(text) || number > 65_535) throw new InvalidOptionError(`${where(flag)} must be a port from 0 to 65535, got ${JSON.stringify(text)}`);
     return number;
   };
-  const redis = value('redis');
-  const clusterText = value('redis-cluster');
-  if (redis !== undefined && clusterText !== undefined) {
-    throw new InvalidOptionError(`give ${where('redis')} or ${where('redis-cluster')}, not both`);
-  }
-  if (redis !== undefined && !/^rediss?:\/\//.test(redis)) {
-    throw new InvalidOptionError(`${where('redis')} must look like redis://host:6379, got ${JSON.stringify(redis)}`);
-  }
-  const redisCluster = clusterText?.split(',').map((node) => {
-    const match = /^\s*([^\s:]+):(\d{1,5})\s*$/.exec(node);
-    if (match === null || Number(match[2]) > 65_535) {
-      throw new InvalidOptionError(`${where('redis-cluster')} must be host:port,host:port,..., got ${JSON.stringify(node)}`);
-    }
-    return { host: match[1]!, port: Number(match[2]) };
-  });
+  const { redis, redisCluster, redisSentinel } = redisSettings(value, where);
   const logLevel = value('log-level') ?? 'info';
   if (!LOG_LEVELS.has(logLevel)) throw new InvalidOptionError(`${where('log-level')} must be one of ${[...LOG_LEVELS].join(', ')}, got ${JSON.stringify(logLevel)}`);
   const adminToken = value('admin-token');
@@ -226,8 +260,8 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   if (!/^\d+$/.test(workersText) || workers < 1 || workers > 64) {
     throw new InvalidOptionError(`${where('workers')} must be a whole number from 1 to 64, got ${JSON.stringify(workersText)}`);
   }
-  if (workers > 1 && redis === undefined && redisCluster === undefined) {
-    throw new InvalidOptionError(`${where('workers')} above 1 needs --redis or --redis-cluster: each worker's memory store would count on its own`);
+  if (workers > 1 && redis === undefined && redisCluster === undefined && redisSentinel === undefined) {
+    throw new InvalidOptionError(`${where('workers')} above 1 needs --redis, --redis-cluster or --redis-sentinel: each worker's memory store would count on its own`);
   }
   return {
     workers,
@@ -236,6 +270,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     ...(config !== undefined ? { config } : {}),
     ...(redis !== undefined ? { redis } : {}),
     ...(redisCluster !== undefined ? { redisCluster } : {}),
+    ...(redisSentinel !== undefined ? { redisSentinel } : {}),
     ...(adminToken !== undefined ? { adminToken } : {}),
     port: port('port', 8080),
     grpcPort: port('grpc-port', 8081),

@@ -47,14 +47,16 @@ function commandTimeout(options: ServiceOptions): number {
   return Math.max(200, options.deadlineMs * 4);
 }
 
-/** The memory store, or Redis (single node or Cluster) once it answers. */
+/** The memory store, or Redis (single node, Cluster or Sentinel) once it answers. */
 async function createStoreFromOptions(options: ServiceOptions): Promise<MemoryStore | RedisStore> {
   const store: MemoryStore | RedisStore =
     options.redis !== undefined
       ? redisStore({ url: options.redis, commandTimeoutMs: commandTimeout(options) })
       : options.redisCluster !== undefined
         ? redisStore({ cluster: options.redisCluster, commandTimeoutMs: commandTimeout(options) })
-        : memoryStore();
+        : options.redisSentinel !== undefined
+          ? redisStore({ sentinels: options.redisSentinel.nodes, name: options.redisSentinel.name, commandTimeoutMs: commandTimeout(options) })
+          : memoryStore();
   if (store.name === 'redis') await (store as RedisStore).ready();
   return store;
 }

@@ -87,11 +87,11 @@ describe('serve settings', () => {
     [{ port: 'abc' }, {}, /--port \(or TOLLGATE_PORT\) must be a port from 0 to 65535, got "abc"/],
     [{}, { TOLLGATE_PORT: '70000' }, /must be a port/],
     [{ redis: 'localhost:6379' }, {}, /must look like redis:\/\/host:6379/],
-    [{ redis: 'redis://a:1', 'redis-cluster': 'b:2' }, {}, /not both/],
+    [{ redis: 'redis://a:1', 'redis-cluster': 'b:2' }, {}, /not --redis and --redis-cluster/],
     [{ 'redis-cluster': 'a:1,b' }, {}, /host:port,host:port/],
     [{ 'admin-token': 'short' }, {}, /at least 16 characters/],
     [{ 'log-level': 'loud' }, {}, /must be one of fatal/],
-    [{ workers: '2' }, {}, /needs --redis or --redis-cluster/],
+    [{ workers: '2' }, {}, /needs --redis, --redis-cluster or --redis-sentinel/],
     [{ workers: '0', redis: 'redis://a:1' }, {}, /from 1 to 64/],
     [{ settings: '/nonexistent/tollgate.yaml' }, {}, /cannot be read/],
   ])('%j %j is refused', (flags, env, message) => {

@@ -21,12 +21,21 @@ export interface RedisServer {
 }
 
 export interface RedisCluster {
+  /** Every node, masters and replicas alike (ioredis finds the roles itself). */
   readonly nodes: readonly { host: string; port: number }[];
   readonly servers: readonly RedisServer[];
   stop(): Promise<void>;
 }
 
-function requireBinary(name: string): void {
+/** Options of {@link startCluster}. */
+export interface ClusterOptions {
+  /** Replicas per master (`--cluster-replicas`), default 0. */
+  readonly replicas?: number;
+  /** `--cluster-node-timeout` in ms: how long a silent node takes to be failed. Default 2,000, or 1,000 with replicas. */
+  readonly nodeTimeoutMs?: number;
+}
+
+export function requireBinary(name: string): void {
   const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
   if (found.status !== 0) {
     throw new Error(`${name} is not on PATH: install it (Debian: apt-get install redis-server redis-tools) to run the Redis tests`);
@@ -52,7 +61,7 @@ function cli(port: number, args: string[]): string {
   return result.stdout;
 }
 
-async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+export async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (check()) return;
@@ -61,7 +70,7 @@ async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): 
   throw new Error(`timed out waiting for ${what}`);
 }
 
-function launch(port: number, dir: string, extra: string[]): ChildProcess {
+export function launch(port: number, dir: string, extra: string[]): ChildProcess {
   const child = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra],
@@ -70,7 +79,7 @@ function launch(port: number, dir: string, extra: string[]): ChildProcess {
   return child;
 }
 
-async function stopProcess(child: ChildProcess): Promise<void> {
+export async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGKILL');
@@ -105,19 +114,25 @@ export async function startRedis(extra: string[] = []): Promise<RedisServer> {
   };
 }
 
-/** Starts a Redis Cluster of `masters` nodes (no replicas) and waits until every slot is served. */
-export async function startCluster(masters = 3): Promise<RedisCluster> {
+/**
+ * Starts a Redis Cluster of `masters` masters (and `replicas` replicas each) and waits until every
+ * slot is served and every replica is in sync with its master.
+ */
+export async function startCluster(masters = 3, options: ClusterOptions = {}): Promise<RedisCluster> {
+  const replicas = options.replicas ?? 0;
+  const nodeTimeout = options.nodeTimeoutMs ?? (replicas > 0 ? 1_000 : 2_000);
+  const flags = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(nodeTimeout)];
   const servers: RedisServer[] = [];
-  for (let i = 0; i < masters; i++) {
-    servers.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000']));
-  }
+  // One after the other: ports picked at the same moment could collide.
+  for (let i = 0; i < masters * (1 + replicas); i++) servers.push(await startRedis(flags));
   const addresses = servers.map((server) => `127.0.0.1:${server.port}`);
-  const created = spawnSync('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'], {
+  const created = spawnSync('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', String(replicas), '--cluster-yes'], {
     encoding: 'utf8',
   });
   if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
   for (const server of servers) {
     await waitFor(() => /cluster_state:ok/.test(server.cli('CLUSTER', 'INFO')), `cluster state ok on ${server.port}`);
+    await waitFor(() => !/role:slave/.test(server.cli('INFO', 'replication')) || /master_link_status:up/.test(server.cli('INFO', 'replication')), `replica ${server.port} in sync`);
   }
   return {
     nodes: servers.map((server) => ({ host: '127.0.0.1', port: server.port })),

@@ -5,7 +5,8 @@
  * script overhead once per batch, not once per decision.
  */
 import calculateSlot from 'cluster-key-slot';
-import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
+import { OPTION_NAMES, openClient, type RedisStoreOptions } from './connect.js';
 import type { Decision } from '../../decision.js';
 import { InvalidOptionError, StoreDataError, StoreError, StoreUnavailableError, describeValue } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
@@ -24,52 +25,16 @@ import {
   policyFields,
 } from './protocol.js';
 import { DECIDE_SCRIPT } from './scripts.js';
+
+export type { RedisStoreOptions } from './connect.js';
 import { checkOptions } from '../../options.js';
 
-/** Options of {@link redisStore}: exactly one of `url`, `client` or `cluster`. */
-export interface RedisStoreOptions {
-  /** `redis://[user:password@]host:port[/db]` or `rediss://` for TLS. */
-  readonly url?: string;
-  /** An ioredis client or Cluster you configured yourself (Tollgate does not close it). */
-  readonly client?: Redis | Cluster;
-  /** Seed nodes of a Redis Cluster. */
-  readonly cluster?: readonly { readonly host: string; readonly port: number }[];
-  /** Prefix of every key Tollgate writes. Default `tollgate:`. */
-  readonly keyPrefix?: string;
-  /** Password (and `username` for ACL users), for `cluster` or to override the URL's. */
-  readonly password?: string;
-  readonly username?: string;
-  /** TLS options (passed to Node's `tls.connect`); `true` for defaults. */
-  readonly tls?: boolean | Record<string, unknown>;
-  /** Deadline of one script call in ms. Default 1,000. */
-  readonly commandTimeoutMs?: number;
-  /**
-   * The limiter's default deadline for decisions on this store, in ms (past it, the failure mode
-   * answers). Default: the limiter's (50 ms).
-   */
-  readonly deadlineMs?: number;
-  /** Deadline of the first connection in ms, for {@link RedisStore.ready}. Default 5,000. */
-  readonly connectTimeoutMs?: number;
-  /**
-   * Most requests decided by one script call. Default 64: with more in flight, a tick's requests
-   * go out as several calls back to back, so Redis works on one while Node prepares the next.
-   */
-  readonly maxBatch?: number;
-}
-
-const OPTION_NAMES: ReadonlySet<string> = new Set([
-  'url',
-  'client',
-  'cluster',
-  'keyPrefix',
-  'password',
-  'username',
-  'tls',
-  'commandTimeoutMs',
-  'deadlineMs',
-  'connectTimeoutMs',
-  'maxBatch',
-]);
+/**
+ * A script refused because its slot is half-moved between masters: TRYAGAIN, or ioredis giving up
+ * after its redirections (ASK to the new owner, TRYAGAIN there, back to the old one...). Either
+ * way no attempt ran the script.
+ */
+const SLOT_MOVING = /^(ReplyError: )?TRYAGAIN|Too many Cluster redirections\. Last error: (ReplyError: )?(TRYAGAIN|ASK|MOVED)/;
 
 /** One group of requests (all-or-nothing) waiting for its batch; a single decision is a group of one. */
 interface Pending {
@@ -115,9 +80,11 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions) {
     checkOptions('redisStore', options, OPTION_NAMES, "{ url: 'redis://127.0.0.1:6379' }");
-    const sources = ['url', 'client', 'cluster'].filter((name) => options[name as keyof RedisStoreOptions] !== undefined);
+    const sources = ['url', 'client', 'cluster', 'sentinels'].filter((name) => options[name as keyof RedisStoreOptions] !== undefined);
     if (sources.length !== 1) {
-      throw new InvalidOptionError(`redisStore: give exactly one of url, client or cluster (got ${sources.length === 0 ? 'none' : sources.join(' and ')})`);
+      throw new InvalidOptionError(
+        `redisStore: give exactly one of url, client, cluster or sentinels (got ${sources.length === 0 ? 'none' : sources.join(' and ')})`,
+      );
     }
     this.keyPrefix = options.keyPrefix ?? 'tollgate:';
     if (typeof this.keyPrefix !== 'string' || /[{}]/.test(this.keyPrefix)) {
@@ -313,7 +280,7 @@ export class RedisStore implements Store {
   }
 
   /** One script call for `batch`. */
-  private async send(timeKey: string, batch: Pending[]): Promise<void> {
+  private async send(timeKey: string, batch: Pending[], tryAgains = 0): Promise<void> {
     // Each distinct policy is sent once per batch; requests refer to it by index.
     const policyIndexes = new Map<CompiledPolicy, number>();
     const policyArgs: number[] = [];
@@ -338,6 +305,7 @@ export class RedisStore implements Store {
     try {
       values = await this.evaluate(keys, args);
     } catch (error) {
+      if (this.isCluster && SLOT_MOVING.test(String(error)) && this.tryAgain(timeKey, batch, tryAgains)) return;
       const failure = this.describeFailure(error);
       for (const pending of batch) pending.reject(failure);
       return;
@@ -360,6 +328,23 @@ export class RedisStore implements Store {
     }
   }
 
+  /**
+   * TRYAGAIN: the batch's keys are in a slot being moved between masters, some already moved and
+   * some not, so Redis refused to run the script (it ran nothing: sending it again is safe). A
+   * batch of several callers is split, each caller's group sent on its own (a single key is then
+   * redirected with ASK); a group whose own keys are split is sent again every 25 ms, up to 40
+   * times (1 s). False when it gives up.
+   */
+  private tryAgain(timeKey: string, batch: Pending[], tryAgains: number): boolean {
+    if (batch.length > 1) {
+      for (const pending of batch) void this.send(timeKey, [pending], tryAgains);
+      return true;
+    }
+    if (tryAgains >= 40) return false;
+    setTimeout(() => void this.send(timeKey, batch, tryAgains + 1), 25);
+    return true;
+  }
+
   /** EVALSHA, loading the script again if Redis lost it (restart, SCRIPT FLUSH, failover). */
   private async evaluate(keys: string[], args: (string | number)[]): Promise<number[]> {
     try {
@@ -373,51 +358,12 @@ export class RedisStore implements Store {
 
   private describeFailure(error: unknown): Error {
     const message = error instanceof Error ? error.message : String(error);
-    if (this.client.status !== 'ready' || /timed out|Stream isn't writeable|Connection is closed|ECONNREFUSED/i.test(message)) {
+    // Also the replies of a topology change in progress: a failover (CLUSTERDOWN, READONLY, LOADING, MASTERDOWN), a slot on the move.
+    if (this.client.status !== 'ready' || /timed out|Stream isn't writeable|Connection is closed|ECONNREFUSED|CLUSTERDOWN|READONLY|LOADING|MASTERDOWN|TRYAGAIN|Too many Cluster redirections/i.test(message)) {
       return new StoreUnavailableError(`Redis at ${this.address} is unavailable: ${message}`, { cause: error });
     }
     return new StoreError(`Redis at ${this.address} failed a rate limit script: ${message}`, { cause: error });
   }
-}
-
-/** The ioredis client for `options` (one of url, cluster or client), where it points, and whether the store owns it. */
-function openClient(
-  options: RedisStoreOptions,
-  timeouts: { commandTimeout: number; connectTimeout: number },
-): { client: Redis | Cluster; owned: boolean; address: string } {
-  const connection: RedisOptions = {
-    // A decision never waits for a connection: with the queue off, commands fail at once while disconnected.
-    enableOfflineQueue: false,
-    commandTimeout: timeouts.commandTimeout,
-    maxRetriesPerRequest: 0,
-    connectTimeout: timeouts.connectTimeout,
-    ...(options.password !== undefined ? { password: options.password } : {}),
-    ...(options.username !== undefined ? { username: options.username } : {}),
-    ...(options.tls !== undefined && options.tls !== false ? { tls: options.tls === true ? {} : options.tls } : {}),
-  };
-  if (options.client !== undefined) {
-    if (!(options.client instanceof Redis) && !(options.client instanceof Cluster)) {
-      throw new InvalidOptionError(`redisStore: client must be an ioredis Redis or Cluster, got ${describeValue(options.client)}`);
-    }
-    const address = options.client instanceof Cluster ? 'the given cluster client' : describeClient(options.client);
-    return { client: options.client, owned: false, address };
-  }
-  if (options.cluster !== undefined) {
-    const nodes = validateNodes(options.cluster);
-    const client = new Cluster(nodes as ClusterNode[], {
-      enableOfflineQueue: false,
-      redisOptions: connection,
-      scaleReads: 'master',
-      clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
-    });
-    return { client, owned: true, address: `cluster ${nodes.map((node) => `${node.host}:${node.port}`).join(',')}` };
-  }
-  const url = options.url!;
-  if (typeof url !== 'string' || !/^rediss?:\/\//.test(url)) {
-    throw new InvalidOptionError(`redisStore: url must look like redis://host:port or rediss://host:port, got ${describeValue(url)}`);
-  }
-  const client = new Redis(url, { ...connection, retryStrategy: (times) => Math.min(50 * times, 2_000) });
-  return { client, owned: true, address: url.replace(/\/\/[^@/]*@/, '//***@') };
 }
 
 function dataError(key: string, reason: number): StoreDataError {
@@ -441,22 +387,4 @@ function positiveInteger(name: string, value: unknown, fallback: number): number
     throw new InvalidOptionError(`redisStore: ${name} must be a whole number ≥ 1, got ${describeValue(value)}`);
   }
   return value;
-}
-
-function validateNodes(nodes: unknown): { host: string; port: number }[] {
-  if (!Array.isArray(nodes) || nodes.length === 0) {
-    throw new InvalidOptionError(`redisStore: cluster must be a non-empty list of { host, port }, got ${describeValue(nodes)}`);
-  }
-  return nodes.map((node: unknown, index) => {
-    const { host, port } = (node ?? {}) as { host?: unknown; port?: unknown };
-    if (typeof host !== 'string' || host === '' || typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65_535) {
-      throw new InvalidOptionError(`redisStore: cluster[${index}] must be { host: string, port: 1..65535 }, got ${describeValue(node)}`);
-    }
-    return { host, port };
-  });
-}
-
-function describeClient(client: Redis): string {
-  const { host, port } = client.options;
-  return `${host ?? '127.0.0.1'}:${port ?? 6379}`;
 }
