@@ -44,6 +44,8 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
   // Slow-loris: a client that trickles its headers or body is cut off (408) instead of holding a
   // socket; the timeouts are checked every second (Node's default is every 30 s).
   const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
+    // Draining: still served, but keep-alive clients are told to reconnect (elsewhere, once /readyz is 503).
+    if (ctx.lifecycle.draining) response.shouldKeepAlive = false;
     const url = new URL(request.url ?? '/', 'http://tollgate');
     const handler = routes.find(request.method ?? 'GET', url.pathname);
     if (handler === undefined) {
@@ -139,8 +141,8 @@ function addHealthRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   routes.add('GET', '/healthz', (_request, response) => sendJson(response, 200, { status: 'ok', uptimeMs: Date.now() - ctx.startedAt }));
 
   routes.add('GET', '/readyz', async (_request, response) => {
-    const { ready, details } = await ctx.readiness();
-    sendJson(response, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', ...details });
+    const { ready, status, notReady, details } = await ctx.readiness();
+    sendJson(response, ready ? 200 : 503, { status, ...(ready ? {} : { notReady }), ...details });
   });
 }
 

@@ -1,7 +1,9 @@
 /**
  * `tollgate serve`: the decision service. Wires the store (memory, Redis or Redis Cluster), the
  * rules (files with hot reload, pushes through Redis), the HTTP and gRPC listeners, metrics and
- * the dashboard; shuts down gracefully (stop accepting, finish in-flight checks, close Redis).
+ * the dashboard. Starts with Redis down and follows its connection (store-link.ts); on SIGTERM
+ * drains (not ready, still serving for the drain delay), then stops accepting, lets in-flight
+ * requests finish and closes Redis last.
  */
 import { EventEmitter } from 'node:events';
 import type { Server } from 'node:http';
@@ -23,14 +25,21 @@ import { createHttpServer } from './http.js';
 import { attachMetrics } from './metrics.js';
 import { logStoreHealth } from './store-health.js';
 import type { ServiceOptions } from './options.js';
+import { DrainState, evaluateReadiness, rulesCheck, type ReadinessCheck } from './readiness.js';
+import { RulesSyncStarter, StoreLink, probeAddress } from './store-link.js';
 
 /** A running service. */
 export interface RunningService {
   readonly httpPort: number;
   readonly grpcPort: number | undefined;
   readonly context: ServiceContext;
-  /** Graceful: stops accepting, lets in-flight requests finish, closes the store. */
+  /** Graceful, at once: stops accepting, lets in-flight requests finish (up to --shutdown-timeout), closes the store. */
   close(): Promise<void>;
+  /**
+   * SIGTERM: not ready at once, still serving for --drain-delay, then {@link close}. Called again
+   * while draining, skips the rest of the delay. Resolves once stopped.
+   */
+  drain(): Promise<void>;
 }
 
 /** JSON logs, or readable ones when a person is watching a terminal. */
@@ -39,7 +48,7 @@ export function createLogger(level: string): Logger {
   return pino({ level });
 }
 
-/** The memory store, or Redis (single node or Cluster) once it answers. */
+/** The memory store, or Redis (single node or Cluster; connecting in the background: see StoreLink). */
 async function createStoreFromOptions(options: ServiceOptions): Promise<MemoryStore | RedisStore> {
   const store: MemoryStore | RedisStore =
     options.redis !== undefined
@@ -47,7 +56,6 @@ async function createStoreFromOptions(options: ServiceOptions): Promise<MemorySt
       : options.redisCluster !== undefined
         ? redisStore({ cluster: options.redisCluster })
         : memoryStore();
-  if (store.name === 'redis') await (store as RedisStore).ready();
   return store;
 }
 
@@ -67,9 +75,18 @@ function watchRuleFiles(options: ServiceOptions, holder: RulesHolder, logger: Lo
   });
 }
 
-/** Applies rules pushed through Redis (with a Redis store only). */
-async function startRulesSync(store: MemoryStore | RedisStore, holder: RulesHolder, logger: Logger): Promise<RulesSync | undefined> {
+/** Follows the Redis connection (with a Redis store only); waits for the first attempt's outcome. */
+async function linkStore(store: MemoryStore | RedisStore, options: ServiceOptions, logger: Logger, events: EventEmitter<ServiceEvents>): Promise<StoreLink | undefined> {
   if (store.name !== 'redis') return undefined;
+  const probe = options.redis !== undefined ? probeAddress(options.redis) : undefined;
+  const link = new StoreLink(store as RedisStore, { logger, probe, onChange: () => events.emit('readiness') });
+  await link.start(5_000);
+  return link;
+}
+
+/** Applies rules pushed through Redis (with a Redis store only), from when Redis answers. */
+async function startRulesSync(store: MemoryStore | RedisStore, link: StoreLink | undefined, holder: RulesHolder, logger: Logger): Promise<{ sync: RulesSync; starter: RulesSyncStarter } | undefined> {
+  if (store.name !== 'redis' || link === undefined) return undefined;
   const sync = new RulesSync({
     redis: (store as RedisStore).client,
     holder,
@@ -77,12 +94,11 @@ async function startRulesSync(store: MemoryStore | RedisStore, holder: RulesHold
     onWarning: (message) => logger.warn(message),
     onApply: (version) => logger.info({ version }, 'pushed rules applied'),
   });
-  await sync.start();
-  return sync;
+  const starter = new RulesSyncStarter(sync, link, logger);
+  // Redis up: the pushed rules are in force before the listeners open; down: they follow.
+  await starter.kick();
+  return { sync, starter };
 }
-
-/** `/readyz`'s `rules` field when no rules are loaded. */
-const NO_RULES = 'none loaded: nothing is limited';
 
 /** Without --config (and no rules pushed through Redis yet), every check answers OK: say so at start. */
 function warnIfNoRules(options: ServiceOptions, holder: RulesHolder, store: MemoryStore | RedisStore, logger: Logger): void {
@@ -100,9 +116,13 @@ interface ContextParts {
   readonly watcher: RulesWatcher | undefined;
   readonly sync: RulesSync | undefined;
   readonly startedAt: number;
+  readonly events: EventEmitter<ServiceEvents>;
+  readonly drain: DrainState;
+  /** Readiness: add a condition here. */
+  readonly checks: readonly ReadinessCheck[];
 }
 
-function buildContext({ options, logger, store, holder, watcher, sync, startedAt }: ContextParts): ServiceContext {
+function buildContext({ options, logger, store, holder, watcher, sync, startedAt, events, drain, checks }: ContextParts): ServiceContext {
   return {
     options,
     logger,
@@ -117,24 +137,22 @@ function buildContext({ options, logger, store, holder, watcher, sync, startedAt
     holder,
     watcher,
     sync,
-    events: new EventEmitter<ServiceEvents>(),
+    events,
     blocks: new BlockList(),
     startedAt,
     clock: Date.now,
-    readiness: async () => {
-      const details: Record<string, unknown> = { rulesVersion: holder.current.version, domains: holder.current.domainNames(), store: store.name };
-      let ready = true;
-      // Ready all the same: answering OK to every check is what this service was asked to do.
-      if (holder.current.domainNames().length === 0) details.rules = NO_RULES;
-      if (watcher?.status().lastError !== undefined) details.rulesError = watcher.status().lastError;
-      if (store.name === 'redis') {
-        const reachable = await (store as RedisStore).client.ping().then(() => true, () => false);
-        details.storeReachable = reachable;
-        ready &&= reachable;
-      }
-      return { ready, details };
-    },
+    lifecycle: drain,
+    readiness: () => Promise.resolve(evaluateReadiness(checks)),
   };
+}
+
+/** The conditions of readiness, in /readyz's order. */
+function readinessChecks(holder: RulesHolder, watcher: RulesWatcher | undefined, store: MemoryStore | RedisStore, link: StoreLink | undefined, drain: DrainState): ReadinessCheck[] {
+  return [
+    rulesCheck(holder, watcher),
+    link?.check() ?? { name: 'store', check: () => ({ ready: true, details: { store: store.name } }) },
+    drain.check(),
+  ];
 }
 
 /** Listens on --host and --port; resolves with the port (the one given, or the one chosen for 0). */
@@ -154,31 +172,58 @@ interface ServiceParts {
   readonly server: Server;
   readonly metrics: { close(): void };
   readonly dashboard: { close(): void };
+  readonly link: StoreLink | undefined;
+  readonly starter: RulesSyncStarter | undefined;
+}
+
+/** Closes the rules watcher and sync, metrics, the dashboard and the store link, then the store. */
+async function closeRest({ context, metrics, dashboard, link, starter }: ServiceParts): Promise<void> {
+  context.watcher?.close();
+  metrics.close();
+  dashboard.close();
+  starter?.close();
+  await context.sync?.close();
+  link?.close();
+  await context.limiter.close();
 }
 
 /** A listener could not start: closes what already runs, so the process can exit, and throws `error`. */
-async function abandon({ context, server, metrics, dashboard }: ServiceParts, error: unknown): Promise<never> {
-  server.close();
-  context.watcher?.close();
-  metrics.close();
-  dashboard.close();
-  await context.sync?.close();
-  await context.limiter.close();
+async function abandon(parts: ServiceParts, error: unknown): Promise<never> {
+  parts.server.close();
+  await closeRest(parts);
   throw error;
 }
 
-/** Stops accepting, lets in-flight requests finish, then closes the rest and the store. */
-async function shutDown({ context, server, metrics, dashboard }: ServiceParts, grpc: GrpcServer | undefined): Promise<void> {
-  const httpClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
+/**
+ * Stops accepting and waits for in-flight requests; idle keep-alive connections are closed as they
+ * become idle. Past `timeoutMs`, the remaining connections are cut (with a warning).
+ */
+function closeHttp(server: Server, timeoutMs: number, logger: Logger): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const idle = setInterval(() => server.closeIdleConnections(), 50);
+    const force = setTimeout(() => {
+      logger.warn({ shutdownTimeoutMs: timeoutMs }, 'HTTP requests still running at the shutdown timeout; closing their connections');
+      server.closeAllConnections();
+    }, timeoutMs);
+    server.close(() => {
+      clearInterval(idle);
+      clearTimeout(force);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+/** Stops accepting, lets in-flight requests finish, then closes the rest and the store last. */
+async function shutDown(parts: ServiceParts, grpc: GrpcServer | undefined): Promise<void> {
+  const { context } = parts;
+  const started = Date.now();
+  const timeoutMs = context.options.shutdownTimeoutMs;
   // Event streams never finish on their own: end them first so the server can close at once.
-  dashboard.close();
-  await Promise.all([httpClosed, grpc?.close()]);
-  context.watcher?.close();
-  metrics.close();
-  await context.sync?.close();
-  await context.limiter.close();
-  context.logger.info('stopped');
+  parts.dashboard.close();
+  await Promise.all([closeHttp(parts.server, timeoutMs, context.logger), grpc?.close(timeoutMs)]);
+  await closeRest(parts);
+  context.logger.info({ closingMs: Date.now() - started, drainedMs: Date.now() - (context.lifecycle.drainingSince ?? started) }, 'stopped');
 }
 
 /** Starts the service; resolves once every listener is up. */
@@ -186,14 +231,18 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   const startedAt = Date.now();
   const store = await createStoreFromOptions(options);
   const holder = await loadInitialRules(options);
+  const events = new EventEmitter<ServiceEvents>();
+  const link = await linkStore(store, options, logger, events);
   const watcher = watchRuleFiles(options, holder, logger);
-  const sync = await startRulesSync(store, holder, logger);
+  const pushed = await startRulesSync(store, link, holder, logger);
   warnIfNoRules(options, holder, store, logger);
-  const context = buildContext({ options, logger, store, holder, watcher, sync, startedAt });
+  const drain = new DrainState();
+  const checks = readinessChecks(holder, watcher, store, link, drain);
+  const context = buildContext({ options, logger, store, holder, watcher, sync: pushed?.sync, startedAt, events, drain, checks });
   logStoreHealth(context);
 
   const { server, routes } = createHttpServer(context);
-  const parts: ServiceParts = { context, server, metrics: attachMetrics(context, routes), dashboard: attachDashboard(context, routes) };
+  const parts: ServiceParts = { context, server, metrics: attachMetrics(context, routes), dashboard: attachDashboard(context, routes), link, starter: pushed?.starter };
   const httpPort = await listenHttp(server, options).catch((error: unknown) => abandon(parts, error));
   logger.info({ port: httpPort, store: store.name, rules: holder.current.version }, `HTTP listening on ${options.host}:${httpPort}`);
   const grpc = await startGrpcServer(context, options.host, options.grpcPort).catch((error: unknown) =>
@@ -202,6 +251,23 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   if (grpc !== undefined) logger.info({ port: grpc.port }, `gRPC listening on ${options.host}:${grpc.port}`);
 
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => (closing ??= shutDown(parts, grpc));
-  return { httpPort, grpcPort: grpc?.port, context, close };
+  const close = (): Promise<void> => {
+    if (!drain.draining) {
+      void drain.begin(0);
+      events.emit('readiness');
+    }
+    return (closing ??= shutDown(parts, grpc));
+  };
+  const drainThenClose = async (): Promise<void> => {
+    if (closing !== undefined || drain.draining) {
+      drain.skipDelay();
+    } else {
+      const delay = drain.begin(options.drainDelayMs);
+      events.emit('readiness');
+      logger.info({ drainDelayMs: options.drainDelayMs }, `draining: /readyz answers 503 and requests are still served for ${options.drainDelayMs} ms, then the listeners close`);
+      await delay;
+    }
+    return close();
+  };
+  return { httpPort, grpcPort: grpc?.port, context, close, drain: drainThenClose };
 }
