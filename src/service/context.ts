@@ -59,7 +59,7 @@ export interface ServiceContext {
   readonly startedAt: number;
   /** The service's clock (epoch ms) for answers no store decided (blocked keys); decisions carry their own instant. */
   readonly clock: () => number;
-  /** Draining after SIGTERM: still serving, but not ready, and HTTP answers say `Connection: close`. */
+  /** Draining after SIGTERM: still serving as usual, but not ready. */
   readonly lifecycle: { readonly draining: boolean; readonly drainingSince: number | undefined };
   /** Whether the store answers and the service is not draining (with details for /readyz); live state, no I/O. */
   readiness(): Promise<ReadinessReport>;

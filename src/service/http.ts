@@ -44,8 +44,6 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
   // Slow-loris: a client that trickles its headers or body is cut off (408) instead of holding a
   // socket; the timeouts are checked every second (Node's default is every 30 s).
   const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
-    // Draining: still served, but keep-alive clients are told to reconnect (elsewhere, once /readyz is 503).
-    if (ctx.lifecycle.draining) response.shouldKeepAlive = false;
     const url = new URL(request.url ?? '/', 'http://tollgate');
     const handler = routes.find(request.method ?? 'GET', url.pathname);
     if (handler === undefined) {

@@ -22,6 +22,7 @@ import type { ServiceContext, ServiceEvents } from './context.js';
 import { attachDashboard } from './dashboard.js';
 import { startGrpcServer, type GrpcServer } from './grpc.js';
 import { createHttpServer } from './http.js';
+import { followConnections } from './http-close.js';
 import { attachMetrics } from './metrics.js';
 import { logStoreHealth } from './store-health.js';
 import type { ServiceOptions } from './options.js';
@@ -170,6 +171,8 @@ async function listenHttp(server: Server, options: ServiceOptions): Promise<numb
 interface ServiceParts {
   readonly context: ServiceContext;
   readonly server: Server;
+  /** Closes `server` without dropping an accepted request (http-close.ts). */
+  readonly http: ReturnType<typeof followConnections>;
   readonly metrics: { close(): void };
   readonly dashboard: { close(): void };
   readonly link: StoreLink | undefined;
@@ -194,26 +197,6 @@ async function abandon(parts: ServiceParts, error: unknown): Promise<never> {
   throw error;
 }
 
-/**
- * Stops accepting and waits for in-flight requests; idle keep-alive connections are closed as they
- * become idle. Past `timeoutMs`, the remaining connections are cut (with a warning).
- */
-function closeHttp(server: Server, timeoutMs: number, logger: Logger): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const idle = setInterval(() => server.closeIdleConnections(), 50);
-    const force = setTimeout(() => {
-      logger.warn({ shutdownTimeoutMs: timeoutMs }, 'HTTP requests still running at the shutdown timeout; closing their connections');
-      server.closeAllConnections();
-    }, timeoutMs);
-    server.close(() => {
-      clearInterval(idle);
-      clearTimeout(force);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
-}
-
 /** Stops accepting, lets in-flight requests finish, then closes the rest and the store last. */
 async function shutDown(parts: ServiceParts, grpc: GrpcServer | undefined): Promise<void> {
   const { context } = parts;
@@ -221,7 +204,7 @@ async function shutDown(parts: ServiceParts, grpc: GrpcServer | undefined): Prom
   const timeoutMs = context.options.shutdownTimeoutMs;
   // Event streams never finish on their own: end them first so the server can close at once.
   parts.dashboard.close();
-  await Promise.all([closeHttp(parts.server, timeoutMs, context.logger), grpc?.close(timeoutMs)]);
+  await Promise.all([parts.http.close(timeoutMs, context.logger), grpc?.close(timeoutMs)]);
   await closeRest(parts);
   context.logger.info({ closingMs: Date.now() - started, drainedMs: Date.now() - (context.lifecycle.drainingSince ?? started) }, 'stopped');
 }
@@ -242,7 +225,7 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   logStoreHealth(context);
 
   const { server, routes } = createHttpServer(context);
-  const parts: ServiceParts = { context, server, metrics: attachMetrics(context, routes), dashboard: attachDashboard(context, routes), link, starter: pushed?.starter };
+  const parts: ServiceParts = { context, server, http: followConnections(server), metrics: attachMetrics(context, routes), dashboard: attachDashboard(context, routes), link, starter: pushed?.starter };
   const httpPort = await listenHttp(server, options).catch((error: unknown) => abandon(parts, error));
   logger.info({ port: httpPort, store: store.name, rules: holder.current.version }, `HTTP listening on ${options.host}:${httpPort}`);
   const grpc = await startGrpcServer(context, options.host, options.grpcPort).catch((error: unknown) =>
