@@ -188,6 +188,28 @@ describe('start with Redis down', () => {
       expect(await pusher.stop()).toBe(0);
     }
   });
+  it('heals again after a later outage: not ready while Redis is gone, ready within a second of it answering', async () => {
+    await redis!.stop();
+    redis = undefined;
+    let notReady = false;
+    const by = Date.now() + 2_000;
+    while (!notReady && Date.now() < by) {
+      notReady = (await send(service.httpPort, 'GET', '/readyz')).status === 503;
+      if (!notReady) await sleep(5);
+    }
+    expect(notReady).toBe(true);
+    await sleep(1_000);
+    const readyAt = firstReady(service);
+    const pongAt = firstPong(redisPort);
+    const server = await startRedisOn(redisPort);
+    redis = server;
+    const gap = (await readyAt) - (await pongAt);
+    console.log(`lifecycle: after a 1 s outage, Redis answered PING → /readyz 200 in ${gap} ms`);
+    expect(gap).toBeLessThan(1_000);
+    // The new Redis holds nothing: the script is loaded again on connect.
+    expect(server.cli('SCRIPT', 'EXISTS', scriptSha()).trim()).toBe('1');
+    expect([200, 429]).toContain((await send(service.httpPort, 'POST', '/v1/check', check('after'))).status);
+  });
 });
 
 /** The decision script's SHA1, as the service loads it when the connection comes up. */
