@@ -176,7 +176,7 @@ export function limiterCoreOptions(options: LimiterCoreOptions, known: readonly 
   if (breaker !== false && (typeof breaker !== 'object' || breaker === null)) {
     throw new InvalidOptionError(`createLimiter: breaker must be an object of breaker settings or false, got ${describeValue(breaker)}`);
   }
-  const storeDeadline = (store as { deadlineMs?: unknown }).deadlineMs;
+  const storeDeadline = (store as Store).deadlineMs;
   return {
     store,
     clock: options.clock,

@@ -91,6 +91,13 @@ export function localPolicy(policy: CompiledPolicy, expectedNodes: number): Comp
   return compilePolicy(scaled);
 }
 
+const DEGRADED_REASONS: ReadonlySet<string> = new Set(Object.values(DEGRADED_REASON));
+
+/** The failure mode that made `decision`, if one did. */
+export function degradedReasonOf(decision: Decision): DegradedReason | undefined {
+  return decision.reason !== undefined && DEGRADED_REASONS.has(decision.reason) ? (decision.reason as DegradedReason) : undefined;
+}
+
 /** `decision` marked as made by the local fallback. */
 export function locally(decision: Decision): Decision {
   return { ...decision, reason: 'local-fallback' };

@@ -84,7 +84,12 @@ export class StoreGuard {
    * and the breaker counts the call as answered.
    */
   run<T>(call: () => MaybePromise<T>, deadlineMs: number, fallback: (cause: FallbackCause, error?: unknown) => T): MaybePromise<T> {
-    if (this.breaker !== undefined && !this.breaker.allow()) return this.fallBack(fallback, 'breaker-open');
+    if (this.breaker !== undefined) {
+      // While the breaker is not closed, a probe goes out only once earlier calls have settled: a
+      // stalled store never collects more than a few calls, however long it stalls.
+      if (this.breaker.state !== 'closed' && this.inFlight > 0) return this.fallBack(fallback, 'breaker-open');
+      if (!this.breaker.allow()) return this.fallBack(fallback, 'breaker-open');
+    }
     if (this.inFlight >= this.maxInFlight) {
       // The breaker let it through (a probe, maybe): give that permit back as a failure.
       this.breaker?.failure('too many store calls in flight');

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { Decision } from '../decision.js';
 import { InvalidOptionError, StoreUnavailableError, describeValue } from '../errors.js';
-import { DEGRADED_REASON, type DegradedReason, type FailureMode } from '../fault/failure-mode.js';
+import { DEGRADED_REASON, degradedReasonOf, type DegradedReason, type FailureMode } from '../fault/failure-mode.js';
 import type { LimitRequest } from '../limiter.js';
 import type { CheckResult } from '../rules/check.js';
 import { createLimiter, type Limiter } from '../rules/limiter.js';
@@ -281,7 +281,8 @@ let lastErrorLog = 0;
 /** The most severe degraded reason among `decisions`, if any. */
 function degradedReason(decisions: readonly Decision[]): DegradedReason | undefined {
   let found: DegradedReason | undefined;
-  for (const { reason } of decisions) {
+  for (const decision of decisions) {
+    const reason = degradedReasonOf(decision);
     if (reason === DEGRADED_REASON.closed) return reason;
     if (reason === DEGRADED_REASON.local || (reason === DEGRADED_REASON.open && found === undefined)) found = reason;
   }

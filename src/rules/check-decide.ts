@@ -5,7 +5,7 @@
  * them are over, shadow-mode limits never denying — then one status per descriptor.
  */
 import type { Decision } from '../decision.js';
-import { DEGRADED_REASON, type DegradedReason } from '../fault/failure-mode.js';
+import { DEGRADED_REASON, degradedReasonOf, type DegradedReason, type FailureMode } from '../fault/failure-mode.js';
 import type { DecideMode, LimitAllOptions, LimiterCore } from '../limiter.js';
 import { compilePolicy } from '../policy.js';
 import { ruleWindowMs } from '../units.js';
@@ -63,31 +63,31 @@ export function planCheck(root: RuleNode, request: CheckRequest, options: CheckO
 
 /** Decides the planned limits and builds the result. */
 export async function decideMatched(limiter: LimiterCore, plan: CheckPlan, request: CheckRequest, clock: () => number, options: CheckOptions): Promise<CheckResult> {
-  const at = callOptions(plan, request, options);
-  const spend = options.spend !== false;
-  const shadow = plan.planned.filter((p) => p.shadow);
-  const enforced = plan.planned.filter((p) => !p.shadow);
-  const [enforcedDecisions, shadowDecisions] = await Promise.all([
-    spend ? decideEnforced(limiter, enforced, at) : decideGroup(limiter, enforced, at, 'look'),
-    Promise.all(shadow.map((p) => limiter.decide(p.counterKey, p.rule.policy, { ...at, cost: p.cost || 1, ...failureModeOf(p) }, modeOf(p, spend)))),
-  ]);
-  const decisions = new Map<Planned, Decision>();
-  enforced.forEach((p, i) => decisions.set(p, enforcedDecisions[i]!));
-  shadow.forEach((p, i) => decisions.set(p, shadowDecisions[i]!));
-
-  const over = (p: Planned): boolean => !decisions.get(p)!.allowed;
-  const quotaLimits = enforced.filter((p) => p.quota);
-  const denied = enforced.some((p) => !p.quota && over(p)) || (quotaLimits.length > 0 && quotaLimits.every(over));
-  const statuses = plan.statuses;
+  const { planned, statuses } = plan;
+  const decisions = await decidePlanned(limiter, planned, callOptions(plan, request, options), options.spend !== false);
+  let regularOver = false;
+  let quotaLimits = 0;
+  let quotaOver = 0;
+  for (let i = 0; i < planned.length; i++) {
+    const p = planned[i]!;
+    if (p.shadow) continue;
+    const over = !decisions[i]!.allowed;
+    if (!p.quota) regularOver ||= over;
+    else {
+      quotaLimits += 1;
+      if (over) quotaOver += 1;
+    }
+  }
+  const denied = regularOver || (quotaLimits > 0 && quotaOver === quotaLimits);
   let metadata: Record<string, unknown> | undefined;
-  for (const p of plan.planned) {
-    const decision = decisions.get(p)!;
+  for (let i = 0; i < planned.length; i++) {
+    const p = planned[i]!;
+    const decision = decisions[i]!;
     statuses[p.index] = status(p, decision, { shadow: p.shadow, quotaPassed: p.quota && !denied });
     if (decision.allowed || p.shadow) metadata = mergeMetadata(metadata, p.rule.metadata);
   }
-  const first = plan.planned[0];
-  const now = first === undefined ? (request.now ?? clock()) : decisions.get(first)!.now;
-  const degraded = mostSevere(decisions.values());
+  const now = decisions.length === 0 ? (request.now ?? clock()) : decisions[0]!.now;
+  const degraded = mostSevere(decisions);
   return {
     overallCode: denied && options.shadowMode !== true ? 'OVER_LIMIT' : 'OK',
     statuses,
@@ -95,6 +95,23 @@ export async function decideMatched(limiter: LimiterCore, plan: CheckPlan, reque
     ...(metadata !== undefined ? { metadata } : {}),
     ...(degraded !== undefined ? { degraded } : {}),
   };
+}
+
+/**
+ * One decision per planned limit, in plan order. The usual check — every limit enforced, none in
+ * quota mode, each spending — is one group, one store round trip, and no bookkeeping.
+ */
+async function decidePlanned(limiter: LimiterCore, planned: readonly Planned[], at: LimitAllOptions, spend: boolean): Promise<Decision[]> {
+  if (planned.every((p) => !p.shadow && !p.quota && p.cost > 0)) return decideGroup(limiter, planned, at, spend ? 'limit' : 'look');
+  const shadow = planned.filter((p) => p.shadow);
+  const enforced = planned.filter((p) => !p.shadow);
+  const [enforcedDecisions, shadowDecisions] = await Promise.all([
+    spend ? decideEnforced(limiter, enforced, at) : decideGroup(limiter, enforced, at, 'look'),
+    Promise.all(shadow.map((p) => limiter.decide(p.counterKey, p.rule.policy, { ...at, cost: p.cost || 1, ...failureModeOf(p) }, modeOf(p, spend)))),
+  ]);
+  let nextEnforced = 0;
+  let nextShadow = 0;
+  return planned.map((p) => (p.shadow ? shadowDecisions[nextShadow++]! : enforcedDecisions[nextEnforced++]!));
 }
 
 /**
@@ -116,17 +133,18 @@ function callOptions(plan: CheckPlan, request: CheckRequest, options: CheckOptio
 const SEVERITY: readonly DegradedReason[] = [DEGRADED_REASON.open, DEGRADED_REASON.local, DEGRADED_REASON.closed];
 
 /** The most severe degraded reason among `decisions`, if any. */
-function mostSevere(decisions: Iterable<Decision>): DegradedReason | undefined {
+function mostSevere(decisions: readonly Decision[]): DegradedReason | undefined {
   let worst = -1;
-  for (const decision of decisions) worst = Math.max(worst, SEVERITY.indexOf(decision.reason as DegradedReason));
+  for (const decision of decisions) {
+    const reason = degradedReasonOf(decision);
+    if (reason !== undefined) worst = Math.max(worst, SEVERITY.indexOf(reason));
+  }
   return worst === -1 ? undefined : SEVERITY[worst];
 }
 
-function failureModeOf(p: Planned): { failureMode?: FailureModeOfRule } {
+function failureModeOf(p: Planned): { failureMode?: FailureMode } {
   return p.rule.failureMode === undefined ? {} : { failureMode: p.rule.failureMode };
 }
-
-type FailureModeOfRule = NonNullable<CompiledRule['failureMode']>;
 
 /**
  * The enforced limits of a spending check. Check-only limits (cost 0) are probed first when the
@@ -190,13 +208,11 @@ function status(p: Planned, decision: Decision, how: { shadow: boolean; quotaPas
     ...(over && how.quotaPassed && !how.shadow ? { quotaOverLimit: true } : {}),
     rule: rule.path,
     key: p.counterKey,
-    ...(isDegraded(decision) ? { degraded: decision.reason as DegradedReason } : {}),
+    ...(degradedReasonOf(decision) !== undefined ? { degraded: degradedReasonOf(decision) } : {}),
   };
 }
 
-function isDegraded(decision: Decision): boolean {
-  return decision.reason !== undefined && SEVERITY.includes(decision.reason as DegradedReason);
-}
+
 
 /** envoy's merge: nested mappings merge, otherwise the first value written wins. */
 function mergeMetadata(into: Record<string, unknown> | undefined, from: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> | undefined {
@@ -221,7 +237,12 @@ const MAX_OVERRIDE_RULES = 1_024;
 function overrideRule(limit: LimitOverride): CompiledRule {
   const id = `${limit.requestsPerUnit}/${limit.unit}`;
   let rule = overrideRules.get(id);
-  if (rule !== undefined) return rule;
+  if (rule !== undefined) {
+    // Most recently used last: the Map's order is the eviction order.
+    overrideRules.delete(id);
+    overrideRules.set(id, rule);
+    return rule;
+  }
   rule = {
     policy: compilePolicy({ algorithm: 'fixed-window', limit: limit.requestsPerUnit, window: ruleWindowMs(limit.unit, 1) }),
     unit: limit.unit,
@@ -235,8 +256,8 @@ function overrideRule(limit: LimitOverride): CompiledRule {
     cost: 1,
     path: `override:${id}`,
   };
-  // Callers choose these values: keep the cache bounded.
-  if (overrideRules.size >= MAX_OVERRIDE_RULES) overrideRules.clear();
+  // Callers choose these values: keep the cache bounded, dropping the least recently used.
+  if (overrideRules.size >= MAX_OVERRIDE_RULES) overrideRules.delete(overrideRules.keys().next().value!);
   overrideRules.set(id, rule);
   return rule;
 }

@@ -27,11 +27,13 @@ const BODY = `
 <header>
   <h1>Tollgate</h1>
   <span id="connection" class="pill" data-value="connecting">connecting</span>
+  <span id="breaker" class="pill breaker" data-value="" title="The circuit breaker around the store: closed, the store decides; open, the failure modes decide; half-open, probing">store -</span>
   <span class="meta">rules <b id="rules-version">-</b></span>
   <span class="meta">uptime <b id="uptime">-</b></span>
   <span class="meta">viewers <b id="clients">-</b></span>
 </header>
 <main>
+  <section id="trouble" class="trouble" role="alert" hidden><b id="trouble-title">-</b> <span id="trouble-detail"></span></section>
   <section class="cards" aria-label="Counters">
     <div class="card"><div class="label">Checks / s</div><div class="value" id="rate-checks">-</div><div class="sub">total <span id="checks-total">-</span></div></div>
     <div class="card ok"><div class="label">Allowed / s</div><div class="value" id="rate-allowed">-</div><div class="sub">total <span id="allowed-total">-</span></div></div>
@@ -39,15 +41,18 @@ const BODY = `
     <div class="card warn"><div class="label">Near limit (&le; 20% left)</div><div class="value" id="near-total">-</div><div class="sub" id="near-rate">-</div></div>
     <div class="card shadow"><div class="label">Shadow-mode hits</div><div class="value" id="shadow-total">-</div><div class="sub" id="shadow-rate">-</div></div>
     <div class="card"><div class="label">Malformed requests</div><div class="value" id="rejected-total">-</div><div class="sub">store errors <span id="store-errors-total">-</span></div></div>
-    <div class="card" id="store-card"><div class="label">Store</div><div class="value" id="store-state">-</div><div class="sub" id="store-name">-</div><div class="sub">fallback: <span id="fallback-state">-</span></div></div>
+    <div class="card degraded"><div class="label">Degraded / s</div><div class="value" id="rate-degraded">-</div><div class="sub" id="degraded-reasons">-</div><div class="sub">total <span id="degraded-total">-</span></div></div>
+    <div class="card degraded"><div class="label">Fallbacks / s</div><div class="value" id="rate-fallbacks">-</div><div class="sub" id="fallback-causes">-</div><div class="sub">total <span id="fallbacks-total">-</span></div></div>
+    <div class="card" id="store-card"><div class="label">Store</div><div class="value" id="store-state">-</div><div class="sub" id="store-name">-</div><div class="sub" id="since-healthy" data-value="">-</div><div class="sub error" id="last-error" data-value=""></div><div class="sub">fallback: <span id="fallback-state">-</span></div></div>
   </section>
   <section class="chart">
     <div class="chart-head">
       <h2>Allowed vs throttled per second</h2>
       <select id="rule-select" aria-label="Rule shown in the chart"><option value="">All rules</option></select>
-      <span class="legend"><span><i class="a"></i>allowed</span><span><i class="t"></i>throttled</span></span>
+      <span class="legend"><span><i class="a"></i>allowed</span><span><i class="t"></i>throttled</span><span><i class="d"></i>degraded (all rules)</span><span><i class="e"></i>store errors</span><span><i class="o"></i>breaker open</span><span><i class="h"></i>half-open</span></span>
+      <span class="legend" id="degraded-split">-</span>
     </div>
-    <canvas id="chart" role="img" aria-label="Allowed and throttled decisions per second, last two minutes"></canvas>
+    <canvas id="chart" role="img" aria-label="Allowed and throttled decisions per second, checks answered by a failure mode, store errors and the breaker's state, last two minutes"></canvas>
   </section>
   <section class="rules">
     <h2>Rules (busiest first; click one to chart it)</h2>

@@ -7,7 +7,11 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { BreakerState } from '../fault/breaker.js';
+import type { DegradedReason } from '../fault/failure-mode.js';
+import type { StoreHealthSnapshot } from '../fault/guard.js';
 import type { CheckEvent, RejectedEvent, ServiceContext, StoreErrorEvent } from './context.js';
+import { FallbackRate, healthInfo, sumCauses, type CauseCounts } from './dashboard-health.js';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLE, dashboardHtml } from './dashboard-page.js';
 import type { HttpRoutes } from './http.js';
 import { HttpError, sendJson } from './http-util.js';
@@ -40,23 +44,40 @@ interface RuleCounts {
   near: number;
 }
 
-/** Totals of one second, or since start. */
-interface Totals extends RuleCounts {
+/** Checks a failure mode answered (a check's `result.degraded`): all, and by reason. */
+interface DegradedCounts {
+  degraded: number;
+  failOpen: number;
+  failClosed: number;
+  localFallback: number;
+}
+
+const DEGRADED_FIELD: Record<DegradedReason, keyof DegradedCounts> = { 'fail-open': 'failOpen', 'fail-closed': 'failClosed', 'local-fallback': 'localFallback' };
+
+/** Totals of one second, or since start. `fallbacks`: store calls answered by a failure mode. */
+interface Totals extends RuleCounts, DegradedCounts {
   checks: number;
   deniedChecks: number;
   unmatched: number;
   rejected: number;
   storeErrors: number;
+  fallbacks: number;
 }
 
-/** One second as sent: totals, and per rule `[rule, allowed, throttled, shadow, near]`. */
+/**
+ * One second as sent: totals, per rule `[rule, allowed, throttled, shadow, near]`, the breaker's
+ * state when the second closed and the second's fallbacks by cause.
+ */
 interface SecondSnapshot extends Totals {
   t: number;
   rules: [string, number, number, number, number][];
+  breaker: BreakerState;
+  fallbacksBy: CauseCounts;
 }
 
 const zeroCounts = (): RuleCounts => ({ allowed: 0, throttled: 0, shadow: 0, near: 0 });
-const zeroTotals = (): Totals => ({ ...zeroCounts(), checks: 0, deniedChecks: 0, unmatched: 0, rejected: 0, storeErrors: 0 });
+const zeroDegraded = (): DegradedCounts => ({ degraded: 0, failOpen: 0, failClosed: 0, localFallback: 0 });
+const zeroTotals = (): Totals => ({ ...zeroCounts(), ...zeroDegraded(), checks: 0, deniedChecks: 0, unmatched: 0, rejected: 0, storeErrors: 0, fallbacks: 0 });
 
 /**
  * Space-Saving: the most frequent of an unbounded stream of keys in `slots` counters. A key not
@@ -112,6 +133,7 @@ export class DashboardAggregate {
   lastStoreError: { kind: string; at: number } | undefined;
   /** Store errors in the last few seconds (for the store's state). */
   private recentStoreErrors: number[] = [];
+  private readonly fallbackRate = new FallbackRate();
 
   constructor(private readonly ctx: ServiceContext) {}
 
@@ -122,6 +144,11 @@ export class DashboardAggregate {
   onCheck(event: CheckEvent): void {
     this.second.checks += 1;
     if (event.result.overallCode === 'OVER_LIMIT') this.second.deniedChecks += 1;
+    const degraded = event.result.degraded;
+    if (degraded !== undefined) {
+      this.second.degraded += 1;
+      this.second[DEGRADED_FIELD[degraded]] += 1;
+    }
     for (const outcome of classifyCheck(this.ctx.holder.current, event)) {
       if (outcome.rule === NO_RULE) {
         this.second.unmatched += 1;
@@ -166,12 +193,19 @@ export class DashboardAggregate {
     this.lastStoreError = { kind: event.kind.slice(0, 64), at: Date.now() };
   }
 
-  /** Closes the current second: adds it to the totals and the history; returns it. */
-  roll(t: number): SecondSnapshot {
+  /**
+   * Closes the current second: adds it to the totals and the history; returns it. `health` is the
+   * limiter's, read now: its fallback totals' increase are the second's fallbacks.
+   */
+  roll(t: number, health: StoreHealthSnapshot = this.ctx.limiter.health()): SecondSnapshot {
+    const fallbacksBy = this.fallbackRate.delta(health);
+    this.second.fallbacks = sumCauses(fallbacksBy);
     const second: SecondSnapshot = {
       ...this.second,
       t,
       rules: [...this.secondRules].map(([rule, c]) => [rule, c.allowed, c.throttled, c.shadow, c.near]),
+      breaker: health.breaker,
+      fallbacksBy,
     };
     for (const field of Object.keys(this.totals) as (keyof Totals)[]) this.totals[field] += this.second[field];
     this.recentStoreErrors.push(this.second.storeErrors);
@@ -298,8 +332,11 @@ function rulesInfo(ctx: ServiceContext): Record<string, unknown> {
   };
 }
 
-/** The store part of a snapshot: its state (from readiness and recent errors), fallback and counters. */
-function storeInfo(ctx: ServiceContext, aggregate: DashboardAggregate, readiness: Readiness | undefined): Record<string, unknown> {
+/**
+ * The store part of a snapshot: its state (from readiness, the breaker and recent errors), fallback
+ * and counters.
+ */
+function storeInfo(ctx: ServiceContext, aggregate: DashboardAggregate, readiness: Readiness | undefined, breaker: BreakerState): Record<string, unknown> {
   const stats = memoryStats(ctx);
   const errors10s = aggregate.storeErrorsLast10s();
   const details = readiness?.details ?? {};
@@ -307,7 +344,7 @@ function storeInfo(ctx: ServiceContext, aggregate: DashboardAggregate, readiness
   const fallback = details.fallback;
   return {
     name: ctx.store.name,
-    state: reachable === false ? 'unreachable' : errors10s > 0 ? 'errors' : readiness === undefined ? 'unknown' : 'ok',
+    state: reachable === false ? 'unreachable' : breaker !== 'closed' ? 'degraded' : errors10s > 0 ? 'errors' : readiness === undefined ? 'unknown' : 'ok',
     ...(reachable !== undefined ? { reachable } : {}),
     errorsLast10s: errors10s,
     errorsTotal: aggregate.totals.storeErrors,
@@ -317,8 +354,9 @@ function storeInfo(ctx: ServiceContext, aggregate: DashboardAggregate, readiness
   };
 }
 
-/** One snapshot as sent to the page (JSON), ending with `second`. */
+/** One snapshot as sent to the page (JSON), ending with `second`; the store's health is read now. */
 function snapshotJson(ctx: ServiceContext, aggregate: DashboardAggregate, second: SecondSnapshot, clients: number, readiness: Readiness | undefined): string {
+  const health = ctx.limiter.health();
   return JSON.stringify({
     t: second.t,
     intervalMs: SNAPSHOT_INTERVAL_MS,
@@ -331,7 +369,8 @@ function snapshotJson(ctx: ServiceContext, aggregate: DashboardAggregate, second
     topRules: aggregate.topRules(),
     topKeys: aggregate.topKeys(),
     rulesInfo: rulesInfo(ctx),
-    store: storeInfo(ctx, aggregate, readiness),
+    store: storeInfo(ctx, aggregate, readiness, health.breaker),
+    health: healthInfo(health, { memory: ctx.store.name === 'memory', startedAt: ctx.startedAt, now: Date.now() }),
   });
 }
 

@@ -12,6 +12,7 @@ import type { CheckRequest } from '../rules/check.js';
 import { parseRules } from '../rules/parse.js';
 import { compileRules } from '../rules/ruleset.js';
 import type { ServiceContext } from './context.js';
+import { degradedReasonOf } from '../fault/failure-mode.js';
 import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, decideCheck, degradedAnswer } from './decide.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from './envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readBody, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
@@ -126,7 +127,7 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
       return;
     }
     const decision = await ctx.limiter.limit(key as string, compiled, cost === undefined ? {} : { cost: cost as number });
-    const degraded = degradedAnswer(ctx, decision.reason === 'fail-open' || decision.reason === 'fail-closed' || decision.reason === 'local-fallback' ? decision.reason : undefined);
+    const degraded = degradedAnswer(ctx, degradedReasonOf(decision));
     if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
     const headers = decisionHeaders(decision, compiled.windowMs, key as string);
     if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;

@@ -49,13 +49,21 @@ export function createLogger(level: string): Logger {
   return pino({ level });
 }
 
+/**
+ * How long a Redis command may stay out: a few deadlines. A reply later than the deadline is no
+ * use to the check (the failure mode answered it), so the connection lets the command go soon after.
+ */
+function commandTimeout(options: ServiceOptions): number {
+  return Math.max(200, options.deadlineMs * 4);
+}
+
 /** The memory store, or Redis (single node or Cluster; connecting in the background: see StoreLink). */
 async function createStoreFromOptions(options: ServiceOptions): Promise<MemoryStore | RedisStore> {
   const store: MemoryStore | RedisStore =
     options.redis !== undefined
-      ? redisStore({ url: options.redis })
+      ? redisStore({ url: options.redis, commandTimeoutMs: commandTimeout(options) })
       : options.redisCluster !== undefined
-        ? redisStore({ cluster: options.redisCluster })
+        ? redisStore({ cluster: options.redisCluster, commandTimeoutMs: commandTimeout(options) })
         : memoryStore();
   return store;
 }

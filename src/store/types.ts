@@ -18,6 +18,8 @@ export interface StoreRequest {
 export interface Store {
   /** Short name for logs and metrics, e.g. `memory` or `redis`. */
   readonly name: string;
+  /** The limiter's default deadline for a call to this store, in ms, if the store has one. */
+  readonly deadlineMs?: number | undefined;
   /**
    * Decides one request of `cost` for `key` under `policy` and records it if admitted.
    * `now` (epoch ms) overrides the store's own clock; undefined means "use the store's time".

@@ -2,7 +2,9 @@
  * The live dashboard on the real service over real HTTP: the page is self-contained (inline, no
  * external URL, CSP by hash), GET /v1/events streams one aggregated snapshot a second, cleans up
  * on disconnect and stays bounded; and the page itself, in headless Chromium, updates its chart and
- * counters from live traffic (screenshot in test-artifacts/).
+ * counters from live traffic (screenshot in test-artifacts/). On a real Redis that is SIGKILLed and
+ * restarted, the snapshots (and the page) show the trouble: the breaker open, checks answered by a
+ * failure mode and fallbacks per second, a growing time since the store was healthy; then healthy.
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,21 +12,26 @@ import { get, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Script } from 'node:vm';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckEvent, ServiceContext } from '../../src/service/context.js';
 import { DashboardAggregate, HISTORY_SECONDS, KEY_SLOTS, MAX_CLIENTS, MAX_RULES, OTHER_RULES, TopKeys } from '../../src/service/dashboard.js';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLE } from '../../src/service/dashboard-page.js';
+import { healthInfo } from '../../src/service/dashboard-health.js';
+import type { DegradedReason } from '../../src/fault/failure-mode.js';
+import type { StoreHealthSnapshot } from '../../src/fault/guard.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
 import { compileRules } from '../../src/rules/ruleset.js';
 import { parseRules } from '../../src/rules/parse.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
 
 const LOGIN_RULE = 'classic.action=login.user';
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 
-async function start(config = 'examples/rules'): Promise<{ service: RunningService; base: string }> {
-  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config, 'log-level': 'silent' }, {}));
+async function start(config = 'examples/rules', extra: Record<string, string> = {}): Promise<{ service: RunningService; base: string }> {
+  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config, 'log-level': 'silent', ...extra }, {}));
   return { service, base: `http://127.0.0.1:${service.httpPort}` };
 }
 
@@ -32,6 +39,27 @@ async function check(base: string, domain: string, descriptors: unknown[]): Prom
   const response = await fetch(`${base}/v1/check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ domain, descriptors }) });
   await response.arrayBuffer();
   return response.status;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Checks sent one after another (a pause between) until stopped; resolves with their statuses. */
+function steadyChecks(base: string, pauseMs = 20): { stop(): Promise<number[]> } {
+  let running = true;
+  const statuses: number[] = [];
+  const done = (async () => {
+    for (let i = 0; running; i++) {
+      statuses.push(await check(base, 'per_ip', [{ remote_address: `192.0.2.${i % 200}` }]));
+      await sleep(pauseMs);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await done;
+      return statuses;
+    },
+  };
 }
 
 interface StreamEvent {
@@ -47,6 +75,7 @@ type Snapshot = any;
 declare const document: any;
 declare const getComputedStyle: any;
 type HTMLCanvasElement = any;
+type HTMLElement = any;
 
 /** A client of GET /v1/events that parses the stream as it arrives. */
 class EventStream {
@@ -182,6 +211,20 @@ describe('GET /dashboard', () => {
       expect(snapshot.rulesInfo.watcher).toMatchObject({ failures: 0, lastError: null });
       expect(snapshot.store).toMatchObject({ name: 'memory', fallback: null, errorsTotal: 0 });
       expect(snapshot.store.keys).toBeGreaterThanOrEqual(1);
+      // A memory store is always healthy: breaker closed, no time since healthy, nothing degraded.
+      expect(snapshot.health).toEqual({
+        breaker: 'closed',
+        lastHealthyAt: null,
+        sinceHealthyMs: null,
+        unhealthyForMs: null,
+        lastFailureAt: null,
+        lastError: null,
+        inFlight: 0,
+        fallbacks: { timeout: 0, error: 0, 'breaker-open': 0, overload: 0 },
+        fallbacksTotal: 0,
+      });
+      expect(snapshot.totals).toMatchObject({ degraded: 0, failOpen: 0, failClosed: 0, localFallback: 0, fallbacks: 0 });
+      expect(snapshot.second).toMatchObject({ breaker: 'closed', degraded: 0, fallbacks: 0, fallbacksBy: { timeout: 0, error: 0, 'breaker-open': 0, overload: 0 } });
       expect(snapshot.clients).toBe(1);
       // The seconds' counts add up to the totals.
       const seconds = stream.snapshots().map((s) => s.second);
@@ -244,13 +287,47 @@ describe('event stream and shutdown', () => {
 
 describe('dashboard aggregate (bounded memory)', () => {
   const rules = compileRules(parseRules('domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 10 }\n', 'test'));
-  const ctx = { holder: { current: rules } } as unknown as ServiceContext;
-  const event = (rule: string, code: 'OK' | 'OVER_LIMIT', key?: string): CheckEvent => ({
+  const health = { breaker: 'closed', lastHealthyAt: undefined, lastFailureAt: undefined, lastError: undefined, inFlight: 0, fallbacks: { timeout: 0, error: 0, 'breaker-open': 0, overload: 0 } };
+  const ctx = { holder: { current: rules }, limiter: { health: () => health } } as unknown as ServiceContext;
+  const event = (rule: string, code: 'OK' | 'OVER_LIMIT', key?: string, degraded?: DegradedReason): CheckEvent => ({
     domain: 'd',
     via: 'check',
     durationMs: 0.1,
     keys: [key],
-    result: { overallCode: code, statuses: [{ code, limitRemaining: code === 'OK' ? 5 : 0, durationUntilReset: 1000, rule, currentLimit: { requestsPerUnit: 10, unit: 'second', unitMultiplier: 1 } }], now: 0 },
+    result: {
+      overallCode: code,
+      statuses: [{ code, limitRemaining: code === 'OK' ? 5 : 0, durationUntilReset: 1000, rule, currentLimit: { requestsPerUnit: 10, unit: 'second', unitMultiplier: 1 } }],
+      now: 0,
+      ...(degraded !== undefined ? { degraded } : {}),
+    },
+  });
+
+  it('counts degraded checks by reason, and fallbacks per second from the limiter totals', () => {
+    const aggregate = new DashboardAggregate(ctx);
+    aggregate.onCheck(event('d.k', 'OK', 'a', 'local-fallback'));
+    aggregate.onCheck(event('d.k', 'OK', 'a', 'local-fallback'));
+    aggregate.onCheck(event('d.k', 'OVER_LIMIT', 'a', 'fail-closed'));
+    aggregate.onCheck(event('d.k', 'OK', 'a', 'fail-open'));
+    aggregate.onCheck(event('d.k', 'OK', 'a'));
+    const at = (fallbacks: Record<string, number>, breaker = 'open') => ({ ...health, breaker, fallbacks: { ...health.fallbacks, ...fallbacks } }) as StoreHealthSnapshot;
+    const first = aggregate.roll(1000, at({ error: 2, 'breaker-open': 5 }));
+    expect(first).toMatchObject({ checks: 5, degraded: 4, localFallback: 2, failClosed: 1, failOpen: 1, allowed: 4, throttled: 1, fallbacks: 7, breaker: 'open' });
+    expect(first.fallbacksBy).toEqual({ timeout: 0, error: 2, 'breaker-open': 5, overload: 0 });
+    // The next second: only the increase of the totals.
+    const second = aggregate.roll(2000, at({ error: 2, 'breaker-open': 9, timeout: 1 }, 'half-open'));
+    expect(second).toMatchObject({ degraded: 0, fallbacks: 5, breaker: 'half-open', fallbacksBy: { timeout: 1, error: 0, 'breaker-open': 4, overload: 0 } });
+    expect(aggregate.roll(3000, at({ error: 2, 'breaker-open': 9, timeout: 1 }, 'closed'))).toMatchObject({ fallbacks: 0, breaker: 'closed' });
+    expect(aggregate.totals).toMatchObject({ degraded: 4, localFallback: 2, failClosed: 1, failOpen: 1, fallbacks: 12 });
+  });
+
+  it('says how long the store has been unhealthy, never for a memory store, with the last error cut', () => {
+    const failing = { ...health, breaker: 'open', lastHealthyAt: 10_000, lastFailureAt: 21_000, lastError: `<b>${'x'.repeat(400)}</b>` } as StoreHealthSnapshot;
+    const info = healthInfo(failing, { memory: false, startedAt: 0, now: 22_000 });
+    expect(info).toMatchObject({ breaker: 'open', lastHealthyAt: 10_000, sinceHealthyMs: 12_000, unhealthyForMs: 12_000, lastFailureAt: 21_000 });
+    expect(info.lastError!.length).toBeLessThanOrEqual(301);
+    expect(healthInfo({ ...failing, lastHealthyAt: undefined }, { memory: false, startedAt: 5_000, now: 22_000 })).toMatchObject({ sinceHealthyMs: null, unhealthyForMs: 17_000 });
+    expect(healthInfo({ ...failing, breaker: 'closed' }, { memory: false, startedAt: 0, now: 22_000 })).toMatchObject({ sinceHealthyMs: 12_000, unhealthyForMs: null });
+    expect(healthInfo({ ...health, lastHealthyAt: 21_000 } as StoreHealthSnapshot, { memory: true, startedAt: 0, now: 22_000 })).toMatchObject({ lastHealthyAt: null, sinceHealthyMs: null });
   });
 
   it('keeps at most HISTORY_SECONDS seconds and MAX_RULES rules', () => {
@@ -288,8 +365,98 @@ describe('dashboard aggregate (bounded memory)', () => {
   });
 });
 
+describe('dashboard while the store fails (real Redis, SIGKILLed, restarted)', () => {
+  let redis: RedisServer;
+  let service: RunningService;
+  let base: string;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    ({ service, base } = await start('examples/rules', { redis: redis.url }));
+  });
+  afterAll(async () => {
+    await service.close();
+    await redis.stop();
+  });
+
+  it('shows the breaker open, degraded checks and fallbacks per second, a growing time since healthy; closed again once Redis is back', { timeout: 20_000 }, async () => {
+    const stream = await EventStream.open(base);
+    let load: { stop(): Promise<number[]> } | undefined;
+    try {
+      for (let i = 0; i < 3; i++) expect(await check(base, 'per_ip', [{ remote_address: '198.51.100.7' }])).toBe(200);
+      const healthy = await stream.next((s) => s.health.sinceHealthyMs !== null && s.totals.checks >= 3);
+      expect(healthy.health).toMatchObject({ breaker: 'closed', unhealthyForMs: null, lastError: null, fallbacksTotal: 0 });
+      expect(healthy.health.sinceHealthyMs).toBeLessThan(3_000);
+      expect(healthy.totals).toMatchObject({ degraded: 0, fallbacks: 0 });
+
+      process.kill(redis.pid, 'SIGKILL');
+      load = steadyChecks(base);
+      const from = stream.snapshots().length;
+      // The default failure mode (local) answers: every degraded check is a local fallback.
+      const open = await stream.next((s) => s.health.breaker === 'open' && s.second.degraded > 0 && s.second.fallbacks > 0, 6_000, from);
+      expect(open.second.localFallback).toBe(open.second.degraded);
+      expect(open.second.breaker).toBe('open');
+      expect(Object.values(open.second.fallbacksBy as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(open.second.fallbacks);
+      expect(open.second.fallbacksBy['breaker-open']).toBeGreaterThan(0);
+      expect(open.health.fallbacksTotal).toBeGreaterThanOrEqual(open.second.fallbacks);
+      expect(open.health.lastError).toEqual(expect.any(String));
+      expect(open.health.lastHealthyAt).toBeGreaterThanOrEqual(healthy.health.lastHealthyAt);
+      expect(open.health.unhealthyForMs).toBeGreaterThan(0);
+      expect(open.store.state).toMatch(/^(degraded|unreachable)$/);
+      // A second later it is still open, and unhealthy for longer.
+      const later = await stream.next((s) => s.health.unhealthyForMs >= open.health.unhealthyForMs + 900, 4_000, stream.snapshots().indexOf(open) + 1);
+      expect(later.health.breaker).not.toBe('closed');
+      expect(later.health.sinceHealthyMs).toBeGreaterThan(open.health.sinceHealthyMs);
+      expect(later.health.lastHealthyAt).toBe(open.health.lastHealthyAt);
+      expect(later.second.degraded).toBeGreaterThan(0);
+      expect(later.second.fallbacks).toBeGreaterThan(0);
+
+      await redis.restart();
+      const back = await stream.next((s) => s.health.breaker === 'closed', 8_000, stream.snapshots().indexOf(later) + 1);
+      expect(back.health.unhealthyForMs).toBeNull();
+      expect(back.health.lastHealthyAt).toBeGreaterThan(later.health.lastHealthyAt);
+      expect(back.health.sinceHealthyMs).toBeLessThan(2_000);
+      const statuses = await load.stop();
+      load = undefined;
+      // Every check was answered: by Redis or, while it was gone, by the failure mode.
+      expect(statuses.filter((status) => status !== 200 && status !== 429)).toEqual([]);
+      // The history a new viewer gets holds the outage's seconds.
+      const viewer = await EventStream.open(base);
+      try {
+        await viewer.next(() => true);
+        const seconds = viewer.events[0]!.data as Snapshot[];
+        expect(seconds.some((second) => second.breaker === 'open' && second.degraded > 0 && second.fallbacks > 0)).toBe(true);
+        expect(seconds.at(-1).breaker).toBe('closed');
+      } finally {
+        viewer.close();
+      }
+    } finally {
+      await load?.stop();
+      stream.close();
+    }
+  });
+});
+
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium) console.warn(`dashboard browser test skipped: ${CHROMIUM} is missing (install Debian's chromium: apt-get install -y chromium)`);
+
+async function launchChromium(): Promise<Browser> {
+  const { chromium } = await import('playwright-core');
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** Page errors, console errors and CSP reports, as they come. */
+function watchProblems(page: Page): string[] {
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error' || /Content.Security.Policy/i.test(message.text())) problems.push(`console: ${message.text()}`);
+  });
+  return problems;
+}
 
 describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
   let dir: string;
@@ -309,18 +476,10 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
   });
 
   it('updates the chart and the counters from live traffic', { timeout: 60_000 }, async () => {
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
-      const problems: string[] = [];
-      page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-      page.on('console', (message) => {
-        if (message.type() === 'error' || /Content.Security.Policy/i.test(message.text())) problems.push(`console: ${message.text()}`);
-      });
+      const problems = watchProblems(page);
       const requests: string[] = [];
       page.on('request', (request) => requests.push(request.url()));
 
@@ -356,6 +515,12 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
       expect(await page.$eval('#rules-version', (el) => el.getAttribute('data-value'))).toBe(service.context.holder.current.version);
       expect(await page.$eval('#store-state', (el) => el.getAttribute('data-value'))).toBe('ok');
       expect(await page.$eval('#fallback-state', (el) => el.textContent)).toBe('none configured');
+      // No trouble: the breaker badge says closed (green), no banner, no time since healthy (memory).
+      expect(await page.$eval('#breaker', (el) => [el.getAttribute('data-value'), el.className])).toEqual(['closed', 'pill breaker ok']);
+      expect(await page.$eval('#trouble', (el) => (el as HTMLElement).hidden)).toBe(true);
+      expect(await page.$eval('#since-healthy', (el) => el.textContent)).toBe('last healthy: \u2014');
+      expect(await numberOf('degraded-total')).toBe(0);
+      expect(await numberOf('fallbacks-total')).toBe(0);
 
       // The rules table: the login rule with its totals.
       const row = page.locator(`#rules-body tr[data-rule="${LOGIN_RULE}"]`);
@@ -394,6 +559,7 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
       expect(chart.points).toBeGreaterThanOrEqual(3);
       expect(chart.draws).toBeGreaterThan(1);
       expect(chart.red).toBeGreaterThan(0);
+      expect(await page.$eval('#chart', (el) => [el.getAttribute('data-degraded-sum'), el.getAttribute('data-unhealthy-seconds'), el.getAttribute('data-last-breaker')])).toEqual(['0', '0', 'closed']);
 
       // Charting one rule.
       await page.selectOption('#rule-select', LOGIN_RULE);
@@ -411,6 +577,73 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
       // Nothing but the service was asked for.
       expect(requests.filter((url) => !url.startsWith(base) && !url.startsWith('data:'))).toEqual([]);
     } finally {
+      await browser.close();
+    }
+  });
+});
+
+describe.skipIf(!haveChromium)('dashboard in headless Chromium while Redis is down', () => {
+  let redis: RedisServer;
+  let service: RunningService;
+  let base: string;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    ({ service, base } = await start('examples/rules', { redis: redis.url }));
+  });
+  afterAll(async () => {
+    await service.close();
+    await redis.stop();
+  });
+
+  it('shows the outage as trouble: red breaker badge, banner, degraded series, time since healthy; green again after', { timeout: 40_000 }, async () => {
+    const browser = await launchChromium();
+    let load: { stop(): Promise<number[]> } | undefined;
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
+      const problems = watchProblems(page);
+      await page.goto(`${base}/dashboard`);
+      for (let i = 0; i < 3; i++) await check(base, 'per_ip', [{ remote_address: '198.51.100.9' }]);
+      await page.waitForFunction(() => document.getElementById('breaker')?.getAttribute('data-value') === 'closed' && document.getElementById('since-healthy')?.getAttribute('data-value') !== '', undefined, { timeout: 5_000 });
+      expect(await page.$eval('#trouble', (el) => (el as HTMLElement).hidden)).toBe(true);
+
+      process.kill(redis.pid, 'SIGKILL');
+      load = steadyChecks(base);
+      await page.waitForFunction(
+        () => {
+          const attr = (id: string, name: string) => document.getElementById(id)?.getAttribute(name);
+          return attr('breaker', 'data-value') === 'open' && Number(attr('chart', 'data-degraded-sum')) > 0 && Number(attr('rate-fallbacks', 'data-value')) > 0 && Number(attr('rate-degraded', 'data-value')) > 0;
+        },
+        undefined,
+        { timeout: 8_000 },
+      );
+      // While open, the badge is red (the --bad colour). A probe may half-open it for an instant: wait for open again.
+      const redBadge = () => {
+        const el = document.getElementById('breaker');
+        const bad = getComputedStyle(document.documentElement).getPropertyValue('--bad').trim();
+        const rgb = [1, 3, 5].map((i) => parseInt(bad.slice(i, i + 2), 16));
+        return el.getAttribute('data-value') === 'open' && el.textContent === 'store breaker OPEN' && getComputedStyle(el).backgroundColor === `rgb(${rgb.join(', ')})`;
+      };
+      await page.waitForFunction(redBadge, undefined, { timeout: 3_000 });
+      const banner = await page.$eval('#trouble', (el) => ({ hidden: (el as HTMLElement).hidden, text: el.textContent, elements: el.querySelectorAll('*').length }));
+      expect(banner.hidden).toBe(false);
+      expect(banner.text).toMatch(/^Store unhealthy for [\d.]+ s \(breaker (open|half-open)\):/);
+      // The error message is text: no element was made of it.
+      expect(banner.elements).toBe(2);
+      expect(await page.$eval('#since-healthy', (el) => el.textContent)).toMatch(/^store unhealthy for [\d.]+ s$/);
+      expect(await page.$eval('#last-error', (el) => ({ text: el.textContent, elements: el.children.length }))).toMatchObject({ text: expect.stringMatching(/^last error: ./), elements: 0 });
+      expect(Number(await page.$eval('#chart', (el) => el.getAttribute('data-unhealthy-seconds')))).toBeGreaterThan(0);
+      expect(Number(await page.$eval('#degraded-split', (el) => el.getAttribute('data-local-fallback')))).toBeGreaterThan(0);
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS, 'dashboard-outage.png'), fullPage: true });
+
+      await redis.restart();
+      await page.waitForFunction(() => document.getElementById('breaker')?.getAttribute('data-value') === 'closed', undefined, { timeout: 10_000 });
+      expect(await page.$eval('#trouble', (el) => (el as HTMLElement).hidden)).toBe(true);
+      expect(await page.$eval('#breaker', (el) => el.className)).toBe('pill breaker ok');
+      expect(problems).toEqual([]);
+    } finally {
+      await load?.stop();
       await browser.close();
     }
   });

@@ -2,7 +2,9 @@
   'use strict';
   var POINTS = 120;
   var ALL = '';
-  var state = { times: [], series: new Map(), selected: ALL, lastT: 0, lastSnapshotAt: 0, snapshots: 0, ruleOptions: '' };
+  var CAUSES = ['timeout', 'error', 'breaker-open', 'overload'];
+  // trouble: per second, aligned with times, for all rules: degraded checks, store errors, fallbacks, breaker.
+  var state = { times: [], series: new Map(), trouble: [], selected: ALL, lastT: 0, lastSnapshotAt: 0, snapshots: 0, ruleOptions: '' };
 
   function $(id) { return document.getElementById(id); }
   function fmt(n) {
@@ -22,6 +24,23 @@
     if (s < 60) return s + 's';
     if (s < 3600) return Math.floor(s / 60) + 'm ' + (s % 60) + 's';
     return Math.floor(s / 3600) + 'h ' + Math.floor((s % 3600) / 60) + 'm';
+  }
+  // Seconds, as in "store unhealthy for 12 s".
+  function secs(ms) {
+    if (ms < 10000) return (Math.round(ms / 100) / 10) + ' s';
+    if (ms < 60000) return Math.floor(ms / 1000) + ' s';
+    return duration(ms);
+  }
+  function causesText(by) {
+    var parts = [];
+    for (var i = 0; i < CAUSES.length; i++) parts.push(CAUSES[i] + ' ' + fmt((by && by[CAUSES[i]]) || 0));
+    return parts.join(', ');
+  }
+  function troubleOf(second) {
+    return {
+      degraded: second.degraded || 0, failOpen: second.failOpen || 0, failClosed: second.failClosed || 0, localFallback: second.localFallback || 0,
+      storeErrors: second.storeErrors || 0, fallbacks: second.fallbacks || 0, fallbacksBy: second.fallbacksBy || {}, breaker: second.breaker || 'closed',
+    };
   }
   function zeros(n) { var a = new Array(n); for (var i = 0; i < n; i++) a[i] = 0; return a; }
   function series(name) {
@@ -47,12 +66,14 @@
     }
     series(ALL);
     state.times.push(second.t);
+    state.trouble.push(troubleOf(second));
     state.series.forEach(function (s, name) {
       var c = byRule.get(name) || [0, 0, 0, 0];
       s.allowed.push(c[0]); s.throttled.push(c[1]); s.shadow.push(c[2]); s.near.push(c[3]);
     });
     if (state.times.length > POINTS) {
       state.times.shift();
+      state.trouble.shift();
       state.series.forEach(function (s) { s.allowed.shift(); s.throttled.shift(); s.shadow.shift(); s.near.shift(); });
     }
   }
@@ -79,7 +100,10 @@
   function colors() {
     var cs = getComputedStyle(document.documentElement);
     function v(name) { return cs.getPropertyValue(name).trim(); }
-    return { ok: v('--ok'), bad: v('--bad'), line: v('--line'), muted: v('--muted'), ink: v('--ink') };
+    return {
+      ok: v('--ok'), bad: v('--bad'), line: v('--line'), muted: v('--muted'), ink: v('--ink'),
+      degraded: v('--degraded'), errors: v('--errors'), openBg: v('--open-bg'), halfBg: v('--half-bg'),
+    };
   }
 
   function fitCanvas(canvas) {
@@ -93,57 +117,128 @@
     return g;
   }
 
-  // Stacked bars per second: allowed (green) under throttled (red), newest on the right.
+  function drawAxes(g, c, geo) {
+    g.font = '11px system-ui, sans-serif';
+    g.textBaseline = 'middle';
+    g.textAlign = 'right';
+    g.lineWidth = 1;
+    for (var k = 0; k <= 4; k++) {
+      var y = Math.round(geo.top + geo.ph - (geo.ph * k) / 4) + 0.5;
+      g.strokeStyle = c.line;
+      g.beginPath(); g.moveTo(geo.left, y); g.lineTo(geo.left + geo.pw, y); g.stroke();
+      g.fillStyle = c.muted;
+      g.fillText(fmt((geo.max * k) / 4), geo.left - 6, y);
+    }
+    g.textAlign = 'center';
+    g.textBaseline = 'top';
+    var marks = [120, 90, 60, 30, 0];
+    for (var m = 0; m < marks.length; m++) {
+      var x = geo.left + geo.pw - (marks[m] / POINTS) * geo.pw;
+      g.fillText(marks[m] === 0 ? 'now' : '-' + marks[m] + 's', Math.min(Math.max(x, geo.left + 12), geo.left + geo.pw - 12), geo.top + geo.ph + 6);
+    }
+  }
+
+  // The seconds the breaker was not closed: a red (open) or amber (half-open) background.
+  function drawBreaker(g, c, geo) {
+    var n = state.trouble.length;
+    for (var j = 0; j < n; j++) {
+      var b = state.trouble[j].breaker;
+      if (b === 'closed') continue;
+      g.fillStyle = b === 'open' ? c.openBg : c.halfBg;
+      g.fillRect(geo.left + geo.pw - (n - j) * geo.slot, geo.top, geo.slot, geo.ph);
+    }
+  }
+
+  // A line over the bars, one point per second (nothing drawn while all zero).
+  function drawLine(g, geo, values, color, dash) {
+    var n = values.length, any = false;
+    for (var i = 0; i < n; i++) if (values[i] > 0) any = true;
+    if (!any) return;
+    g.save();
+    g.strokeStyle = color;
+    g.lineWidth = 2;
+    g.setLineDash(dash);
+    g.beginPath();
+    for (var j = 0; j < n; j++) {
+      var x = geo.left + geo.pw - (n - j) * geo.slot + geo.slot / 2;
+      var y = geo.top + geo.ph - (Math.min(values[j], geo.max) / geo.max) * geo.ph;
+      if (j === 0) g.moveTo(x, y); else g.lineTo(x, y);
+    }
+    g.stroke();
+    g.restore();
+  }
+
+  function troubleSeries(field) { return state.trouble.map(function (t) { return t[field]; }); }
+  function sum(values) { var total = 0; for (var i = 0; i < values.length; i++) total += values[i]; return total; }
+
+  // Stacked bars per second: allowed (green) under throttled (red), newest on the right; over them
+  // the seconds the breaker was not closed, the checks a failure mode answered and the store errors.
   function drawChart() {
     var canvas = $('chart');
     var s = state.series.get(state.selected) || series(ALL);
     var g = fitCanvas(canvas);
     var c = colors();
     var W = canvas.clientWidth, H = canvas.clientHeight;
-    var left = 44, right = 10, top = 10, bottom = 24;
-    var pw = W - left - right, ph = H - top - bottom;
-    var peak = 0, sumA = 0, sumT = 0;
-    for (var i = 0; i < s.allowed.length; i++) {
-      peak = Math.max(peak, s.allowed[i] + s.throttled[i]);
-      sumA += s.allowed[i]; sumT += s.throttled[i];
-    }
-    var max = niceMax(peak);
-    g.font = '11px system-ui, sans-serif';
-    g.textBaseline = 'middle';
-    g.textAlign = 'right';
-    g.lineWidth = 1;
-    for (var k = 0; k <= 4; k++) {
-      var y = Math.round(top + ph - (ph * k) / 4) + 0.5;
-      g.strokeStyle = c.line;
-      g.beginPath(); g.moveTo(left, y); g.lineTo(left + pw, y); g.stroke();
-      g.fillStyle = c.muted;
-      g.fillText(fmt((max * k) / 4), left - 6, y);
-    }
-    g.textAlign = 'center';
-    g.textBaseline = 'top';
-    var marks = [120, 90, 60, 30, 0];
-    for (var m = 0; m < marks.length; m++) {
-      var x = left + pw - (marks[m] / POINTS) * pw;
-      g.fillText(marks[m] === 0 ? 'now' : '-' + marks[m] + 's', Math.min(Math.max(x, left + 12), left + pw - 12), top + ph + 6);
-    }
-    var slot = pw / POINTS;
-    var bw = Math.max(1, slot - 1);
+    var geo = { left: 44, top: 10, pw: W - 44 - 10, ph: H - 10 - 24, slot: (W - 54) / POINTS, max: 0 };
+    var degraded = troubleSeries('degraded'), errors = troubleSeries('storeErrors');
+    var peak = 0;
+    for (var i = 0; i < s.allowed.length; i++) peak = Math.max(peak, s.allowed[i] + s.throttled[i]);
+    for (var d = 0; d < degraded.length; d++) peak = Math.max(peak, degraded[d], errors[d]);
+    geo.max = niceMax(peak);
+    drawBreaker(g, c, geo);
+    drawAxes(g, c, geo);
+    var bw = Math.max(1, geo.slot - 1);
     var n = s.allowed.length;
     for (var j = 0; j < n; j++) {
-      var bx = left + pw - (n - j) * slot;
-      var ha = (s.allowed[j] / max) * ph;
-      var ht = (s.throttled[j] / max) * ph;
-      if (ha > 0) { g.fillStyle = c.ok; g.fillRect(bx, top + ph - ha, bw, ha); }
-      if (ht > 0) { g.fillStyle = c.bad; g.fillRect(bx, top + ph - ha - ht, bw, ht); }
+      var bx = geo.left + geo.pw - (n - j) * geo.slot;
+      var ha = (s.allowed[j] / geo.max) * geo.ph;
+      var ht = (s.throttled[j] / geo.max) * geo.ph;
+      if (ha > 0) { g.fillStyle = c.ok; g.fillRect(bx, geo.top + geo.ph - ha, bw, ha); }
+      if (ht > 0) { g.fillStyle = c.bad; g.fillRect(bx, geo.top + geo.ph - ha - ht, bw, ht); }
     }
+    drawLine(g, geo, errors, c.errors, [4, 3]);
+    drawLine(g, geo, degraded, c.degraded, []);
+    describeChart(canvas, s, n, geo.max);
+  }
+
+  // What the chart last drew, on the canvas (for tests and scripts).
+  function describeChart(canvas, s, n, max) {
+    var t = state.trouble, last = t.length > 0 ? t[t.length - 1] : troubleOf({});
+    var unhealthy = 0;
+    for (var i = 0; i < t.length; i++) if (t[i].breaker !== 'closed') unhealthy += 1;
     canvas.setAttribute('data-rule', state.selected === ALL ? 'all' : state.selected);
     canvas.setAttribute('data-points', String(n));
     canvas.setAttribute('data-max', String(max));
-    canvas.setAttribute('data-allowed-sum', String(sumA));
-    canvas.setAttribute('data-throttled-sum', String(sumT));
+    canvas.setAttribute('data-allowed-sum', String(sum(s.allowed)));
+    canvas.setAttribute('data-throttled-sum', String(sum(s.throttled)));
     canvas.setAttribute('data-last-allowed', String(n > 0 ? s.allowed[n - 1] : 0));
     canvas.setAttribute('data-last-throttled', String(n > 0 ? s.throttled[n - 1] : 0));
+    canvas.setAttribute('data-degraded-sum', String(sum(troubleSeries('degraded'))));
+    canvas.setAttribute('data-last-degraded', String(last.degraded));
+    canvas.setAttribute('data-store-errors-sum', String(sum(troubleSeries('storeErrors'))));
+    canvas.setAttribute('data-fallbacks-sum', String(sum(troubleSeries('fallbacks'))));
+    canvas.setAttribute('data-unhealthy-seconds', String(unhealthy));
+    canvas.setAttribute('data-last-breaker', last.breaker);
     canvas.setAttribute('data-draws', String(Number(canvas.getAttribute('data-draws') || 0) + 1));
+    var split = $('degraded-split');
+    var open = sum(troubleSeries('failOpen')), closed = sum(troubleSeries('failClosed')), local = sum(troubleSeries('localFallback'));
+    split.textContent = 'degraded, last 2 min: fail-open ' + fmt(open) + ', fail-closed ' + fmt(closed) + ', local-fallback ' + fmt(local);
+    split.setAttribute('data-fail-open', String(open));
+    split.setAttribute('data-fail-closed', String(closed));
+    split.setAttribute('data-local-fallback', String(local));
+  }
+
+  // The hovered second, in the canvas's tooltip.
+  function hover(e) {
+    var canvas = $('chart');
+    var geo = { left: 44, pw: canvas.clientWidth - 54 };
+    var n = state.times.length;
+    var j = n - Math.ceil((geo.left + geo.pw - e.offsetX) / (geo.pw / POINTS));
+    if (j < 0 || j >= n) { canvas.title = ''; return; }
+    var s = state.series.get(state.selected) || series(ALL), t = state.trouble[j];
+    canvas.title = new Date(state.times[j]).toLocaleTimeString() + '\nallowed ' + s.allowed[j] + ', throttled ' + s.throttled[j] +
+      '\ndegraded ' + t.degraded + ' (fail-open ' + t.failOpen + ', fail-closed ' + t.failClosed + ', local-fallback ' + t.localFallback + ')' +
+      '\nfallbacks ' + t.fallbacks + ' (' + causesText(t.fallbacksBy) + ')\nstore errors ' + t.storeErrors + '\nbreaker ' + t.breaker;
   }
 
   function drawSpark(canvas, s) {
@@ -269,6 +364,48 @@
     }
   }
 
+  // The store's health, from the limiter: breaker badge, time since healthy, last error, the banner.
+  function renderHealth(snap) {
+    var sec = snap.second, tot = snap.totals, h = snap.health;
+    setValue('rate-degraded', sec.degraded || 0);
+    setValue('degraded-total', tot.degraded || 0);
+    setText('degraded-reasons', 'open ' + fmt(sec.failOpen || 0) + ', closed ' + fmt(sec.failClosed || 0) + ', local ' + fmt(sec.localFallback || 0));
+    setValue('rate-fallbacks', sec.fallbacks || 0);
+    setText('fallback-causes', causesText(sec.fallbacksBy));
+    if (!h) return;
+    $('fallback-causes').title = 'Per second: ' + causesText(sec.fallbacksBy) + '\nSince start: ' + causesText(h.fallbacks);
+    setValue('fallbacks-total', h.fallbacksTotal);
+    var badge = $('breaker');
+    badge.textContent = 'store ' + (h.breaker === 'closed' ? 'healthy (breaker closed)' : 'breaker ' + h.breaker.toUpperCase());
+    badge.className = 'pill breaker ' + (h.breaker === 'open' ? 'down' : h.breaker === 'half-open' ? 'warn' : 'ok');
+    badge.setAttribute('data-value', h.breaker);
+    var since = $('since-healthy');
+    since.textContent = h.unhealthyForMs !== null ? 'store unhealthy for ' + secs(h.unhealthyForMs)
+      : h.sinceHealthyMs === null ? 'last healthy: \u2014' : 'last healthy ' + secs(h.sinceHealthyMs) + ' ago';
+    since.setAttribute('data-value', h.sinceHealthyMs === null ? '' : String(h.sinceHealthyMs));
+    since.className = 'sub' + (h.unhealthyForMs !== null ? ' error' : '');
+    var err = $('last-error');
+    err.textContent = h.lastError === null ? '' : 'last error: ' + h.lastError;
+    err.title = h.lastError === null ? '' : h.lastError;
+    err.setAttribute('data-value', h.lastError === null ? '' : h.lastError);
+    var banner = $('trouble');
+    banner.hidden = h.breaker === 'closed';
+    banner.className = 'trouble' + (h.breaker === 'half-open' ? ' half' : '');
+    setText('trouble-title', 'Store unhealthy for ' + secs(h.unhealthyForMs || 0) + ' (breaker ' + h.breaker + '):');
+    setText('trouble-detail', 'checks are answered by the failure modes (' + fmt(sec.degraded || 0) + ' degraded checks, ' + fmt(sec.fallbacks || 0) +
+      ' fallbacks in the last second)' + (h.lastError === null ? '.' : '. Last error: ' + h.lastError));
+  }
+
+  function healthPairs(h) {
+    var pairs = [['Breaker', h.breaker, h.breaker === 'closed' ? '' : 'error']];
+    pairs.push(['Last healthy', h.lastHealthyAt === null ? '\u2014' : new Date(h.lastHealthyAt).toLocaleTimeString() + ' (' + secs(h.sinceHealthyMs) + ' ago)']);
+    if (h.lastFailureAt !== null) pairs.push(['Last failure', new Date(h.lastFailureAt).toLocaleTimeString()]);
+    if (h.lastError !== null) pairs.push(['Last store error', h.lastError, 'error']);
+    pairs.push(['Calls in flight', String(h.inFlight)]);
+    pairs.push(['Fallbacks', fmt(h.fallbacksTotal) + ' (' + causesText(h.fallbacks) + ')', h.fallbacksTotal > 0 ? 'error' : '']);
+    return pairs;
+  }
+
   function render(snap) {
     var sec = snap.second, tot = snap.totals;
     setValue('rate-checks', sec.checks);
@@ -306,6 +443,7 @@
     stateEl.setAttribute('data-value', st.state);
     stateEl.className = 'value';
     $('store-card').className = 'card ' + (st.state === 'ok' ? 'ok' : st.state === 'unknown' ? '' : 'bad');
+    renderHealth(snap);
     setText('store-name', st.name + (st.keys !== undefined ? ' - ' + fmt(st.keys) + ' keys' : ''));
     var fb = st.fallback;
     var fbText = fb === null ? 'none configured' : typeof fb === 'object' ? JSON.stringify(fb) : String(fb);
@@ -321,6 +459,7 @@
     }
     storePairs.push(['Errors', st.errorsTotal + ' (' + st.errorsLast10s + ' in the last 10 s)', st.errorsLast10s > 0 ? 'error' : '']);
     if (st.lastError) storePairs.push(['Last error', st.lastError.kind + ' at ' + new Date(st.lastError.at).toLocaleTimeString(), 'error']);
+    if (snap.health) storePairs = storePairs.concat(healthPairs(snap.health));
     storePairs.push(['Fallback', fbText]);
     storePairs.push(['Ready', snap.ready === undefined ? 'checking' : snap.ready ? 'yes' : 'no', snap.ready === false ? 'error' : '']);
     dl('store-info', storePairs);
@@ -349,6 +488,7 @@
 
   $('rule-select').addEventListener('change', function (e) { select(e.target.value); });
   window.addEventListener('resize', drawChart);
+  $('chart').addEventListener('mousemove', hover);
 
   var source = new EventSource('/v1/events');
   source.addEventListener('open', function () { connection('live', 'live'); });
@@ -357,6 +497,7 @@
   });
   source.addEventListener('history', function (e) {
     state.times = [];
+    state.trouble = [];
     state.series = new Map();
     state.lastT = 0;
     var seconds = JSON.parse(e.data);

@@ -43,6 +43,11 @@ export interface RedisStoreOptions {
   readonly tls?: boolean | Record<string, unknown>;
   /** Deadline of one script call in ms. Default 1,000. */
   readonly commandTimeoutMs?: number;
+  /**
+   * The limiter's default deadline for decisions on this store, in ms (past it, the failure mode
+   * answers). Default: the limiter's (50 ms).
+   */
+  readonly deadlineMs?: number;
   /** Deadline of the first connection in ms, for {@link RedisStore.ready}. Default 5,000. */
   readonly connectTimeoutMs?: number;
   /**
@@ -61,6 +66,7 @@ const OPTION_NAMES: ReadonlySet<string> = new Set([
   'username',
   'tls',
   'commandTimeoutMs',
+  'deadlineMs',
   'connectTimeoutMs',
   'maxBatch',
 ]);
@@ -84,6 +90,8 @@ export class RedisStore implements Store {
   readonly name = 'redis';
   /** Where the store connects, for error messages. */
   readonly address: string;
+  /** The default deadline of decisions on this store (see {@link RedisStoreOptions.deadlineMs}). */
+  readonly deadlineMs: number | undefined;
   /** The ioredis connection (shared with rules sync; do not close it yourself). */
   readonly client: Redis | Cluster;
   private readonly ownsClient: boolean;
@@ -118,6 +126,7 @@ export class RedisStore implements Store {
     const commandTimeout = positiveInteger('commandTimeoutMs', options.commandTimeoutMs, 1_000);
     this.connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs, 5_000);
     this.maxBatch = positiveInteger('maxBatch', options.maxBatch, 64);
+    this.deadlineMs = options.deadlineMs === undefined ? undefined : positiveInteger('deadlineMs', options.deadlineMs, 50);
 
     const connected = openClient(options, { commandTimeout, connectTimeout: this.connectTimeoutMs });
     this.client = connected.client;
