@@ -21,11 +21,21 @@ Commands:
                   --config FILE|DIR        rules (YAML), watched and reloaded live
                   --redis URL              share counters and rules through Redis
                   --redis-cluster H:P,...  ... or through a Redis Cluster (default: memory store)
+                  --redis-sentinel H:P,... ... or a Sentinel-watched primary (--redis-sentinel-name, mymaster)
                   --port N (8080) --grpc-port N (8081) --host ADDR (0.0.0.0)
                   --admin-token TOKEN      enables PUT /v1/rules and the key admin endpoints
                   --log-level LEVEL        fatal|error|warn|info|debug|trace|silent (info)
                   --workers N              N processes on the same ports (needs Redis) (1)
+                  --drain-delay MS         on SIGTERM, /readyz says draining and requests are still
+                                           served this long before the listeners close (5000; 0..600000)
+                  --shutdown-timeout MS    then in-flight requests get this long to finish (10000)
                   --settings FILE          YAML/JSON of these settings (flags and env win)
+                when the store fails, is slow or its breaker is open (docs/operations.md):
+                  --failure-mode MODE      local (each node enforces limit / --expected-nodes),
+                                           open (admit) or closed (refuse) (local)
+                  --expected-nodes N       nodes sharing the store, for local (1)
+                  --deadline-ms MS         longest wait for the store per check (50)
+                  --fail-closed-status S   429 (OVER_LIMIT) or 503 (UNAVAILABLE) for closed (429)
                 envoyproxy/ratelimit's settings (docs/service.md, "Settings from envoy"):
                   --merge-domains          one domain across several files is merged (MERGE_DOMAIN_CONFIG)
                   --response-headers       add RateLimit-Limit/-Remaining/-Reset to envoy answers
@@ -107,7 +117,10 @@ function usageError(message: string): number {
   return 2;
 }
 
-/** `tollgate serve`: runs until SIGTERM or SIGINT, then shuts down gracefully. */
+/**
+ * `tollgate serve`: runs until SIGTERM or SIGINT, then drains (--drain-delay) and shuts down
+ * gracefully; a second signal skips the rest of the drain delay.
+ */
 async function serve(args: string[]): Promise<number> {
   let values: Record<string, string | undefined>;
   try {
@@ -130,15 +143,22 @@ async function serve(args: string[]): Promise<number> {
     process.exit(known ? 2 : 1);
   }
   await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
+    let signals = 0;
+    const stop = (signal: NodeJS.Signals): void => {
+      signals += 1;
+      if (signals === 2) service.context.logger.info({ signal }, 'second signal: skipping the rest of the drain delay');
+      if (signals > 1) {
+        void service.drain();
+        return;
+      }
       // A cluster worker's IPC channel would keep it alive: leave once closed.
-      void service.close().then(() => (cluster.isWorker ? process.exit(0) : resolve()));
+      void service.drain().then(() => (cluster.isWorker ? process.exit(0) : resolve()));
     };
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
+  // Everything is closed; a timer left by a call still waiting on Redis must not hold the exit.
+  setTimeout(() => process.exit(0), 1_000).unref();
   return 0;
 }
 
@@ -159,20 +179,23 @@ async function runWorkers(count: number): Promise<number> {
   for (let i = 0; i < count; i++) fork();
   await new Promise<void>((resolve) => {
     const stop = (): void => {
-      stopping = true;
       const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
-      let running = workers.length;
-      if (running === 0) resolve();
-      for (const worker of workers) {
-        worker.once('exit', () => {
-          running -= 1;
-          if (running === 0) resolve();
-        });
-        worker.process.kill('SIGTERM');
+      // A second signal is forwarded too: the workers skip the rest of their drain delay.
+      if (!stopping) {
+        let running = workers.length;
+        if (running === 0) resolve();
+        for (const worker of workers) {
+          worker.once('exit', () => {
+            running -= 1;
+            if (running === 0) resolve();
+          });
+        }
       }
+      stopping = true;
+      for (const worker of workers) if (worker.process.exitCode === null) worker.process.kill('SIGTERM');
     };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
   });
   return 0;
 }

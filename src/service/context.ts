@@ -12,6 +12,7 @@ import type { RulesWatcher } from '../rules/watch.js';
 import type { Store } from '../store/types.js';
 import type { BlockList } from './blocks.js';
 import type { ServiceOptions } from './options.js';
+import type { ReadinessReport } from './readiness.js';
 
 /** One answered check (HTTP /json, /v1/check or gRPC). */
 export interface CheckEvent {
@@ -40,6 +41,8 @@ export interface ServiceEvents {
   check: [CheckEvent];
   rejected: [RejectedEvent];
   storeError: [StoreErrorEvent];
+  /** Readiness may have changed (the store connection came up or went down, draining began). */
+  readiness: [];
 }
 
 export interface ServiceContext {
@@ -56,6 +59,8 @@ export interface ServiceContext {
   readonly startedAt: number;
   /** The service's clock (epoch ms) for answers no store decided (blocked keys); decisions carry their own instant. */
   readonly clock: () => number;
-  /** Whether rules are loaded and the store answers (with details for /readyz). */
-  readiness(): Promise<{ ready: boolean; details: Record<string, unknown> }>;
+  /** Draining after SIGTERM: still serving as usual, but not ready. */
+  readonly lifecycle: { readonly draining: boolean; readonly drainingSince: number | undefined };
+  /** Whether the store answers and the service is not draining (with details for /readyz); live state, no I/O. */
+  readiness(): Promise<ReadinessReport>;
 }

@@ -20,7 +20,8 @@ import { UNIT_NAMES, dynamicMetadata, envoyResponseOptions, responseHeadersOf, f
 
 export interface GrpcServer {
   readonly port: number;
-  close(): Promise<void>;
+  /** Stops accepting, lets in-flight calls finish for up to `graceMs` (default {@link SHUTDOWN_GRACE_MS}), then cuts them. */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** Where the .proto files are (next to this module, in src/ and in dist/). */
@@ -55,8 +56,8 @@ export const RATE_LIMIT_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService';
 const HEALTH_SERVICE = 'grpc.health.v1.Health';
 const KNOWN_HEALTH_NAMES = new Set(['', RATE_LIMIT_SERVICE]);
 
-/** How often Watch streams re-check readiness. */
-const HEALTH_POLL_MS = 1_000;
+/** How often Watch streams re-check readiness besides the changes the service announces (a cheap, I/O-free look). */
+const HEALTH_POLL_MS = 250;
 
 /** envoy.service.ratelimit.v3.RateLimitRequest as proto-loader hands it over (LOADER_OPTIONS). */
 export interface GrpcRateLimitRequest {
@@ -230,14 +231,14 @@ export async function startGrpcServer(ctx: ServiceContext, host: string, port: n
 
   return {
     port: boundPort,
-    close: () => {
+    close: (graceMs = SHUTDOWN_GRACE_MS) => {
       closing ??= new Promise<void>((resolve) => {
         health.close();
         const force = setTimeout(() => {
-          ctx.logger.warn({ graceMs: SHUTDOWN_GRACE_MS }, 'gRPC calls still running at the shutdown deadline; closing their connections');
+          ctx.logger.warn({ graceMs }, 'gRPC calls still running at the shutdown deadline; closing their connections');
           server.forceShutdown();
           resolve();
-        }, SHUTDOWN_GRACE_MS);
+        }, graceMs);
         server.tryShutdown(() => {
           clearTimeout(force);
           resolve();
@@ -295,11 +296,14 @@ class HealthWatchers {
   private readonly streams = new Map<ServerWritableStream<{ service: string }, { status: string }>, ServingStatus | undefined>();
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
+  private readonly onChange = (): void => void this.poll();
 
   constructor(
     private readonly ctx: ServiceContext,
     private readonly stopping: () => boolean,
-  ) {}
+  ) {
+    ctx.events.on('readiness', this.onChange);
+  }
 
   /** SERVING when the rules are loaded and the store answers; NOT_SERVING while shutting down. */
   async status(): Promise<'SERVING' | 'NOT_SERVING'> {
@@ -339,6 +343,7 @@ class HealthWatchers {
   /** Ends every stream (server shutdown). */
   close(): void {
     this.stopTimer();
+    this.ctx.events.off('readiness', this.onChange);
     for (const call of this.streams.keys()) {
       try {
         if (this.streams.get(call) !== 'SERVICE_UNKNOWN') call.write({ status: 'NOT_SERVING' });

@@ -140,8 +140,8 @@ function addHealthRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   routes.add('GET', '/healthz', (_request, response) => sendJson(response, 200, { status: 'ok', uptimeMs: Date.now() - ctx.startedAt }));
 
   routes.add('GET', '/readyz', async (_request, response) => {
-    const { ready, details } = await ctx.readiness();
-    sendJson(response, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', ...details });
+    const { ready, status, notReady, details } = await ctx.readiness();
+    sendJson(response, ready ? 200 : 503, { status, ...(ready ? {} : { notReady }), ...details });
   });
 }
 

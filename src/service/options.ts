@@ -64,6 +64,14 @@ export interface ServiceOptions {
    * which envoy enforces whatever its failure_mode_deny) or 503 (HTTP 503, gRPC UNAVAILABLE).
    */
   readonly failClosedStatus: 429 | 503;
+  /**
+   * On SIGTERM/SIGINT, how long (ms) the service keeps serving while `/readyz` says `draining`, so
+   * load balancers stop sending before the listeners close (`--drain-delay`, `TOLLGATE_DRAIN_DELAY`).
+   * Default 5,000; 0 closes at once.
+   */
+  readonly drainDelayMs: number;
+  /** After the listeners close, how long (ms) in-flight requests may take before their connections are cut (`--shutdown-timeout`). Default 10,000. */
+  readonly shutdownTimeoutMs: number;
 }
 
 /** Which rate-limit headers envoy answers carry. */
@@ -94,6 +102,8 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'expected-nodes': 'TOLLGATE_EXPECTED_NODES',
   'deadline-ms': 'TOLLGATE_DEADLINE_MS',
   'fail-closed-status': 'TOLLGATE_FAIL_CLOSED_STATUS',
+  'drain-delay': 'TOLLGATE_DRAIN_DELAY',
+  'shutdown-timeout': 'TOLLGATE_SHUTDOWN_TIMEOUT',
   settings: 'TOLLGATE_SETTINGS',
 };
 
@@ -182,6 +192,24 @@ function faultSettings(value: (flag: string) => string | undefined, where: (flag
   };
 }
 
+type ShutdownSettings = Pick<ServiceOptions, 'drainDelayMs' | 'shutdownTimeoutMs'>;
+
+/** Longest drain delay and shutdown timeout: ten minutes. */
+export const MAX_SHUTDOWN_MS = 600_000;
+
+/** How SIGTERM/SIGINT drains and stops the service (docs/operations.md, "Start and shutdown"). */
+function shutdownSettings(value: (flag: string) => string | undefined, where: (flag: string) => string): ShutdownSettings {
+  const ms = (flag: string, fallback: number, min: number): number => {
+    const text = value(flag);
+    if (text === undefined) return fallback;
+    if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > MAX_SHUTDOWN_MS) {
+      throw new InvalidOptionError(`${where(flag)} must be a whole number of ms from ${min} to ${MAX_SHUTDOWN_MS}, got ${JSON.stringify(text)}`);
+    }
+    return Number(text);
+  };
+  return { drainDelayMs: ms('drain-delay', 5_000, 0), shutdownTimeoutMs: ms('shutdown-timeout', 10_000, 1) };
+}
+
 function responseHeaders(text: string | undefined, where: string): ResponseHeaders {
   const given = text?.toLowerCase() ?? 'off';
   if (given === 'off' || given === 'false' || given === '0') return 'off';
@@ -267,6 +295,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     workers,
     ...envoySettings(value, where),
     ...faultSettings(value, where),
+    ...shutdownSettings(value, where),
     ...(config !== undefined ? { config } : {}),
     ...(redis !== undefined ? { redis } : {}),
     ...(redisCluster !== undefined ? { redisCluster } : {}),

@@ -1,7 +1,9 @@
 /**
  * `tollgate serve`: the decision service. Wires the store (memory, Redis or Redis Cluster), the
  * rules (files with hot reload, pushes through Redis), the HTTP and gRPC listeners, metrics and
- * the dashboard; shuts down gracefully (stop accepting, finish in-flight checks, close Redis).
+ * the dashboard. Starts with Redis down and follows its connection (store-link.ts); on SIGTERM
+ * drains (not ready, still serving for the drain delay), then stops accepting, lets in-flight
+ * requests finish and closes Redis last.
  */
 import { EventEmitter } from 'node:events';
 import type { Server } from 'node:http';
@@ -20,17 +22,25 @@ import type { ServiceContext, ServiceEvents } from './context.js';
 import { attachDashboard } from './dashboard.js';
 import { startGrpcServer, type GrpcServer } from './grpc.js';
 import { createHttpServer } from './http.js';
+import { followConnections } from './http-close.js';
 import { attachMetrics } from './metrics.js';
-import { logStoreHealth } from './store-health.js';
+import { breakerCheck, logStoreHealth } from './store-health.js';
 import type { ServiceOptions } from './options.js';
+import { DrainState, evaluateReadiness, rulesCheck, type ReadinessCheck } from './readiness.js';
+import { RulesSyncStarter, StoreLink, probeAddress } from './store-link.js';
 
 /** A running service. */
 export interface RunningService {
   readonly httpPort: number;
   readonly grpcPort: number | undefined;
   readonly context: ServiceContext;
-  /** Graceful: stops accepting, lets in-flight requests finish, closes the store. */
+  /** Graceful, at once: stops accepting, lets in-flight requests finish (up to --shutdown-timeout), closes the store. */
   close(): Promise<void>;
+  /**
+   * SIGTERM: not ready at once, still serving for --drain-delay, then {@link close}. Called again
+   * while draining, skips the rest of the delay. Resolves once stopped.
+   */
+  drain(): Promise<void>;
 }
 
 /** JSON logs, or readable ones when a person is watching a terminal. */
@@ -47,7 +57,7 @@ function commandTimeout(options: ServiceOptions): number {
   return Math.max(200, options.deadlineMs * 4);
 }
 
-/** The memory store, or Redis (single node, Cluster or Sentinel) once it answers. */
+/** The memory store, or Redis (single node, Cluster or Sentinel; connecting in the background: see StoreLink). */
 async function createStoreFromOptions(options: ServiceOptions): Promise<MemoryStore | RedisStore> {
   const store: MemoryStore | RedisStore =
     options.redis !== undefined
@@ -57,7 +67,6 @@ async function createStoreFromOptions(options: ServiceOptions): Promise<MemorySt
         : options.redisSentinel !== undefined
           ? redisStore({ sentinels: options.redisSentinel.nodes, name: options.redisSentinel.name, commandTimeoutMs: commandTimeout(options) })
           : memoryStore();
-  if (store.name === 'redis') await (store as RedisStore).ready();
   return store;
 }
 
@@ -77,9 +86,18 @@ function watchRuleFiles(options: ServiceOptions, holder: RulesHolder, logger: Lo
   });
 }
 
-/** Applies rules pushed through Redis (with a Redis store only). */
-async function startRulesSync(store: MemoryStore | RedisStore, holder: RulesHolder, logger: Logger): Promise<RulesSync | undefined> {
+/** Follows the Redis connection (with a Redis store only); waits for the first attempt's outcome. */
+async function linkStore(store: MemoryStore | RedisStore, options: ServiceOptions, logger: Logger, events: EventEmitter<ServiceEvents>): Promise<StoreLink | undefined> {
   if (store.name !== 'redis') return undefined;
+  const probe = options.redis !== undefined ? probeAddress(options.redis) : undefined;
+  const link = new StoreLink(store as RedisStore, { logger, probe, onChange: () => events.emit('readiness') });
+  await link.start(5_000);
+  return link;
+}
+
+/** Applies rules pushed through Redis (with a Redis store only), from when Redis answers. */
+async function startRulesSync(store: MemoryStore | RedisStore, link: StoreLink | undefined, holder: RulesHolder, logger: Logger): Promise<{ sync: RulesSync; starter: RulesSyncStarter } | undefined> {
+  if (store.name !== 'redis' || link === undefined) return undefined;
   const sync = new RulesSync({
     redis: (store as RedisStore).client,
     holder,
@@ -87,12 +105,11 @@ async function startRulesSync(store: MemoryStore | RedisStore, holder: RulesHold
     onWarning: (message) => logger.warn(message),
     onApply: (version) => logger.info({ version }, 'pushed rules applied'),
   });
-  await sync.start();
-  return sync;
+  const starter = new RulesSyncStarter(sync, link, logger);
+  // Redis up: the pushed rules are in force before the listeners open; down: they follow.
+  await starter.kick();
+  return { sync, starter };
 }
-
-/** `/readyz`'s `rules` field when no rules are loaded. */
-const NO_RULES = 'none loaded: nothing is limited';
 
 /** Without --config (and no rules pushed through Redis yet), every check answers OK: say so at start. */
 function warnIfNoRules(options: ServiceOptions, holder: RulesHolder, store: MemoryStore | RedisStore, logger: Logger): void {
@@ -110,9 +127,13 @@ interface ContextParts {
   readonly watcher: RulesWatcher | undefined;
   readonly sync: RulesSync | undefined;
   readonly startedAt: number;
+  readonly events: EventEmitter<ServiceEvents>;
+  readonly drain: DrainState;
+  /** Readiness: add a condition here. */
+  readonly checks: readonly ReadinessCheck[];
 }
 
-function buildContext({ options, logger, store, holder, watcher, sync, startedAt }: ContextParts): ServiceContext {
+function buildContext({ options, logger, store, holder, watcher, sync, startedAt, events, drain, checks }: ContextParts): ServiceContext {
   return {
     options,
     logger,
@@ -127,24 +148,22 @@ function buildContext({ options, logger, store, holder, watcher, sync, startedAt
     holder,
     watcher,
     sync,
-    events: new EventEmitter<ServiceEvents>(),
+    events,
     blocks: new BlockList(),
     startedAt,
     clock: Date.now,
-    readiness: async () => {
-      const details: Record<string, unknown> = { rulesVersion: holder.current.version, domains: holder.current.domainNames(), store: store.name };
-      let ready = true;
-      // Ready all the same: answering OK to every check is what this service was asked to do.
-      if (holder.current.domainNames().length === 0) details.rules = NO_RULES;
-      if (watcher?.status().lastError !== undefined) details.rulesError = watcher.status().lastError;
-      if (store.name === 'redis') {
-        const reachable = await (store as RedisStore).client.ping().then(() => true, () => false);
-        details.storeReachable = reachable;
-        ready &&= reachable;
-      }
-      return { ready, details };
-    },
+    lifecycle: drain,
+    readiness: () => Promise.resolve(evaluateReadiness(checks)),
   };
+}
+
+/** The conditions of readiness, in /readyz's order. */
+function readinessChecks(holder: RulesHolder, watcher: RulesWatcher | undefined, store: MemoryStore | RedisStore, link: StoreLink | undefined, drain: DrainState): ReadinessCheck[] {
+  return [
+    rulesCheck(holder, watcher),
+    link?.check() ?? { name: 'store', check: () => ({ ready: true, details: { store: store.name } }) },
+    drain.check(),
+  ];
 }
 
 /** Listens on --host and --port; resolves with the port (the one given, or the one chosen for 0). */
@@ -162,33 +181,42 @@ async function listenHttp(server: Server, options: ServiceOptions): Promise<numb
 interface ServiceParts {
   readonly context: ServiceContext;
   readonly server: Server;
+  /** Closes `server` without dropping an accepted request (http-close.ts). */
+  readonly http: ReturnType<typeof followConnections>;
   readonly metrics: { close(): void };
   readonly dashboard: { close(): void };
+  readonly link: StoreLink | undefined;
+  readonly starter: RulesSyncStarter | undefined;
+}
+
+/** Closes the rules watcher and sync, metrics, the dashboard and the store link, then the store. */
+async function closeRest({ context, metrics, dashboard, link, starter }: ServiceParts): Promise<void> {
+  context.watcher?.close();
+  metrics.close();
+  dashboard.close();
+  starter?.close();
+  await context.sync?.close();
+  link?.close();
+  await context.limiter.close();
 }
 
 /** A listener could not start: closes what already runs, so the process can exit, and throws `error`. */
-async function abandon({ context, server, metrics, dashboard }: ServiceParts, error: unknown): Promise<never> {
-  server.close();
-  context.watcher?.close();
-  metrics.close();
-  dashboard.close();
-  await context.sync?.close();
-  await context.limiter.close();
+async function abandon(parts: ServiceParts, error: unknown): Promise<never> {
+  parts.server.close();
+  await closeRest(parts);
   throw error;
 }
 
-/** Stops accepting, lets in-flight requests finish, then closes the rest and the store. */
-async function shutDown({ context, server, metrics, dashboard }: ServiceParts, grpc: GrpcServer | undefined): Promise<void> {
-  const httpClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
+/** Stops accepting, lets in-flight requests finish, then closes the rest and the store last. */
+async function shutDown(parts: ServiceParts, grpc: GrpcServer | undefined): Promise<void> {
+  const { context } = parts;
+  const started = Date.now();
+  const timeoutMs = context.options.shutdownTimeoutMs;
   // Event streams never finish on their own: end them first so the server can close at once.
-  dashboard.close();
-  await Promise.all([httpClosed, grpc?.close()]);
-  context.watcher?.close();
-  metrics.close();
-  await context.sync?.close();
-  await context.limiter.close();
-  context.logger.info('stopped');
+  parts.dashboard.close();
+  await Promise.all([parts.http.close(timeoutMs, context.logger), grpc?.close(timeoutMs)]);
+  await closeRest(parts);
+  context.logger.info({ closingMs: Date.now() - started, drainedMs: Date.now() - (context.lifecycle.drainingSince ?? started) }, 'stopped');
 }
 
 /** Starts the service; resolves once every listener is up. */
@@ -196,14 +224,19 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   const startedAt = Date.now();
   const store = await createStoreFromOptions(options);
   const holder = await loadInitialRules(options);
+  const events = new EventEmitter<ServiceEvents>();
+  const link = await linkStore(store, options, logger, events);
   const watcher = watchRuleFiles(options, holder, logger);
-  const sync = await startRulesSync(store, holder, logger);
+  const pushed = await startRulesSync(store, link, holder, logger);
   warnIfNoRules(options, holder, store, logger);
-  const context = buildContext({ options, logger, store, holder, watcher, sync, startedAt });
+  const drain = new DrainState();
+  const checks = readinessChecks(holder, watcher, store, link, drain);
+  const context = buildContext({ options, logger, store, holder, watcher, sync: pushed?.sync, startedAt, events, drain, checks });
   logStoreHealth(context);
+  checks.push(breakerCheck(context.limiter, () => events.emit('readiness')));
 
   const { server, routes } = createHttpServer(context);
-  const parts: ServiceParts = { context, server, metrics: attachMetrics(context, routes), dashboard: attachDashboard(context, routes) };
+  const parts: ServiceParts = { context, server, http: followConnections(server), metrics: attachMetrics(context, routes), dashboard: attachDashboard(context, routes), link, starter: pushed?.starter };
   const httpPort = await listenHttp(server, options).catch((error: unknown) => abandon(parts, error));
   logger.info({ port: httpPort, store: store.name, rules: holder.current.version }, `HTTP listening on ${options.host}:${httpPort}`);
   const grpc = await startGrpcServer(context, options.host, options.grpcPort).catch((error: unknown) =>
@@ -212,6 +245,23 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   if (grpc !== undefined) logger.info({ port: grpc.port }, `gRPC listening on ${options.host}:${grpc.port}`);
 
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => (closing ??= shutDown(parts, grpc));
-  return { httpPort, grpcPort: grpc?.port, context, close };
+  const close = (): Promise<void> => {
+    if (!drain.draining) {
+      void drain.begin(0);
+      events.emit('readiness');
+    }
+    return (closing ??= shutDown(parts, grpc));
+  };
+  const drainThenClose = async (): Promise<void> => {
+    if (closing !== undefined || drain.draining) {
+      drain.skipDelay();
+    } else {
+      const delay = drain.begin(options.drainDelayMs);
+      events.emit('readiness');
+      logger.info({ drainDelayMs: options.drainDelayMs }, `draining: /readyz answers 503 and requests are still served for ${options.drainDelayMs} ms, then the listeners close`);
+      await delay;
+    }
+    return close();
+  };
+  return { httpPort, grpcPort: grpc?.port, context, close, drain: drainThenClose };
 }

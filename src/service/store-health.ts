@@ -6,9 +6,27 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { BreakerState, BreakerTransition } from '../fault/breaker.js';
+import type { LimiterCore } from '../limiter.js';
 import type { CheckEvent, ServiceContext } from './context.js';
+import type { ReadinessCheck } from './readiness.js';
 
 const STATES: readonly BreakerState[] = ['closed', 'half-open', 'open'];
+
+/**
+ * Readiness follows the breaker: not ready while it is open (the store is failing and checks are
+ * answered by the failure modes), ready again once probes succeed. Each transition is announced
+ * (`onChange`), so gRPC health watchers hear it at once.
+ */
+export function breakerCheck(limiter: LimiterCore, onChange: () => void): ReadinessCheck {
+  limiter.onTransition(onChange);
+  return {
+    name: 'breaker',
+    check: () => {
+      const { breaker } = limiter.health();
+      return { ready: breaker !== 'open', details: { breaker } };
+    },
+  };
+}
 
 /** Logs "store lost" once when the breaker opens, "store back" once when it closes; returns the unsubscribe. */
 export function logStoreHealth(ctx: ServiceContext, logger: Logger = ctx.logger): () => void {

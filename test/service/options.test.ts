@@ -24,7 +24,24 @@ describe('serve settings', () => {
       expectedNodes: 1,
       deadlineMs: 50,
       failClosedStatus: 429,
+      drainDelayMs: 5_000,
+      shutdownTimeoutMs: 10_000,
     });
+  });
+
+  it('shutdown: drain delay (0 allowed) and shutdown timeout, whole ms up to ten minutes, validated', () => {
+    expect(resolveServiceOptions({ 'drain-delay': '0', 'shutdown-timeout': '250' }, {})).toMatchObject({ drainDelayMs: 0, shutdownTimeoutMs: 250 });
+    expect(resolveServiceOptions({}, { TOLLGATE_DRAIN_DELAY: '600000', TOLLGATE_SHUTDOWN_TIMEOUT: '1' })).toMatchObject({ drainDelayMs: 600_000, shutdownTimeoutMs: 1 });
+    expect(resolveServiceOptions({ 'drain-delay': '15' }, { TOLLGATE_DRAIN_DELAY: '30' }).drainDelayMs).toBe(15);
+    const refusals: Array<[Record<string, string>, Record<string, string>, string]> = [
+      [{ 'drain-delay': '-1' }, {}, '--drain-delay (or TOLLGATE_DRAIN_DELAY) must be a whole number of ms from 0 to 600000, got "-1"'],
+      [{ 'drain-delay': '1.5' }, {}, '--drain-delay (or TOLLGATE_DRAIN_DELAY) must be a whole number of ms from 0 to 600000, got "1.5"'],
+      [{}, { TOLLGATE_DRAIN_DELAY: '5s' }, '--drain-delay (or TOLLGATE_DRAIN_DELAY) must be a whole number of ms from 0 to 600000, got "5s"'],
+      [{ 'drain-delay': '600001' }, {}, '--drain-delay (or TOLLGATE_DRAIN_DELAY) must be a whole number of ms from 0 to 600000, got "600001"'],
+      [{ 'shutdown-timeout': '0' }, {}, '--shutdown-timeout (or TOLLGATE_SHUTDOWN_TIMEOUT) must be a whole number of ms from 1 to 600000, got "0"'],
+      [{}, { TOLLGATE_SHUTDOWN_TIMEOUT: 'soon' }, '--shutdown-timeout (or TOLLGATE_SHUTDOWN_TIMEOUT) must be a whole number of ms from 1 to 600000, got "soon"'],
+    ];
+    for (const [flags, env, message] of refusals) expect(() => resolveServiceOptions(flags, env)).toThrow(message);
   });
 
   it('what checks get while the store fails: failure mode, expected nodes, deadline, fail-closed status, validated', () => {

@@ -88,9 +88,13 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
 
 /** Starts one redis-server on a free port. */
 export async function startRedis(extra: string[] = []): Promise<RedisServer> {
+  return startRedisOn(await freePort(), extra);
+}
+
+/** Starts one redis-server on `port` (e.g. one a service was already told to use while nothing listened there). */
+export async function startRedisOn(port: number, extra: string[] = []): Promise<RedisServer> {
   requireBinary('redis-server');
   requireBinary('redis-cli');
-  const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-redis-'));
   let child = launch(port, dir, extra);
   const ping = (): boolean => spawnSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8' }).stdout.trim() === 'PONG';

@@ -18,8 +18,13 @@ export interface ServiceProcess {
   stop(): Promise<number | null>;
 }
 
+/**
+ * Starts `tollgate serve --port 0 --grpc-port 0 ...args`. Without a drain delay in `args` or `env`,
+ * `--drain-delay 0` is added so SIGTERM stops at once (the default 5 s would slow every suite).
+ */
 export async function startServiceProcess(args: string[], env: Record<string, string> = {}): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', ...args], {
+  const drain = args.includes('--drain-delay') || env.TOLLGATE_DRAIN_DELAY !== undefined ? [] : ['--drain-delay', '0'];
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', ...drain, ...args], {
     env: { ...process.env, ...env },
   });
   const logs: Record<string, unknown>[] = [];

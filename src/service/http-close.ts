@@ -1,0 +1,85 @@
+/**
+ * Closing the HTTP server without dropping a request it accepted. node:http's own `close()` destroys
+ * every connection it deems idle, including one accepted a moment ago whose request has not been
+ * read yet (its client sees a reset for a request it sent), and keep-alive connections whose next
+ * request may be on the wire. So connections are followed here. Once closing: every answer says
+ * `Connection: close`; a connection with a request in flight is left to finish; one between
+ * requests is closed once it has been quiet for {@link QUIET_MS} (a busy client gets its next
+ * answer with `Connection: close` instead); a new one gets {@link FRESH_GRACE_MS} to send its
+ * first request; past the shutdown timeout, all are cut.
+ */
+import { Server as NetServer, type Socket } from 'node:net';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+
+/** How long a connection accepted before the close may take to send its first request. */
+export const FRESH_GRACE_MS = 1_000;
+
+/** How long a keep-alive connection must have been quiet to be closed between requests. */
+export const QUIET_MS = 250;
+
+/** How often connections are looked at while closing. */
+const SWEEP_MS = 20;
+
+interface ConnectionState {
+  /** Answers in progress on it (none or the current one). */
+  readonly open: Set<ServerResponse>;
+  /** Requests answered on it. */
+  served: number;
+  /** When its last answer finished. */
+  lastAt: number;
+}
+
+/** Follows `server`'s connections from now on; `close` stops accepting and resolves once all are gone. */
+export function followConnections(server: Server): { close(timeoutMs: number, logger: Logger): Promise<void> } {
+  const connections = new Map<Socket, ConnectionState>();
+  let closing = false;
+  server.on('connection', (socket: Socket) => {
+    connections.set(socket, { open: new Set(), served: 0, lastAt: Date.now() });
+    socket.once('close', () => connections.delete(socket));
+  });
+  const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
+    const state = connections.get(request.socket);
+    if (closing) response.shouldKeepAlive = false;
+    if (state === undefined) return;
+    state.open.add(response);
+    const finish = (): void => {
+      if (!state.open.delete(response)) return;
+      state.served += 1;
+      state.lastAt = Date.now();
+    };
+    response.once('finish', finish);
+    response.once('close', finish);
+  };
+  server.prependListener('request', onRequest);
+  server.prependListener('checkContinue', onRequest);
+
+  const close = (timeoutMs: number, logger: Logger): Promise<void> =>
+    new Promise<void>((resolve) => {
+      closing = true;
+      const began = Date.now();
+      for (const state of connections.values()) for (const response of state.open) if (!response.headersSent) response.shouldKeepAlive = false;
+      const sweep = (): void => {
+        const now = Date.now();
+        for (const [socket, state] of connections) {
+          if (state.open.size > 0) continue;
+          if (state.served > 0 ? now - state.lastAt >= QUIET_MS : now - began >= FRESH_GRACE_MS) socket.destroy();
+        }
+      };
+      const sweeper = setInterval(sweep, SWEEP_MS);
+      const force = setTimeout(() => {
+        logger.warn({ shutdownTimeoutMs: timeoutMs, connections: connections.size }, 'HTTP requests still running at the shutdown timeout; closing their connections');
+        for (const socket of connections.keys()) socket.destroy();
+      }, timeoutMs);
+      // net's close: stop accepting, and call back once the last connection is gone.
+      NetServer.prototype.close.call(server, () => {
+        clearInterval(sweeper);
+        clearTimeout(force);
+        // node:http's own close now finds nothing to destroy, and stops its timeout checks.
+        server.close();
+        resolve();
+      });
+      sweep();
+    });
+  return { close };
+}
