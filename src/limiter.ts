@@ -10,11 +10,9 @@ import { limitZero } from './algorithms/outcome.js';
 import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, StoreUnavailableError, describeValue } from './errors.js';
-import type { BreakerOptions } from './fault/breaker.js';
+import { OverLimitCache, type OverLimitCacheStats } from './cache/over-limit.js';
 import {
-  DEFAULT_DEADLINE_MS,
   checkDeadline,
-  checkExpectedNodes,
   checkFailureMode,
   failClosedDecision,
   failOpenDecision,
@@ -26,6 +24,7 @@ import {
 import { StoreGuard, type FallbackCause, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
 import { MAX_KEY_BYTES, wellFormedKey } from './keys.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
+import { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './limiter-options.js';
 import { MemoryStore, memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest } from './store/types.js';
 import { checkOptions } from './options.js';
@@ -33,36 +32,10 @@ import { checkOptions } from './options.js';
 export type { FailureMode, LimiterFailureMode } from './fault/failure-mode.js';
 export type { BreakerOptions, BreakerState, BreakerTransition } from './fault/breaker.js';
 export type { StoreHealthSnapshot } from './fault/guard.js';
+export type { OverLimitCacheOptions, OverLimitCacheStats } from './cache/over-limit.js';
+export { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './limiter-options.js';
 
 export { MAX_KEY_BYTES } from './keys.js';
-
-/** Options of the limiter without rules (see `createLimiter` for the full set). */
-export interface LimiterCoreOptions {
-  /** Where state lives. Default: a new {@link memoryStore}. */
-  readonly store?: Store;
-  /**
-   * Time source (epoch ms) used when a call passes no `now`. Default: the store's own time
-   * (the process clock for the memory store, Redis `TIME` for Redis).
-   */
-  readonly clock?: () => number;
-  /**
-   * What a decision is when the store fails, times out or its breaker is open: `'local'` (the
-   * default: an in-process limit of `limit / expectedNodes`), `'open'` (admit) or `'closed'`
-   * (deny). The decision says so in `reason`. Per call and per limit, `failureMode` overrides it.
-   */
-  readonly failureMode?: LimiterFailureMode;
-  /** The nodes sharing the store, for `'local'`: each enforces ⌈limit / expectedNodes⌉. Default 1. */
-  readonly expectedNodes?: number;
-  /**
-   * Longest wait for the store on one decision, in ms; past it the failure mode answers. Default:
-   * the store's own `deadlineMs`, else 50. Per call, `deadlineMs` overrides it.
-   */
-  readonly deadlineMs?: number;
-  /** The circuit breaker around the store (see {@link BreakerOptions}); `false` turns it off. */
-  readonly breaker?: BreakerOptions | false;
-  /** Most store calls out at once; more are answered by the failure mode at once. Default 10,000. */
-  readonly maxInFlight?: number;
-}
 
 /** Per-call options. */
 export interface LimitOptions {
@@ -103,7 +76,6 @@ export const MAX_LIMITS_PER_CHECK = 64;
 
 /** Any string of at most this many UTF-16 units is at most MAX_KEY_BYTES in UTF-8. */
 const ALWAYS_SHORT_ENOUGH = Math.floor(MAX_KEY_BYTES / 3);
-const CORE_OPTIONS: readonly string[] = ['store', 'clock', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'maxInFlight'];
 
 /** The limiter's decisions; `Limiter` (rules/limiter.ts) adds `check`. */
 export interface LimiterCore {
@@ -142,50 +114,12 @@ export interface LimiterCore {
   health(): StoreHealthSnapshot;
   /** Hears each change of the breaker's state (logs, metrics); returns a function that stops it. */
   onTransition(listener: TransitionListener): () => void;
+  /** The over-limit cache's counters, when it is on. */
+  overLimitCacheStats(): OverLimitCacheStats | undefined;
   /** The store decisions go to. */
   readonly store: Store;
   /** Closes the store. */
   close(): Promise<void>;
-}
-
-/** The validated options every limiter is built from. */
-export interface CoreSettings {
-  readonly store: Store;
-  readonly clock: (() => number) | undefined;
-  readonly failureMode: LimiterFailureMode;
-  readonly expectedNodes: number;
-  readonly deadlineMs: number;
-  readonly breaker: BreakerOptions | false;
-  readonly maxInFlight: number;
-}
-
-/**
- * Validates the options shared by every limiter and refuses names outside `known`. The store is a
- * new memory store when none is given.
- */
-export function limiterCoreOptions(options: LimiterCoreOptions, known: readonly string[] = CORE_OPTIONS): CoreSettings {
-  checkOptions('createLimiter', options, known, '{ store: memoryStore() }');
-  if (options.clock !== undefined && typeof options.clock !== 'function') {
-    throw new InvalidOptionError(`createLimiter: clock must be a function returning epoch ms, got ${describeValue(options.clock)}`);
-  }
-  const store = options.store === undefined ? memoryStore() : options.store;
-  if (typeof store !== 'object' || store === null || typeof store.consume !== 'function') {
-    throw new InvalidOptionError(`createLimiter: store must be a Store such as memoryStore() or redisStore(...), got ${describeValue(store)}`);
-  }
-  const breaker = options.breaker ?? {};
-  if (breaker !== false && (typeof breaker !== 'object' || breaker === null)) {
-    throw new InvalidOptionError(`createLimiter: breaker must be an object of breaker settings or false, got ${describeValue(breaker)}`);
-  }
-  const storeDeadline = (store as Store).deadlineMs;
-  return {
-    store,
-    clock: options.clock,
-    failureMode: options.failureMode === undefined ? 'local' : checkFailureMode(options.failureMode, 'createLimiter: failureMode'),
-    expectedNodes: options.expectedNodes === undefined ? 1 : checkExpectedNodes(options.expectedNodes, 'createLimiter: expectedNodes'),
-    deadlineMs: checkDeadline(options.deadlineMs ?? storeDeadline ?? DEFAULT_DEADLINE_MS, options.deadlineMs === undefined && storeDeadline !== undefined ? "the store's deadlineMs" : 'createLimiter: deadlineMs'),
-    breaker,
-    maxInFlight: options.maxInFlight === undefined ? 10_000 : checkMaxInFlight(options.maxInFlight),
-  };
 }
 
 /** Creates a limiter without rules on `store` (the embedded memory store by default). */
@@ -205,6 +139,7 @@ export class CoreLimiter implements LimiterCore {
   /** The in-process limiter of the `local` failure mode, made on first use. */
   private local: MemoryStore | undefined;
   private readonly localPolicies = new WeakMap<CompiledPolicy, CompiledPolicy>();
+  private readonly cache: OverLimitCache | undefined;
 
   constructor(settings: CoreSettings) {
     this.store = settings.store;
@@ -216,6 +151,11 @@ export class CoreLimiter implements LimiterCore {
       settings.store instanceof MemoryStore
         ? undefined
         : new StoreGuard({ breaker: settings.breaker, maxInFlight: settings.maxInFlight, clock: settings.clock ?? currentTime });
+    this.cache = settings.overLimitCache === false ? undefined : new OverLimitCache(settings.overLimitCache, settings.clock ?? currentTime);
+  }
+
+  overLimitCacheStats(): OverLimitCacheStats | undefined {
+    return this.cache?.stats();
   }
 
   limit(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision> {
@@ -237,7 +177,9 @@ export class CoreLimiter implements LimiterCore {
   reset(key: string, policy: Policy | CompiledPolicy): Promise<void> {
     return settle(() => {
       key = checkKey(key);
-      return this.store.reset(key, this.policies.get(policy));
+      const compiled = this.policies.get(policy);
+      this.cache?.forget(key, compiled);
+      return this.store.reset(key, compiled);
     });
   }
 
@@ -246,6 +188,7 @@ export class CoreLimiter implements LimiterCore {
       if (typeof prefix !== 'string' || prefix.length === 0) {
         throw new InvalidKeyError(`resetPrefix needs a non-empty key prefix (an empty one would forget every key), got ${describeValue(prefix)}`);
       }
+      this.cache?.clear();
       return this.store.resetPrefix(wellFormedKey(prefix));
     });
   }
@@ -274,6 +217,10 @@ export class CoreLimiter implements LimiterCore {
     const zero = prepared.some((request) => request.policy.limit === 0);
     const decidable = zero ? prepared.filter((request) => request.policy.limit !== 0) : prepared;
     const commit = mode === 'limit' && !zero;
+    // A check of one limit (most envoy checks) is answered by the over-limit cache like a single decision.
+    const single = this.cache !== undefined && !zero && decidable.length === 1 && (mode === 'limit' || mode === 'peek') ? decidable[0]! : undefined;
+    const cached = single === undefined ? undefined : this.cache!.lookup(single.key, single.policy, single.cost, now);
+    if (cached !== undefined) return [cached];
     let decided: MaybePromise<Decision[]>;
     if (decidable.length === 0) decided = [];
     else if (this.guard === undefined) decided = this.store.consumeAll(decidable, now, commit);
@@ -285,7 +232,10 @@ export class CoreLimiter implements LimiterCore {
         (cause, error) => (modes.includes('throw') ? unanswered(cause, error) : this.fallbackAll(decidable, modes as FailureMode[], now, commit)),
       );
     }
+    // A group that may record changes its keys' state: what the cache remembered of them is stale.
+    if (this.cache !== undefined && single === undefined && commit) for (const request of decidable) this.cache.forget(request.key, request.policy);
     const finish = (decisions: Decision[]): Decision[] => {
+      if (single !== undefined) this.cache!.remember(single.key, single.policy, single.cost, decisions[0]!, now);
       const list = mode === 'look' ? decisions.map(unspent) : decisions;
       if (!zero) return list;
       const time = list[0]?.now ?? now ?? currentTime();
@@ -306,6 +256,20 @@ export class CoreLimiter implements LimiterCore {
     }
     const now = this.callTime(options);
     if (compiled.limit === 0) return limitZero(compiled, now ?? currentTime());
+    const cache = this.cache;
+    if (cache === undefined || (mode !== 'limit' && mode !== 'peek')) return this.decideGuarded(key, compiled, cost, now, mode, options);
+    const cached = cache.lookup(key, compiled, cost, now);
+    if (cached !== undefined) return cached;
+    const decided = this.decideGuarded(key, compiled, cost, now, mode, options);
+    const remember = (decision: Decision): Decision => {
+      cache.remember(key, compiled, cost, decision, now);
+      return decision;
+    };
+    return decided instanceof Promise ? decided.then(remember) : remember(decided);
+  }
+
+  /** One decision by the store, through the guard when there is one. */
+  private decideGuarded(key: string, compiled: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode, options: LimitOptions | undefined): MaybePromise<Decision> {
     if (this.guard === undefined) return this.decideOn(this.store, key, compiled, cost, now, mode);
     const failureMode = options?.failureMode ?? this.failureMode;
     return this.guard.run(
@@ -434,12 +398,6 @@ function checkCallOptions(options: LimitOptions): void {
   if (options.deadlineMs !== undefined) checkDeadline(options.deadlineMs, 'deadlineMs');
 }
 
-function checkMaxInFlight(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new InvalidOptionError(`createLimiter: maxInFlight must be a whole number ≥ 1, got ${describeValue(value)}`);
-  }
-  return value;
-}
 
 function checkCost(cost: unknown): number {
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {

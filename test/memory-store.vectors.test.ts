@@ -3,6 +3,8 @@ import { describeVectors, loadVectors } from './support/vectors.js';
 import { describe, expect, it } from 'vitest';
 
 describeVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));
+// Through the over-limit cache: every answer it gives must be the store's own.
+describeVectors('memory, over-limit cache', () => memoryStore({ sweepIntervalMs: 0 }), 0, { overLimitCache: true });
 
 describe('conformance vectors', () => {
   it('cover all six algorithms', () => {

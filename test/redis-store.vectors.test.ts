@@ -10,6 +10,7 @@ const redis = useRedisTopologies();
 
 describeVectors('redis', () => redis.open({ url: redis.single.url }));
 describeVectors('redis-cluster', () => redis.open({ cluster: redis.cluster.nodes }));
+describeVectors('redis, over-limit cache', () => redis.open({ url: redis.single.url }), 0, { overLimitCache: true });
 // A replay slower than real time: 20 ms of real time before every step, longer than many of the
 // steps' state lifetimes (1 ms windows, resets due in a few ms of `now`).
 describeVectors('redis, replayed slowly', () => redis.open({ url: redis.single.url }), 20);

@@ -24,7 +24,7 @@ export interface Limiter extends LimiterCore {
   check(request: CheckRequest, options?: CheckOptions): Promise<CheckResult>;
 }
 
-const LIMITER_OPTIONS: readonly string[] = ['store', 'clock', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'maxInFlight', 'rules'];
+const LIMITER_OPTIONS: readonly string[] = ['store', 'clock', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'maxInFlight', 'overLimitCache', 'rules'];
 
 /** Creates a limiter on `store` (the embedded memory store by default), with optional rules. */
 export function createLimiter(options: LimiterOptions = {}): Limiter {

@@ -4,7 +4,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, type Decision, type Policy, type Store } from '../../src/index.js';
+import { createLimiter, type Decision, type LimiterOptions, type Policy, type Store } from '../../src/index.js';
 
 export interface VectorStep {
   readonly op?: 'limit' | 'peek' | 'reset';
@@ -40,13 +40,13 @@ export function loadVectors(): { file: string; vectors: VectorFile }[] {
  * steps' explicit `now` must mean the same however much real time passes (keys that live in real
  * time, as on Redis, must not expire under a replay).
  */
-export function describeVectors(storeName: string, openStore: () => Store | Promise<Store>, pauseMs = 0): void {
+export function describeVectors(storeName: string, openStore: () => Store | Promise<Store>, pauseMs = 0, limiterOptions: Omit<LimiterOptions, 'store'> = {}): void {
   for (const { file, vectors } of loadVectors()) {
     describe(`${storeName} conformance: ${file}`, () => {
       vectors.cases.forEach((vectorCase, index) => {
         it(vectorCase.name, async () => {
           const store = await openStore();
-          const limiter = createLimiter({ store });
+          const limiter = createLimiter({ store, ...limiterOptions });
           const key = `vector:${file}:${index}:${Math.random().toString(36).slice(2)}`;
           try {
             for (const [stepIndex, step] of vectorCase.steps.entries()) {
