@@ -7,6 +7,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALGORITHMS, InvalidOptionError, createLimiter, memoryStore, redisStore, type Decision, type Policy, type RedisStore } from '../src/index.js';
+import { resolveServiceOptions } from '../src/service/options.js';
+import { startService } from '../src/service/server.js';
 import { startRedis, type RedisServer } from './support/redis.js';
 
 const ALGORITHM_NAMES = [...ALGORITHMS];
@@ -121,5 +123,36 @@ describe('over-limit cache on Redis', () => {
     expect(withCache.decisions.filter((d) => d.allowed)).toHaveLength(10);
     expect(uncached.scripts).toBeGreaterThanOrEqual(1_000);
     expect(withCache.scripts * 10).toBeLessThanOrEqual(uncached.scripts);
+  });
+});
+
+describe('over-limit cache in tollgate serve (on by default)', () => {
+  const start = (flags: Record<string, string> = {}) =>
+    startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0', ...flags }, {}));
+  const check = async (port: number): Promise<{ status: number; body: { statuses: { code: string; durationUntilReset: number }[] } }> => {
+    const body = JSON.stringify({ domain: 'classic', descriptors: [{ entries: [{ key: 'action', value: 'login' }, { key: 'user', value: 'mallory' }] }] });
+    const response = await fetch(`http://127.0.0.1:${port}/json`, { method: 'POST', body });
+    return { status: response.status, body: (await response.json()) as never };
+  };
+  const cacheHits = async (port: number): Promise<number | undefined> => {
+    const line = (await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).split('\n').find((text) => text.startsWith('tollgate_over_limit_with_local_cache_total '));
+    return line === undefined ? undefined : Number(line.split(' ')[1]);
+  };
+
+  it('answers a denied key locally, counted as tollgate_over_limit_with_local_cache_total; --local-cache-keys 0 turns it off', async () => {
+    const service = await start();
+    const off = await start({ 'local-cache-keys': '0' });
+    try {
+      const answers = [];
+      for (let i = 0; i < 10; i++) answers.push(await check(service.httpPort));
+      const denied = answers.filter((answer) => answer.status === 429);
+      expect(denied.length).toBeGreaterThan(2);
+      expect(denied.every((answer) => answer.body.statuses[0]!.code === 'OVER_LIMIT')).toBe(true);
+      expect(await cacheHits(service.httpPort)).toBe(denied.length - 1);
+      for (let i = 0; i < 10; i++) await check(off.httpPort);
+      expect(await cacheHits(off.httpPort)).toBeUndefined();
+    } finally {
+      await Promise.all([service.close(), off.close()]);
+    }
   });
 });

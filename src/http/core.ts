@@ -109,6 +109,7 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
       ...(options.expectedNodes !== undefined ? { expectedNodes: options.expectedNodes } : {}),
       ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
       ...(options.breaker !== undefined ? { breaker: options.breaker } : {}),
+      ...(options.overLimitCache !== undefined ? { overLimitCache: options.overLimitCache } : {}),
       ...(clock !== undefined ? { clock } : {}),
       ...(this.rulesMode ? { rules: options.rules! } : {}),
     });

@@ -4,6 +4,7 @@
  */
 import { parseDuration } from '../duration.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
+import type { OverLimitCacheOptions } from '../cache/over-limit.js';
 import type { BreakerOptions } from '../fault/breaker.js';
 import { checkFailureMode as checkMode, type FailureMode } from '../fault/failure-mode.js';
 import { MAX_LIMITS_PER_CHECK } from '../limiter.js';
@@ -81,6 +82,8 @@ export interface CoreOptions<Req> {
   readonly breaker?: BreakerOptions | false;
   /** The status of a request refused by `failureMode: 'closed'`: 503 (default) or 429. */
   readonly failClosedStatus?: 429 | 503;
+  /** The local over-limit cache (off by default): `true`, or `{ maxKeys }`. */
+  readonly overLimitCache?: boolean | OverLimitCacheOptions;
   /** Told about store failures (default: one line on stderr at most every 10 s). */
   readonly onError?: (error: unknown, req: Req) => void;
   /** Trusted proxies and IPv6 subnet for the client IP (see `ClientIpOptions`). */
@@ -93,7 +96,7 @@ export interface CoreOptions<Req> {
 
 const CORE_OPTIONS = [
   'store', 'policy', 'limits', 'name', 'rules', 'domain', 'descriptors', 'key', 'cost', 'skip', 'headers', 'message',
-  'shaping', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'failClosedStatus', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Subnet', 'clock',
+  'shaping', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'failClosedStatus', 'overLimitCache', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Subnet', 'clock',
 ];
 
 const LIMIT_FIELDS: readonly string[] = ['name', 'policy', 'key', 'failureMode'];

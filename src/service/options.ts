@@ -65,6 +65,12 @@ export interface ServiceOptions {
    */
   readonly failClosedStatus: 429 | 503;
   /**
+   * Keys the local over-limit cache remembers (`--local-cache-keys`, `TOLLGATE_LOCAL_CACHE_KEYS`):
+   * a denied key is answered by this node until its retry time, without a store call. Default
+   * 100,000; 0 turns it off.
+   */
+  readonly localCacheKeys: number;
+  /**
    * On SIGTERM/SIGINT, how long (ms) the service keeps serving while `/readyz` says `draining`, so
    * load balancers stop sending before the listeners close (`--drain-delay`, `TOLLGATE_DRAIN_DELAY`).
    * Default 5,000; 0 closes at once.
@@ -102,6 +108,7 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'expected-nodes': 'TOLLGATE_EXPECTED_NODES',
   'deadline-ms': 'TOLLGATE_DEADLINE_MS',
   'fail-closed-status': 'TOLLGATE_FAIL_CLOSED_STATUS',
+  'local-cache-keys': 'TOLLGATE_LOCAL_CACHE_KEYS',
   'drain-delay': 'TOLLGATE_DRAIN_DELAY',
   'shutdown-timeout': 'TOLLGATE_SHUTDOWN_TIMEOUT',
   settings: 'TOLLGATE_SETTINGS',
@@ -166,7 +173,7 @@ function envoySettings(value: (flag: string) => string | undefined, where: (flag
   };
 }
 
-type FaultSettings = Pick<ServiceOptions, 'failureMode' | 'expectedNodes' | 'deadlineMs' | 'failClosedStatus'>;
+type FaultSettings = Pick<ServiceOptions, 'failureMode' | 'expectedNodes' | 'deadlineMs' | 'failClosedStatus' | 'localCacheKeys'>;
 
 /** What checks get while the store fails (docs/operations.md, "Failure modes and guarantees"). */
 function faultSettings(value: (flag: string) => string | undefined, where: (flag: string) => string): FaultSettings {
@@ -189,6 +196,7 @@ function faultSettings(value: (flag: string) => string | undefined, where: (flag
     expectedNodes: whole('expected-nodes', 1, 1, 10_000, 'a whole number of nodes'),
     deadlineMs: whole('deadline-ms', 50, 1, MAX_DEADLINE_MS, 'a whole number of ms'),
     failClosedStatus: Number(status) as 429 | 503,
+    localCacheKeys: whole('local-cache-keys', 100_000, 0, 10_000_000, 'a whole number of keys (0: off)'),
   };
 }
 

@@ -143,6 +143,7 @@ function buildContext({ options, logger, store, holder, watcher, sync, startedAt
       failureMode: options.failureMode,
       expectedNodes: options.expectedNodes,
       deadlineMs: options.deadlineMs,
+      overLimitCache: options.localCacheKeys === 0 ? false : { maxKeys: options.localCacheKeys },
     }),
     store,
     holder,

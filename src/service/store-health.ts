@@ -75,7 +75,32 @@ export function defineStoreHealthMetrics(ctx: ServiceContext, registers: Registr
     },
   });
   defineFallbackCounter(ctx, registers);
+  defineOverLimitCacheMetrics(ctx, registers);
   return countTransitionsAndDegradedChecks(ctx, registers);
+}
+
+/** The local over-limit cache: decisions it answered (envoy's name for them) and keys it holds. */
+function defineOverLimitCacheMetrics(ctx: ServiceContext, registers: Registry[]): void {
+  if (ctx.limiter.overLimitCacheStats() === undefined) return;
+  let seen = 0;
+  new Counter({
+    name: 'tollgate_over_limit_with_local_cache_total',
+    help: 'Decisions answered by the local over-limit cache (a key denied until its retry time), without a store call.',
+    registers,
+    collect() {
+      const hits = ctx.limiter.overLimitCacheStats()?.hits ?? 0;
+      this.inc(Math.max(0, hits - seen));
+      seen = Math.max(seen, hits);
+    },
+  });
+  new Gauge({
+    name: 'tollgate_over_limit_cache_keys',
+    help: 'Keys held by the local over-limit cache.',
+    registers,
+    collect() {
+      this.set(ctx.limiter.overLimitCacheStats()?.keys ?? 0);
+    },
+  });
 }
 
 /** Fallbacks by cause, followed from the limiter's totals at scrape time. */

@@ -24,6 +24,7 @@ describe('serve settings', () => {
       expectedNodes: 1,
       deadlineMs: 50,
       failClosedStatus: 429,
+      localCacheKeys: 100_000,
       drainDelayMs: 5_000,
       shutdownTimeoutMs: 10_000,
     });
@@ -53,6 +54,7 @@ describe('serve settings', () => {
       [{ 'expected-nodes': '0' }, /--expected-nodes \(or TOLLGATE_EXPECTED_NODES\) must be a whole number of nodes from 1 to 10000, got "0"/],
       [{ 'deadline-ms': '1.5' }, /--deadline-ms \(or TOLLGATE_DEADLINE_MS\) must be a whole number of ms from 1 to 60000, got "1.5"/],
       [{ 'deadline-ms': '60001' }, /from 1 to 60000, got "60001"/],
+      [{ 'local-cache-keys': '-1' }, /--local-cache-keys \(or TOLLGATE_LOCAL_CACHE_KEYS\) must be a whole number of keys \(0: off\) from 0 to 10000000, got "-1"/],
       [{ 'fail-closed-status': '500' }, /--fail-closed-status \(or TOLLGATE_FAIL_CLOSED_STATUS\) must be 429 \(OVER_LIMIT\) or 503 \(unavailable\), got "500"/],
     ];
     for (const [flags, message] of refusals) expect(() => resolveServiceOptions(flags, {})).toThrow(message);
