@@ -10,6 +10,7 @@ import { limitZero } from './algorithms/outcome.js';
 import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, StoreUnavailableError, describeValue } from './errors.js';
+import { LeaseBook, leasable } from './cache/leases.js';
 import { OverLimitCache, type OverLimitCacheStats } from './cache/over-limit.js';
 import {
   checkDeadline,
@@ -47,6 +48,12 @@ export interface LimitOptions {
   readonly failureMode?: LimiterFailureMode;
   /** This call's deadline in ms (see {@link LimiterCoreOptions.deadlineMs}). */
   readonly deadlineMs?: number;
+  /**
+   * Token lease (2 to 1,000,000): take this many units from the store in one call and admit the
+   * next requests for this key from them in-process (cache/leases.ts: never over the limit, some
+   * under-admission). `limit` only; ignored for `countRejected` and `leaky-bucket` policies.
+   */
+  readonly lease?: number;
 }
 
 /** Options of a multi-limit call. */
@@ -60,6 +67,8 @@ export interface LimitRequest {
   readonly cost?: number;
   /** This limit's failure mode, over the call's and the limiter's. */
   readonly failureMode?: LimiterFailureMode;
+  /** A token lease for this limit (see {@link LimitOptions.lease}); used when it is the call's only limit. */
+  readonly lease?: number;
 }
 
 /**
@@ -140,6 +149,7 @@ export class CoreLimiter implements LimiterCore {
   private local: MemoryStore | undefined;
   private readonly localPolicies = new WeakMap<CompiledPolicy, CompiledPolicy>();
   private readonly cache: OverLimitCache | undefined;
+  private leases: LeaseBook | undefined;
 
   constructor(settings: CoreSettings) {
     this.store = settings.store;
@@ -179,6 +189,7 @@ export class CoreLimiter implements LimiterCore {
       key = checkKey(key);
       const compiled = this.policies.get(policy);
       this.cache?.forget(key, compiled);
+      this.leases?.forget(key, compiled);
       return this.store.reset(key, compiled);
     });
   }
@@ -189,6 +200,7 @@ export class CoreLimiter implements LimiterCore {
         throw new InvalidKeyError(`resetPrefix needs a non-empty key prefix (an empty one would forget every key), got ${describeValue(prefix)}`);
       }
       this.cache?.clear();
+      this.leases?.clear();
       return this.store.resetPrefix(wellFormedKey(prefix));
     });
   }
@@ -213,6 +225,13 @@ export class CoreLimiter implements LimiterCore {
     const now = this.callTime(options);
     const prepared = requests.map((request) => this.prepare(request, mode));
     if (prepared.length === 0) return [];
+    // A call of one limit with a lease (a rule's lease_size) is decided like a single decision.
+    const only = prepared.length === 1 ? requests[0]! : undefined;
+    if (only?.lease !== undefined && mode === 'limit' && prepared[0]!.policy.limit !== 0 && leasable(prepared[0]!.policy)) {
+      const { key, policy, cost } = prepared[0]!;
+      const decided = this.decideLeased(key, policy, cost, this.callTime(options), { ...options, cost, lease: only.lease });
+      return decided instanceof Promise ? decided.then((decision) => [decision]) : [decided];
+    }
     // A limit of 0 denies the whole request: the others are only looked at, never recorded.
     const zero = prepared.some((request) => request.policy.limit === 0);
     const decidable = zero ? prepared.filter((request) => request.policy.limit !== 0) : prepared;
@@ -256,6 +275,12 @@ export class CoreLimiter implements LimiterCore {
     }
     const now = this.callTime(options);
     if (compiled.limit === 0) return limitZero(compiled, now ?? currentTime());
+    if (options?.lease !== undefined && mode === 'limit' && leasable(compiled)) return this.decideLeased(key, compiled, cost, now, options);
+    return this.decideCached(key, compiled, cost, now, mode, options);
+  }
+
+  /** Through the over-limit cache when it is on (limit and peek), else the store. */
+  private decideCached(key: string, compiled: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode, options: LimitOptions | undefined): MaybePromise<Decision> {
     const cache = this.cache;
     if (cache === undefined || (mode !== 'limit' && mode !== 'peek')) return this.decideGuarded(key, compiled, cost, now, mode, options);
     const cached = cache.lookup(key, compiled, cost, now);
@@ -266,6 +291,35 @@ export class CoreLimiter implements LimiterCore {
       return decision;
     };
     return decided instanceof Promise ? decided.then(remember) : remember(decided);
+  }
+
+  /**
+   * A decision under a token lease: from the key's lease when it holds enough permits, else by
+   * taking a new lease of `lease` units (this request's cost included) from the store; when the
+   * store has less than a whole lease left, this request alone is decided, as without a lease.
+   */
+  private decideLeased(key: string, compiled: CompiledPolicy, cost: number, now: number | undefined, options: LimitOptions): MaybePromise<Decision> {
+    const book = (this.leases ??= new LeaseBook(this.clock ?? currentTime));
+    const spent = book.spend(key, compiled, cost, now);
+    if (spent !== undefined) return spent;
+    const take = Math.max(options.lease!, cost);
+    const alone = (): MaybePromise<Decision> => this.decideCached(key, compiled, cost, now, 'limit', options);
+    // A key with less than a lease left, or that the over-limit cache knows is denied, is decided alone.
+    if (book.isShort(key, compiled, now) || this.cache?.lookup(key, compiled, cost, now) !== undefined) return alone();
+    const leased = this.decideGuarded(key, compiled, take, now, 'limit', options);
+    const settle = (decision: Decision): MaybePromise<Decision> => {
+      // A failure mode's answer is no lease: it is returned as it is.
+      if (decision.allowed) return decision.reason === undefined ? book.record(key, compiled, take, cost, decision, now) : decision;
+      if (take === cost || decision.reason !== undefined) return decision;
+      book.refused(key, compiled, decision, now);
+      return alone();
+    };
+    return leased instanceof Promise ? leased.then(settle) : settle(leased);
+  }
+
+  /** Permits spent from leases and leases taken, when leases were used. */
+  leaseStats(): { readonly spent: number; readonly taken: number; readonly leases: number } | undefined {
+    return this.leases?.stats();
   }
 
   /** One decision by the store, through the guard when there is one. */
@@ -341,6 +395,7 @@ export class CoreLimiter implements LimiterCore {
       throw new InvalidOptionError(`limitAll: each request must be { key, policy, cost?, failureMode? }, got ${describeValue(request)}`);
     }
     if (request.failureMode !== undefined) checkFailureMode(request.failureMode, 'limitAll: failureMode');
+    if (request.lease !== undefined) checkLease(request.lease, 'limitAll: lease');
     const key = checkKey(request.key);
     const policy = this.policies.get(request.policy);
     const cost = request.cost === undefined ? 1 : checkCost(request.cost);
@@ -390,12 +445,19 @@ function checkKey(key: unknown): string {
   return wellFormedKey(key);
 }
 
-const CALL_OPTIONS: readonly string[] = ['cost', 'now', 'failureMode', 'deadlineMs'];
+const CALL_OPTIONS: readonly string[] = ['cost', 'now', 'failureMode', 'deadlineMs', 'lease'];
 
 function checkCallOptions(options: LimitOptions): void {
   checkOptions('call', options, CALL_OPTIONS, '{ cost: 1, now: Date.now() }', 'call option');
   if (options.failureMode !== undefined) checkFailureMode(options.failureMode, 'failureMode');
   if (options.deadlineMs !== undefined) checkDeadline(options.deadlineMs, 'deadlineMs');
+  if (options.lease !== undefined) checkLease(options.lease, 'lease');
+}
+
+function checkLease(lease: unknown, where: string): void {
+  if (typeof lease !== 'number' || !Number.isSafeInteger(lease) || lease < 2 || lease > 1_000_000) {
+    throw new InvalidOptionError(`${where} must be a whole number of units from 2 to 1000000 (taken from the store at once), got ${describeValue(lease)}`);
+  }
 }
 
 

@@ -1,0 +1,131 @@
+/**
+ * Token leases: instead of one store call per request, a node takes a batch of permits (`lease`
+ * units) from the shared counter in one call and admits its next requests from them locally.
+ *
+ * Never over the limit: every admitted request spends a permit the store already counted, and a
+ * permit is only spent while the count it came from still holds — until the window it was taken
+ * in ends (a fixed window), or one window after it was taken (sliding windows, buckets). Unspent
+ * permits are not returned: they lapse then. The price is under-admission: while a node holds
+ * permits the others cannot use them, at most nodes × (lease − 1) units per window.
+ *
+ * Off for policies that must see every attempt (`countRejected`) and for `leaky-bucket` (its
+ * answer is a place in a queue, which a batch cannot hand out).
+ */
+import type { Decision } from '../decision.js';
+import type { CompiledPolicy } from '../policy.js';
+
+interface Lease {
+  readonly policy: CompiledPolicy;
+  /** Permits left. */
+  permits: number;
+  /** The store's instant of the lease, and when its permits lapse. */
+  readonly from: number;
+  readonly until: number;
+  /** What the store said remained after the lease was taken; `remaining` adds the permits left. */
+  readonly storeRemaining: number;
+  readonly limit: number;
+  readonly resetAt: number;
+  /** The store's clock minus this process's, when the store gave the time. */
+  readonly offset: number;
+}
+
+/** Most leases held; the oldest go first (their permits lapse). */
+const MAX_LEASES = 100_000;
+
+/** Whether `policy` can be leased (see the module's comment). */
+export function leasable(policy: CompiledPolicy): boolean {
+  return !policy.countRejected && policy.algorithm !== 'leaky-bucket';
+}
+
+export class LeaseBook {
+  private readonly leases = new Map<string, Lease>();
+  /** Keys with less than a whole lease left, until when a lease could be had again (store time). */
+  private readonly short = new Map<string, { readonly until: number; readonly offset: number }>();
+  private spent = 0;
+  private taken = 0;
+
+  constructor(private readonly clock: () => number) {}
+
+  /** Permits spent locally, and leases taken from the store. */
+  stats(): { readonly spent: number; readonly taken: number; readonly leases: number } {
+    return { spent: this.spent, taken: this.taken, leases: this.leases.size };
+  }
+
+  /** Admits `cost` from the key's lease, if it holds enough unlapsed permits. */
+  spend(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Decision | undefined {
+    const id = leaseId(key, policy);
+    const lease = this.leases.get(id);
+    if (lease === undefined || lease.policy !== policy) return undefined;
+    const at = now ?? this.clock() + lease.offset;
+    if (at >= lease.until || at < lease.from) {
+      this.leases.delete(id);
+      return undefined;
+    }
+    if (lease.permits < cost) return undefined;
+    lease.permits -= cost;
+    this.spent += 1;
+    return { allowed: true, limit: lease.limit, remaining: lease.storeRemaining + lease.permits, resetAt: lease.resetAt, retryAfter: 0, now: at };
+  }
+
+  /**
+   * Records a lease of `taken` units the store admitted (`decision`), of which `cost` went to the
+   * request that took it; returns that request's answer.
+   */
+  record(key: string, policy: CompiledPolicy, taken: number, cost: number, decision: Decision, callerNow: number | undefined): Decision {
+    const id = leaseId(key, policy);
+    this.leases.delete(id);
+    const permits = taken - cost;
+    if (permits <= 0) return decision;
+    if (this.leases.size >= MAX_LEASES) this.leases.delete(this.leases.keys().next().value!);
+    const until = policy.algorithm === 'fixed-window' ? decision.resetAt : decision.now + policy.windowMs;
+    this.taken += 1;
+    this.leases.set(id, {
+      policy,
+      permits,
+      from: decision.now,
+      until,
+      storeRemaining: decision.remaining,
+      limit: decision.limit,
+      resetAt: decision.resetAt,
+      offset: callerNow === undefined ? decision.now - this.clock() : 0,
+    });
+    return { ...decision, remaining: decision.remaining + permits };
+  }
+
+  /**
+   * Notes that the store refused a whole lease for the key (`decision`, for the lease's size):
+   * until it could grant one, the key's requests are decided one by one, as without a lease, so
+   * a nearly spent key costs no second store call per request.
+   */
+  refused(key: string, policy: CompiledPolicy, decision: Decision, callerNow: number | undefined): void {
+    const id = leaseId(key, policy);
+    this.short.delete(id);
+    if (this.short.size >= MAX_LEASES) this.short.delete(this.short.keys().next().value!);
+    this.short.set(id, { until: decision.now + decision.retryAfter, offset: callerNow === undefined ? decision.now - this.clock() : 0 });
+  }
+
+  /** Whether the store refused the key a whole lease that could not be granted yet at `now`. */
+  isShort(key: string, policy: CompiledPolicy, now: number | undefined): boolean {
+    const id = leaseId(key, policy);
+    const entry = this.short.get(id);
+    if (entry === undefined) return false;
+    if ((now ?? this.clock() + entry.offset) < entry.until) return true;
+    this.short.delete(id);
+    return false;
+  }
+
+  /** Drops the key's lease (a reset: its permits came from counts that are gone). */
+  forget(key: string, policy: CompiledPolicy): void {
+    this.leases.delete(leaseId(key, policy));
+    this.short.delete(leaseId(key, policy));
+  }
+
+  clear(): void {
+    this.leases.clear();
+    this.short.clear();
+  }
+}
+
+function leaseId(key: string, policy: CompiledPolicy): string {
+  return `${policy.stateIndex}\u0000${key}`;
+}
