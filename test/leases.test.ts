@@ -5,7 +5,7 @@
  * store calls divided by about the lease size; off where it must be.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidOptionError, createLimiter, redisStore, type Policy, type RedisStore } from '../src/index.js';
+import { InvalidOptionError, compileRules, createLimiter, parseRules, redisStore, type Policy, type RedisStore } from '../src/index.js';
 import { startRedis, type RedisServer } from './support/redis.js';
 
 let redis: RedisServer;
@@ -85,6 +85,28 @@ describe('token leases', () => {
       expect(leasedCalls).toBeLessThan(exactCalls);
     },
   );
+
+  it('rules: lease_size on a rate_limit leases for checks of that limit alone', async () => {
+    const rules = compileRules(parseRules('domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 40, lease_size: 8 }\n', 'rules.yaml'));
+    const nodes = await Promise.all([0, 1, 2].map(async () => {
+      const store = redisStore({ url: redis.url });
+      stores.push(store);
+      await store.ready();
+      return createLimiter({ store, deadlineMs: 5_000, rules: { current: rules } as never });
+    }));
+    const value = unique('u');
+    redis.cli('CONFIG', 'RESETSTAT');
+    let admitted = 0;
+    for (let i = 0; i < 60; i++) {
+      const result = await nodes[i % 3]!.check({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value }] }] });
+      if (result.overallCode === 'OK') admitted += 1;
+    }
+    const calls = scriptCalls();
+    console.log(`[leases] rules, 3 nodes, 40 an hour, lease_size 8: admitted ${admitted} of 60 in ${calls} script calls`);
+    expect(admitted).toBeLessThanOrEqual(40);
+    expect(admitted).toBeGreaterThanOrEqual(40 - 3 * 7);
+    expect(calls).toBeLessThan(60);
+  });
 
   it('is off for countRejected and leaky-bucket policies (the same answers as without a lease); refuses a bad lease', async () => {
     const limiter = await node();

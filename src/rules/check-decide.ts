@@ -180,7 +180,8 @@ async function decideEnforced(limiter: LimiterCore, enforced: readonly Planned[]
 
 function decideGroup(limiter: LimiterCore, group: readonly Planned[], at: LimitAllOptions, mode: DecideMode): Promise<Decision[]> {
   if (group.length === 0) return Promise.resolve([]);
-  return Promise.resolve(limiter.decideAll(group.map((p) => ({ key: p.counterKey, policy: p.rule.policy, cost: p.cost || 1, ...failureModeOf(p) })), at, mode));
+  const requests = group.map((p) => ({ key: p.counterKey, policy: p.rule.policy, cost: p.cost || 1, ...failureModeOf(p), ...(p.rule.leaseSize !== undefined ? { lease: p.rule.leaseSize } : {}) }));
+  return Promise.resolve(limiter.decideAll(requests, at, mode));
 }
 
 function modeOf(p: Planned, spend: boolean): DecideMode {

@@ -26,6 +26,8 @@ export interface CompiledRule {
   readonly failureMode?: FailureMode;
   /** Absent: the limiter's deadline. */
   readonly deadlineMs?: number;
+  /** A token lease of this many units, when the check decides this limit alone. */
+  readonly leaseSize?: number;
   /** Units per hit. */
   readonly cost: number;
   /** `key` or `key=value` path from the domain root, for metrics and logs. */
@@ -201,6 +203,7 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
     quotaMode: descriptor.quotaMode,
     ...(limit.failureMode !== undefined ? { failureMode: limit.failureMode } : {}),
     ...(limit.deadlineMs !== undefined ? { deadlineMs: limit.deadlineMs } : {}),
+    ...(limit.leaseSize !== undefined ? { leaseSize: limit.leaseSize } : {}),
     cost: limit.cost ?? 1,
     path,
     ...(descriptor.metadata !== undefined ? { metadata: descriptor.metadata } : {}),

@@ -42,6 +42,8 @@ export interface RateLimitConfig {
   readonly failureMode?: FailureMode;
   /** Tollgate: longest wait for the store on a check this limit is part of, in ms; absent: the limiter's. */
   readonly deadlineMs?: number;
+  /** Tollgate: a token lease of this many units (the limiter's `lease`): fewer store calls, some under-admission. */
+  readonly leaseSize?: number;
   /** Tollgate: units each matching request takes (integer ≥ 1), multiplied by the request's hits. */
   readonly cost?: number;
   readonly location: SourceLocation;

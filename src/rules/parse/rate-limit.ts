@@ -17,14 +17,14 @@ import type { RateLimitConfig } from '../types.js';
 /** envoy's protocol carries `requests_per_unit` (the policy's limit) as a uint32. */
 const MAX_REQUESTS_PER_UNIT = 4_294_967_295;
 /** Fields that shape a limit, so make no sense with `unlimited: true`. */
-const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'soft_percent', 'failure_mode', 'deadline_ms', 'cost'];
+const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'cost'];
 
 const DESCRIPTOR_LEVEL = 'belongs to the descriptor (next to rate_limit), not inside rate_limit';
 
 /** The keys of a `rate_limit` block. */
 export const RATE_LIMIT_FIELDS: FieldSet = {
   what: 'a rate_limit',
-  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'unit_multiplier', 'soft_percent', 'failure_mode', 'deadline_ms', 'cost'],
+  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'unit_multiplier', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'cost'],
   misplaced: {
     key: DESCRIPTOR_LEVEL,
     value: DESCRIPTOR_LEVEL,
@@ -78,7 +78,7 @@ function rejectShaping(reader: DocumentReader, fields: Fields): void {
   }
 }
 
-type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'softPercent' | 'failureMode' | 'deadlineMs' | 'cost'>;
+type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'softPercent' | 'failureMode' | 'deadlineMs' | 'leaseSize' | 'cost'>;
 
 /** The limit itself: how many per how long, and how it is counted. */
 function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: Fields): Shape | undefined {
@@ -97,6 +97,7 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     softPercent: readWholeNumber(reader, fields.get('soft_percent'), POLICY_RANGES.softPercent.min, POLICY_RANGES.softPercent.max),
     failureMode: readChoice(reader, fields.get('failure_mode'), FAILURE_MODES, (text) => text.toLowerCase()),
     deadlineMs: readWholeNumber(reader, fields.get('deadline_ms'), 1, MAX_DEADLINE_MS),
+    leaseSize: readWholeNumber(reader, fields.get('lease_size'), 2, 1_000_000),
     cost: readWholeNumber(reader, fields.get('cost'), 1),
   };
   // A field that is present but unreadable was recorded; leave the limit out.
@@ -122,6 +123,7 @@ const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
   ['softPercent', 'soft_percent'],
   ['failureMode', 'failure_mode'],
   ['deadlineMs', 'deadline_ms'],
+  ['leaseSize', 'lease_size'],
   ['cost', 'cost'],
 ];
 
