@@ -4,7 +4,7 @@
 //   npm run build && node bench/many-nodes.js [--rounds 3] [--duration 5] [--warmup 1]
 //       [--concurrency 64] [--values 100000] [--algorithm fixed-window] [--nodes 1,2,3]
 //       [--topologies single,cluster] [--deadline-ms 5000] [--quiet-limit 0.25] [--quiet-wait 30]
-//       [--out many-nodes]
+//       [--retry-foreign 0.3] [--attempts 3] [--out many-nodes]
 //
 // Starts, as child processes on free loopback ports killed by PID at the end (nothing else is
 // ever signalled): one redis-server and a 3-master Redis Cluster (bench/support/redis.js), and
@@ -19,7 +19,9 @@
 // (limit 1e9 per hour) and Redis holds one key per value. --warmup s, then --duration s timed.
 // Rounds alternate the configurations (order reversed on odd rounds); the tables give medians.
 // Before each sample the script waits (up to --quiet-wait s) until processes other than its own use
-// at most --quiet-limit cores, and records what they used during the sample ("other").
+// at most --quiet-limit cores, and records what they used during the sample ("other"); a sample
+// during which they used more than --retry-foreign cores is run again (at most --attempts times in
+// all), and the one with the least foreign CPU is kept (the others are counted in the JSON).
 //
 // Per sample: checks/s, p50 / p99 latency (client side, µs), the cores used by each process group
 // (nodes, Redis, the load generator, everything else on the machine), and Redis's own work per
@@ -56,6 +58,8 @@ const TOPOLOGIES = raw('topologies', 'single,cluster').split(',');
 const DEADLINE_MS = Number(raw('deadline-ms', 5000));
 const QUIET_LIMIT = Number(raw('quiet-limit', 0.25));
 const QUIET_WAIT_S = Number(raw('quiet-wait', 30));
+const RETRY_FOREIGN = Number(raw('retry-foreign', 0.3));
+const ATTEMPTS = Number(raw('attempts', 3));
 const OUT = raw('out', 'many-nodes');
 const MAX_NODES = Math.max(...NODE_COUNTS);
 
@@ -185,6 +189,9 @@ function report(info, samples) {
   const bad = samples.filter((s) => s.summary.non200 > 0 || s.summary.degraded > 0 || s.summary.errors > 0);
   lines.push('');
   lines.push(bad.length === 0 ? 'Every timed check was answered 200 by Redis (no 429, no degraded answer, no socket error).' : `Samples with non-200, degraded or failed checks: ${bad.map((s) => `${s.topology}/${s.nodes} r${s.round}: non-200 ${s.summary.non200}, degraded ${s.summary.degraded}, errors ${s.summary.errors}`).join('; ')}`);
+  const reruns = samples.reduce((sum, s) => sum + s.discardedForeignCores.length, 0);
+  const noisy = samples.filter((s) => s.cores.foreign > RETRY_FOREIGN).length;
+  lines.push(`Re-run for other processes' load: ${reruns} sample(s); kept samples still above ${RETRY_FOREIGN} foreign cores: ${noisy} of ${samples.length}.`);
   lines.push(`Machine busy (cores, median of samples): ${fmt(median(samples.map((s) => s.cores.machine)), 2)} of ${info.nproc}; steal ${fmt(median(samples.map((s) => s.cores.steal)), 2)}; other processes at most ${fmt(Math.max(...samples.map((s) => s.cores.foreign)), 2)} cores during a sample.`);
   return lines.join('\n');
 }
@@ -215,10 +222,23 @@ async function main() {
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? configs : [...configs].reverse();
       for (const config of order) {
-        const before = await quiet.wait();
         const ports = nodes[config.topology].slice(0, config.nodes).map((node) => node.port);
-        const sample = await drive(ports, stores[config.topology].ports);
-        const entry = { ...config, round, before, loadavg1: loadavg()[0], ...sample, cores: groupCores(sample.cpu, config.topology, config.nodes) };
+        let before;
+        let sample;
+        const discarded = [];
+        for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+          const quietBefore = await quiet.wait();
+          const tried = await drive(ports, stores[config.topology].ports);
+          if (sample !== undefined && tried.cpu.foreignCores >= sample.cpu.foreignCores) discarded.push(tried.cpu.foreignCores);
+          else {
+            if (sample !== undefined) discarded.push(sample.cpu.foreignCores);
+            sample = tried;
+            before = quietBefore;
+          }
+          if (sample.cpu.foreignCores <= RETRY_FOREIGN) break;
+          console.error(`  other processes used ${sample.cpu.foreignCores.toFixed(2)} cores during ${config.topology} × ${config.nodes}; ${attempt + 1 < ATTEMPTS ? 'again' : 'kept the quietest'}`);
+        }
+        const entry = { ...config, round, before, discardedForeignCores: discarded, loadavg1: loadavg()[0], ...sample, cores: groupCores(sample.cpu, config.topology, config.nodes) };
         entry.summary = summarize(entry);
         samples.push(entry);
         console.error(
@@ -230,7 +250,7 @@ async function main() {
     const text = report(info, samples);
     console.log(text);
     mkdirSync(join(HERE, 'results'), { recursive: true });
-    const options = { ROUNDS, DURATION_S, WARMUP_S, CONCURRENCY, VALUES, ALGORITHM, NODE_COUNTS, TOPOLOGIES, DEADLINE_MS };
+    const options = { ROUNDS, DURATION_S, WARMUP_S, CONCURRENCY, VALUES, ALGORITHM, NODE_COUNTS, TOPOLOGIES, DEADLINE_MS, QUIET_LIMIT, QUIET_WAIT_S, RETRY_FOREIGN, ATTEMPTS };
     writeFileSync(join(HERE, 'results', `${OUT}.json`), `${JSON.stringify({ info, options, quietWaitedMs: quiet.waitedMs(), samples, report: text }, null, 1)}\n`);
   } finally {
     for (const list of Object.values(nodes)) await Promise.all(list.map((node) => stopChild(node.child)));
