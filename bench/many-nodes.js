@@ -5,6 +5,7 @@
 //       [--concurrency 64] [--values 100000] [--algorithm fixed-window] [--nodes 1,2,3]
 //       [--topologies single,cluster] [--deadline-ms 5000] [--quiet-limit 0.25] [--quiet-wait 30]
 //       [--retry-foreign 0.3] [--attempts 3] [--out many-nodes]
+//   node bench/many-nodes.js --report bench/results/many-nodes.json    # reprint a saved run's tables
 //
 // Starts, as child processes on free loopback ports killed by PID at the end (nothing else is
 // ever signalled): one redis-server and a 3-master Redis Cluster (bench/support/redis.js), and
@@ -165,33 +166,41 @@ function summarize(sample) {
 
 const fmt = (value, digits = 0) => (Number.isFinite(value) ? value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : 'n/a');
 
-function report(info, samples) {
+/** Node CPU per check (µs): the driven nodes' cores ÷ checks/s, the steadiest per-node figure. */
+const nodeCpuUs = (sample) => (sample.cores.nodes * 1e6) / sample.summary.perSecond;
+
+/** The Markdown report of a run: `options` as written to the JSON (so --report can redo it). */
+function report(info, options, samples) {
+  const { ROUNDS: rounds, DURATION_S: duration, WARMUP_S: warmup, CONCURRENCY: concurrency, VALUES: values, ALGORITHM: algorithm } = options;
+  const { NODE_COUNTS: counts, TOPOLOGIES: topologies, RETRY_FOREIGN: retryForeign } = options;
   const lines = [];
   lines.push(`Machine: nproc ${info.nproc} (${info.cpuModel}), Node ${info.node}, Redis ${info.redis}, git ${info.commit}, ${info.date}`);
-  lines.push(`Load: ${CONCURRENCY} in flight (raw-socket HTTP/1.1 client, its own process, same machine), ${VALUES} values, ${ALGORITHM}, ${WARMUP_S} s warm-up + ${DURATION_S} s, ${ROUNDS} rounds; medians.`);
+  lines.push(`Load: ${concurrency} in flight (raw-socket HTTP/1.1 client, its own process, same machine), ${values} values, ${algorithm}, ${warmup} s warm-up + ${duration} s, ${rounds} rounds; medians.`);
   lines.push('');
-  lines.push('| Redis | nodes | checks/s | × 1 node (median of rounds) | p50 ms | p99 ms | cores: nodes / Redis / load gen. / other | EVALSHA per check | Redis µs per EVALSHA | Redis µs per check (commandstats) | Redis CPU µs per check |');
-  lines.push('|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|');
-  for (const topology of TOPOLOGIES) {
-    for (const n of NODE_COUNTS) {
+  lines.push('| Redis | nodes | checks/s | × 1 node, median [per round] | p50 ms | p99 ms | cores: nodes / Redis / load gen. / other | node CPU µs per check | EVALSHA per check | Redis µs per EVALSHA | Redis µs per check (commandstats) | Redis CPU µs per check |');
+  lines.push('|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|');
+  for (const topology of topologies) {
+    for (const n of counts) {
       const mine = samples.filter((s) => s.topology === topology && s.nodes === n);
       const ratios = mine.map((s) => {
-        const base = samples.find((b) => b.topology === topology && b.nodes === NODE_COUNTS[0] && b.round === s.round);
+        const base = samples.find((b) => b.topology === topology && b.nodes === counts[0] && b.round === s.round);
         return base ? s.summary.perSecond / base.summary.perSecond : NaN;
       });
       const m = (key) => median(mine.map((s) => s.summary[key]));
       const c = (key) => median(mine.map((s) => s.cores[key]));
+      const cores = `${fmt(c('nodes'), 2)} / ${fmt(c('redis'), 2)} / ${fmt(c('loadGenerator'), 2)} / ${fmt(c('foreign'), 2)}`;
+      const redis = `${fmt(m('evalshaPerCheck'), 3)} | ${fmt(m('usecPerEvalsha'), 1)} | ${fmt(m('redisUsecPerCheck'), 1)} | ${fmt(m('redisCpuUsPerCheck'), 1)}`;
       lines.push(
-        `| ${topology === 'single' ? 'one server' : '3-master Cluster'} | ${n} | ${fmt(m('perSecond'))} | ${fmt(median(ratios), 2)} [${ratios.map((r) => fmt(r, 2)).join(', ')}] | ${fmt(m('p50Us') / 1000, 2)} | ${fmt(m('p99Us') / 1000, 2)} | ${fmt(c('nodes'), 2)} / ${fmt(c('redis'), 2)} / ${fmt(c('loadGenerator'), 2)} / ${fmt(c('foreign'), 2)} | ${fmt(m('evalshaPerCheck'), 3)} | ${fmt(m('usecPerEvalsha'), 1)} | ${fmt(m('redisUsecPerCheck'), 2)} | ${fmt(m('redisCpuUsPerCheck'), 2)} |`,
+        `| ${topology === 'single' ? 'one server' : '3-master Cluster'} | ${n} | ${fmt(m('perSecond'))} | ${fmt(median(ratios), 2)} [${ratios.map((r) => fmt(r, 2)).join(', ')}] | ${fmt(m('p50Us') / 1000, 2)} | ${fmt(m('p99Us') / 1000, 2)} | ${cores} | ${fmt(median(mine.map(nodeCpuUs)))} | ${redis} |`,
       );
     }
   }
   const bad = samples.filter((s) => s.summary.non200 > 0 || s.summary.degraded > 0 || s.summary.errors > 0);
   lines.push('');
   lines.push(bad.length === 0 ? 'Every timed check was answered 200 by Redis (no 429, no degraded answer, no socket error).' : `Samples with non-200, degraded or failed checks: ${bad.map((s) => `${s.topology}/${s.nodes} r${s.round}: non-200 ${s.summary.non200}, degraded ${s.summary.degraded}, errors ${s.summary.errors}`).join('; ')}`);
-  const reruns = samples.reduce((sum, s) => sum + s.discardedForeignCores.length, 0);
-  const noisy = samples.filter((s) => s.cores.foreign > RETRY_FOREIGN).length;
-  lines.push(`Re-run for other processes' load: ${reruns} sample(s); kept samples still above ${RETRY_FOREIGN} foreign cores: ${noisy} of ${samples.length}.`);
+  const reruns = samples.reduce((sum, s) => sum + (s.discardedForeignCores?.length ?? 0), 0);
+  const noisy = samples.filter((s) => s.cores.foreign > retryForeign).length;
+  lines.push(`Re-run for other processes' load: ${reruns} sample(s); kept samples still above ${retryForeign} foreign cores: ${noisy} of ${samples.length}.`);
   lines.push(`Machine busy (cores, median of samples): ${fmt(median(samples.map((s) => s.cores.machine)), 2)} of ${info.nproc}; steal ${fmt(median(samples.map((s) => s.cores.steal)), 2)}; other processes at most ${fmt(Math.max(...samples.map((s) => s.cores.foreign)), 2)} cores during a sample.`);
   return lines.join('\n');
 }
@@ -201,6 +210,11 @@ async function main() {
   const info = machine();
   console.error(`many-nodes: ${JSON.stringify(info)}`);
   const dir = workDir();
+  // Also when interrupted (children.js kills the children by PID and exits on SIGINT / SIGTERM).
+  process.on('exit', () => {
+    removeRedisDirs();
+    rmSync(dir, { recursive: true, force: true });
+  });
   const stores = {};
   const nodes = {};
   try {
@@ -247,10 +261,10 @@ async function main() {
         );
       }
     }
-    const text = report(info, samples);
+    const options = { ROUNDS, DURATION_S, WARMUP_S, CONCURRENCY, VALUES, ALGORITHM, NODE_COUNTS, TOPOLOGIES, DEADLINE_MS, QUIET_LIMIT, QUIET_WAIT_S, RETRY_FOREIGN, ATTEMPTS };
+    const text = report(info, options, samples);
     console.log(text);
     mkdirSync(join(HERE, 'results'), { recursive: true });
-    const options = { ROUNDS, DURATION_S, WARMUP_S, CONCURRENCY, VALUES, ALGORITHM, NODE_COUNTS, TOPOLOGIES, DEADLINE_MS, QUIET_LIMIT, QUIET_WAIT_S, RETRY_FOREIGN, ATTEMPTS };
     writeFileSync(join(HERE, 'results', `${OUT}.json`), `${JSON.stringify({ info, options, quietWaitedMs: quiet.waitedMs(), samples, report: text }, null, 1)}\n`);
   } finally {
     for (const list of Object.values(nodes)) await Promise.all(list.map((node) => stopChild(node.child)));
@@ -260,7 +274,13 @@ async function main() {
   }
 }
 
-main().catch((error) => {
+const REPORT = raw('report', undefined);
+const run = REPORT === undefined ? main() : Promise.resolve().then(() => {
+  // Reprints the tables of a saved run: node bench/many-nodes.js --report bench/results/many-nodes.json
+  const saved = JSON.parse(readFileSync(REPORT, 'utf8'));
+  console.log(report(saved.info, { RETRY_FOREIGN, ...saved.options }, saved.samples));
+});
+run.catch((error) => {
   console.error(error);
   process.exitCode = 1;
 });
