@@ -250,7 +250,7 @@ async function main() {
             before = quietBefore;
           }
           if (sample.cpu.foreignCores <= RETRY_FOREIGN) break;
-          console.error(`  other processes used ${sample.cpu.foreignCores.toFixed(2)} cores during ${config.topology} × ${config.nodes}; ${attempt + 1 < ATTEMPTS ? 'again' : 'kept the quietest'}`);
+          console.error(`  other processes used ${tried.cpu.foreignCores.toFixed(2)} cores during ${config.topology} × ${config.nodes}; ${attempt + 1 < ATTEMPTS ? 'again' : `kept the quietest (${sample.cpu.foreignCores.toFixed(2)})`}`);
         }
         const entry = { ...config, round, before, discardedForeignCores: discarded, loadavg1: loadavg()[0], ...sample, cores: groupCores(sample.cpu, config.topology, config.nodes) };
         entry.summary = summarize(entry);
