@@ -264,8 +264,10 @@ async function main() {
     const options = { ROUNDS, DURATION_S, WARMUP_S, CONCURRENCY, VALUES, ALGORITHM, NODE_COUNTS, TOPOLOGIES, DEADLINE_MS, QUIET_LIMIT, QUIET_WAIT_S, RETRY_FOREIGN, ATTEMPTS };
     const text = report(info, options, samples);
     console.log(text);
-    mkdirSync(join(HERE, 'results'), { recursive: true });
-    writeFileSync(join(HERE, 'results', `${OUT}.json`), `${JSON.stringify({ info, options, quietWaitedMs: quiet.waitedMs(), samples, report: text }, null, 1)}\n`);
+    // --out NAME writes bench/results/NAME.json; a path (with a /) is written as given.
+    const outPath = OUT.includes('/') ? OUT : join(HERE, 'results', `${OUT}.json`);
+    mkdirSync(dirname(outPath), { recursive: true });
+    writeFileSync(outPath, `${JSON.stringify({ info, options, quietWaitedMs: quiet.waitedMs(), samples, report: text }, null, 1)}\n`);
   } finally {
     for (const list of Object.values(nodes)) await Promise.all(list.map((node) => stopChild(node.child)));
     for (const { name, proc } of [...children.values()]) await stopChild({ name, pid: proc.pid, proc });
