@@ -112,6 +112,8 @@ describe('Redis Sentinel', () => {
       expect(report.errorsBefore).toBe(0);
       expect(report.errorsAfter).toBe(0);
       expect(report.windowMs).toBeLessThan(10_000);
+      // Errors only in the failover window: they end within 1.5 s of the new primary being named.
+      expect(report.windowMs!).toBeLessThanOrEqual(promotedAt - killedAt + 1_500);
       // Counted at most once each: a decision that failed may have run, none that succeeded ran twice.
       expect(stored).toBeLessThanOrEqual(admitted + report.errorsInWindow);
       // Exact again, and on the new primary.

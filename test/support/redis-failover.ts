@@ -300,7 +300,7 @@ export interface FaultReport {
   readonly calls: number;
   /** Failed calls that ended before the fault: should be none. */
   readonly errorsBefore: number;
-  /** Failed calls from the fault until the first call started after it succeeded (by its answer). */
+  /** Failed calls from the fault until the recovery: the first success started after every failed call. */
   readonly errorsInWindow: number;
   /** Failed calls started after that first success answered: should be none. */
   readonly errorsAfter: number;
@@ -313,9 +313,11 @@ export interface FaultReport {
 }
 
 export function faultReport(records: readonly LoadRecord[], faultAt: number): FaultReport {
-  // Recovered: the first call started after the fault to succeed (by the time it answered).
-  const recovered = records.filter((record) => record.ok && record.start >= faultAt).sort((a, b) => a.end - b.end)[0];
+  // Recovered: the first call to succeed that started after the fault and after every failed call
+  // (a call the dying node still answered, or a stray success mid-failover, is not a recovery).
   const errors = records.filter((record) => !record.ok);
+  const lastFailedStart = Math.max(faultAt, ...errors.map((record) => record.start));
+  const recovered = records.filter((record) => record.ok && record.start >= lastFailedStart).sort((a, b) => a.end - b.end)[0];
   return {
     calls: records.length,
     errorsBefore: errors.filter((record) => record.end < faultAt).length,
