@@ -165,12 +165,11 @@ describe('invalid rules: one fixture per mistake, exact errors', () => {
 
 describe('limits', () => {
   it('refuses text over 1 MiB before parsing it', () => {
-    const text = `domain: big\n# ${'x'.repeat(RULES_LIMITS.maxBytes)}\n`;
-    const started = performance.now();
+    // Not YAML at all past the first line: had it been parsed, the error would be a syntax error.
+    const text = `domain: big\nfoo: [\n# ${'x'.repeat(RULES_LIMITS.maxBytes)}\n`;
     expect(() => parseRules(text, 'big.yaml')).toThrow(
       `big.yaml:1:1: ${Buffer.byteLength(text)} bytes is over the limit of 1048576 bytes (1 MiB) for one rules source; split the domains across several files`,
     );
-    expect(performance.now() - started).toBeLessThan(100);
   });
 
   it('counts the size in bytes, not characters', () => {
