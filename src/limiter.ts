@@ -229,7 +229,7 @@ export class CoreLimiter implements LimiterCore {
     const only = prepared.length === 1 ? requests[0]! : undefined;
     if (only?.lease !== undefined && mode === 'limit' && prepared[0]!.policy.limit !== 0 && leasable(prepared[0]!.policy)) {
       const { key, policy, cost } = prepared[0]!;
-      const decided = this.decideLeased(key, policy, cost, this.callTime(options), { ...options, cost, lease: only.lease });
+      const decided = this.decideLeased(key, policy, cost, now, { ...options, cost, lease: only.lease });
       return decided instanceof Promise ? decided.then((decision) => [decision]) : [decided];
     }
     // A limit of 0 denies the whole request: the others are only looked at, never recorded.
@@ -244,11 +244,14 @@ export class CoreLimiter implements LimiterCore {
     if (decidable.length === 0) decided = [];
     else if (this.guard === undefined) decided = this.store.consumeAll(decidable, now, commit);
     else {
-      const modes = prepared.flatMap((request, i) => (request.policy.limit === 0 ? [] : [requests[i]!.failureMode ?? options?.failureMode ?? this.failureMode]));
       decided = this.guard.run(
         () => this.store.consumeAll(decidable, now, commit),
         this.callDeadline(options),
-        (cause, error) => (modes.includes('throw') ? unanswered(cause, error) : this.fallbackAll(decidable, modes as FailureMode[], now, commit)),
+        (cause, error) => {
+          // Each limit's failure mode, worked out only when the store could not answer.
+          const modes = prepared.flatMap((request, i) => (request.policy.limit === 0 ? [] : [requests[i]!.failureMode ?? options?.failureMode ?? this.failureMode]));
+          return modes.includes('throw') ? unanswered(cause, error) : this.fallbackAll(decidable, modes as FailureMode[], now, commit);
+        },
       );
     }
     // A group that may record changes its keys' state: what the cache remembered of them is stale.

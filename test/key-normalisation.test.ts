@@ -6,17 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLimiter, memoryStore, redisStore, type Limiter, type Policy, type Store } from '../src/index.js';
-import { startRedis, type RedisServer } from './support/redis.js';
+import { useRedisServer } from './support/redis-topologies.js';
 
 const ONE_PER_HOUR: Policy = { algorithm: 'token-bucket', limit: 1, window: '1h' };
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedis();
-}, 30_000);
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 describe.each([
   ['memory', async (): Promise<Store> => memoryStore()],

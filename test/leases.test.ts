@@ -4,21 +4,12 @@
  * exact mode on the same trace); at most nodes × (lease − 1) units of under-admission per window;
  * store calls divided by about the lease size; off where it must be.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidOptionError, compileRules, createLimiter, parseRules, redisStore, type Policy, type RedisStore } from '../src/index.js';
-import { startRedis, type RedisServer } from './support/redis.js';
+import { describe, expect, it } from 'vitest';
+import { InvalidOptionError, compileRules, createLimiter, parseRules, redisStore, type Policy } from '../src/index.js';
+import { useRedisServer } from './support/redis-topologies.js';
 
-let redis: RedisServer;
-const stores: RedisStore[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-}, 20_000);
-
-afterAll(async () => {
-  await Promise.all(stores.map((store) => store.close()));
-  await redis?.stop();
-});
+const redis = useRedisServer();
+const { stores } = redis;
 
 /** A limiter on its own connection: one "node". */
 async function node() {

@@ -5,11 +5,11 @@
  * resets, larger costs, a replay going back in time).
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ALGORITHMS, InvalidOptionError, createLimiter, memoryStore, redisStore, type Decision, type Policy, type RedisStore } from '../src/index.js';
 import { resolveServiceOptions } from '../src/service/options.js';
 import { startService } from '../src/service/server.js';
-import { startRedis, type RedisServer } from './support/redis.js';
+import { useRedisServer } from './support/redis-topologies.js';
 
 const ALGORITHM_NAMES = [...ALGORITHMS];
 
@@ -88,15 +88,8 @@ describe('over-limit cache: the same answers as the store', () => {
 });
 
 describe('over-limit cache on Redis', () => {
-  let redis: RedisServer;
-  const stores: RedisStore[] = [];
-  beforeAll(async () => {
-    redis = await startRedis();
-  }, 20_000);
-  afterAll(async () => {
-    await Promise.all(stores.map((store) => store.close()));
-    await redis?.stop();
-  });
+  const redis = useRedisServer();
+  const { stores } = redis;
 
   const scriptCalls = (): number => Number(/cmdstat_evalsha:calls=(\d+)/.exec(redis.cli('INFO', 'commandstats'))?.[1] ?? 0);
 

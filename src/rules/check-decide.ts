@@ -193,6 +193,7 @@ function modeOf(p: Planned, spend: boolean): DecideMode {
 function status(p: Planned, decision: Decision, how: { shadow: boolean; quotaPassed: boolean }): DescriptorStatus {
   const { rule } = p;
   const over = !decision.allowed;
+  const degraded = degradedReasonOf(decision);
   return {
     code: over && !how.shadow ? 'OVER_LIMIT' : 'OK',
     currentLimit: {
@@ -209,7 +210,7 @@ function status(p: Planned, decision: Decision, how: { shadow: boolean; quotaPas
     ...(over && how.quotaPassed && !how.shadow ? { quotaOverLimit: true } : {}),
     rule: rule.path,
     key: p.counterKey,
-    ...(degradedReasonOf(decision) !== undefined ? { degraded: degradedReasonOf(decision) } : {}),
+    ...(degraded !== undefined ? { degraded } : {}),
   };
 }
 

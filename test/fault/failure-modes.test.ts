@@ -7,23 +7,15 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLimiter, loadRules, parseRules, redisStore, TollgateError, type Policy, type RedisStore } from '../../src/index.js';
 import { compileRules } from '../../src/rules/ruleset.js';
-import { freePort, startRedis, type RedisServer } from '../support/redis.js';
+import { freePort } from '../support/redis.js';
+import { useRedisServer } from '../support/redis-topologies.js';
 
 const HOURLY: Policy = { algorithm: 'fixed-window', limit: 4, window: '1h' };
-const stores: RedisStore[] = [];
-let redis: RedisServer;
-
-beforeAll(async () => {
-  redis = await startRedis();
-}, 20_000);
-
-afterAll(async () => {
-  await Promise.all(stores.map((store) => store.close()));
-  await redis?.stop();
-});
+const redis = useRedisServer();
+const { stores } = redis;
 
 async function deadStore(): Promise<RedisStore> {
   const store = redisStore({ url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 100 });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
 import { rateLimitClient, type RateLimitClient, type RateLimitRequestMessage } from '../support/grpc-client.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedisServer } from '../support/redis-topologies.js';
 
 const COMPAT = 'test/service/fixtures/envoy/compat';
 const MERGE = 'test/service/fixtures/envoy/merge';
@@ -35,13 +35,7 @@ const one = (key: string, value: string, extra: Record<string, unknown> = {}) =>
 type Status = Record<string, unknown>;
 const statusesOf = (body: Record<string, unknown>) => body.statuses as Status[];
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedis();
-}, 30_000);
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 describe.each(['memory', 'redis'] as const)('envoy compatibility on %s', (storeName) => {
   let run: Running;

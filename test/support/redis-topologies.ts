@@ -56,3 +56,37 @@ export function storeTopologies(redis: RedisTopologies): readonly StoreTopology[
     { name: 'Redis Cluster', open: () => redis.open({ cluster: redis.cluster.nodes }) },
   ];
 }
+
+/** One Redis for a test file, and the stores its tests open on it (closed after the file's tests). */
+export interface SingleRedis extends RedisServer {
+  /** Push each store a test opens here: they are closed before the server stops. */
+  readonly stores: RedisStore[];
+}
+
+/** A redis-server started before the file's tests and stopped after them, usable as a RedisServer. */
+export function useRedisServer(): SingleRedis {
+  let server: RedisServer | undefined;
+  const stores: RedisStore[] = [];
+  beforeAll(async () => {
+    server = await startRedis();
+  }, 20_000);
+  afterAll(async () => {
+    await Promise.all(stores.map((store) => store.close()));
+    await server?.stop();
+  });
+  return {
+    stores,
+    get port() {
+      return server!.port;
+    },
+    get url() {
+      return server!.url;
+    },
+    get pid() {
+      return server!.pid;
+    },
+    cli: (...args) => server!.cli(...args),
+    restart: () => server!.restart(),
+    stop: () => server!.stop(),
+  };
+}
