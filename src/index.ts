@@ -1,10 +1,10 @@
 export { createLimiter } from './rules/limiter.js';
 export type { Limiter, LimiterOptions } from './rules/limiter.js';
 export { MAX_KEY_BYTES, MAX_LIMITS_PER_CHECK } from './limiter.js';
-export type { DecideMode, LimiterCore, LimiterCoreOptions, LimitOptions, LimitRequest } from './limiter.js';
+export type { DecideMode, LimiterCore, LimiterCoreOptions, LimitOptions, LimitRequest, LocalFirstStats } from './limiter.js';
 export { memoryStore, MemoryStore } from './store/memory.js';
 export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
-export type { Store, StoreRequest, MaybePromise } from './store/types.js';
+export type { Store, StoreRequest, MaybePromise, WindowCounts } from './store/types.js';
 export { redisStore, RedisStore } from './store/redis/index.js';
 export type { RedisStoreOptions } from './store/redis/index.js';
 export { compilePolicy, CompiledPolicy, ALGORITHMS } from './policy.js';

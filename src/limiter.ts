@@ -9,11 +9,12 @@
 import { limitZero } from './algorithms/outcome.js';
 import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
-import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, StoreUnavailableError, describeValue } from './errors.js';
+import { InvalidKeyError, InvalidOptionError, StoreUnavailableError, describeValue } from './errors.js';
 import { LeaseBook, leasable } from './cache/leases.js';
+import { LocalFirstBook, type LocalFirstStats } from './cache/local-first.js';
+import { countsInWindows } from './algorithms/window-add.js';
 import { OverLimitCache, type OverLimitCacheStats } from './cache/over-limit.js';
 import {
-  checkDeadline,
   checkFailureMode,
   failClosedDecision,
   failOpenDecision,
@@ -23,17 +24,18 @@ import {
   type LimiterFailureMode,
 } from './fault/failure-mode.js';
 import { StoreGuard, type FallbackCause, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
-import { MAX_KEY_BYTES, wellFormedKey } from './keys.js';
+import { wellFormedKey } from './keys.js';
+import { checkCallOptions, checkCost, checkKey, checkLease, checkNow, checkSyncInterval } from './limiter-checks.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './limiter-options.js';
 import { MemoryStore, memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest } from './store/types.js';
-import { checkOptions } from './options.js';
 
 export type { FailureMode, LimiterFailureMode } from './fault/failure-mode.js';
 export type { BreakerOptions, BreakerState, BreakerTransition } from './fault/breaker.js';
 export type { StoreHealthSnapshot } from './fault/guard.js';
 export type { OverLimitCacheOptions, OverLimitCacheStats } from './cache/over-limit.js';
+export type { LocalFirstStats } from './cache/local-first.js';
 export { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './limiter-options.js';
 
 export { MAX_KEY_BYTES } from './keys.js';
@@ -54,6 +56,12 @@ export interface LimitOptions {
    * under-admission). `limit` only; ignored for `countRejected` and `leaky-bucket` policies.
    */
   readonly lease?: number;
+  /**
+   * Local-first (10 to 60,000 ms): decide this key in-process on this node's view of the counter,
+   * synced with the store every `syncIntervalMs` (cache/local-first.ts: no store round trip, some
+   * over-admission). `limit` only; fixed-window and sliding-window policies only.
+   */
+  readonly syncIntervalMs?: number;
 }
 
 /** Options of a multi-limit call. */
@@ -69,6 +77,8 @@ export interface LimitRequest {
   readonly failureMode?: LimiterFailureMode;
   /** A token lease for this limit (see {@link LimitOptions.lease}); used when it is the call's only limit. */
   readonly lease?: number;
+  /** Local-first for this limit (see {@link LimitOptions.syncIntervalMs}); used when it is the call's only limit. */
+  readonly syncIntervalMs?: number;
 }
 
 /**
@@ -82,9 +92,6 @@ export type DecideMode = 'limit' | 'peek' | 'look' | 'probe';
 
 /** Most limits in one {@link LimiterCore.limitAll} call. */
 export const MAX_LIMITS_PER_CHECK = 64;
-
-/** Any string of at most this many UTF-16 units is at most MAX_KEY_BYTES in UTF-8. */
-const ALWAYS_SHORT_ENOUGH = Math.floor(MAX_KEY_BYTES / 3);
 
 /** The limiter's decisions; `Limiter` (rules/limiter.ts) adds `check`. */
 export interface LimiterCore {
@@ -125,6 +132,8 @@ export interface LimiterCore {
   onTransition(listener: TransitionListener): () => void;
   /** The over-limit cache's counters, when it is on. */
   overLimitCacheStats(): OverLimitCacheStats | undefined;
+  /** Local-first decisions and syncs, once local-first was used. */
+  localFirstStats(): LocalFirstStats | undefined;
   /** The store decisions go to. */
   readonly store: Store;
   /** Closes the store. */
@@ -150,6 +159,7 @@ export class CoreLimiter implements LimiterCore {
   private readonly localPolicies = new WeakMap<CompiledPolicy, CompiledPolicy>();
   private readonly cache: OverLimitCache | undefined;
   private leases: LeaseBook | undefined;
+  private localFirst: LocalFirstBook | undefined;
 
   constructor(settings: CoreSettings) {
     this.store = settings.store;
@@ -190,6 +200,7 @@ export class CoreLimiter implements LimiterCore {
       const compiled = this.policies.get(policy);
       this.cache?.forget(key, compiled);
       this.leases?.forget(key, compiled);
+      this.localFirst?.forget(key, compiled);
       return this.store.reset(key, compiled);
     });
   }
@@ -201,6 +212,7 @@ export class CoreLimiter implements LimiterCore {
       }
       this.cache?.clear();
       this.leases?.clear();
+      this.localFirst?.clear();
       return this.store.resetPrefix(wellFormedKey(prefix));
     });
   }
@@ -214,6 +226,9 @@ export class CoreLimiter implements LimiterCore {
   }
 
   async close(): Promise<void> {
+    // A local-first node's unsent units reach the store before it closes.
+    this.localFirst?.close();
+    await this.localFirst?.flush();
     await Promise.all([this.store.close(), this.local?.close()]);
   }
 
@@ -225,8 +240,13 @@ export class CoreLimiter implements LimiterCore {
     const now = this.callTime(options);
     const prepared = requests.map((request) => this.prepare(request, mode));
     if (prepared.length === 0) return [];
-    // A call of one limit with a lease (a rule's lease_size) is decided like a single decision.
+    // A call of one limit with a lease or local-first (a rule's lease_size, sync_interval_ms) is decided like a single decision.
     const only = prepared.length === 1 ? requests[0]! : undefined;
+    if (only?.syncIntervalMs !== undefined && mode === 'limit' && prepared[0]!.policy.limit !== 0) {
+      const { key, policy, cost } = prepared[0]!;
+      const decided = this.decideLocalFirst(key, policy, cost, now, only.syncIntervalMs, { ...options, cost });
+      return decided instanceof Promise ? decided.then((decision) => [decision]) : [decided];
+    }
     if (only?.lease !== undefined && mode === 'limit' && prepared[0]!.policy.limit !== 0 && leasable(prepared[0]!.policy)) {
       const { key, policy, cost } = prepared[0]!;
       const decided = this.decideLeased(key, policy, cost, now, { ...options, cost, lease: only.lease });
@@ -279,6 +299,7 @@ export class CoreLimiter implements LimiterCore {
     const now = this.callTime(options);
     if (compiled.limit === 0) return limitZero(compiled, now ?? currentTime());
     if (options?.lease !== undefined && mode === 'limit' && leasable(compiled)) return this.decideLeased(key, compiled, cost, now, options);
+    if (options?.syncIntervalMs !== undefined && mode === 'limit') return this.decideLocalFirst(key, compiled, cost, now, options.syncIntervalMs, options);
     return this.decideCached(key, compiled, cost, now, mode, options);
   }
 
@@ -318,6 +339,33 @@ export class CoreLimiter implements LimiterCore {
       return alone();
     };
     return leased instanceof Promise ? leased.then(settle) : settle(leased);
+  }
+
+  /**
+   * A local-first decision: on this node's fresh view of the key's counter, else by the store
+   * (exactly, through the failure modes) while a sync fetches a view in the same store call.
+   */
+  private decideLocalFirst(key: string, compiled: CompiledPolicy, cost: number, now: number | undefined, syncMs: number, options: LimitOptions): MaybePromise<Decision> {
+    if (!countsInWindows(compiled)) {
+      throw new InvalidOptionError(`syncIntervalMs (local-first) needs a fixed-window or sliding-window policy, whose counts add up across nodes; for ${compiled.algorithm} use a lease instead`);
+    }
+    const store = this.store;
+    if (store.addToWindow === undefined) throw new InvalidOptionError(`syncIntervalMs (local-first) needs a store that can sync window counts; the ${store.name} store cannot`);
+    const book = (this.localFirst ??= new LocalFirstBook(this.clock ?? currentTime, (k, policy, units, at) =>
+      this.guard === undefined
+        ? store.addToWindow!(k, policy, units, at)
+        : this.guard.run(() => store.addToWindow!(k, policy, units, at), this.deadlineMs, unanswered)));
+    const local = book.decide(key, compiled, cost, now, syncMs);
+    if (local !== undefined) return local;
+    const decided = this.decideGuarded(key, compiled, cost, now, 'limit', options);
+    const synced = book.adopt(key, compiled, now, syncMs);
+    // Answered once the sync sent with it is (the same store call): the next request finds the view.
+    return synced instanceof Promise ? synced.then(() => decided) : decided;
+  }
+
+  /** Local-first decisions and syncs, when local-first was used. */
+  localFirstStats(): LocalFirstStats | undefined {
+    return this.localFirst?.stats();
   }
 
   /** Permits spent from leases and leases taken, when leases were used. */
@@ -399,6 +447,7 @@ export class CoreLimiter implements LimiterCore {
     }
     if (request.failureMode !== undefined) checkFailureMode(request.failureMode, 'limitAll: failureMode');
     if (request.lease !== undefined) checkLease(request.lease, 'limitAll: lease');
+    if (request.syncIntervalMs !== undefined) checkSyncInterval(request.syncIntervalMs, 'limitAll: syncIntervalMs');
     const key = checkKey(request.key);
     const policy = this.policies.get(request.policy);
     const cost = request.cost === undefined ? 1 : checkCost(request.cost);
@@ -434,46 +483,4 @@ function unspent(decision: Decision): Decision {
   return delay === undefined
     ? { allowed: true, limit, remaining, resetAt, retryAfter: 0, now }
     : { allowed: true, limit, remaining, resetAt, retryAfter: 0, now, delay };
-}
-
-/** The key every store counts under (see {@link wellFormedKey}), or an InvalidKeyError. */
-function checkKey(key: unknown): string {
-  if (typeof key !== 'string') throw new InvalidKeyError(`key must be a string, got ${describeValue(key)}`);
-  if (key.length === 0) throw new InvalidKeyError('key is empty; identify the caller (e.g. "ip:203.0.113.7" or "user:42")');
-  if (key.length > ALWAYS_SHORT_ENOUGH && Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) {
-    throw new InvalidKeyError(
-      `key is ${Buffer.byteLength(key, 'utf8')} bytes, over the ${MAX_KEY_BYTES}-byte limit; hash long identities (e.g. a SHA-256 of a token) before limiting`,
-    );
-  }
-  return wellFormedKey(key);
-}
-
-const CALL_OPTIONS: readonly string[] = ['cost', 'now', 'failureMode', 'deadlineMs', 'lease'];
-
-function checkCallOptions(options: LimitOptions): void {
-  checkOptions('call', options, CALL_OPTIONS, '{ cost: 1, now: Date.now() }', 'call option');
-  if (options.failureMode !== undefined) checkFailureMode(options.failureMode, 'failureMode');
-  if (options.deadlineMs !== undefined) checkDeadline(options.deadlineMs, 'deadlineMs');
-  if (options.lease !== undefined) checkLease(options.lease, 'lease');
-}
-
-function checkLease(lease: unknown, where: string): void {
-  if (typeof lease !== 'number' || !Number.isSafeInteger(lease) || lease < 2 || lease > 1_000_000) {
-    throw new InvalidOptionError(`${where} must be a whole number of units from 2 to 1000000 (taken from the store at once), got ${describeValue(lease)}`);
-  }
-}
-
-
-function checkCost(cost: unknown): number {
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
-    throw new InvalidCostError(`cost must be a whole number ≥ 1, got ${describeValue(cost)}`);
-  }
-  return cost;
-}
-
-function checkNow(now: unknown): number {
-  if (typeof now !== 'number' || !Number.isFinite(now) || now < 0 || now > Number.MAX_SAFE_INTEGER) {
-    throw new InvalidTimeError(`now must be a finite epoch time in milliseconds ≥ 0, got ${describeValue(now)}`);
-  }
-  return Math.floor(now);
 }

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionError, compileRules, createLimiter, parseRules, redisStore, type Policy } from '../src/index.js';
 import { useRedisServer } from './support/redis-topologies.js';
+import { burstyTrace } from './support/traces.js';
 
 const redis = useRedisServer();
 const { stores } = redis;
@@ -20,24 +21,9 @@ async function node() {
 }
 
 const scriptCalls = (): number => Number(/cmdstat_evalsha:calls=(\d+)/.exec(redis.cli('INFO', 'commandstats'))?.[1] ?? 0);
+const T0 = 1_700_000_000_000;
 const unique = (name: string): string => `${name}-${Math.random().toString(36).slice(2)}`;
 
-/** A bursty trace: bursts of 1–40 requests at one instant, then a pause, each sent to a random node. */
-function burstyTrace(requests: number, seed: number): { at: number; node: number }[] {
-  let state = seed;
-  const random = (): number => {
-    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
-    return state / 2 ** 31;
-  };
-  const trace: { at: number; node: number }[] = [];
-  let at = 1_700_000_000_000;
-  while (trace.length < requests) {
-    const burst = 1 + Math.floor(random() * 40);
-    for (let i = 0; i < burst && trace.length < requests; i++) trace.push({ at, node: Math.floor(random() * 3) });
-    at += Math.floor(random() * 200);
-  }
-  return trace;
-}
 
 describe('token leases', () => {
   it('one node: exactly the limit, in about limit / lease store calls', async () => {
@@ -64,11 +50,11 @@ describe('token leases', () => {
       const exact = unique('exact');
       redis.cli('CONFIG', 'RESETSTAT');
       let admittedLeased = 0;
-      for (const { at, node: n } of trace) if ((await nodes[n]!.limit(leased, policy, { lease: 5, now: at })).allowed) admittedLeased += 1;
+      for (const { at, node: n } of trace) if ((await nodes[n]!.limit(leased, policy, { lease: 5, now: T0 + at })).allowed) admittedLeased += 1;
       const leasedCalls = scriptCalls();
       redis.cli('CONFIG', 'RESETSTAT');
       let admittedExact = 0;
-      for (const { at, node: n } of trace) if ((await nodes[n]!.limit(exact, policy, { now: at })).allowed) admittedExact += 1;
+      for (const { at, node: n } of trace) if ((await nodes[n]!.limit(exact, policy, { now: T0 + at })).allowed) admittedExact += 1;
       const exactCalls = scriptCalls();
       console.log(`[leases] ${algorithm}, 3 nodes, limit 300, lease 5, 400 bursty requests: admitted ${admittedLeased} leased vs ${admittedExact} exact; script calls ${leasedCalls} vs ${exactCalls}`);
       expect(admittedLeased).toBeLessThanOrEqual(admittedExact);

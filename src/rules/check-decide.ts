@@ -180,8 +180,14 @@ async function decideEnforced(limiter: LimiterCore, enforced: readonly Planned[]
 
 function decideGroup(limiter: LimiterCore, group: readonly Planned[], at: LimitAllOptions, mode: DecideMode): Promise<Decision[]> {
   if (group.length === 0) return Promise.resolve([]);
-  const requests = group.map((p) => ({ key: p.counterKey, policy: p.rule.policy, cost: p.cost || 1, ...failureModeOf(p), ...(p.rule.leaseSize !== undefined ? { lease: p.rule.leaseSize } : {}) }));
+  const requests = group.map((p) => ({ key: p.counterKey, policy: p.rule.policy, cost: p.cost || 1, ...failureModeOf(p), ...localModeOf(p) }));
   return Promise.resolve(limiter.decideAll(requests, at, mode));
+}
+
+/** A rule's lease or local-first interval, which the limiter uses when the check decides that limit alone. */
+function localModeOf(p: Planned): { lease?: number; syncIntervalMs?: number } {
+  if (p.rule.leaseSize !== undefined) return { lease: p.rule.leaseSize };
+  return p.rule.syncIntervalMs !== undefined ? { syncIntervalMs: p.rule.syncIntervalMs } : {};
 }
 
 function modeOf(p: Planned, spend: boolean): DecideMode {

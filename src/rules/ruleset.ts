@@ -28,6 +28,8 @@ export interface CompiledRule {
   readonly deadlineMs?: number;
   /** A token lease of this many units, when the check decides this limit alone. */
   readonly leaseSize?: number;
+  /** Local-first, syncing every this many ms, when the check decides this limit alone. */
+  readonly syncIntervalMs?: number;
   /** Units per hit. */
   readonly cost: number;
   /** `key` or `key=value` path from the domain root, for metrics and logs. */
@@ -204,6 +206,7 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
     ...(limit.failureMode !== undefined ? { failureMode: limit.failureMode } : {}),
     ...(limit.deadlineMs !== undefined ? { deadlineMs: limit.deadlineMs } : {}),
     ...(limit.leaseSize !== undefined ? { leaseSize: limit.leaseSize } : {}),
+    ...(limit.syncIntervalMs !== undefined ? { syncIntervalMs: limit.syncIntervalMs } : {}),
     cost: limit.cost ?? 1,
     path,
     ...(descriptor.metadata !== undefined ? { metadata: descriptor.metadata } : {}),

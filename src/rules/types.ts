@@ -44,6 +44,8 @@ export interface RateLimitConfig {
   readonly deadlineMs?: number;
   /** Tollgate: a token lease of this many units (the limiter's `lease`): fewer store calls, some under-admission. */
   readonly leaseSize?: number;
+  /** Tollgate: local-first, syncing every this many ms (the limiter's `syncIntervalMs`): no store round trip, some over-admission. */
+  readonly syncIntervalMs?: number;
   /** Tollgate: units each matching request takes (integer ≥ 1), multiplied by the request's hits. */
   readonly cost?: number;
   readonly location: SourceLocation;

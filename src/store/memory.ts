@@ -6,12 +6,13 @@
  * every new key) and by one periodic sweep per store, never by one timer per key.
  */
 import { SlidingLog, decideSlidingLog, slotAlgorithms, type SlotAlgorithm } from '../algorithms/index.js';
+import { addToWindowState, countsInWindows, windowAlgorithm } from '../algorithms/window-add.js';
 import { currentTime } from '../clock.js';
 import type { Decision } from '../decision.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import type { CompiledPolicy } from '../policy.js';
 import { KeyTable } from './key-table.js';
-import type { Store, StoreRequest } from './types.js';
+import type { Store, StoreRequest, WindowCounts } from './types.js';
 import { checkOptions } from '../options.js';
 
 /** Options of {@link memoryStore}. */
@@ -117,6 +118,23 @@ export class MemoryStore implements Store {
       if (decisions[index]!.allowed) return this.decide(request.key, request.policy, 0, at, false);
       return request.policy.countRejected ? this.decide(request.key, request.policy, request.cost, at, true) : decisions[index]!;
     });
+  }
+
+  addToWindow(key: string, policy: CompiledPolicy, units: number, now: number | undefined): WindowCounts {
+    if (!countsInWindows(policy)) throw new InvalidOptionError(`addToWindow adds to window counters (fixed-window, sliding-window), not to a ${policy.algorithm} state`);
+    const at = now ?? currentTime();
+    if (at > this.latestNow) this.latestNow = at;
+    let slot = this.table.find(policy.stateIndex, key);
+    if (slot < 0) {
+      slot = this.insert(key, policy.stateIndex, at);
+      this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
+    } else {
+      this.touch(slot);
+    }
+    const base = slot * STRIDE;
+    const expires = addToWindowState(this.state, base, at, units, policy);
+    this.state[base + EXPIRES] = Math.max(this.state[base + EXPIRES]!, expires);
+    return { now: at, state: Array.from(this.state.subarray(base, base + windowAlgorithm(policy).stateSize)) };
   }
 
   reset(key: string, policy: CompiledPolicy): void {

@@ -15,6 +15,17 @@ export interface StoreRequest {
   readonly cost: number;
 }
 
+/**
+ * A window counter's counts, in the algorithm's state layout (algorithms/fixed-window.ts,
+ * sliding-window.ts): `[count, window start]` for a fixed window, `[current count, current window
+ * start, previous count]` for a sliding window. What local-first mode decides on between syncs.
+ */
+export interface WindowCounts {
+  /** The store's time of the sync (epoch ms). */
+  readonly now: number;
+  readonly state: readonly number[];
+}
+
 export interface Store {
   /** Short name for logs and metrics, e.g. `memory` or `redis`. */
   readonly name: string;
@@ -33,6 +44,12 @@ export interface Store {
    * With `commit` false nothing is recorded (peek).
    */
   consumeAll(requests: readonly StoreRequest[], now: number | undefined, commit: boolean): MaybePromise<Decision[]>;
+  /**
+   * Local-first sync (fixed-window and sliding-window policies only): adds `units` (≥ 0; 0 only
+   * reads) to the key's counter in the window of `now`, whatever the limit — the caller already
+   * admitted them — and answers the counts after it. Stores without it cannot run local-first.
+   */
+  addToWindow?(key: string, policy: CompiledPolicy, units: number, now: number | undefined): MaybePromise<WindowCounts>;
   /** Forgets `key`'s state under `policy`'s algorithm and window. */
   reset(key: string, policy: CompiledPolicy): MaybePromise<void>;
   /**

@@ -1,7 +1,8 @@
 /**
  * Reading a `rate_limit:` block: envoy's fields (`unit`, `requests_per_unit`, `unlimited`, `name`,
  * `replaces`, all inside `rate_limit` as in envoy's loader) and Tollgate's additions (`algorithm`,
- * `burst`, `unit_multiplier`, `soft_percent`, `failure_mode`, `deadline_ms`, `cost`), checked with the engine's
+ * `burst`, `unit_multiplier`, `soft_percent`, `failure_mode`, `deadline_ms`, `lease_size`,
+ * `sync_interval_ms`, `cost`), checked with the engine's
  * own ranges and capacity rules (policy.ts), so a file that loads never fails later when its
  * limits are compiled.
  */
@@ -13,18 +14,19 @@ import { offsetOf } from './yaml.js';
 import { RULE_UNIT_NAMES, ruleWindowMs, type RuleUnit } from '../../units.js';
 import { FAILURE_MODES, MAX_DEADLINE_MS } from '../../fault/failure-mode.js';
 import type { RateLimitConfig } from '../types.js';
+import { MAX_SYNC_INTERVAL_MS, MIN_SYNC_INTERVAL_MS } from '../../limiter-checks.js';
 
 /** envoy's protocol carries `requests_per_unit` (the policy's limit) as a uint32. */
 const MAX_REQUESTS_PER_UNIT = 4_294_967_295;
 /** Fields that shape a limit, so make no sense with `unlimited: true`. */
-const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'cost'];
+const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost'];
 
 const DESCRIPTOR_LEVEL = 'belongs to the descriptor (next to rate_limit), not inside rate_limit';
 
 /** The keys of a `rate_limit` block. */
 export const RATE_LIMIT_FIELDS: FieldSet = {
   what: 'a rate_limit',
-  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'unit_multiplier', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'cost'],
+  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'unit_multiplier', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost'],
   misplaced: {
     key: DESCRIPTOR_LEVEL,
     value: DESCRIPTOR_LEVEL,
@@ -78,7 +80,7 @@ function rejectShaping(reader: DocumentReader, fields: Fields): void {
   }
 }
 
-type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'softPercent' | 'failureMode' | 'deadlineMs' | 'leaseSize' | 'cost'>;
+type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'softPercent' | 'failureMode' | 'deadlineMs' | 'leaseSize' | 'syncIntervalMs' | 'cost'>;
 
 /** The limit itself: how many per how long, and how it is counted. */
 function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: Fields): Shape | undefined {
@@ -98,6 +100,7 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     failureMode: readChoice(reader, fields.get('failure_mode'), FAILURE_MODES, (text) => text.toLowerCase()),
     deadlineMs: readWholeNumber(reader, fields.get('deadline_ms'), 1, MAX_DEADLINE_MS),
     leaseSize: readWholeNumber(reader, fields.get('lease_size'), 2, 1_000_000),
+    syncIntervalMs: readWholeNumber(reader, fields.get('sync_interval_ms'), MIN_SYNC_INTERVAL_MS, MAX_SYNC_INTERVAL_MS),
     cost: readWholeNumber(reader, fields.get('cost'), 1),
   };
   // A field that is present but unreadable was recorded; leave the limit out.
@@ -111,7 +114,22 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     algorithm: shape.algorithm ?? 'fixed-window',
     softPercent: shape.softPercent ?? 0,
   };
-  return fitsExactArithmetic(reader, fields, complete) ? complete : undefined;
+  return fitsExactArithmetic(reader, fields, complete) && fitsLocalFirst(reader, fields, complete) ? complete : undefined;
+}
+
+/** Local-first adds up window counts across nodes: window algorithms only, and not with a lease. */
+function fitsLocalFirst(reader: DocumentReader, fields: Fields, shape: Shape): boolean {
+  const entry = fields.get('sync_interval_ms');
+  if (entry === undefined || shape.syncIntervalMs === undefined) return true;
+  if (shape.leaseSize !== undefined) {
+    reader.report(entry.key, entry.path, 'sync_interval_ms (local-first) and lease_size are two ways of deciding without the store; keep one');
+    return false;
+  }
+  if (shape.algorithm !== 'fixed-window' && shape.algorithm !== 'sliding-window') {
+    reader.report(entry.key, entry.path, `sync_interval_ms (local-first) needs algorithm fixed-window or sliding-window, whose counts add up across nodes; ${shape.algorithm} cannot (use lease_size instead)`);
+    return false;
+  }
+  return true;
 }
 
 const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
@@ -124,6 +142,7 @@ const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
   ['failureMode', 'failure_mode'],
   ['deadlineMs', 'deadline_ms'],
   ['leaseSize', 'lease_size'],
+  ['syncIntervalMs', 'sync_interval_ms'],
   ['cost', 'cost'],
 ];
 

@@ -5,10 +5,13 @@
 import { algorithmTable } from '../../algorithms/catalog.js';
 import type { Decision, DecisionReason } from '../../decision.js';
 import type { CompiledPolicy } from '../../policy.js';
+import type { WindowCounts } from '../types.js';
 
 export const OP_CONSUME = 1;
 export const OP_PEEK = 2;
 export const OP_RESET = 3;
+/** Local-first sync: add to a window counter, answer its counts (decide.lua's add_to_window). */
+export const OP_ADD = 4;
 
 export const ALGORITHM_CODES = algorithmTable('code');
 
@@ -63,4 +66,16 @@ export function decodeDecision(values: readonly number[], offset: number, policy
       : { allowed, limit, remaining, resetAt, retryAfter, now, reason, delay };
   }
   return reason === undefined ? { allowed, limit, remaining, resetAt, retryAfter, now } : { allowed, limit, remaining, resetAt, retryAfter, now, reason };
+}
+
+/**
+ * The counts an add answers at `offset` (1, count, mark, previous, -1, reason), in the algorithm's
+ * state layout: an aligned window's mark is its index, a first-hit window's its start.
+ */
+export function decodeWindowCounts(values: readonly number[], offset: number, policy: CompiledPolicy): WindowCounts {
+  const count = values[offset + 1]!;
+  const mark = values[offset + 2]!;
+  const start = policy.firstHit ? mark : mark * policy.windowMs;
+  const state = policy.algorithm === 'sliding-window' ? [count, start, values[offset + 3]!] : [count, start];
+  return { now: values[0]!, state };
 }

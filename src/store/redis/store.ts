@@ -10,10 +10,11 @@ import { OPTION_NAMES, openClient, type RedisStoreOptions } from './connect.js';
 import type { Decision } from '../../decision.js';
 import { InvalidOptionError, StoreDataError, StoreError, StoreUnavailableError, describeValue } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
-import type { Store, StoreRequest } from '../types.js';
+import type { Store, StoreRequest, WindowCounts } from '../types.js';
 import { escapeKeyPart, groupBySlot, keySuffix } from './keys.js';
 import { globEscape, unlinkMatching } from './scan.js';
 import {
+  OP_ADD,
   OP_CONSUME,
   OP_PEEK,
   OP_RESET,
@@ -22,6 +23,7 @@ import {
   RESULT_START,
   RESULT_WIDTH,
   decodeDecision,
+  decodeWindowCounts,
   policyFields,
 } from './protocol.js';
 import { DECIDE_SCRIPT } from './scripts.js';
@@ -42,7 +44,8 @@ interface Pending {
   readonly policies: CompiledPolicy[];
   readonly op: number;
   readonly costs: number[];
-  readonly resolve: (decisions: Decision[]) => void;
+  /** Decisions, or an add's {@link WindowCounts}. */
+  readonly resolve: (results: unknown[]) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -151,6 +154,10 @@ export class RedisStore implements Store {
     return (await this.enqueue([this.redisKey(key, policy)], [policy], OP_PEEK, [cost], now))[0]!;
   }
 
+  async addToWindow(key: string, policy: CompiledPolicy, units: number, now: number | undefined): Promise<WindowCounts> {
+    return (await this.enqueue<WindowCounts>([this.redisKey(key, policy)], [policy], OP_ADD, [units], now))[0]!;
+  }
+
   async reset(key: string, policy: CompiledPolicy): Promise<void> {
     await this.enqueue([this.redisKey(key, policy)], [policy], OP_RESET, [1], undefined);
   }
@@ -214,15 +221,15 @@ export class RedisStore implements Store {
     return `${this.keyPrefix}{${escapeKeyPart(key)}${suffix}`;
   }
 
-  private enqueue(keys: string[], policies: CompiledPolicy[], op: number, costs: number[], now: number | undefined): Promise<Decision[]> {
-    return new Promise<Decision[]>((resolve, reject) => {
+  private enqueue<T = Decision>(keys: string[], policies: CompiledPolicy[], op: number, costs: number[], now: number | undefined): Promise<T[]> {
+    return new Promise<T[]>((resolve, reject) => {
       const timeKey = now === undefined ? '' : String(now);
       let queue = this.queues.get(timeKey);
       if (queue === undefined) {
         queue = [];
         this.queues.set(timeKey, queue);
       }
-      queue.push({ keys, policies, op, costs, resolve, reject });
+      queue.push({ keys, policies, op, costs, resolve: resolve as (results: unknown[]) => void, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         // setImmediate, not nextTick: an HTTP server decides each request in its own I/O callback,
@@ -312,14 +319,15 @@ export class RedisStore implements Store {
     }
     let offset = RESULT_START;
     for (const pending of batch) {
-      const decisions: Decision[] = [];
+      const decisions: unknown[] = [];
       let problem: Error | undefined;
       for (let i = 0; i < pending.keys.length; i++, offset += RESULT_WIDTH) {
         const reason = values[offset + 5];
         if (reason === REASON_WRONG_TYPE || reason === REASON_CORRUPT_STATE) {
           problem ??= dataError(pending.keys[i]!, reason);
         } else {
-          decisions.push(decodeDecision(values, offset, pending.policies[i]!));
+          const policy = pending.policies[i]!;
+          decisions.push(pending.op === OP_ADD ? decodeWindowCounts(values, offset, policy) : decodeDecision(values, offset, policy));
         }
       }
       // Errors are per group: one bad key does not fail the other decisions of the batch.

@@ -18,17 +18,21 @@
     first_hit       1 for windows that start at a key's first hit (fixed-window), else 0
   then G, the number of groups, then per group: n (requests in the group) and n records of 3:
     policy          index into the policy records, from 1
-    op              1 consume, 2 peek (record nothing), 3 reset (delete the key)
-    cost            integer >= 1 (>= 0 for a peek: 0 reports the quota as it stands)
+    op              1 consume, 2 peek (record nothing), 3 reset (delete the key), 4 add (local-first
+                    sync: fixed-window and sliding-window only, a group of its own)
+    cost            integer >= 1 (>= 0 for a peek: 0 reports the quota as it stands; >= 0 for an
+                    add: 0 only reads the counts)
 
   Returns now (the decision time, epoch ms: every relative figure the caller derives starts from
   it), then 6 integers per request: allowed (1/0), remaining, reset_at, retry_after,
   delay (-1 unless leaky-bucket), reason (0 none, 1 cost exceeds capacity, 10 the key holds
-  another type, 11 the key holds unreadable state). Bad arguments fail the whole call before
+  another type, 11 the key holds unreadable state). An add answers its counts instead: 1, the
+  current window's count, its mark (index; a first-hit window's start), the previous window's
+  count (sliding-window; else 0), -1, reason. Bad arguments fail the whole call before
   anything is read or written.
 ]]
 local TOKEN_BUCKET, LEAKY_BUCKET, FIXED_WINDOW, SLIDING_LOG, SLIDING_WINDOW, GCRA = 1, 2, 3, 4, 5, 6
-local OP_CONSUME, OP_PEEK, OP_RESET = 1, 2, 3
+local OP_CONSUME, OP_PEEK, OP_RESET, OP_ADD = 1, 2, 3, 4
 
 local MAX_INTEGER = 9007199254740991
 
@@ -108,11 +112,17 @@ for g = 1, group_count do
   for r = 1, size do
     local policy_index = integer_arg(index, 1, policy_count)
     if policy_index == nil then return bad_argument(index, 'policy index') end
-    local op = integer_arg(index + 1, OP_CONSUME, OP_RESET)
+    local op = integer_arg(index + 1, OP_CONSUME, OP_ADD)
     if op == nil then return bad_argument(index + 1, 'op') end
-    -- A peek may cost 0: the quota as it stands (the limiter's look).
+    if op == OP_ADD then
+      local a = policies[policy_index].algorithm
+      if size ~= 1 or (a ~= FIXED_WINDOW and a ~= SLIDING_WINDOW) then
+        return bad_argument(index + 1, 'add: a group of one fixed-window or sliding-window request')
+      end
+    end
+    -- A peek may cost 0: the quota as it stands (the limiter's look); an add of 0 reads the counts.
     local min_cost = 1
-    if op == OP_PEEK then min_cost = 0 end
+    if op == OP_PEEK or op == OP_ADD then min_cost = 0 end
     if integer_arg(index + 2, min_cost) == nil then return bad_argument(index + 2, 'cost') end
     -- A decision needs a positive rate and capacity (no division by 0); a reset only needs the key.
     if op ~= OP_RESET and not policies[policy_index].usable then
@@ -198,6 +208,32 @@ local function emit(p, allowed, remaining, reset_at, retry_after, delay, reason)
   n = n + 6
 end
 
+-- Local-first sync: records cost in the window of `now` whatever the limit (the node has already
+-- admitted those requests) and answers the window's counts after it, for the node's next decisions.
+local function add_to_window(key, cost, p)
+  local stored = pcall_redis('GET', key)
+  local s1, s2, s3
+  local fields = 2
+  if p.algorithm == SLIDING_WINDOW then fields = 3 end
+  if stored then
+    if type(stored) == 'table' then return 0, 0, 0, REASON_WRONG_TYPE end
+    local ok
+    ok, s1, s2, s3 = parse_state(stored, fields)
+    if not ok then return 0, 0, 0, REASON_CORRUPT_STATE end
+  end
+  -- Unbounded: the same window arithmetic as a decision, never a denial.
+  local q = { window = p.window, capacity = MAX_INTEGER, first_hit = p.first_hit, wide = p.wide }
+  local _, reset_at, write
+  if p.algorithm == FIXED_WINDOW then
+    _, _, reset_at, _, _, _, write = decide_fixed_window(s1, s2, now, cost, q)
+  else
+    _, _, reset_at, _, _, _, write = decide_sliding_window(s1, s2, s3, now, cost, q)
+  end
+  if cost > 0 then record(key, p, write, reset_at) end
+  local _, count, mark, previous = parse_state(write, fields)
+  return count, mark, previous or 0, REASON_NONE
+end
+
 index = requests_start
 local key_index = 0
 for g = 1, group_count do
@@ -208,9 +244,15 @@ for g = 1, group_count do
     key_index = key_index + 1
     local key, p = KEYS[key_index], policies[tonumber(ARGV[index])]
     local op = tonumber(ARGV[index + 1])
-    local allowed, remaining, reset_at, retry_after, delay, reason, write = decide(key, op, tonumber(ARGV[index + 2]), p)
-    if op == OP_CONSUME and write ~= nil then record(key, p, write, reset_at) end
-    emit(p, allowed, remaining, reset_at, retry_after, delay, reason)
+    if op == OP_ADD then
+      local count, mark, previous, reason = add_to_window(key, tonumber(ARGV[index + 2]), p)
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = 1, count, mark, previous, -1, reason
+      n = n + 6
+    else
+      local allowed, remaining, reset_at, retry_after, delay, reason, write = decide(key, op, tonumber(ARGV[index + 2]), p)
+      if op == OP_CONSUME and write ~= nil then record(key, p, write, reset_at) end
+      emit(p, allowed, remaining, reset_at, retry_after, delay, reason)
+    end
     index = index + 3
   else
     -- A multi-limit check: decide all, then record only if all were admitted.

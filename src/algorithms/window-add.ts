@@ -1,0 +1,40 @@
+/**
+ * Adding to a window counter whatever the limit: what local-first mode (cache/local-first.ts) does
+ * with units a node has already admitted — the store adds a node's increments to the shared
+ * counter, and the node adds its own to its view. The same window arithmetic as a decision (a
+ * window rolls over, a sliding window's current count becomes the previous one), never a denial.
+ */
+import { CompiledPolicy } from '../policy.js';
+import { fixedWindow } from './fixed-window.js';
+import { slidingWindow } from './sliding-window.js';
+import type { SlotAlgorithm } from './types.js';
+
+/** Whether `policy`'s state is window counts that local-first can add to. */
+export function countsInWindows(policy: CompiledPolicy): boolean {
+  return policy.algorithm === 'fixed-window' || policy.algorithm === 'sliding-window';
+}
+
+/** The window counter algorithm of a {@link countsInWindows} policy. */
+export function windowAlgorithm(policy: CompiledPolicy): SlotAlgorithm {
+  return policy.algorithm === 'sliding-window' ? slidingWindow : fixedWindow;
+}
+
+const unbounded = new WeakMap<CompiledPolicy, CompiledPolicy>();
+
+/** `policy` with no limit: every request is admitted and recorded. */
+function unboundedPolicy(policy: CompiledPolicy): CompiledPolicy {
+  let copy = unbounded.get(policy);
+  if (copy === undefined) {
+    copy = new CompiledPolicy({ ...policy, capacity: Number.MAX_SAFE_INTEGER, nominalCapacity: Number.MAX_SAFE_INTEGER, softExtra: 0 });
+    unbounded.set(policy, copy);
+  }
+  return copy;
+}
+
+/**
+ * Adds `units` (≥ 0) to the counter in `state[at ..]` in the window of `now`; returns when that
+ * state expires (the window's end, or a sliding window's reset).
+ */
+export function addToWindowState(state: Float64Array, at: number, now: number, units: number, policy: CompiledPolicy): number {
+  return windowAlgorithm(policy).decide(state, at, now, units, unboundedPolicy(policy), true).resetAt;
+}

@@ -1,0 +1,259 @@
+/**
+ * Local-first mode: a node decides a key's requests in-process, on its view of the shared window
+ * counter, and syncs with the store every `syncIntervalMs`. A sync pushes the units the node
+ * admitted since the last one (added to the shared counter in one store call, whatever the limit:
+ * they are admitted already) and pulls the counter as every node has left it. A key with a fresh
+ * view costs no store round trip on the decision path.
+ *
+ * The price is over-admission: a node does not see what the others admitted since its last sync,
+ * so N nodes admitting r units/s each can pass the limit by about (N − 1) × r × (syncIntervalMs +
+ * one store round trip) per window (docs/scaling.md derives and measures it). A key the node has
+ * no fresh view of — new to it, or not synced for 3 intervals (a store that stopped answering) —
+ * is decided by the store, exactly and through the failure modes, while a sync fetches its view.
+ *
+ * Window counters only (fixed-window, sliding-window): a count is a sum of increments, so the
+ * nodes' pushes add up whatever order they arrive in. A push that failed is sent again with the
+ * next one: a push that timed out but reached the store is then counted twice (fewer admitted,
+ * never more).
+ */
+import { addToWindowState, windowAlgorithm } from '../algorithms/window-add.js';
+import type { Decision } from '../decision.js';
+import type { CompiledPolicy } from '../policy.js';
+import type { MaybePromise, WindowCounts } from '../store/types.js';
+
+/** How a view reaches the store: adds `units` to the key's window counter and answers its counts. */
+export type WindowSync = (key: string, policy: CompiledPolicy, units: number, now: number | undefined) => MaybePromise<WindowCounts>;
+
+export interface LocalFirstStats {
+  /** Decisions made on a view, without a store call. */
+  readonly local: number;
+  /** Syncs sent, and those that failed. */
+  readonly syncs: number;
+  readonly syncFailures: number;
+  /** Keys with a view. */
+  readonly views: number;
+}
+
+/** A view older than this many intervals is not decided on (the store is not answering). */
+const STALE_INTERVALS = 3;
+/** Most views held; the oldest go first (their unsent units are pushed). */
+const MAX_VIEWS = 100_000;
+const COUNT = 0;
+const START = 1;
+
+interface View {
+  readonly id: string;
+  readonly key: string;
+  readonly policy: CompiledPolicy;
+  readonly syncMs: number;
+  /** Decided with an explicit `now` (tests, replays): syncs carry that time, not the store's. */
+  readonly explicit: boolean;
+  /** The store's counts at the last answered sync, plus what this node recorded since. */
+  readonly state: Float64Array;
+  /** Units recorded here and not sent yet: in the window starting at `pendingWindow`, the latest at `pendingAt`. */
+  pending: number;
+  pendingAt: number;
+  pendingWindow: number;
+  /** Syncs sent, the latest one whose answer is in the view (an older answer is not applied), and those out. */
+  sent: number;
+  answered: number;
+  out: number;
+  /** The sync sent after the last decision the store made: the view is fresh only once it is answered. */
+  after: number;
+  /** When the last sync was sent, and the time of the counts in the view (decision time). */
+  sentAt: number;
+  syncedAt: number;
+  /** This process's clock at the view's last decision: a quiet view's units are pushed by the timer. */
+  touchedAt: number;
+}
+
+export class LocalFirstBook {
+  private readonly views = new Map<string, View>();
+  /** Views holding units not sent yet. */
+  private readonly unsent = new Set<View>();
+  /** The store's clock minus this process's, from the last sync answered in the store's time. */
+  private offset = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private timerMs = Infinity;
+  private local = 0;
+  private syncs = 0;
+  private syncFailures = 0;
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly clock: () => number,
+    private readonly sync: WindowSync,
+  ) {}
+
+  stats(): LocalFirstStats {
+    return { local: this.local, syncs: this.syncs, syncFailures: this.syncFailures, views: this.views.size };
+  }
+
+  /**
+   * The decision on the key's fresh view, recorded in it; undefined when there is none: the caller
+   * has the store decide, then calls {@link adopt}.
+   */
+  decide(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, syncMs: number): Decision | undefined {
+    const view = this.views.get(viewId(key, policy));
+    if (view === undefined || view.policy !== policy || view.syncMs !== syncMs || view.explicit !== (now !== undefined)) return undefined;
+    const at = now ?? this.clock() + this.offset;
+    if (view.answered < view.after || at - view.syncedAt > STALE_INTERVALS * syncMs) return undefined;
+    const { state } = view;
+    // A window ended since the unsent units were recorded: they are sent in their own window.
+    if (view.pending > 0 && (at >= view.pendingWindow + policy.windowMs || at < view.pendingWindow)) this.send(view, view.pendingAt);
+    const count = state[COUNT]!;
+    const start = state[START]!;
+    const decision = windowAlgorithm(policy).decide(state, 0, at, cost, policy, true);
+    if (state[COUNT] !== count || state[START] !== start) {
+      if (view.pending === 0) {
+        view.pendingWindow = state[START]!;
+        this.unsent.add(view);
+      }
+      view.pending += cost;
+      view.pendingAt = at;
+    }
+    view.touchedAt = this.clock();
+    this.local += 1;
+    if (at - view.sentAt >= syncMs) this.send(view, view.explicit ? at : undefined);
+    return decision;
+  }
+
+  /**
+   * Right after the store was asked to decide a request for a key without a fresh view (at `now`),
+   * (re)starts the view: a sync goes out in the same tick, so a batching store answers both in one
+   * call and the sync sees the decision. Resolves once the sync is answered (or failed): the
+   * caller answers its request then, so the next one finds the view fresh.
+   */
+  adopt(key: string, policy: CompiledPolicy, now: number | undefined, syncMs: number): MaybePromise<void> {
+    const id = viewId(key, policy);
+    let view = this.views.get(id);
+    if (view === undefined || view.policy !== policy || view.syncMs !== syncMs || view.explicit !== (now !== undefined)) {
+      view = this.create(id, key, policy, now !== undefined, syncMs);
+    }
+    view.touchedAt = this.clock();
+    return this.send(view, now, true);
+  }
+
+  /** Sends every unsent unit and waits for the syncs out (before the store closes). */
+  async flush(): Promise<void> {
+    for (const view of [...this.unsent]) this.send(view, view.explicit ? view.pendingAt : undefined);
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Drops the key's view (a reset: the counts it holds are gone). */
+  forget(key: string, policy: CompiledPolicy): void {
+    const view = this.views.get(viewId(key, policy));
+    if (view === undefined) return;
+    this.views.delete(view.id);
+    this.unsent.delete(view);
+  }
+
+  clear(): void {
+    this.views.clear();
+    this.unsent.clear();
+  }
+
+  close(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private create(id: string, key: string, policy: CompiledPolicy, explicit: boolean, syncMs: number): View {
+    const previous = this.views.get(id);
+    if (previous !== undefined) this.drop(previous);
+    if (this.views.size >= MAX_VIEWS) this.drop(this.views.values().next().value!);
+    const view: View = {
+      id, key, policy, syncMs, explicit,
+      state: new Float64Array(3),
+      pending: 0, pendingAt: 0, pendingWindow: 0,
+      sent: 0, answered: 0, out: 0, after: 0,
+      sentAt: -Infinity, syncedAt: -Infinity, touchedAt: 0,
+    };
+    this.views.set(id, view);
+    this.startTimer(syncMs);
+    return view;
+  }
+
+  /** Forgets a view, pushing its unsent units first. */
+  private drop(view: View): void {
+    if (view.pending > 0) this.send(view, view.explicit ? view.pendingAt : undefined);
+    this.views.delete(view.id);
+  }
+
+  /**
+   * Pushes the view's unsent units (0: a pull) at `when` (undefined: the store's time); `after` a
+   * store decision, the view waits for this answer. Resolves when the sync has settled.
+   */
+  private send(view: View, when: number | undefined, after = false): MaybePromise<void> {
+    const units = view.pending;
+    const window = view.pendingWindow;
+    view.pending = 0;
+    this.unsent.delete(view);
+    const seq = ++view.sent;
+    if (after) view.after = seq;
+    view.out += 1;
+    view.sentAt = when ?? this.clock() + this.offset;
+    this.syncs += 1;
+    const failed = (): void => this.failed(view, units, window, when);
+    let answer: MaybePromise<WindowCounts>;
+    try {
+      answer = this.sync(view.key, view.policy, units, when);
+    } catch {
+      failed();
+      return;
+    }
+    if (!(answer instanceof Promise)) {
+      this.answered(view, seq, answer, when);
+      return;
+    }
+    const settled = answer.then((counts) => this.answered(view, seq, counts, when), failed);
+    this.inFlight.add(settled);
+    void settled.finally(() => this.inFlight.delete(settled));
+    return settled;
+  }
+
+  private answered(view: View, seq: number, counts: WindowCounts, when: number | undefined): void {
+    view.out -= 1;
+    if (when === undefined) this.offset = counts.now - this.clock();
+    if (seq <= view.answered || this.views.get(view.id) !== view) return;
+    view.answered = seq;
+    view.state.fill(0);
+    view.state.set(counts.state);
+    view.syncedAt = counts.now;
+    // Units recorded here while the sync was out are not in the store's counts yet: add them back.
+    if (view.pending > 0) addToWindowState(view.state, 0, view.pendingAt, view.pending, view.policy);
+  }
+
+  /** A push that failed goes with the next one (see the module's comment). */
+  private failed(view: View, units: number, window: number, when: number | undefined): void {
+    this.syncFailures += 1;
+    view.out -= 1;
+    if (units === 0 || this.views.get(view.id) !== view) return;
+    if (view.pending === 0) {
+      view.pendingWindow = window;
+      view.pendingAt = when ?? view.pendingAt;
+    }
+    view.pending += units;
+    this.unsent.add(view);
+  }
+
+  /** One timer per book, at the shortest interval: it pushes the units of views gone quiet. */
+  private startTimer(syncMs: number): void {
+    if (syncMs >= this.timerMs) return;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timerMs = syncMs;
+    this.timer = setInterval(() => this.pushQuiet(), syncMs);
+    this.timer.unref();
+  }
+
+  private pushQuiet(): void {
+    const quietSince = this.clock();
+    for (const view of [...this.unsent]) {
+      if (quietSince - view.touchedAt >= view.syncMs) this.send(view, view.explicit ? view.pendingAt : undefined);
+    }
+  }
+}
+
+function viewId(key: string, policy: CompiledPolicy): string {
+  return `${policy.stateIndex}\u0000${key}`;
+}
