@@ -56,10 +56,11 @@ export function checkSyncInterval(interval: unknown, where: string): number {
   return interval;
 }
 
-export function checkLease(lease: unknown, where: string): void {
+export function checkLease(lease: unknown, where: string): number {
   if (typeof lease !== 'number' || !Number.isSafeInteger(lease) || lease < 2 || lease > 1_000_000) {
     throw new InvalidOptionError(`${where} must be a whole number of units from 2 to 1000000 (taken from the store at once), got ${describeValue(lease)}`);
   }
+  return lease;
 }
 
 export function checkCost(cost: unknown): number {

@@ -5,8 +5,14 @@
  * of a view's age. On a shared memory store with a controlled clock (syncs answered at once, so
  * the figures are exact and repeatable), then on a real Redis in real time.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InvalidOptionError, RulesError, compilePolicy, compileRules, createLimiter, memoryStore, parseRules, redisStore, type Limiter, type Policy } from '../src/index.js';
+import { resolveServiceOptions } from '../src/service/options.js';
+import { startService } from '../src/service/server.js';
+import { startApp } from './support/http-apps.js';
 import { useRedisServer } from './support/redis-topologies.js';
 import { burstyTrace } from './support/traces.js';
 
@@ -205,6 +211,55 @@ describe('local-first on Redis', () => {
       expect(() => parseRules(`domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 40, ${field} }\n`, 'rules.yaml')).toThrow(RulesError);
       expect(() => parseRules(`domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 40, ${field} }\n`, 'rules.yaml')).toThrow(message);
     }
+  });
+
+  it('tollgate serve: a rule with sync_interval_ms decides on the node, counted in /metrics', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-local-first-'));
+    writeFileSync(join(dir, 'api.yaml'), 'domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 30, sync_interval_ms: 100 }\n');
+    const service = await startService(
+      resolveServiceOptions({ port: '0', 'grpc-port': '0', config: dir, redis: redis.url, 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0' }, {}),
+    );
+    try {
+      const body = JSON.stringify({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value: unique('alice') }] }] });
+      const codes = [];
+      for (let i = 0; i < 40; i++) codes.push((await fetch(`http://127.0.0.1:${service.httpPort}/json`, { method: 'POST', body })).status);
+      expect(codes.filter((code) => code === 200)).toHaveLength(30);
+      expect(codes.slice(30).every((code) => code === 429)).toBe(true);
+      const metrics = await (await fetch(`http://127.0.0.1:${service.httpPort}/metrics`)).text();
+      const value = (name: string): number => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(metrics)?.[1]);
+      expect(value('tollgate_local_first_decisions_total')).toBeGreaterThanOrEqual(30);
+      expect(value('tollgate_local_first_views')).toBe(1);
+      expect(metrics).toMatch(/^tollgate_local_first_syncs_total\{result="ok"\} [1-9]/m);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('middleware: a limit with syncIntervalMs (or lease) decides through its mode; bad limits are refused', async () => {
+    const store = redisStore({ url: redis.url, keyPrefix: `${unique('mw')}:` });
+    stores.push(store);
+    await store.ready();
+    for (const limit of [
+      { name: 'local', policy: { algorithm: 'sliding-window', limit: 20, window: '1h' }, syncIntervalMs: 50 },
+      { name: 'leased', policy: { algorithm: 'gcra', limit: 20, window: '1h' }, lease: 5 },
+    ] as const) {
+      const app = await startApp('express', [{ store, deadlineMs: 5_000, limits: [limit] }]);
+      try {
+        redis.cli('CONFIG', 'RESETSTAT');
+        const codes = [];
+        for (let i = 0; i < 30; i++) codes.push((await fetch(`${app.url}/hello`)).status);
+        expect(codes.filter((code) => code === 200), limit.name).toHaveLength(20);
+        expect(codes.slice(20).every((code) => code === 429)).toBe(true);
+        // One store call per request in the exact mode; far fewer here.
+        expect(scriptCalls(), limit.name).toBeLessThan(20);
+      } finally {
+        await app.close();
+      }
+    }
+    const { rateLimit } = await import('../src/http/index.js');
+    expect(() => rateLimit({ limits: [{ policy: { algorithm: 'gcra', limit: 3, window: '1h' }, syncIntervalMs: 50 }] })).toThrow(/limits\[0\]\.syncIntervalMs \(local-first\) needs a fixed-window or sliding-window policy/);
+    expect(() => rateLimit({ limits: [{ policy: { algorithm: 'fixed-window', limit: 3, window: '1h' }, syncIntervalMs: 50, lease: 3 }] })).toThrow(/not both/);
+    expect(() => rateLimit({ limits: [{ policy: { algorithm: 'fixed-window', limit: 3, window: '1h' }, lease: 1 }] })).toThrow(/limits\[0\]\.lease must be a whole number/);
   });
 
   it('refuses what it cannot do, with errors that say why', async () => {

@@ -37,6 +37,7 @@ const expected: Record<string, number> = {
   OP_CONSUME: protocol.OP_CONSUME,
   OP_PEEK: protocol.OP_PEEK,
   OP_RESET: protocol.OP_RESET,
+  OP_ADD: protocol.OP_ADD,
   REASON_NONE: protocol.REASON_NONE,
   REASON_COST_EXCEEDS_CAPACITY: protocol.REASON_COST_EXCEEDS_CAPACITY,
   REASON_WRONG_TYPE: protocol.REASON_WRONG_TYPE,
@@ -57,7 +58,7 @@ describe('the Redis script protocol', () => {
     expect(codes).toEqual(ALGORITHM_CATALOG.map((entry) => entry.code));
     expect([...codes].sort((a, b) => a - b)).toEqual(codes.map((_, i) => i + 1));
     expect(sources['decide.lua']).toContain('integer_arg(index, TOKEN_BUCKET, GCRA)');
-    expect(sources['decide.lua']).toContain('integer_arg(index + 1, OP_CONSUME, OP_RESET)');
+    expect(sources['decide.lua']).toContain('integer_arg(index + 1, OP_CONSUME, OP_ADD)');
   });
 
   it('compares algorithms and ops by name in Lua, never by bare number', () => {

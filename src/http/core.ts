@@ -161,8 +161,8 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
     try {
       // Cost 0 looks without spending; cost 1 (the usual) allocates no call options.
       decision =
-        limit.failureMode !== undefined
-          ? this.limiter.decide(storeKey, limit.policy, { cost: Math.max(cost, 1), failureMode: limit.failureMode }, cost === 0 ? 'look' : 'limit')
+        limit.callOptions !== undefined
+          ? this.limiter.decide(storeKey, limit.policy, { cost: Math.max(cost, 1), ...limit.callOptions }, cost === 0 ? 'look' : 'limit')
           : cost === 0
             ? this.limiter.decide(storeKey, limit.policy, undefined, 'look')
             : this.limiter.decide(storeKey, limit.policy, cost === 1 ? undefined : { cost });
@@ -188,7 +188,7 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
       if (identity === undefined) continue;
       const limit = this.limits[i]!;
       applied.push(limit);
-      requests.push({ key: this.storeKey(limit, identity), policy: limit.policy, cost: Math.max(cost, 1), ...(limit.failureMode !== undefined ? { failureMode: limit.failureMode } : {}) });
+      requests.push({ key: this.storeKey(limit, identity), policy: limit.policy, cost: Math.max(cost, 1), ...limit.callOptions });
     }
     if (requests.length === 0) return SKIPPED;
     let decisions: MaybePromise<Decision[]>;

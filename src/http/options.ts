@@ -8,6 +8,8 @@ import type { OverLimitCacheOptions } from '../cache/over-limit.js';
 import type { BreakerOptions } from '../fault/breaker.js';
 import { checkFailureMode as checkMode, type FailureMode } from '../fault/failure-mode.js';
 import { MAX_LIMITS_PER_CHECK } from '../limiter.js';
+import { checkLease, checkSyncInterval } from '../limiter-checks.js';
+import { countsInWindows } from '../algorithms/window-add.js';
 import { compilePolicy, type CompiledPolicy, type Policy } from '../policy.js';
 import type { RateLimitDescriptor } from '../rules/check.js';
 import { RuleSet, type RuleSource } from '../rules/ruleset.js';
@@ -34,6 +36,10 @@ export interface LimitSpec<Req> {
   readonly key?: KeyFunction<Req>;
   /** This limit's answer when the store fails; default: the middleware's `failureMode`. */
   readonly failureMode?: FailureMode;
+  /** A token lease of this many units per store call (2 to 1,000,000; docs/scaling.md): never over the limit. */
+  readonly lease?: number;
+  /** Local-first, syncing every this many ms (10 to 60,000; docs/scaling.md): no store round trip, some over-admission. */
+  readonly syncIntervalMs?: number;
 }
 
 /** Traffic shaping with a leaky bucket: a request over the rate waits its turn instead of being refused. */
@@ -99,7 +105,7 @@ const CORE_OPTIONS = [
   'shaping', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'failClosedStatus', 'overLimitCache', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Subnet', 'clock',
 ];
 
-const LIMIT_FIELDS: readonly string[] = ['name', 'policy', 'key', 'failureMode'];
+const LIMIT_FIELDS: readonly string[] = ['name', 'policy', 'key', 'failureMode', 'lease', 'syncIntervalMs'];
 /** Longest limit name (it prefixes the limit's counter keys). */
 const MAX_LIMIT_NAME = 128;
 
@@ -109,7 +115,15 @@ export interface PreparedLimit<Req> {
   readonly policy: CompiledPolicy;
   readonly key: KeyFunction<Req> | undefined;
   readonly prefix: string;
-  readonly failureMode: FailureMode | undefined;
+  /** The limit's own call options (failure mode, lease, local-first), when it has any. */
+  readonly callOptions: LimitCallOptions | undefined;
+}
+
+/** What a limit adds to each of its limiter calls. */
+export interface LimitCallOptions {
+  readonly failureMode?: FailureMode;
+  readonly lease?: number;
+  readonly syncIntervalMs?: number;
 }
 
 /** Shaping, derived: ms between two requests of the bucket, and how many queued requests skip the wait. */
@@ -228,7 +242,7 @@ export function prepareLimits<Req>(limits: unknown, name: unknown): PreparedLimi
 
 export function prepareLimit<Req>(spec: Partial<LimitSpec<Req>>, where: string): PreparedLimit<Req> {
   const unknown = unknownName(spec, LIMIT_FIELDS);
-  if (unknown !== undefined) throw new InvalidOptionError(`${where}: unknown field ${JSON.stringify(unknown)}; a limit is { name, policy, key?, failureMode? }`);
+  if (unknown !== undefined) throw new InvalidOptionError(`${where}: unknown field ${JSON.stringify(unknown)}; a limit is { name, policy, key?, failureMode?, lease?, syncIntervalMs? }`);
   let policy: CompiledPolicy;
   try {
     policy = compilePolicy(spec.policy as Policy);
@@ -240,8 +254,19 @@ export function prepareLimit<Req>(spec: Partial<LimitSpec<Req>>, where: string):
     const got = typeof name === 'string' && name.length > MAX_LIMIT_NAME ? `${name.length} characters` : describeValue(spec.name);
     throw new InvalidOptionError(`${where}: name must be a non-empty string of at most ${MAX_LIMIT_NAME} characters, got ${got}`);
   }
-  const failureMode = spec.failureMode === undefined ? undefined : checkFailureMode(spec.failureMode, `${where}.failureMode`);
-  return { name, policy, key: optionalFunction(spec.key, `${where}.key`), prefix: `${name}|`, failureMode };
+  return { name, policy, key: optionalFunction(spec.key, `${where}.key`), prefix: `${name}|`, callOptions: limitCallOptions(spec, policy, where) };
+}
+
+function limitCallOptions(spec: Pick<Partial<LimitSpec<never>>, 'failureMode' | 'lease' | 'syncIntervalMs'>, policy: CompiledPolicy, where: string): LimitCallOptions | undefined {
+  const options: { failureMode?: FailureMode; lease?: number; syncIntervalMs?: number } = {};
+  if (spec.failureMode !== undefined) options.failureMode = checkFailureMode(spec.failureMode, `${where}.failureMode`);
+  if (spec.lease !== undefined) options.lease = checkLease(spec.lease, `${where}.lease`);
+  if (spec.syncIntervalMs !== undefined) {
+    options.syncIntervalMs = checkSyncInterval(spec.syncIntervalMs, `${where}.syncIntervalMs`);
+    if (options.lease !== undefined) throw new InvalidOptionError(`${where}: give lease or syncIntervalMs (local-first), not both`);
+    if (!countsInWindows(policy)) throw new InvalidOptionError(`${where}.syncIntervalMs (local-first) needs a fixed-window or sliding-window policy; for ${policy.algorithm} use lease`);
+  }
+  return Object.keys(options).length === 0 ? undefined : options;
 }
 
 /**

@@ -76,6 +76,7 @@ export function defineStoreHealthMetrics(ctx: ServiceContext, registers: Registr
   });
   defineFallbackCounter(ctx, registers);
   defineOverLimitCacheMetrics(ctx, registers);
+  defineLocalFirstMetrics(ctx, registers);
   return countTransitionsAndDegradedChecks(ctx, registers);
 }
 
@@ -99,6 +100,44 @@ function defineOverLimitCacheMetrics(ctx: ServiceContext, registers: Registry[])
     registers,
     collect() {
       this.set(ctx.limiter.overLimitCacheStats()?.keys ?? 0);
+    },
+  });
+}
+
+/** Local-first (rules with `sync_interval_ms`): decisions made on a node's view, syncs, views held. */
+function defineLocalFirstMetrics(ctx: ServiceContext, registers: Registry[]): void {
+  const seen = { local: 0, ok: 0, failed: 0 };
+  /** How much a total the limiter keeps grew since the last scrape. */
+  const growth = (name: keyof typeof seen, total: number): number => {
+    const step = Math.max(0, total - seen[name]);
+    seen[name] = Math.max(seen[name], total);
+    return step;
+  };
+  new Counter({
+    name: 'tollgate_local_first_decisions_total',
+    help: 'Decisions made by local-first on this node’s view of a counter, without a store call.',
+    registers,
+    collect() {
+      this.inc(growth('local', ctx.limiter.localFirstStats()?.local ?? 0));
+    },
+  });
+  new Counter({
+    name: 'tollgate_local_first_syncs_total',
+    help: 'Local-first syncs with the store (push the units admitted here, pull the shared count), by result (ok, failed).',
+    labelNames: ['result'] as const,
+    registers,
+    collect() {
+      const stats = ctx.limiter.localFirstStats();
+      this.inc({ result: 'failed' }, growth('failed', stats?.syncFailures ?? 0));
+      this.inc({ result: 'ok' }, growth('ok', (stats?.syncs ?? 0) - (stats?.syncFailures ?? 0)));
+    },
+  });
+  new Gauge({
+    name: 'tollgate_local_first_views',
+    help: 'Keys this node holds a local-first view of.',
+    registers,
+    collect() {
+      this.set(ctx.limiter.localFirstStats()?.views ?? 0);
     },
   });
 }
