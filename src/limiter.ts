@@ -11,7 +11,7 @@ import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
 import { InvalidKeyError, InvalidOptionError, StoreUnavailableError, describeValue } from './errors.js';
 import { LeaseBook, leasable } from './cache/leases.js';
-import { LocalFirstBook, type LocalFirstStats } from './cache/local-first.js';
+import { LocalFirstBook, type LocalFirstStats, type WindowAdd } from './cache/local-first.js';
 import { countsInWindows } from './algorithms/window-add.js';
 import { OverLimitCache, type OverLimitCacheStats } from './cache/over-limit.js';
 import {
@@ -23,13 +23,13 @@ import {
   type FailureMode,
   type LimiterFailureMode,
 } from './fault/failure-mode.js';
-import { StoreGuard, type FallbackCause, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
+import { StoreGuard, isOutage, type FallbackCause, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
 import { wellFormedKey } from './keys.js';
 import { checkCallOptions, checkCost, checkKey, checkLease, checkNow, checkSyncInterval } from './limiter-checks.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './limiter-options.js';
 import { MemoryStore, memoryStore } from './store/memory.js';
-import type { MaybePromise, Store, StoreRequest } from './store/types.js';
+import type { MaybePromise, Store, StoreRequest, WindowCounts } from './store/types.js';
 
 export type { FailureMode, LimiterFailureMode } from './fault/failure-mode.js';
 export type { BreakerOptions, BreakerState, BreakerTransition } from './fault/breaker.js';
@@ -351,10 +351,11 @@ export class CoreLimiter implements LimiterCore {
     }
     const store = this.store;
     if (store.addToWindow === undefined) throw new InvalidOptionError(`syncIntervalMs (local-first) needs a store that can sync window counts; the ${store.name} store cannot`);
-    const book = (this.localFirst ??= new LocalFirstBook(this.clock ?? currentTime, (k, policy, units, at) =>
-      this.guard === undefined
-        ? store.addToWindow!(k, policy, units, at)
-        : this.guard.run(() => store.addToWindow!(k, policy, units, at), this.deadlineMs, unanswered)));
+    const book = (this.localFirst ??= new LocalFirstBook(this.clock ?? currentTime, (adds) => {
+      // A tick's syncs are one guarded store call: they take one place among the calls in flight.
+      const run = (): MaybePromise<(WindowCounts | Error)[]> => syncWindows(store, adds);
+      return this.guard === undefined ? run() : this.guard.run(run, this.deadlineMs, unanswered);
+    }));
     const local = book.decide(key, compiled, cost, now, syncMs);
     if (local !== undefined) return local;
     const decided = this.decideGuarded(key, compiled, cost, now, 'limit', options);
@@ -453,6 +454,16 @@ export class CoreLimiter implements LimiterCore {
     const cost = request.cost === undefined ? 1 : checkCost(request.cost);
     return { key, policy, cost: mode === 'look' || mode === 'probe' ? 0 : cost };
   }
+}
+
+/**
+ * Local-first syncs on `store`: each key's counts, or the error that key alone met (its state is
+ * another type or unreadable); an outage fails them all, so the guard sees it.
+ */
+function syncWindows(store: Store, adds: readonly WindowAdd[]): MaybePromise<(WindowCounts | Error)[]> {
+  const answers = adds.map((add) => store.addToWindow!(add.key, add.policy, add.units, add.now));
+  if (!answers.some((answer) => answer instanceof Promise)) return answers as WindowCounts[];
+  return Promise.all(answers.map((answer) => Promise.resolve(answer).catch((error: unknown) => (isOutage(error) ? Promise.reject(error) : (error as Error)))));
 }
 
 /** The failure mode `throw`: the store's error, or why the store was not asked. */

@@ -21,8 +21,28 @@ import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { MaybePromise, WindowCounts } from '../store/types.js';
 
-/** How a view reaches the store: adds `units` to the key's window counter and answers its counts. */
-export type WindowSync = (key: string, policy: CompiledPolicy, units: number, now: number | undefined) => MaybePromise<WindowCounts>;
+/** One key's sync: add `units` to its window counter at `now` (undefined: the store's time). */
+export interface WindowAdd {
+  readonly key: string;
+  readonly policy: CompiledPolicy;
+  readonly units: number;
+  readonly now: number | undefined;
+}
+
+/**
+ * How views reach the store: the syncs of one tick in one call, answered in order, each with its
+ * counts or the error that key alone met (a store outage fails the whole call instead).
+ */
+export type WindowSync = (adds: readonly WindowAdd[]) => MaybePromise<readonly (WindowCounts | Error)[]>;
+
+/** A sync on its way: what it pushed, so a failure can push it again. */
+interface Sending extends WindowAdd {
+  readonly view: View;
+  readonly seq: number;
+  readonly window: number;
+  /** Told when the sync has settled (a store decision waits for the sync sent with it). */
+  readonly done: (() => void) | undefined;
+}
 
 export interface LocalFirstStats {
   /** Decisions made on a view, without a store call. */
@@ -79,6 +99,8 @@ export class LocalFirstBook {
   private syncs = 0;
   private syncFailures = 0;
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** This tick's syncs, sent together once the running code is done (one store call). */
+  private batch: Sending[] = [];
 
   constructor(
     private readonly clock: () => number,
@@ -114,7 +136,8 @@ export class LocalFirstBook {
     }
     view.touchedAt = this.clock();
     this.local += 1;
-    if (at - view.sentAt >= syncMs) this.send(view, view.explicit ? at : undefined);
+    // One sync out per view: a slow store slows the syncs down instead of piling them up.
+    if (at - view.sentAt >= syncMs && view.out === 0) this.send(view, view.explicit ? at : undefined);
     return decision;
   }
 
@@ -131,12 +154,13 @@ export class LocalFirstBook {
       view = this.create(id, key, policy, now !== undefined, syncMs);
     }
     view.touchedAt = this.clock();
-    return this.send(view, now, true);
+    return new Promise<void>((resolve) => this.send(view, now, resolve));
   }
 
   /** Sends every unsent unit and waits for the syncs out (before the store closes). */
   async flush(): Promise<void> {
     for (const view of [...this.unsent]) this.send(view, view.explicit ? view.pendingAt : undefined);
+    this.sendBatch();
     await Promise.allSettled([...this.inFlight]);
   }
 
@@ -181,40 +205,76 @@ export class LocalFirstBook {
   }
 
   /**
-   * Pushes the view's unsent units (0: a pull) at `when` (undefined: the store's time); `after` a
-   * store decision, the view waits for this answer. Resolves when the sync has settled.
+   * Pushes the view's unsent units (0: a pull) at `when` (undefined: the store's time), with the
+   * other syncs of this tick; with `done`, a store decision waits for this answer: the sync goes at
+   * once and the view is not decided on until it is answered.
    */
-  private send(view: View, when: number | undefined, after = false): MaybePromise<void> {
-    const units = view.pending;
-    const window = view.pendingWindow;
+  private send(view: View, when: number | undefined, done?: () => void): void {
+    const sending: Sending = { view, key: view.key, policy: view.policy, units: view.pending, now: when, seq: ++view.sent, window: view.pendingWindow, done };
     view.pending = 0;
     this.unsent.delete(view);
-    const seq = ++view.sent;
-    if (after) view.after = seq;
+    if (done !== undefined) view.after = sending.seq;
     view.out += 1;
     view.sentAt = when ?? this.clock() + this.offset;
     this.syncs += 1;
-    const failed = (): void => this.failed(view, units, window, when);
-    let answer: MaybePromise<WindowCounts>;
-    try {
-      answer = this.sync(view.key, view.policy, units, when);
-    } catch {
-      failed();
-      return;
+    if (done !== undefined) {
+      // In the store's batch of this tick, with the decision it follows.
+      this.sendBatch([sending]);
+    } else if (this.batch.push(sending) === 1) {
+      // The others wait for the end of this turn of the event loop: one store call for them all.
+      setImmediate(() => this.sendBatch());
     }
-    if (!(answer instanceof Promise)) {
-      this.answered(view, seq, answer, when);
-      return;
-    }
-    const settled = answer.then((counts) => this.answered(view, seq, counts, when), failed);
-    this.inFlight.add(settled);
-    void settled.finally(() => this.inFlight.delete(settled));
-    return settled;
   }
 
-  private answered(view: View, seq: number, counts: WindowCounts, when: number | undefined): void {
+  private sendBatch(batch: Sending[] = this.takeBatch()): void {
+    if (batch.length === 0) return;
+    let answers: MaybePromise<readonly (WindowCounts | Error)[]>;
+    try {
+      answers = this.sync(batch);
+    } catch {
+      for (const sending of batch) this.failed(sending);
+      return;
+    }
+    if (!(answers instanceof Promise)) {
+      this.settle(batch, answers);
+      return;
+    }
+    const settled = answers.then(
+      (list) => this.settle(batch, list),
+      () => {
+        for (const sending of batch) this.failed(sending);
+      },
+    );
+    this.inFlight.add(settled);
+    void settled.finally(() => this.inFlight.delete(settled));
+  }
+
+  private takeBatch(): Sending[] {
+    const batch = this.batch;
+    this.batch = [];
+    return batch;
+  }
+
+  private settle(batch: readonly Sending[], answers: readonly (WindowCounts | Error)[]): void {
+    batch.forEach((sending, i) => {
+      const answer = answers[i]!;
+      if (answer instanceof Error) {
+        // That key's state is not the store's to add to (another type, unreadable): forget the
+        // view, so its next request is decided by the store and meets the error itself.
+        sending.view.out -= 1;
+        this.forget(sending.key, sending.policy);
+        sending.done?.();
+      } else {
+        this.answered(sending, answer);
+      }
+    });
+  }
+
+  private answered(sending: Sending, counts: WindowCounts): void {
+    const { view, seq } = sending;
     view.out -= 1;
-    if (when === undefined) this.offset = counts.now - this.clock();
+    sending.done?.();
+    if (sending.now === undefined) this.offset = counts.now - this.clock();
     if (seq <= view.answered || this.views.get(view.id) !== view) return;
     view.answered = seq;
     view.state.fill(0);
@@ -225,13 +285,15 @@ export class LocalFirstBook {
   }
 
   /** A push that failed goes with the next one (see the module's comment). */
-  private failed(view: View, units: number, window: number, when: number | undefined): void {
+  private failed(sending: Sending): void {
+    const { view, units } = sending;
     this.syncFailures += 1;
     view.out -= 1;
+    sending.done?.();
     if (units === 0 || this.views.get(view.id) !== view) return;
     if (view.pending === 0) {
-      view.pendingWindow = window;
-      view.pendingAt = when ?? view.pendingAt;
+      view.pendingWindow = sending.window;
+      view.pendingAt = sending.now ?? view.pendingAt;
     }
     view.pending += units;
     this.unsent.add(view);
@@ -249,7 +311,7 @@ export class LocalFirstBook {
   private pushQuiet(): void {
     const quietSince = this.clock();
     for (const view of [...this.unsent]) {
-      if (quietSince - view.touchedAt >= view.syncMs) this.send(view, view.explicit ? view.pendingAt : undefined);
+      if (quietSince - view.touchedAt >= view.syncMs && view.out === 0) this.send(view, view.explicit ? view.pendingAt : undefined);
     }
   }
 }
