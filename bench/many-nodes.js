@@ -29,19 +29,17 @@
 // check: EVALSHA calls per check (a node batches the checks of one tick into one script call per
 // shard), Redis's usec per EVALSHA and per check (INFO commandstats), and Redis CPU per check
 // (INFO cpu). Writes every sample to bench/results/<out>.json and prints Markdown tables.
-import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-import { children, freePort, startChild, stopChild, waitForPort } from './support/children.js';
-import { commandExists, cpuBetween, quietWaiter, snapshotCpu } from './support/cpu.js';
-import { redisCounters, redisDelta, removeRedisDirs, startRedisCluster, startRedisServer } from './support/redis.js';
+import { children, stopChild } from './support/children.js';
+import { commandExists, quietWaiter } from './support/cpu.js';
+import { removeRedisDirs, startRedisCluster, startRedisServer } from './support/redis.js';
+import { drive, fmt, machine, median, startNode, summarize, workDir } from './support/service-nodes.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const ROOT = dirname(HERE);
 
 const argv = process.argv.slice(2);
 const raw = (name, fallback) => {
@@ -70,71 +68,6 @@ descriptors:
     rate_limit: { unit: hour, requests_per_unit: 1000000000, algorithm: ${ALGORITHM} }
 `;
 
-const median = (values) => {
-  const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
-  if (sorted.length === 0) return NaN;
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
-
-function machine() {
-  const model = /^model name\s*:\s*(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model;
-  const nproc = execFileSync('nproc', { encoding: 'utf8' }).trim();
-  const redis = /v=([\d.]+)/.exec(execFileSync('redis-server', ['--version'], { encoding: 'utf8' }))?.[1];
-  let commit = 'unknown';
-  try {
-    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-  } catch {
-    // Not a git checkout.
-  }
-  return { nproc: Number(nproc), availableParallelism: availableParallelism(), cpuModel: model, node: process.version, redis, commit, date: new Date().toISOString() };
-}
-
-/** dist/, package.json and the rules in a temp dir: a rebuild during the run cannot mix versions. */
-function workDir() {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-many-nodes-'));
-  cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true });
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  writeFileSync(join(dir, 'package.json'), readFileSync(join(ROOT, 'package.json')));
-  mkdirSync(join(dir, 'rules'));
-  writeFileSync(join(dir, 'rules', 'bench.yaml'), RULES);
-  return dir;
-}
-
-async function startNode(dir, name, storeArgs) {
-  const port = await freePort();
-  const grpcPort = await freePort();
-  const args = [join(dir, 'dist', 'cli.js'), 'serve', '--config', join(dir, 'rules'), '--port', String(port), '--grpc-port', String(grpcPort)];
-  args.push('--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', '--deadline-ms', String(DEADLINE_MS), ...storeArgs);
-  const child = startChild(name, process.execPath, args);
-  await waitForPort(child, port);
-  return { name, port, child };
-}
-
-/** Runs the client against `ports`; snapshots CPU and Redis counters when its timed window starts and ends. */
-function drive(ports, redisPorts) {
-  const spec = { ports, concurrency: CONCURRENCY, warmupS: WARMUP_S, durationS: DURATION_S, values: VALUES, domain: 'bench', key: 'user' };
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [join(HERE, 'many-nodes-client.js'), JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    children.set(proc.pid, { name: 'load-generator', proc });
-    let stderr = '';
-    proc.stderr.on('data', (chunk) => (stderr += chunk));
-    let start;
-    let end;
-    let result;
-    createInterface({ input: proc.stdout }).on('line', (line) => {
-      if (line === 'timed-start') start = { cpu: snapshotCpu(), redis: redisPorts.map(redisCounters) };
-      else if (line === 'timed-end') end = { cpu: snapshotCpu(), redis: redisPorts.map(redisCounters) };
-      else result = JSON.parse(line);
-    });
-    proc.on('exit', (code) => {
-      children.delete(proc.pid);
-      if (code !== 0 || !result || !start || !end) return reject(new Error(`load generator failed (${code}): ${stderr}`));
-      resolve({ ...result, cpu: cpuBetween(start.cpu, end.cpu), redis: redisDelta(start.redis, end.redis) });
-    });
-  });
-}
-
 /** The cores of one sample, grouped: the driven nodes, the idle nodes, Redis, the load generator, others. */
 function groupCores(cpu, topology, n) {
   const group = { nodes: 0, idleNodes: 0, redis: 0, loadGenerator: 0 };
@@ -146,25 +79,6 @@ function groupCores(cpu, topology, n) {
   }
   return { ...group, machine: cpu.machineCores, steal: cpu.stealCores, foreign: cpu.foreignCores };
 }
-
-function summarize(sample) {
-  const evalsha = sample.redis.commands.evalsha ?? { calls: 0, usec: 0 };
-  const checks = sample.requests;
-  return {
-    perSecond: sample.perSecond,
-    p50Us: sample.latencyUs.p50,
-    p99Us: sample.latencyUs.p99,
-    evalshaPerCheck: evalsha.calls / checks,
-    usecPerEvalsha: evalsha.usec / evalsha.calls,
-    redisUsecPerCheck: evalsha.usec / checks,
-    redisCpuUsPerCheck: (sample.redis.cpuSeconds * 1e6) / checks,
-    non200: checks - (sample.statuses[200] ?? 0),
-    degraded: sample.degraded,
-    errors: sample.errors,
-  };
-}
-
-const fmt = (value, digits = 0) => (Number.isFinite(value) ? value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : 'n/a');
 
 /** Node CPU per check (µs): the driven nodes' cores ÷ checks/s, the steadiest per-node figure. */
 const nodeCpuUs = (sample) => (sample.cores.nodes * 1e6) / sample.summary.perSecond;
@@ -209,7 +123,7 @@ async function main() {
   for (const command of ['redis-server', 'redis-cli', 'nproc']) if (!commandExists(command)) throw new Error(`${command} is not on PATH`);
   const info = machine();
   console.error(`many-nodes: ${JSON.stringify(info)}`);
-  const dir = workDir();
+  const dir = workDir({ bench: RULES });
   // Also when interrupted (children.js kills the children by PID and exits on SIGINT / SIGTERM).
   process.on('exit', () => {
     removeRedisDirs();
@@ -228,7 +142,7 @@ async function main() {
     }
     for (const topology of TOPOLOGIES) {
       nodes[topology] = [];
-      for (let i = 0; i < MAX_NODES; i++) nodes[topology].push(await startNode(dir, `node-${topology}-${i}`, stores[topology].args));
+      for (let i = 0; i < MAX_NODES; i++) nodes[topology].push(await startNode(dir, `node-${topology}-${i}`, 'bench', ['--deadline-ms', String(DEADLINE_MS), ...stores[topology].args]));
     }
     const configs = TOPOLOGIES.flatMap((topology) => NODE_COUNTS.map((n) => ({ topology, nodes: n })));
     const quiet = quietWaiter({ limitCores: QUIET_LIMIT, maxWaitS: QUIET_WAIT_S, sampleMs: 1000 });
@@ -242,7 +156,7 @@ async function main() {
         const discarded = [];
         for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
           const quietBefore = await quiet.wait();
-          const tried = await drive(ports, stores[config.topology].ports);
+          const tried = await drive({ ports, concurrency: CONCURRENCY, warmupS: WARMUP_S, durationS: DURATION_S, values: VALUES, domain: 'bench', key: 'user' }, stores[config.topology].ports);
           if (sample !== undefined && tried.cpu.foreignCores >= sample.cpu.foreignCores) discarded.push(tried.cpu.foreignCores);
           else {
             if (sample !== undefined) discarded.push(sample.cpu.foreignCores);

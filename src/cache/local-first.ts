@@ -40,6 +40,8 @@ interface Sending extends WindowAdd {
   readonly view: View;
   readonly seq: number;
   readonly window: number;
+  /** This process's clock when it went: the store's time is taken halfway to the answer. */
+  readonly sentClock: number;
   /** Told when the sync has settled (a store decision waits for the sync sent with it). */
   readonly done: (() => void) | undefined;
 }
@@ -210,7 +212,7 @@ export class LocalFirstBook {
    * once and the view is not decided on until it is answered.
    */
   private send(view: View, when: number | undefined, done?: () => void): void {
-    const sending: Sending = { view, key: view.key, policy: view.policy, units: view.pending, now: when, seq: ++view.sent, window: view.pendingWindow, done };
+    const sending: Sending = { view, key: view.key, policy: view.policy, units: view.pending, now: when, seq: ++view.sent, window: view.pendingWindow, sentClock: this.clock(), done };
     view.pending = 0;
     this.unsent.delete(view);
     if (done !== undefined) view.after = sending.seq;
@@ -274,14 +276,16 @@ export class LocalFirstBook {
     const { view, seq } = sending;
     view.out -= 1;
     sending.done?.();
-    if (sending.now === undefined) this.offset = counts.now - this.clock();
+    // The store read its clock between sending and answering: halfway is the best guess of when.
+    if (sending.now === undefined) this.offset = counts.now - (sending.sentClock + this.clock()) / 2;
     if (seq <= view.answered || this.views.get(view.id) !== view) return;
     view.answered = seq;
     view.state.fill(0);
     view.state.set(counts.state);
     view.syncedAt = counts.now;
-    // Units recorded here while the sync was out are not in the store's counts yet: add them back.
-    if (view.pending > 0) addToWindowState(view.state, 0, view.pendingAt, view.pending, view.policy);
+    // Units recorded here while the sync was out are not in the store's counts yet: add them back,
+    // in the window the store counts in if it is already past theirs (it will add them there).
+    if (view.pending > 0) addToWindowState(view.state, 0, Math.max(view.pendingAt, view.state[START]!), view.pending, view.policy);
   }
 
   /** A push that failed goes with the next one (see the module's comment). */
