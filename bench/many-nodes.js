@@ -29,17 +29,13 @@
 // check: EVALSHA calls per check (a node batches the checks of one tick into one script call per
 // shard), Redis's usec per EVALSHA and per check (INFO commandstats), and Redis CPU per check
 // (INFO cpu). Writes every sample to bench/results/<out>.json and prints Markdown tables.
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-import { children, stopChild } from './support/children.js';
 import { commandExists, quietWaiter } from './support/cpu.js';
 import { removeRedisDirs, startRedisCluster, startRedisServer } from './support/redis.js';
-import { drive, fmt, machine, median, startNode, summarize, workDir } from './support/service-nodes.js';
+import { drive, fmt, machine, median, saveRun, startNode, stopEverything, summarize, workDir } from './support/service-nodes.js';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 
 const argv = process.argv.slice(2);
 const raw = (name, fallback) => {
@@ -179,14 +175,9 @@ async function main() {
     const text = report(info, options, samples);
     console.log(text);
     // --out NAME writes bench/results/NAME.json; a path (with a /) is written as given.
-    const outPath = OUT.includes('/') ? OUT : join(HERE, 'results', `${OUT}.json`);
-    mkdirSync(dirname(outPath), { recursive: true });
-    writeFileSync(outPath, `${JSON.stringify({ info, options, quietWaitedMs: quiet.waitedMs(), samples, report: text }, null, 1)}\n`);
+    saveRun(OUT, { info, options, quietWaitedMs: quiet.waitedMs(), samples, report: text });
   } finally {
-    for (const list of Object.values(nodes)) await Promise.all(list.map((node) => stopChild(node.child)));
-    for (const { name, proc } of [...children.values()]) await stopChild({ name, pid: proc.pid, proc });
-    removeRedisDirs();
-    rmSync(dir, { recursive: true, force: true });
+    await stopEverything(Object.values(nodes), dir);
   }
 }
 

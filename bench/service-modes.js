@@ -22,15 +22,11 @@
 // µs per check, and the checks admitted (200) against what the limits allow: in the hot workload
 // the exact mode admits at most 64 × 10 per second; lease must not admit more than exact,
 // local-first may, within its bound (docs/scaling.md).
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { children, stopChild } from './support/children.js';
+import { readFileSync, rmSync } from 'node:fs';
 import { commandExists, quietWaiter } from './support/cpu.js';
 import { redisCli, removeRedisDirs, startRedisServer } from './support/redis.js';
-import { drive, fmt, machine, median, startNode, summarize, workDir } from './support/service-nodes.js';
+import { drive, fmt, machine, median, saveRun, startNode, stopEverything, summarize, workDir } from './support/service-nodes.js';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 const argv = process.argv.slice(2);
 const raw = (name, fallback) => {
   const index = argv.indexOf(`--${name}`);
@@ -127,14 +123,9 @@ async function main() {
     const options = { WORKLOAD, ROUNDS, DURATION_S, WARMUP_S, CONCURRENCY, NODE_COUNTS, MODES, LEASE, SYNC_MS };
     const text = report(info, options, samples);
     console.log(text);
-    const outPath = OUT.includes('/') ? OUT : join(HERE, 'results', `${OUT}.json`);
-    mkdirSync(dirname(outPath), { recursive: true });
-    writeFileSync(outPath, `${JSON.stringify({ info, options, samples, report: text }, null, 1)}\n`);
+    saveRun(OUT, { info, options, samples, report: text });
   } finally {
-    for (const list of Object.values(nodes)) await Promise.all(list.map((node) => stopChild(node.child)));
-    for (const { name, proc } of [...children.values()]) await stopChild({ name, pid: proc.pid, proc });
-    removeRedisDirs();
-    rmSync(dir, { recursive: true, force: true });
+    await stopEverything(Object.values(nodes), dir);
   }
 }
 

@@ -3,14 +3,14 @@
 // (killed by PID), the load generator (bench/many-nodes-client.js) with CPU and Redis counters
 // snapshotted around its timed window, and one sample's summary.
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { children, freePort, startChild, waitForPort } from './children.js';
+import { children, freePort, startChild, stopChild, waitForPort } from './children.js';
 import { cpuBetween, snapshotCpu } from './cpu.js';
-import { redisCounters, redisDelta } from './redis.js';
+import { redisCounters, redisDelta, removeRedisDirs } from './redis.js';
 
 const BENCH = dirname(dirname(fileURLToPath(import.meta.url)));
 const ROOT = dirname(BENCH);
@@ -104,4 +104,19 @@ export function summarize(sample) {
     degraded: sample.degraded,
     errors: sample.errors,
   };
+}
+
+/** Writes a run to `out`: bench/results/<out>.json, or the path given when it has a `/`. */
+export function saveRun(out, run) {
+  const path = out.includes('/') ? out : join(BENCH, 'results', `${out}.json`);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(run, null, 1)}\n`);
+}
+
+/** Stops every node of `nodeLists` and every other child process, and removes the work dirs. */
+export async function stopEverything(nodeLists, dir) {
+  for (const list of nodeLists) await Promise.all(list.map((node) => stopChild(node.child)));
+  for (const { name, proc } of [...children.values()]) await stopChild({ name, pid: proc.pid, proc });
+  removeRedisDirs();
+  rmSync(dir, { recursive: true, force: true });
 }
