@@ -224,7 +224,8 @@ async function replicate(args: string[]): Promise<number> {
   } catch (error) {
     process.stderr.write(`tollgate replicate: ${(error as Error).message}\n`);
     await replicator.close();
-    return 1;
+    // Exit now: ioredis keeps a timer of the closed, never-connected client for another 2 s.
+    process.exit(1);
   }
   const { region, peers } = replicator.stats();
   process.stdout.write(`tollgate replicate: region ${region} → ${peers.map((peer) => peer.region).join(', ')}\n`);

@@ -54,6 +54,14 @@ export interface PeerStats {
   readonly pending: number;
   /** Time from reading the last applied batch to its acknowledgement by the peer, in ms. */
   readonly lastLagMs: number | undefined;
+  /** The longest such time since the replicator started, in ms. */
+  readonly maxLagMs: number | undefined;
+  /**
+   * The longest time between two reads for this peer, in ms (the interval, unless the event loop
+   * was late or the peer had `maxInFlight` batches out). A change reaches the peer at most this
+   * plus `maxLagMs` after it was made.
+   */
+  readonly maxReadGapMs: number | undefined;
   /** When the peer last acknowledged a batch (epoch ms). */
   readonly lastSuccessAt: number | undefined;
   /** The last failure's message, cleared by the next success. */
@@ -91,6 +99,9 @@ interface Peer {
   fieldsRaised: number;
   pending: number;
   lastLagMs: number | undefined;
+  maxLagMs: number | undefined;
+  lastReadAt: number | undefined;
+  maxReadGapMs: number | undefined;
   lastSuccessAt: number | undefined;
   lastError: string | undefined;
 }
@@ -132,7 +143,7 @@ class RegionReplicator implements Replicator {
     this.source = openRegionClient(`${where}: from`, options.from, timeouts);
     this.peers = peerOptions.map((peer) => {
       const opened = openRegionClient(`${where}: to (${peer.region})`, peer, timeouts);
-      return { region: peer.region, client: opened.client, owned: opened.owned, acked: 0, sent: 0, generation: 0, inFlight: 0, keysReplicated: 0, fieldsRaised: 0, pending: 0, lastLagMs: undefined, lastSuccessAt: undefined, lastError: undefined };
+      return { region: peer.region, client: opened.client, owned: opened.owned, acked: 0, sent: 0, generation: 0, inFlight: 0, keysReplicated: 0, fieldsRaised: 0, pending: 0, lastLagMs: undefined, maxLagMs: undefined, lastReadAt: undefined, maxReadGapMs: undefined, lastSuccessAt: undefined, lastError: undefined };
     });
     for (const client of [this.source.client, ...this.peers.map((peer) => peer.client)]) client.on('error', () => undefined);
     this.started = this.start();
@@ -144,7 +155,7 @@ class RegionReplicator implements Replicator {
   ready(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`startReplicator: the Redis of region ${this.region} is not reachable after 5000 ms; check that it is running and the address is right (the replicator keeps trying)`)), 5_000);
+      timer = setTimeout(() => reject(new StoreUnavailableError(`startReplicator: the Redis of region ${this.region} is not reachable after 5000 ms; check that it is running and the address is right`)), 5_000);
     });
     return Promise.race([this.started, late]).finally(() => clearTimeout(timer));
   }
@@ -173,6 +184,8 @@ class RegionReplicator implements Replicator {
     if (peer.inFlight >= this.maxInFlight || this.closed) return;
     const generation = peer.generation;
     const readAt = Date.now();
+    if (peer.lastReadAt !== undefined) peer.maxReadGapMs = Math.max(peer.maxReadGapMs ?? 0, readAt - peer.lastReadAt);
+    peer.lastReadAt = readAt;
     peer.inFlight += 1;
     try {
       const reply = (await evaluate(this.source.client, REGION_PULL_SCRIPT, [this.keys.changes], [this.region, peer.sent, this.batchSize])) as (string | number)[];
@@ -189,6 +202,7 @@ class RegionReplicator implements Replicator {
       if (generation !== peer.generation) return;
       peer.acked = Math.max(peer.acked, last);
       peer.lastLagMs = Date.now() - readAt;
+      peer.maxLagMs = Math.max(peer.maxLagMs ?? 0, peer.lastLagMs);
       peer.lastSuccessAt = Date.now();
       peer.lastError = undefined;
       await evaluate(this.source.client, REGION_ACK_SCRIPT, [this.keys.changes, this.keys.cursors], [peer.region, peer.acked, ...this.peers.map((p) => p.region)]);
@@ -210,7 +224,18 @@ class RegionReplicator implements Replicator {
     return {
       region: this.region,
       rounds: this.rounds,
-      peers: this.peers.map(({ region, keysReplicated, fieldsRaised, acked, pending, lastLagMs, lastSuccessAt, lastError }) => ({ region, keysReplicated, fieldsRaised, acked, pending, lastLagMs, lastSuccessAt, lastError })),
+      peers: this.peers.map(({ region, keysReplicated, fieldsRaised, acked, pending, lastLagMs, maxLagMs, maxReadGapMs, lastSuccessAt, lastError }) => ({
+        region,
+        keysReplicated,
+        fieldsRaised,
+        acked,
+        pending,
+        lastLagMs,
+        maxLagMs,
+        maxReadGapMs,
+        lastSuccessAt,
+        lastError,
+      })),
     };
   }
 
@@ -219,7 +244,7 @@ class RegionReplicator implements Replicator {
     this.closed = true;
     clearTimeout(this.timer);
     const owned = [this.source, ...this.peers].filter((connection) => connection.owned).map((connection) => connection.client);
-    await Promise.all(owned.map((client) => client.quit().catch(() => client.disconnect())));
+    await Promise.all(owned.map((client) => (client.status === 'ready' ? client.quit().catch(() => client.disconnect()) : client.disconnect())));
   }
 }
 

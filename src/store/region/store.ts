@@ -128,7 +128,9 @@ export class RegionStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.ownsClient) await this.client.quit().catch(() => this.client.disconnect());
+    if (!this.ownsClient) return;
+    if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
+    else this.client.disconnect();
   }
 
   /** The Redis hash holding `key`'s counters under `policy` (the same name in every region). */
