@@ -160,15 +160,22 @@ class RegionReplicator implements Replicator {
     return Promise.race([this.started, late]).finally(() => clearTimeout(timer));
   }
 
-  /** Waits for the source, reads each peer's persisted cursor, then starts the rounds. */
+  /** Waits for the source, reads each peer's persisted cursor, then starts the rounds; retries until it can. */
   private async start(): Promise<void> {
-    if (this.source.client.status !== 'ready') await new Promise((resolve) => this.source.client.once('ready', resolve));
-    const cursors = await this.source.client.hgetall(this.keys.cursors);
-    for (const peer of this.peers) {
-      peer.acked = Number(cursors[peer.region] ?? 0);
-      peer.sent = peer.acked;
+    while (!this.closed) {
+      if (this.source.client.status !== 'ready') await new Promise((resolve) => this.source.client.once('ready', resolve));
+      try {
+        const cursors = await this.source.client.hgetall(this.keys.cursors);
+        for (const peer of this.peers) {
+          peer.acked = Number(cursors[peer.region] ?? 0);
+          peer.sent = peer.acked;
+        }
+        if (!this.closed) this.schedule();
+        return;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, this.intervalMs));
+      }
     }
-    if (!this.closed) this.schedule();
   }
 
   private schedule(): void {
@@ -193,6 +200,8 @@ class RegionReplicator implements Replicator {
       peer.pending = Number(reply[1]);
       if (last <= peer.sent || generation !== peer.generation) return;
       peer.sent = last;
+      // More changed than one batch holds: read the next batch now rather than an interval later.
+      if (peer.pending > 0) void this.send(peer);
       const { keys, args } = mergeArguments(reply);
       if (keys.length > 0) {
         const [raised] = (await evaluate(peer.client, REGION_MERGE_SCRIPT, keys, args)) as number[];

@@ -75,8 +75,7 @@ export class RegionStore implements Store {
 
   /** Resolves once connected (and the script loaded); rejects with {@link StoreUnavailableError} after `connectTimeoutMs`. */
   async ready(): Promise<void> {
-    this.connecting ??= this.firstConnection();
-    await this.connecting;
+    if (this.client.status !== 'ready') await this.firstConnection();
     await this.client.script('LOAD', REGION_DECIDE_SCRIPT.source).catch(() => undefined);
   }
 
