@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `tollgate` command: `serve` (the decision service), `validate` (check rules files), `demo`
+ * The `tollgate` command: `serve` (the decision service), `validate` (check rules files),
+ * `replicate` (carry one region's counts to the others, multi-region), `demo`
  * (the limiter deciding on the embedded store), `help` (or `--help` after any command),
  * `--version`. `gateway`, `simulate` and `bench` arrive with their issues.
  */
