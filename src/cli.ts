@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `tollgate` command: `serve` (the decision service), `validate` (check rules files), `demo`
+ * The `tollgate` command: `serve` (the decision service), `validate` (check rules files),
+ * `replicate` (carry one region's counts to the others, multi-region), `demo`
  * (the limiter deciding on the embedded store), `help` (or `--help` after any command),
  * `--version`. `gateway`, `simulate` and `bench` arrive with their issues.
  */
@@ -11,6 +12,7 @@ import { runDemo } from './demo.js';
 import { TollgateError } from './errors.js';
 import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from './service/options.js';
 import { startService } from './service/server.js';
+import { REPLICATE_FLAGS, startReplicateCommand } from './service/replicate.js';
 import { checkRuleFiles } from './rules/files.js';
 import { countDescriptors } from './rules/parse.js';
 
@@ -45,6 +47,12 @@ Commands:
                   --shadow-mode            never answer OVER_LIMIT overall (SHADOW_MODE)
                   --quota-mode             every limit in quota mode (QUOTA_MODE)
                 Every flag also reads TOLLGATE_<FLAG> (e.g. TOLLGATE_REDIS); flags win.
+  replicate     Carry one region's counts to the other regions (multi-region, docs/scaling.md)
+                  --region NAME            this region (the regionStore's region)
+                  --redis URL              this region's own Redis
+                  --peer NAME=URL          another region and its Redis; repeat for each
+                  --interval-ms MS         how often changes are sent (50)
+                  --key-prefix PREFIX      the stores' key prefix (tollgate:)
   demo          Show every algorithm deciding a burst of requests on the embedded memory store
   validate PATH Check a rules file, or a directory of *.yaml/*.json files: prints "OK: N domains,
                 M descriptors" (exit 0) or every error as file:line:col: path: message (exit 1)
@@ -66,6 +74,7 @@ async function main(argv: string[]): Promise<number> {
   if (first === 'help') return help(rest);
   if (first === 'serve') return serve(rest);
   if (first === 'validate') return validate(rest);
+  if (first === 'replicate') return replicate(rest);
   if (first === 'demo') {
     if (rest.length === 1 && HELP_FLAGS.has(rest[0]!)) return help([]);
     if (rest.length > 0) return usageError(`demo takes no arguments, got ${JSON.stringify(rest.join(' '))}`);
@@ -98,7 +107,7 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
-const COMMANDS = new Set(['serve', 'validate', 'demo', 'help']);
+const COMMANDS = new Set(['serve', 'validate', 'replicate', 'demo', 'help']);
 const HELP_FLAGS = new Set(['--help', '-h']);
 /** The `--help` / `-h` flag every command takes. */
 const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
@@ -197,6 +206,35 @@ async function runWorkers(count: number): Promise<number> {
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
+  return 0;
+}
+
+/** `tollgate replicate`: runs until SIGTERM or SIGINT; 2 on bad flags, 1 when its Redis is unreachable. */
+async function replicate(args: string[]): Promise<number> {
+  let replicator;
+  try {
+    const { values } = parseArgs({ args, options: { ...REPLICATE_FLAGS, ...HELP_OPTION }, allowPositionals: false });
+    if (values.help === true) return help([]);
+    replicator = startReplicateCommand(values, (line) => process.stderr.write(`${line}\n`));
+  } catch (error) {
+    const message = (error as Error).message;
+    return usageError(message.startsWith('replicate:') ? message : `replicate: ${message}`);
+  }
+  try {
+    await replicator.ready();
+  } catch (error) {
+    process.stderr.write(`tollgate replicate: ${(error as Error).message}\n`);
+    await replicator.close();
+    // Exit now: ioredis keeps a timer of the closed, never-connected client for another 2 s.
+    process.exit(1);
+  }
+  const { region, peers } = replicator.stats();
+  process.stdout.write(`tollgate replicate: region ${region} → ${peers.map((peer) => peer.region).join(', ')}\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  await replicator.close();
   return 0;
 }
 

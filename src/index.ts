@@ -7,6 +7,8 @@ export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export type { Store, StoreRequest, MaybePromise, WindowCounts } from './store/types.js';
 export { redisStore, RedisStore } from './store/redis/index.js';
 export type { RedisStoreOptions } from './store/redis/index.js';
+export { regionStore, RegionStore, startReplicator } from './store/region/index.js';
+export type { RegionStoreOptions, RegionConnection, PeerRegion, PeerStats, Replicator, ReplicatorOptions, ReplicatorStats } from './store/region/index.js';
 export { compilePolicy, CompiledPolicy, ALGORITHMS } from './policy.js';
 export type { Policy, AlgorithmName } from './policy.js';
 export type { Decision, DecisionReason } from './decision.js';
