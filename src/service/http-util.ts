@@ -101,7 +101,31 @@ export async function readJson(request: IncomingMessage): Promise<unknown> {
 export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
   response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
-  response.end(text);
+  endThisTurn(response, text);
+}
+
+/** Answers whose bytes go out at the end of this event-loop turn: [response, body, response, body, ...]. */
+const endingThisTurn: (ServerResponse | string)[] = [];
+
+/**
+ * Ends `response` with `text` once the event loop has read every socket that was ready this turn
+ * (setImmediate runs right after the poll phase). Every answer is one socket write that wakes the
+ * client; written back to back, the wake-ups of a busy turn overlap instead of each one paying for
+ * itself between two requests' JavaScript. Measured on /json at full load: +35–45% requests/s for
+ * a few µs of added latency (bench/service.js, BENCHMARKS.md). A lone request waits for nothing
+ * but the rest of its own turn.
+ */
+function endThisTurn(response: ServerResponse, text: string): void {
+  if (endingThisTurn.push(response, text) === 2) setImmediate(endAll);
+}
+
+function endAll(): void {
+  // Taken out first: an answer ended here can make more answers (a pipelined request) for the next turn.
+  const ending = endingThisTurn.splice(0);
+  for (let i = 0; i < ending.length; i += 2) {
+    const response = ending[i] as ServerResponse;
+    if (!response.destroyed) response.end(ending[i + 1] as string);
+  }
 }
 
 /**
