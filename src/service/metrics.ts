@@ -7,13 +7,14 @@
  * (domains, rule paths) or from small fixed sets, never from a request: a request cannot create a
  * new series, so cardinality is bounded by the configuration.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CheckEvent, RejectedEvent, ServiceContext, StoreErrorEvent } from './context.js';
 import type { HttpRoutes } from './http.js';
 import type { CompiledRule, RuleNode, RuleSet } from '../rules/ruleset.js';
 import type { DescriptorStatus } from '../rules/check.js';
 import type { MemoryStoreStats } from '../store/memory.js';
 import { defineStoreHealthMetrics } from './store-health.js';
+import { FastHistogram, Tally } from './metric-tally.js';
 
 /** A limit is "near" when an admitted decision leaves at most this share of its quota. */
 export const NEAR_LIMIT_SHARE = 0.2;
@@ -162,42 +163,53 @@ export function memoryStats(ctx: ServiceContext): MemoryStoreStats | undefined {
   return typeof store.stats === 'function' ? store.stats() : undefined;
 }
 
+/** Why a descriptor got its result, as the index of its count in a {@link Tally} row. */
+const REASONS: readonly DescriptorReason[] = ['within_limit', 'limit_exceeded', 'other_limit_exceeded', 'shadow_mode', 'blocked', 'no_rule', 'unknown_domain'];
+const REASON_INDEX = new Map(REASONS.map((reason, i) => [reason, i]));
+/** The result each reason implies. */
+const RESULT_OF: Readonly<Record<DescriptorReason, DescriptorResult>> = {
+  within_limit: 'ok',
+  limit_exceeded: 'over_limit',
+  other_limit_exceeded: 'ok',
+  shadow_mode: 'shadow_over_limit',
+  blocked: 'over_limit',
+  no_rule: 'ok',
+  unknown_domain: 'ok',
+};
+/** In a (domain, rule) row, after the reasons: near-limit decisions, then shadow-mode hits. */
+const NEAR_INDEX = REASONS.length;
+const SHADOW_INDEX = REASONS.length + 1;
+
 /** The counters fed by the event stream (the rest of the metrics is read at scrape time). */
 type EventMetrics = ReturnType<typeof defineEventMetrics>;
 
+/**
+ * The per-check counters. A check adds to plain tallies (metric-tally.ts); each counter takes what
+ * its tally holds when it is scraped.
+ */
 function defineEventMetrics(registers: Registry[]) {
+  const byRule = new Tally(SHADOW_INDEX + 1);
+  const byDomain = new Tally(2);
   return {
-    decisions: new Counter({
-      name: 'tollgate_decisions_total',
-      help: 'Descriptor decisions by domain, rule path, result (ok, over_limit, shadow_over_limit) and reason (within_limit, limit_exceeded, other_limit_exceeded, shadow_mode, blocked, no_rule, unknown_domain).',
-      labelNames: ['domain', 'rule', 'result', 'reason'] as const,
-      registers,
-    }),
+    byRule,
+    byDomain,
+    ...defineRuleCounters(registers, byRule),
     checks: new Counter({
       name: 'tollgate_checks_total',
       help: 'Answered check requests by domain, transport (json, check, grpc) and overall result (ok, over_limit).',
       labelNames: ['domain', 'transport', 'result'] as const,
       registers,
+      collect() {
+        byDomain.drain((domain, transport, index, amount) => this.inc({ domain, transport, result: index === 0 ? 'ok' : 'over_limit' }, amount));
+      },
     }),
-    nearLimit: new Counter({
-      name: 'tollgate_near_limit_total',
-      help: `Admitted decisions that left at most ${NEAR_LIMIT_SHARE * 100}% of the limit's quota, by domain and rule path.`,
-      labelNames: ['domain', 'rule'] as const,
+    duration: new FastHistogram(
+      'tollgate_check_duration_seconds',
+      'Time to decide a check (rules lookup and store round trip), by transport.',
+      'transport',
+      [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
-    }),
-    shadowHits: new Counter({
-      name: 'tollgate_shadow_mode_hits_total',
-      help: 'Shadow-mode limits exceeded (the request would have been denied; it was admitted), by domain and rule path.',
-      labelNames: ['domain', 'rule'] as const,
-      registers,
-    }),
-    duration: new Histogram({
-      name: 'tollgate_check_duration_seconds',
-      help: 'Time to decide a check (rules lookup and store round trip), by transport.',
-      labelNames: ['transport'] as const,
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-      registers,
-    }),
+    ),
     rejected: new Counter({
       name: 'tollgate_rejected_requests_total',
       help: 'Requests refused as malformed (HTTP 400/413, gRPC INVALID_ARGUMENT), by transport and reason (invalid_json, body_too_large, invalid_rules, invalid_request).',
@@ -211,6 +223,38 @@ function defineEventMetrics(registers: Registry[]) {
       registers,
     }),
   };
+}
+
+/** The counters by (domain, rule): decisions by result and reason, near-limit decisions, shadow-mode hits. */
+function defineRuleCounters(registers: Registry[], byRule: Tally) {
+  // Registered in this order, the order of the families at /metrics: decisions is scraped first,
+  // and its collect hands the near-limit and shadow-mode columns of the rows to the two after it.
+  const decisions = new Counter({
+    name: 'tollgate_decisions_total',
+    help: 'Descriptor decisions by domain, rule path, result (ok, over_limit, shadow_over_limit) and reason (within_limit, limit_exceeded, other_limit_exceeded, shadow_mode, blocked, no_rule, unknown_domain).',
+    labelNames: ['domain', 'rule', 'result', 'reason'] as const,
+    registers,
+    collect() {
+      byRule.drain((domain, rule, index, amount) => {
+        if (index === NEAR_INDEX) nearLimit.inc({ domain, rule }, amount);
+        else if (index === SHADOW_INDEX) shadowHits.inc({ domain, rule }, amount);
+        else this.inc({ domain, rule, result: RESULT_OF[REASONS[index]!], reason: REASONS[index]! }, amount);
+      });
+    },
+  });
+  const nearLimit = new Counter({
+    name: 'tollgate_near_limit_total',
+    help: `Admitted decisions that left at most ${NEAR_LIMIT_SHARE * 100}% of the limit's quota, by domain and rule path.`,
+    labelNames: ['domain', 'rule'] as const,
+    registers,
+  });
+  const shadowHits = new Counter({
+    name: 'tollgate_shadow_mode_hits_total',
+    help: 'Shadow-mode limits exceeded (the request would have been denied; it was admitted), by domain and rule path.',
+    labelNames: ['domain', 'rule'] as const,
+    registers,
+  });
+  return { decisions, nearLimit, shadowHits };
 }
 
 /** The rules in force, read at scrape time. */
@@ -338,13 +382,13 @@ function subscribeMetrics(ctx: ServiceContext, metrics: EventMetrics): () => voi
   const onCheck = (event: CheckEvent): void => {
     const outcomes = classifyCheck(ctx.holder.current, event);
     for (const outcome of outcomes) {
-      metrics.decisions.inc({ domain: outcome.domain, rule: outcome.rule, result: outcome.result, reason: outcome.reason });
-      if (outcome.near) metrics.nearLimit.inc({ domain: outcome.domain, rule: outcome.rule });
-      if (outcome.result === 'shadow_over_limit') metrics.shadowHits.inc({ domain: outcome.domain, rule: outcome.rule });
+      metrics.byRule.add(outcome.domain, outcome.rule, REASON_INDEX.get(outcome.reason)!);
+      if (outcome.near) metrics.byRule.add(outcome.domain, outcome.rule, NEAR_INDEX);
+      if (outcome.result === 'shadow_over_limit') metrics.byRule.add(outcome.domain, outcome.rule, SHADOW_INDEX);
     }
     const domain = ctx.holder.current.domain(event.domain) !== undefined ? event.domain : UNKNOWN_DOMAIN;
-    metrics.checks.inc({ domain, transport: event.via, result: event.result.overallCode === 'OK' ? 'ok' : 'over_limit' });
-    metrics.duration.observe({ transport: event.via }, event.durationMs / 1_000);
+    metrics.byDomain.add(domain, event.via, event.result.overallCode === 'OK' ? 0 : 1);
+    metrics.duration.observe(event.via, event.durationMs / 1_000);
   };
   const onRejected = (event: RejectedEvent): void => {
     metrics.rejected.inc({ transport: event.via, reason: rejectionReason(event.reason) });
