@@ -8,6 +8,7 @@ import type { Decision } from '../decision.js';
 import { DEGRADED_REASON, degradedReasonOf, type DegradedReason, type FailureMode } from '../fault/failure-mode.js';
 import type { DecideMode, LimitAllOptions, LimiterCore } from '../limiter.js';
 import { compilePolicy } from '../policy.js';
+import type { MaybePromise } from '../store/types.js';
 import { ruleWindowMs } from '../units.js';
 import type { CheckOptions, CheckRequest, CheckResult, DescriptorStatus, LimitOverride } from './check-types.js';
 import { UNLIMITED_REMAINING } from './check-types.js';
@@ -61,10 +62,19 @@ export function planCheck(root: RuleNode, request: CheckRequest, options: CheckO
   return { statuses, planned };
 }
 
-/** Decides the planned limits and builds the result. */
-export async function decideMatched(limiter: LimiterCore, plan: CheckPlan, request: CheckRequest, clock: () => number, options: CheckOptions): Promise<CheckResult> {
+/**
+ * Decides the planned limits and builds the result: synchronously when the store answers so (the
+ * memory store), so a check on it costs no promise.
+ */
+export function decideMatched(limiter: LimiterCore, plan: CheckPlan, request: CheckRequest, clock: () => number, options: CheckOptions): MaybePromise<CheckResult> {
+  const decisions = decidePlanned(limiter, plan.planned, callOptions(plan, request, options), options.spend !== false);
+  if (decisions instanceof Promise) return decisions.then((decided) => checkResult(plan, decided, request, clock, options));
+  return checkResult(plan, decisions, request, clock, options);
+}
+
+/** The check's answer from one decision per planned limit. */
+function checkResult(plan: CheckPlan, decisions: readonly Decision[], request: CheckRequest, clock: () => number, options: CheckOptions): CheckResult {
   const { planned, statuses } = plan;
-  const decisions = await decidePlanned(limiter, planned, callOptions(plan, request, options), options.spend !== false);
   let regularOver = false;
   let quotaLimits = 0;
   let quotaOver = 0;
@@ -101,8 +111,13 @@ export async function decideMatched(limiter: LimiterCore, plan: CheckPlan, reque
  * One decision per planned limit, in plan order. The usual check — every limit enforced, none in
  * quota mode, each spending — is one group, one store round trip, and no bookkeeping.
  */
-async function decidePlanned(limiter: LimiterCore, planned: readonly Planned[], at: LimitAllOptions, spend: boolean): Promise<Decision[]> {
+function decidePlanned(limiter: LimiterCore, planned: readonly Planned[], at: LimitAllOptions, spend: boolean): MaybePromise<Decision[]> {
   if (planned.every((p) => !p.shadow && !p.quota && p.cost > 0)) return decideGroup(limiter, planned, at, spend ? 'limit' : 'look');
+  return decideMixed(limiter, planned, at, spend);
+}
+
+/** Shadow-mode, quota-mode or check-only limits among the planned ones. */
+async function decideMixed(limiter: LimiterCore, planned: readonly Planned[], at: LimitAllOptions, spend: boolean): Promise<Decision[]> {
   const shadow = planned.filter((p) => p.shadow);
   const enforced = planned.filter((p) => !p.shadow);
   const [enforcedDecisions, shadowDecisions] = await Promise.all([
@@ -178,10 +193,10 @@ async function decideEnforced(limiter: LimiterCore, enforced: readonly Planned[]
   return enforced.map((p) => result.get(p)!);
 }
 
-function decideGroup(limiter: LimiterCore, group: readonly Planned[], at: LimitAllOptions, mode: DecideMode): Promise<Decision[]> {
-  if (group.length === 0) return Promise.resolve([]);
+function decideGroup(limiter: LimiterCore, group: readonly Planned[], at: LimitAllOptions, mode: DecideMode): MaybePromise<Decision[]> {
+  if (group.length === 0) return [];
   const requests = group.map((p) => ({ key: p.counterKey, policy: p.rule.policy, cost: p.cost || 1, ...failureModeOf(p), ...localModeOf(p) }));
-  return Promise.resolve(limiter.decideAll(requests, at, mode));
+  return limiter.decideAll(requests, at, mode);
 }
 
 /** A rule's lease or local-first interval, which the limiter uses when the check decides that limit alone. */

@@ -8,6 +8,7 @@
  */
 import { InvalidCheckError, describeValue } from '../errors.js';
 import type { LimiterCore } from '../limiter.js';
+import type { MaybePromise } from '../store/types.js';
 import { RULE_UNITS } from '../units.js';
 import { decideMatched, planCheck } from './check-decide.js';
 import { MAX_DESCRIPTORS, MAX_ENTRIES, UNLIMITED_REMAINING } from './check-types.js';
@@ -20,15 +21,16 @@ export { MAX_DESCRIPTORS, MAX_ENTRIES, UNLIMITED_REMAINING } from './check-types
 
 /**
  * Decides `request` against `rules` (read once: a reload mid-check cannot mix rule sets) on
- * `limiter`. `clock` gives the result's time when no limit was decided.
+ * `limiter`. `clock` gives the result's time when no limit was decided. The answer itself when the
+ * store answers synchronously (the memory store), else a promise; bad input throws synchronously.
  */
-export async function checkRules(
+export function checkRules(
   limiter: LimiterCore,
   rules: RuleSet,
   request: CheckRequest,
   clock: () => number,
   options: CheckOptions = {},
-): Promise<CheckResult> {
+): MaybePromise<CheckResult> {
   validate(request);
   const root = rules.domain(request.domain);
   if (root === undefined) {

@@ -8,6 +8,7 @@ import { InvalidOptionError, describeValue } from '../errors.js';
 import { CoreLimiter, limiterCoreOptions, type CoreSettings, type LimiterCore, type LimiterCoreOptions } from '../limiter.js';
 import { checkRules, type CheckOptions, type CheckRequest, type CheckResult } from './check.js';
 import type { RuleSource } from './ruleset.js';
+import type { MaybePromise } from '../store/types.js';
 
 /** Options of {@link createLimiter}. */
 export interface LimiterOptions extends LimiterCoreOptions {
@@ -22,6 +23,11 @@ export interface Limiter extends LimiterCore {
    * without spending.
    */
   check(request: CheckRequest, options?: CheckOptions): Promise<CheckResult>;
+  /**
+   * `check` for adapters on a hot path (the decision service): the result itself when the store
+   * answers synchronously (the memory store), a promise otherwise. Bad input throws synchronously.
+   */
+  decideCheck(request: CheckRequest, options?: CheckOptions): MaybePromise<CheckResult>;
 }
 
 const LIMITER_OPTIONS: readonly string[] = ['store', 'clock', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'maxInFlight', 'overLimitCache', 'rules'];
@@ -48,13 +54,15 @@ class RulesLimiter extends CoreLimiter implements Limiter {
   }
 
   check(request: CheckRequest, options?: CheckOptions): Promise<CheckResult> {
-    if (this.rules === undefined) {
-      return Promise.reject(new InvalidOptionError('check() needs rules: createLimiter({ store, rules: await loadRules(path) })'));
-    }
     try {
-      return checkRules(this, this.rules.current, request, this.now, options);
+      return Promise.resolve(this.decideCheck(request, options));
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  decideCheck(request: CheckRequest, options?: CheckOptions): MaybePromise<CheckResult> {
+    if (this.rules === undefined) throw new InvalidOptionError('check() needs rules: createLimiter({ store, rules: await loadRules(path) })');
+    return checkRules(this, this.rules.current, request, this.now, options);
   }
 }

@@ -4,12 +4,25 @@
  */
 import type { DegradedReason } from '../fault/failure-mode.js';
 import type { CheckRequest, CheckResult, DescriptorStatus } from '../rules/check.js';
+import type { MaybePromise } from '../store/types.js';
 import type { ServiceContext } from './context.js';
 
-export async function decideCheck(ctx: ServiceContext, request: CheckRequest, via: 'json' | 'check' | 'grpc'): Promise<CheckResult> {
+/**
+ * Decides a check and tells the listeners. The result itself when the store answers synchronously
+ * (the memory store): no promise on that path. Bad input throws synchronously.
+ */
+export function decideCheck(ctx: ServiceContext, request: CheckRequest, via: 'json' | 'check' | 'grpc'): MaybePromise<CheckResult> {
   const started = performance.now();
+  const blocked = blockedResult(ctx, request);
+  if (blocked !== undefined) return announce(ctx, request, blocked, via, started);
   const { quotaMode, shadowMode } = ctx.options;
-  const result = blockedResult(ctx, request) ?? (await ctx.limiter.check(request, quotaMode || shadowMode ? { quotaMode, shadowMode } : undefined));
+  const result = ctx.limiter.decideCheck(request, quotaMode || shadowMode ? { quotaMode, shadowMode } : undefined);
+  if (result instanceof Promise) return result.then((decided) => announce(ctx, request, decided, via, started));
+  return announce(ctx, request, result, via, started);
+}
+
+/** Emits the check's event for metrics and the dashboard; returns `result`. */
+function announce(ctx: ServiceContext, request: CheckRequest, result: CheckResult, via: 'json' | 'check' | 'grpc', started: number): CheckResult {
   try {
     ctx.events.emit('check', {
       domain: request.domain,

@@ -94,7 +94,8 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   // (in the body's responseHeadersToAdd and as HTTP headers) only with --response-headers.
   routes.add('POST', '/json', async (request, response) => {
     const checkRequest = fromEnvoyRequest(await readJson(request));
-    const result = await decideCheck(ctx, checkRequest, 'json');
+    const decided = decideCheck(ctx, checkRequest, 'json');
+    const result = decided instanceof Promise ? await decided : decided;
     const degraded = degradedAnswer(ctx, result.degraded);
     if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
     const options = envoyResponseOptions(ctx);
