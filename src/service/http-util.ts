@@ -83,7 +83,7 @@ export function readBody(request: IncomingMessage, limit = MAX_BODY_BYTES): Prom
       chunks.push(chunk);
     };
     request.on('data', onData);
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('end', () => resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')));
     request.on('error', reject);
   });
 }

@@ -17,7 +17,11 @@ import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, decideCheck, degradedAnswer } from
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from './envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readBody, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
 
-export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: URL) => Promise<void> | void;
+/** A route's handler; `url()` parses the request's URL (its query) when the handler needs it. */
+export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: () => URL) => Promise<void> | void;
+
+/** A path made of these characters routes as it is; anything else is normalised by `new URL` first. */
+const PLAIN_PATH = /^(?:\/[A-Za-z0-9_-]+)+$|^\/$/;
 
 /** Routes by `METHOD /path`. */
 export class HttpRoutes {
@@ -45,32 +49,20 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
   // Slow-loris: a client that trickles its headers or body is cut off (408) instead of holding a
   // socket; the timeouts are checked every second (Node's default is every 30 s).
   const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
-    const url = new URL(request.url ?? '/', 'http://tollgate');
-    const handler = routes.find(request.method ?? 'GET', url.pathname);
-    if (handler === undefined) {
-      const methods = routes.methods(url.pathname);
-      const error =
-        methods.length > 0
-          ? new HttpError(405, `${request.method} ${url.pathname} is not served; ${url.pathname} takes ${methods.join(', ')}`)
-          : new HttpError(404, `${request.method} ${url.pathname} is not served; see docs/service.md for the endpoints`);
-      sendJson(response, error.status, error.body(), methods.length > 0 ? { allow: methods.join(', ') } : {});
-      request.resume();
-      return;
+    const target = request.url ?? '/';
+    let parsed: URL | undefined;
+    const url = (): URL => (parsed ??= new URL(target, 'http://tollgate'));
+    const query = target.indexOf('?');
+    const path = query === -1 ? target : target.slice(0, query);
+    const pathname = PLAIN_PATH.test(path) ? path : url().pathname;
+    const handler = routes.find(request.method ?? 'GET', pathname);
+    if (handler === undefined) return notServed(routes, request, response, pathname);
+    const fail = (error: unknown): void => answerError(ctx, response, request, pathname, error);
+    try {
+      handler(request, response, url)?.catch(fail);
+    } catch (error) {
+      fail(error);
     }
-    Promise.resolve()
-      .then(() => handler(request, response, url))
-      .catch((error: unknown) => {
-        const { status, body } = errorReply(error);
-        if (status === 400 || status === 413) ctx.events.emit('rejected', { via: 'http', reason: String(body.message) });
-        if (status >= 500) {
-          ctx.events.emit('storeError', { kind: String(body.code ?? body.error) });
-          if (status !== 503) ctx.logger.error({ err: error, path: url.pathname }, 'request failed');
-        }
-        if (response.headersSent) response.destroy();
-        // The rest of the body is still arriving: answer first, then read it away before closing.
-        else if (status === 413) sendJsonAndLinger(request, response, status, body);
-        else sendJson(response, status, body);
-      });
   };
   const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 5_000, requestTimeout: 10_000, keepAliveTimeout: 5_000 }, onRequest);
   // `Expect: 100-continue` with a body declared too large: answer the 413 without inviting the body.
@@ -79,6 +71,31 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
     onRequest(request, response);
   });
   return { server, routes };
+}
+
+/** 404 for a path no route serves, 405 (with Allow) for a method its routes do not take. */
+function notServed(routes: HttpRoutes, request: IncomingMessage, response: ServerResponse, pathname: string): void {
+  const methods = routes.methods(pathname);
+  const error =
+    methods.length > 0
+      ? new HttpError(405, `${request.method} ${pathname} is not served; ${pathname} takes ${methods.join(', ')}`)
+      : new HttpError(404, `${request.method} ${pathname} is not served; see docs/service.md for the endpoints`);
+  sendJson(response, error.status, error.body(), methods.length > 0 ? { allow: methods.join(', ') } : {});
+  request.resume();
+}
+
+/** Answers an error a handler threw: 4xx for the client's mistakes, 503 for the store, else 500 (logged). */
+function answerError(ctx: ServiceContext, response: ServerResponse, request: IncomingMessage, pathname: string, error: unknown): void {
+  const { status, body } = errorReply(error);
+  if (status === 400 || status === 413) ctx.events.emit('rejected', { via: 'http', reason: String(body.message) });
+  if (status >= 500) {
+    ctx.events.emit('storeError', { kind: String(body.code ?? body.error) });
+    if (status !== 503) ctx.logger.error({ err: error, path: pathname }, 'request failed');
+  }
+  if (response.headersSent) response.destroy();
+  // The rest of the body is still arriving: answer first, then read it away before closing.
+  else if (status === 413) sendJsonAndLinger(request, response, status, body);
+  else sendJson(response, status, body);
 }
 
 function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
@@ -184,7 +201,7 @@ function addRulesRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
 function addKeyRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   routes.add('GET', '/v1/keys', async (request, response, url) => {
     requireAdmin(ctx, request);
-    const { key, policy } = keyQuery(url);
+    const { key, policy } = keyQuery(url());
     const decision = await ctx.limiter.peek(key, policy);
     sendJson(response, 200, { key, decision });
   });
@@ -206,14 +223,14 @@ function addKeyRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
 
   routes.add('DELETE', '/v1/keys/block', (request, response, url) => {
     requireAdmin(ctx, request);
-    const key = url.searchParams.get('key');
+    const key = url().searchParams.get('key');
     if (key === null) throw new HttpError(400, 'give the key to unblock: ?key=...');
     sendJson(response, 200, { key, unblocked: ctx.blocks.unblock(key) });
   });
 
   routes.add('DELETE', '/v1/keys', async (request, response, url) => {
     requireAdmin(ctx, request);
-    const { key, policy } = keyQuery(url);
+    const { key, policy } = keyQuery(url());
     await ctx.limiter.reset(key, policy);
     sendJson(response, 200, { key, reset: true });
   });

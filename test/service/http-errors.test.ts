@@ -223,6 +223,21 @@ describe('tollgate serve: error answers', () => {
     expect(json).toMatchObject({ error, code, message: expect.stringMatching(message) });
     if (status === 405) expect(response.headers.get('allow')).toBe('POST');
   });
+  it('routes by the normalised path, whatever the query: /json?trace=1, /v1/../json and /./json are /json; /json/ is not', async () => {
+    const post = (path: string) =>
+      new Promise<number | undefined>((resolve, reject) => {
+        const body = JSON.stringify({ domain: 'per_ip', descriptors: [{ entries: [{ key: 'remote_address', value: '10.9.9.9' }] }] });
+        const req = httpRequest({ host: '127.0.0.1', port: service.httpPort, path, method: 'POST', headers: { 'content-type': 'application/json' } }, (response) => {
+          response.resume();
+          response.on('end', () => resolve(response.statusCode));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    for (const path of ['/json?trace=1', '/v1/../json', '/./json', '/json']) expect(await post(path), path).toBe(200);
+    expect(await post('/json/')).toBe(404);
+  });
+
   it('refuses a block past the 10,000th, saying how many are blocked', async () => {
     const block = (key: string) => JSON.stringify({ key, ttlMs: 60_000 });
     // 10,000 requests pipelined on one connection: quicker than 10,000 round trips.
