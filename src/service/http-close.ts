@@ -48,8 +48,8 @@ export function followConnections(server: Server): { close(timeoutMs: number, lo
       state.served += 1;
       state.lastAt = Date.now();
     };
-    response.once('finish', finish);
-    response.once('close', finish);
+    // A response emits 'close' once, after 'finish' or when its connection ends first.
+    response.on('close', finish);
   };
   server.prependListener('request', onRequest);
   server.prependListener('checkContinue', onRequest);

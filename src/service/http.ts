@@ -109,16 +109,18 @@ function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
 function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   // envoy's /json: the RateLimitResponse as its body, 429 when over the limit; rate-limit headers
   // (in the body's responseHeadersToAdd and as HTTP headers) only with --response-headers.
+  // The service's settings do not change while it runs: its response options are read once.
+  const envoyOptions = envoyResponseOptions(ctx);
   routes.add('POST', '/json', async (request, response) => {
     const checkRequest = fromEnvoyRequest(await readJson(request));
     const decided = decideCheck(ctx, checkRequest, 'json');
     const result = decided instanceof Promise ? await decided : decided;
     const degraded = degradedAnswer(ctx, result.degraded);
     if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
-    const options = envoyResponseOptions(ctx);
-    const headers = Object.fromEntries(responseHeadersOf(result, options).map(({ key, value }) => [key, value]));
+    const headers: Record<string, string> = {};
+    if (envoyOptions.headers !== undefined) for (const { key, value } of responseHeadersOf(result, envoyOptions)) headers[key] = value;
     if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
-    sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result, checkRequest, options), headers);
+    sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result, checkRequest, envoyOptions), headers);
   });
 
   routes.add('POST', '/v1/check', async (request, response) => {

@@ -77,17 +77,21 @@ export function ruleIndex(rules: RuleSet): Map<string, CompiledRule> {
   return index;
 }
 
-/** Outcomes already computed for an event: metrics and the dashboard both listen to the same one. */
-const classified = new WeakMap<CheckEvent, DescriptorOutcome[]>();
+/**
+ * The last event classified, and its outcomes: the metrics and the dashboard hear each event one
+ * after the other, so the second listener finds the first one's work here (a WeakMap per event
+ * cost more than the classification it saved).
+ */
+let lastEvent: CheckEvent | undefined;
+let lastOutcomes: DescriptorOutcome[] = [];
 
 /** Classifies each status of a check (shared by the metrics and the dashboard; computed once per event). */
 export function classifyCheck(rules: RuleSet, event: CheckEvent): DescriptorOutcome[] {
-  let outcomes = classified.get(event);
-  if (outcomes === undefined) {
-    outcomes = classifyOnce(rules, event);
-    classified.set(event, outcomes);
+  if (event !== lastEvent) {
+    lastOutcomes = classifyOnce(rules, event);
+    lastEvent = event;
   }
-  return outcomes;
+  return lastOutcomes;
 }
 
 function classifyOnce(rules: RuleSet, event: CheckEvent): DescriptorOutcome[] {
