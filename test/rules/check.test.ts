@@ -107,6 +107,28 @@ describe('matching (envoy semantics)', () => {
   });
 });
 
+describe('decideCheck() (the hot-path check)', () => {
+  it('answers on the memory store without a promise, as check() answers the same sequence', async () => {
+    const sync = setup();
+    const viaPromise = setup();
+    const checkRequest = request([['user', 'bob']], [['remote_address', '10.0.0.1'], ['path', '/login']]);
+    for (let i = 0; i < 3; i++) {
+      const decided = sync.decideCheck(checkRequest);
+      expect(decided).not.toBeInstanceOf(Promise);
+      expect(decided).toEqual(await viaPromise.check(checkRequest));
+    }
+    expect((sync.decideCheck(checkRequest) as { overallCode: string }).overallCode).toBe('OVER_LIMIT');
+  });
+
+  it('throws bad input at once, where check() rejects with the same error', async () => {
+    const limiter = setup();
+    const bad = { domain: '', descriptors: [] } as CheckRequest;
+    expect(() => limiter.decideCheck(bad)).toThrow(InvalidCheckError);
+    await expect(limiter.check(bad)).rejects.toThrow(InvalidCheckError);
+    expect(() => createLimiter().decideCheck(request([['user', 'bob']]))).toThrow(InvalidOptionError);
+  });
+});
+
 describe('check()', () => {
   it('reports envoy statuses: current limit, remaining, time until reset', async () => {
     const result = await setup().check(request([['user', 'bob']], [['nobody', 'x']]));

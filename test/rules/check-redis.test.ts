@@ -1,0 +1,45 @@
+/**
+ * decideCheck() on Redis: the same answers as on the memory store, as a promise (the store answers
+ * over the network), through a real redis-server started for the suite.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileRules } from '../../src/rules/ruleset.js';
+import { parseRules } from '../../src/rules/parse.js';
+import { createLimiter, memoryStore, redisStore, type Limiter } from '../../src/index.js';
+import type { CheckRequest } from '../../src/rules/check.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+
+const NOW = 1_700_000_000_000;
+const RULES = `
+domain: api
+descriptors:
+  - key: user
+    rate_limit: { unit: minute, requests_per_unit: 2 }
+`;
+
+describe('decideCheck() on Redis', () => {
+  let server: RedisServer;
+  let limiter: Limiter;
+  beforeAll(async () => {
+    server = await startRedis();
+    limiter = createLimiter({ store: redisStore({ url: server.url }), rules: compileRules(parseRules(RULES, 'rules.yaml')) });
+  }, 20_000);
+  afterAll(async () => {
+    await limiter?.close();
+    await server?.stop();
+  });
+
+  it('answers with a promise, the same sequence as the memory store', async () => {
+    const memory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), rules: compileRules(parseRules(RULES, 'rules.yaml')) });
+    const checkRequest: CheckRequest = { domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'carol' }] }], now: NOW };
+    const codes: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const decided = limiter.decideCheck(checkRequest);
+      expect(decided).toBeInstanceOf(Promise);
+      const result = await decided;
+      expect(result).toEqual(memory.decideCheck(checkRequest));
+      codes.push(result.overallCode);
+    }
+    expect(codes).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+  });
+});
