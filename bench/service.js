@@ -691,6 +691,8 @@ async function main() {
   const ratios = {
     'mem/hello': ratio('mem', 'hello'),
     'redis/hello': ratio('redis', 'hello'),
+    // Issue 15's targets: against a node:http server that reads the same body and answers the same JSON.
+    ...(servers.sameResponse ? { 'mem/same-response': ratio('mem', 'same-response'), 'redis/same-response': ratio('redis', 'same-response') } : {}),
     'mem-429/hello': ratio('mem-429', 'hello'),
     'same-response/hello': ratio('same-response', 'hello'),
     'bare-check/hello': ratio('bare-check', 'hello'),
