@@ -6,6 +6,9 @@
 //   node bench/service-hello.js grpc PORT PROTO_DIR   @grpc/grpc-js server whose ShouldRateLimit
 //                                                     answers a constant OK (no limiter): what gRPC
 //                                                     itself costs in Node
+//   node bench/service-hello.js h2 PORT PROTO_DIR     node:http2 answering every POST with the same
+//                                                     pre-encoded gRPC reply and grpc-status 0
+//                                                     trailers (no gRPC library): what HTTP/2 costs
 //
 // Prints "ready <port>" on stdout once listening.
 import { createServer } from 'node:http';
@@ -58,7 +61,30 @@ if (mode === 'http') {
     console.log(`ready ${bound}`);
   });
   process.on('SIGTERM', () => server.tryShutdown(() => process.exit(0)));
+} else if (mode === 'h2') {
+  const { createServer: createH2Server } = await import('node:http2');
+  const { loadSync } = await import('@grpc/proto-loader');
+  const definition = loadSync(['envoy/service/ratelimit/v3/rls.proto'], { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true, oneofs: true, includeDirs: [protoDir] });
+  const method = definition['envoy.service.ratelimit.v3.RateLimitService'].ShouldRateLimit;
+  const message = method.responseSerialize({
+    overall_code: 'OK',
+    statuses: [{ code: 'OK', current_limit: { requests_per_unit: 100, unit: 'MINUTE' }, limit_remaining: 99, duration_until_reset: { seconds: 60, nanos: 0 } }],
+  });
+  // gRPC framing: a compressed flag (0) and the message length, big-endian.
+  const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), message]);
+  frame.writeUInt32BE(message.length, 1);
+  const server = createH2Server();
+  server.on('stream', (stream) => {
+    stream.on('data', () => {});
+    stream.on('end', () => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      stream.end(frame);
+    });
+  });
+  server.listen(port, '127.0.0.1', () => console.log(`ready ${server.address().port}`));
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
 } else {
-  console.error('usage: node bench/service-hello.js http PORT | grpc PORT PROTO_DIR');
+  console.error('usage: node bench/service-hello.js http PORT | grpc PORT PROTO_DIR | h2 PORT PROTO_DIR');
   process.exit(2);
 }
