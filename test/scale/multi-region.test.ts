@@ -223,7 +223,8 @@ describe('multi-region: the merge is a G-counter (idempotent, commutative, nothi
   it('a backlog bigger than a batch goes out in pipelined batches, and the change log is trimmed behind the peer', async () => {
     const store = regionStore({ region: 'eu', url: regions.eu.url, keyPrefix: 'backlog:' });
     const peerStore = regionStore({ region: 'us', url: regions.us.url, keyPrefix: 'backlog:' });
-    const [eu, us] = [regions.track(createLimiter({ store })), regions.track(createLimiter({ store: peerStore }))];
+    // A long deadline: under load the default 50 ms would let the local fallback answer (0 used).
+    const [eu, us] = [regions.track(createLimiter({ store, deadlineMs: 5_000 })), regions.track(createLimiter({ store: peerStore, deadlineMs: 5_000 }))];
     await Promise.all([store.ready(), peerStore.ready()]);
     const keys = Array.from({ length: 300 }, (_, i) => `${unique('backlog')}-${i}`);
     await Promise.all(keys.map((key) => eu.limit(key, big, { now, cost: 2 })));
@@ -406,7 +407,7 @@ describe('multi-region: bad input', () => {
       const policy: Policy = { algorithm: 'sliding-window', limit: 1_000, window: '1m' };
       const euStore = regionStore({ region: 'eu', url: regions.eu.url, keyPrefix: 'cli:' });
       const usStore = regionStore({ region: 'us', url: regions.us.url, keyPrefix: 'cli:' });
-      const [euCli, usCli] = [regions.track(createLimiter({ store: euStore })), regions.track(createLimiter({ store: usStore }))];
+      const [euCli, usCli] = [regions.track(createLimiter({ store: euStore, deadlineMs: 5_000 })), regions.track(createLimiter({ store: usStore, deadlineMs: 5_000 }))];
       await Promise.all([euStore.ready(), usStore.ready()]);
       const key = unique('cli');
       for (let i = 0; i < 12; i++) await euCli.limit(key, policy);
