@@ -11,6 +11,7 @@ describe('serve settings', () => {
     expect(resolveServiceOptions({}, {})).toEqual({
       port: 8080,
       grpcPort: 8081,
+      grpcServer: 'http2',
       host: '0.0.0.0',
       logLevel: 'info',
       workers: 1,
