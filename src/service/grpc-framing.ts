@@ -88,19 +88,21 @@ export class FramingError extends Error {
  * read, in grpc-js's words, before the bytes arrive.
  */
 export class MessageReader {
-  private header = Buffer.alloc(5);
+  /** The current message's header, when it arrived split across chunks. */
+  private header: Buffer | undefined;
   private headerFilled = 0;
   private body: Buffer | undefined;
   private bodyFilled = 0;
+  private compressed = false;
 
   /** True when the bytes so far end inside a message (a truncated frame, if the stream ends here). */
   get partial(): boolean {
-    return this.headerFilled > 0;
+    return this.headerFilled > 0 || this.body !== undefined;
   }
 
   /** How many bytes of the current message arrived, and how many it has. */
   get progress(): { got: number; of: number | undefined } {
-    return { got: this.headerFilled < 5 ? this.headerFilled : 5 + this.bodyFilled, of: this.headerFilled < 5 ? undefined : 5 + (this.body?.length ?? 0) };
+    return this.body === undefined ? { got: this.headerFilled, of: undefined } : { got: 5 + this.bodyFilled, of: 5 + this.body.length };
   }
 
   /** The whole messages `chunk` completes; throws a {@link FramingError} for an oversized one. */
@@ -108,34 +110,42 @@ export class MessageReader {
     const messages: RawMessage[] = [];
     let offset = 0;
     while (offset < chunk.length) {
-      if (this.headerFilled < 5) {
-        const take = Math.min(5 - this.headerFilled, chunk.length - offset);
-        chunk.copy(this.header, this.headerFilled, offset, offset + take);
-        this.headerFilled += take;
-        offset += take;
-        if (this.headerFilled < 5) break;
-        const length = this.header.readUInt32BE(1);
+      if (this.body === undefined) {
+        let length: number;
+        if (this.headerFilled === 0 && chunk.length - offset >= 5) {
+          // The usual case: the whole header in this chunk, read in place.
+          this.compressed = chunk[offset] === 1;
+          length = chunk.readUInt32BE(offset + 1);
+          offset += 5;
+        } else {
+          this.header ??= Buffer.alloc(5);
+          const take = Math.min(5 - this.headerFilled, chunk.length - offset);
+          chunk.copy(this.header, this.headerFilled, offset, offset + take);
+          this.headerFilled += take;
+          offset += take;
+          if (this.headerFilled < 5) break;
+          this.headerFilled = 0;
+          this.compressed = this.header[0] === 1;
+          length = this.header.readUInt32BE(1);
+        }
         if (length > MAX_MESSAGE_BYTES) {
           throw new FramingError({ code: GRPC_STATUS.RESOURCE_EXHAUSTED, details: `Received message larger than max (${length} vs ${MAX_MESSAGE_BYTES})`, metadata: {} });
         }
         // A whole message inside this chunk (the usual case): no copy.
         if (chunk.length - offset >= length) {
-          messages.push({ compressed: this.header[0] === 1, bytes: chunk.subarray(offset, offset + length) });
+          messages.push({ compressed: this.compressed, bytes: chunk.subarray(offset, offset + length) });
           offset += length;
-          this.headerFilled = 0;
           continue;
         }
         this.body = Buffer.allocUnsafe(length);
         this.bodyFilled = 0;
       }
-      const body = this.body!;
-      const take = Math.min(body.length - this.bodyFilled, chunk.length - offset);
-      chunk.copy(body, this.bodyFilled, offset, offset + take);
+      const take = Math.min(this.body.length - this.bodyFilled, chunk.length - offset);
+      chunk.copy(this.body, this.bodyFilled, offset, offset + take);
       this.bodyFilled += take;
       offset += take;
-      if (this.bodyFilled === body.length) {
-        messages.push({ compressed: this.header[0] === 1, bytes: body });
-        this.headerFilled = 0;
+      if (this.bodyFilled === this.body.length) {
+        messages.push({ compressed: this.compressed, bytes: this.body });
         this.body = undefined;
       }
     }

@@ -26,7 +26,9 @@ const HEALTH_WATCH_PATH = `/${HEALTH_SERVICE}/Watch`;
 /** Starts the node:http2 gRPC listener on `host:port` (0: a free port); resolves once it is bound. */
 export async function startGrpcH2Server(ctx: ServiceContext, host: string, port: number): Promise<GrpcServer> {
   const codecs = loadGrpcCodecs();
-  const server = createServer();
+  // As grpc-js: no limit on header blocks sent; Node's 10 MB per connection raised to 64 MB, so
+  // many calls of up to 1 MiB in flight on one connection are not refused (still a bound).
+  const server = createServer({ maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER, maxSessionMemory: 64 });
   const sessions = new Set<ServerHttp2Session>();
   let closing: Promise<void> | undefined;
   const health = new HealthWatchers(ctx, () => closing !== undefined);
@@ -141,8 +143,7 @@ function watchStream(call: ServerCall, codecs: GrpcCodecs, service: string): Hea
  * answer, more messages (Watch) or an error, each at most once and never on a closed stream.
  */
 class ServerCall {
-  /** True once the status is sent or the stream is gone. */
-  done = false;
+  private finished = false;
   private headersSent = false;
   private deadline: NodeJS.Timeout | undefined;
   private readonly encoding: string;
@@ -154,7 +155,6 @@ class ServerCall {
   ) {
     const encoding = headers['grpc-encoding'];
     this.encoding = typeof encoding === 'string' ? encoding : 'identity';
-    stream.once('close', () => this.finish());
     const timeout = headers['grpc-timeout'];
     if (typeof timeout === 'string') this.keepDeadline(timeout);
   }
@@ -189,6 +189,11 @@ class ServerCall {
     });
   }
 
+  /** True once the status is sent or the stream is gone. */
+  get done(): boolean {
+    return this.finished || this.stream.destroyed;
+  }
+
   /** `bytes` as a message, or undefined after answering INTERNAL (as grpc-js) when they are not one. */
   decode<T>(codec: { decode(bytes: Uint8Array): T }, bytes: Buffer): T | undefined {
     try {
@@ -217,7 +222,7 @@ class ServerCall {
   end(last?: Buffer): void {
     if (this.done) return;
     this.sendHeaders();
-    this.done = true;
+    this.finished = true;
     this.clearDeadline();
     this.stream.once('wantTrailers', () => this.stream.sendTrailers(OK_TRAILERS));
     this.stream.end(last);
@@ -226,9 +231,9 @@ class ServerCall {
   /** Ends the call with an error status: trailers-only before any message, else in the trailers. */
   fail(failure: GrpcFailure): void {
     if (this.done) return;
-    this.done = true;
+    this.finished = true;
     this.clearDeadline();
-    if (this.stream.destroyed || this.stream.closed) return;
+    if (this.stream.closed) return;
     if (this.headersSent) {
       this.stream.once('wantTrailers', () => this.stream.sendTrailers(failureTrailers(failure)));
       this.stream.end();
@@ -252,16 +257,12 @@ class ServerCall {
       return;
     }
     this.deadline = setTimeout(() => this.fail({ code: GRPC_STATUS.DEADLINE_EXCEEDED, details: 'Deadline exceeded', metadata: {} }), timeoutMs);
+    this.stream.once('close', () => this.clearDeadline());
   }
 
   private clearDeadline(): void {
     if (this.deadline !== undefined) clearTimeout(this.deadline);
     this.deadline = undefined;
-  }
-
-  private finish(): void {
-    this.done = true;
-    this.clearDeadline();
   }
 }
 
