@@ -197,9 +197,16 @@ async function main() {
         const base = samples.find((b) => b.subject === 'grpc-hello' && b.repeat === s.repeat);
         return s.perSecond / base.perSecond;
       });
+      // Tollgate on http2 against Tollgate on grpc-js, same store and workload, per repeat.
+      const peerId = subject.id.endsWith('-h2') ? subject.id.replace(/-h2$/, '-grpcjs') : undefined;
+      const perRepeatPeer = mine.map((s) => {
+        const peer = samples.find((b) => b.subject === peerId && b.workload === workload && b.repeat === s.repeat);
+        return peer === undefined ? NaN : s.perSecond / peer.perSecond;
+      });
       rows.push({
         subject: subject.id,
         workload,
+        xGrpcJsTollgate: peerId === undefined ? undefined : median(perRepeatPeer),
         perSecond: median(mine.map((s) => s.perSecond)),
         all: mine.map((s) => Math.round(s.perSecond)),
         xGrpcHello: median(perRepeat),
@@ -210,9 +217,12 @@ async function main() {
       });
     }
   }
-  console.log(`| server | workload | calls/s (the ${REPEATS} repeats) | × grpc-js constant | server cores | server µs CPU/call | h2load cores | mean latency ms |`);
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|');
-  for (const r of rows) console.log(`| ${r.subject} | ${r.workload} | ${Math.round(r.perSecond)} (${r.all.join(' / ')}) | ${r.xGrpcHello.toFixed(2)} | ${r.serverCores.toFixed(2)} | ${r.cpuUsPerCall.toFixed(0)} | ${r.loadGeneratorCores.toFixed(2)} | ${r.meanLatencyMs.toFixed(2)} |`);
+  console.log(`| server | workload | calls/s (the ${REPEATS} repeats) | × grpc-js constant | × Tollgate on grpc-js | server cores | server µs CPU/call | h2load cores | mean latency ms |`);
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
+  for (const r of rows) {
+    const peer = r.xGrpcJsTollgate === undefined || Number.isNaN(r.xGrpcJsTollgate) ? '–' : r.xGrpcJsTollgate.toFixed(2);
+    console.log(`| ${r.subject} | ${r.workload} | ${Math.round(r.perSecond)} (${r.all.join(' / ')}) | ${r.xGrpcHello.toFixed(2)} | ${peer} | ${r.serverCores.toFixed(2)} | ${r.cpuUsPerCall.toFixed(0)} | ${r.loadGeneratorCores.toFixed(2)} | ${r.meanLatencyMs.toFixed(2)} |`);
+  }
   mkdirSync(join(HERE, 'results'), { recursive: true });
   const git = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
   writeFileSync(join(HERE, 'results', 'service-grpc.json'), JSON.stringify({ date: new Date().toISOString(), git, node: process.version, h2load: execFileSync('sh', ['-c', 'h2load --version | head -1']).toString().trim(), streams: STREAMS, connections: CONNECTIONS, rows, samples }, null, 2));
