@@ -49,6 +49,9 @@ export async function startGrpcH2Server(ctx: ServiceContext, host: string, port:
     });
   });
 
+  // Past the bind, a listener error (e.g. out of file descriptors on accept) is logged, never thrown.
+  server.on('error', (error) => ctx.logger.error({ err: error }, 'gRPC listener error'));
+
   return {
     port: boundPort,
     close: (graceMs = SHUTDOWN_GRACE_MS) => {
@@ -166,13 +169,16 @@ class ServerCall {
   readRequest(handle: (bytes: Buffer) => void): void {
     const reader = new MessageReader();
     let request: RawMessage | undefined;
-    let second = false;
     this.stream.on('data', (chunk: Buffer) => {
-      if (this.done || second) return;
+      if (this.done) return;
       try {
         for (const message of reader.push(chunk)) {
-          if (request === undefined) request = message;
-          else second = true;
+          if (request !== undefined) {
+            // As grpc-js: refused as soon as it arrives.
+            this.fail({ code: GRPC_STATUS.UNIMPLEMENTED, details: `Received a second request message for unary method ${this.path}`, metadata: {} });
+            return;
+          }
+          request = message;
         }
       } catch (error) {
         if (error instanceof FramingError) this.fail(error.failure);
@@ -181,10 +187,8 @@ class ServerCall {
     });
     this.stream.once('end', () => {
       if (this.done) return;
-      const path = this.path;
-      if (second) this.fail({ code: GRPC_STATUS.UNIMPLEMENTED, details: `Received a second request message for unary method ${path}`, metadata: {} });
-      else if (reader.partial) this.fail(truncated(reader.progress));
-      else if (request === undefined) this.fail({ code: GRPC_STATUS.UNIMPLEMENTED, details: `Received no request message for unary method ${path}`, metadata: {} });
+      if (reader.partial) this.fail(truncated(reader.progress));
+      else if (request === undefined) this.fail({ code: GRPC_STATUS.UNIMPLEMENTED, details: `Received no request message for unary method ${this.path}`, metadata: {} });
       else decompress(request, this.encoding, (bytes) => (Buffer.isBuffer(bytes) ? !this.done && handle(bytes) : this.fail(bytes)));
     });
   }
