@@ -31,6 +31,14 @@ describe('serve settings', () => {
     });
   });
 
+  it('--grpc-server: http2 (default) or grpc-js, from the flag or TOLLGATE_GRPC_SERVER; anything else refused', () => {
+    expect(resolveServiceOptions({ 'grpc-server': 'grpc-js' }, {}).grpcServer).toBe('grpc-js');
+    expect(resolveServiceOptions({}, { TOLLGATE_GRPC_SERVER: 'http2' }).grpcServer).toBe('http2');
+    expect(() => resolveServiceOptions({ 'grpc-server': 'grpcjs' }, {})).toThrow(
+      new InvalidOptionError('--grpc-server (or TOLLGATE_GRPC_SERVER) must be http2 (node:http2, the default) or grpc-js (@grpc/grpc-js), got "grpcjs"'),
+    );
+  });
+
   it('shutdown: drain delay (0 allowed) and shutdown timeout, whole ms up to ten minutes, validated', () => {
     expect(resolveServiceOptions({ 'drain-delay': '0', 'shutdown-timeout': '250' }, {})).toMatchObject({ drainDelayMs: 0, shutdownTimeoutMs: 250 });
     expect(resolveServiceOptions({}, { TOLLGATE_DRAIN_DELAY: '600000', TOLLGATE_SHUTDOWN_TIMEOUT: '1' })).toMatchObject({ drainDelayMs: 600_000, shutdownTimeoutMs: 1 });
