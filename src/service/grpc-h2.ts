@@ -39,7 +39,15 @@ export async function startGrpcH2Server(ctx: ServiceContext, host: string, port:
     // A broken connection ends its session; there is nothing to answer.
     session.on('error', () => {});
   });
-  server.on('stream', (stream, headers) => onStream(ctx, codecs, health, stream, headers));
+  server.on('stream', (stream, headers) => {
+    try {
+      onStream(ctx, codecs, health, stream, headers);
+    } catch (error) {
+      // A bug or a stream closed under us: this call ends, the process goes on.
+      ctx.logger.error({ err: error }, 'gRPC stream failed');
+      stream.destroy();
+    }
+  });
 
   const boundPort = await new Promise<number>((resolve, reject) => {
     server.once('error', (error) => reject(new Error(`gRPC cannot listen on ${host}:${port}: ${error.message}`)));
@@ -90,24 +98,46 @@ function onStream(ctx: ServiceContext, codecs: GrpcCodecs, health: HealthWatcher
   }
   const call = new ServerCall(stream, headers, path);
   if (path === SHOULD_RATE_LIMIT_PATH) {
-    call.readRequest((bytes) => shouldRateLimit(ctx, codecs, call, bytes));
+    call.readRequest((bytes) => guarded(ctx, call, () => shouldRateLimit(ctx, codecs, call, bytes)));
   } else if (path === HEALTH_CHECK_PATH) {
-    call.readRequest((bytes) => {
-      const request = call.decode(codecs.health, bytes);
-      if (request === undefined) return;
-      void health.check(request.service).then((answer) => ('failure' in answer ? call.fail(answer.failure) : call.answer(codecs.health.encode(answer))));
-    });
+    call.readRequest((bytes) =>
+      guarded(ctx, call, () => {
+        const request = call.decode(codecs.health, bytes);
+        if (request === undefined) return undefined;
+        return health.check(request.service).then((answer) => ('failure' in answer ? call.fail(answer.failure) : call.answer(codecs.health.encode(answer))));
+      }),
+    );
   } else {
-    call.readRequest((bytes) => {
-      const request = call.decode(codecs.health, bytes);
-      if (request !== undefined) health.watch(watchStream(call, codecs, request.service));
-    });
+    call.readRequest((bytes) =>
+      guarded(ctx, call, () => {
+        const request = call.decode(codecs.health, bytes);
+        if (request !== undefined) health.watch(watchStream(call, codecs, request.service));
+      }),
+    );
   }
 }
 
-function shouldRateLimit(ctx: ServiceContext, codecs: GrpcCodecs, call: ServerCall, bytes: Buffer): void {
+/** Runs a call's handler: a throw or a rejection (a bug) is logged and answered INTERNAL, never let out. */
+function guarded(ctx: ServiceContext, call: ServerCall, run: () => void | Promise<void>): void {
+  const failed = (error: unknown): void => {
+    ctx.logger.error({ err: error }, 'gRPC call failed');
+    try {
+      call.fail({ code: GRPC_STATUS.INTERNAL, details: 'internal error', metadata: {} });
+    } catch {
+      // The stream is gone.
+    }
+  };
+  try {
+    const result = run();
+    if (result instanceof Promise) result.catch(failed);
+  } catch (error) {
+    failed(error);
+  }
+}
+
+function shouldRateLimit(ctx: ServiceContext, codecs: GrpcCodecs, call: ServerCall, bytes: Buffer): Promise<void> | undefined {
   const message = call.decode(codecs.rateLimit, bytes);
-  if (message === undefined) return;
+  if (message === undefined) return undefined;
   const send = (answer: ShouldRateLimitAnswer): void => {
     if ('failure' in answer) {
       call.fail(answer.failure);
@@ -124,8 +154,9 @@ function shouldRateLimit(ctx: ServiceContext, codecs: GrpcCodecs, call: ServerCa
     call.answer(encoded, answer.degraded === undefined ? undefined : { [DEGRADED_HEADER]: answer.degraded });
   };
   const answer = answerShouldRateLimit(ctx, message);
-  if (answer instanceof Promise) void answer.then(send);
-  else send(answer);
+  if (answer instanceof Promise) return answer.then(send);
+  send(answer);
+  return undefined;
 }
 
 /** A Watch call as the health service sees it: the response headers with the first message, then a message per change. */
@@ -195,7 +226,7 @@ class ServerCall {
 
   /** True once the status is sent or the stream is gone. */
   get done(): boolean {
-    return this.finished || this.stream.destroyed;
+    return this.finished || this.stream.destroyed || this.stream.closed;
   }
 
   /** `bytes` as a message, or undefined after answering INTERNAL (as grpc-js) when they are not one. */
