@@ -3,14 +3,17 @@
 // ShouldRateLimit over HTTP/2, against Tollgate and two servers answering a constant, in one run.
 //
 //   apt-get install -y nghttp2-client redis-server      # once; the script installs nothing
-//   npm run build && node bench/service-grpc.js [--repeats 3] [--duration 8] [--streams 64]
+//   npm run build && node bench/service-grpc.js [--repeats 3] [--duration 8] [--streams 64] [--only id,id]
 //
 // Subjects (child processes on free loopback ports, killed by PID):
 //   grpc-hello   bench/service-hello.js grpc: @grpc/grpc-js answering a constant OK (no limiter)
 //   h2-hello     bench/service-hello.js h2: node:http2 answering a pre-encoded constant reply with
 //                grpc-status trailers (no gRPC library): the floor of gRPC in Node
-//   tollgate-mem   node dist/cli.js serve (memory store), its --grpc-port
-//   tollgate-redis the same with --redis on its own redis-server
+//   tollgate-mem-h2       node dist/cli.js serve (memory store), its --grpc-port on --grpc-server http2
+//   tollgate-mem-grpcjs   the same on --grpc-server grpc-js
+//   tollgate-redis-h2     the same as tollgate-mem-h2 with --redis on the script's own redis-server
+//   tollgate-redis-grpcjs the same on --grpc-server grpc-js (the same Redis and keys: the admitted
+//                         key never runs out, the denied one stays denied)
 // Workloads: `admitted` (domain bench, one key, a limit of 4,294,967,295 per second: every call is
 // decided and admitted) and `denied` (domain per_ip of examples/rules, one address: all
 // OVER_LIMIT after the first 100). h2load sends one body, so both are a hot key; the HTTP bench
@@ -39,6 +42,8 @@ const option = (name, fallback) => (argv.includes(`--${name}`) ? Number(argv[arg
 const REPEATS = option('repeats', 3);
 const DURATION_S = option('duration', 8);
 const STREAMS = option('streams', 64);
+// --only id,id: run these subjects (and grpc-hello, the baseline) only, for quick iterations.
+const ONLY = argv.includes('--only') ? argv[argv.indexOf('--only') + 1].split(',') : undefined;
 const CONNECTIONS = 4;
 const PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 
@@ -120,12 +125,15 @@ async function startSubjects(workDir, redisPort) {
     await waitForPort(child, port);
     return Object.assign(child, { grpcPort: port });
   };
+  const redis = ['--redis', `redis://127.0.0.1:${redisPort}`];
   const subjects = [
     { id: 'grpc-hello', start: hello('grpc-hello', 'grpc'), constant: true },
     { id: 'h2-hello', start: hello('h2-hello', 'h2'), constant: true },
-    { id: 'tollgate-mem', start: serve('tollgate-mem', []) },
-    { id: 'tollgate-redis', start: serve('tollgate-redis', ['--redis', `redis://127.0.0.1:${redisPort}`]) },
-  ];
+    { id: 'tollgate-mem-h2', start: serve('tollgate-mem-h2', ['--grpc-server', 'http2']) },
+    { id: 'tollgate-mem-grpcjs', start: serve('tollgate-mem-grpcjs', ['--grpc-server', 'grpc-js']) },
+    { id: 'tollgate-redis-h2', start: serve('tollgate-redis-h2', ['--grpc-server', 'http2', ...redis]) },
+    { id: 'tollgate-redis-grpcjs', start: serve('tollgate-redis-grpcjs', ['--grpc-server', 'grpc-js', ...redis]) },
+  ].filter((subject) => ONLY === undefined || ONLY.includes(subject.id) || subject.id === 'grpc-hello');
   for (const subject of subjects) subject.server = await subject.start();
   return subjects;
 }
@@ -189,9 +197,16 @@ async function main() {
         const base = samples.find((b) => b.subject === 'grpc-hello' && b.repeat === s.repeat);
         return s.perSecond / base.perSecond;
       });
+      // Tollgate on http2 against Tollgate on grpc-js, same store and workload, per repeat.
+      const peerId = subject.id.endsWith('-h2') ? subject.id.replace(/-h2$/, '-grpcjs') : undefined;
+      const perRepeatPeer = mine.map((s) => {
+        const peer = samples.find((b) => b.subject === peerId && b.workload === workload && b.repeat === s.repeat);
+        return peer === undefined ? NaN : s.perSecond / peer.perSecond;
+      });
       rows.push({
         subject: subject.id,
         workload,
+        xGrpcJsTollgate: peerId === undefined ? undefined : median(perRepeatPeer),
         perSecond: median(mine.map((s) => s.perSecond)),
         all: mine.map((s) => Math.round(s.perSecond)),
         xGrpcHello: median(perRepeat),
@@ -202,9 +217,12 @@ async function main() {
       });
     }
   }
-  console.log(`| server | workload | calls/s (the ${REPEATS} repeats) | × grpc-js constant | server cores | server µs CPU/call | h2load cores | mean latency ms |`);
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|');
-  for (const r of rows) console.log(`| ${r.subject} | ${r.workload} | ${Math.round(r.perSecond)} (${r.all.join(' / ')}) | ${r.xGrpcHello.toFixed(2)} | ${r.serverCores.toFixed(2)} | ${r.cpuUsPerCall.toFixed(0)} | ${r.loadGeneratorCores.toFixed(2)} | ${r.meanLatencyMs.toFixed(2)} |`);
+  console.log(`| server | workload | calls/s (the ${REPEATS} repeats) | × grpc-js constant | × Tollgate on grpc-js | server cores | server µs CPU/call | h2load cores | mean latency ms |`);
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
+  for (const r of rows) {
+    const peer = r.xGrpcJsTollgate === undefined || Number.isNaN(r.xGrpcJsTollgate) ? '–' : r.xGrpcJsTollgate.toFixed(2);
+    console.log(`| ${r.subject} | ${r.workload} | ${Math.round(r.perSecond)} (${r.all.join(' / ')}) | ${r.xGrpcHello.toFixed(2)} | ${peer} | ${r.serverCores.toFixed(2)} | ${r.cpuUsPerCall.toFixed(0)} | ${r.loadGeneratorCores.toFixed(2)} | ${r.meanLatencyMs.toFixed(2)} |`);
+  }
   mkdirSync(join(HERE, 'results'), { recursive: true });
   const git = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
   writeFileSync(join(HERE, 'results', 'service-grpc.json'), JSON.stringify({ date: new Date().toISOString(), git, node: process.version, h2load: execFileSync('sh', ['-c', 'h2load --version | head -1']).toString().trim(), streams: STREAMS, connections: CONNECTIONS, rows, samples }, null, 2));

@@ -25,6 +25,7 @@ Commands:
                   --redis-cluster H:P,...  ... or through a Redis Cluster (default: memory store)
                   --redis-sentinel H:P,... ... or a Sentinel-watched primary (--redis-sentinel-name, mymaster)
                   --port N (8080) --grpc-port N (8081) --host ADDR (0.0.0.0)
+                  --grpc-server S          what serves gRPC: http2 (node:http2) or grpc-js (http2)
                   --admin-token TOKEN      enables PUT /v1/rules and the key admin endpoints
                   --log-level LEVEL        fatal|error|warn|info|debug|trace|silent (info)
                   --workers N              N processes on the same ports (needs Redis) (1)

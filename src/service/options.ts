@@ -24,6 +24,12 @@ export interface ServiceOptions {
   readonly port: number;
   /** gRPC port (`--grpc-port`, `TOLLGATE_GRPC_PORT`), default 8081; 0 picks a free port. */
   readonly grpcPort: number;
+  /**
+   * What carries gRPC (`--grpc-server`, `TOLLGATE_GRPC_SERVER`): `http2` (default: the protocol on
+   * node:http2 with protobufjs codecs, about 1.5-2x the calls per CPU second) or `grpc-js`
+   * (@grpc/grpc-js). Both answer the same bytes (docs/service.md, "gRPC servers").
+   */
+  readonly grpcServer: GrpcServerKind;
   /** Address to listen on (`--host`, `TOLLGATE_HOST`), default 0.0.0.0. */
   readonly host: string;
   /** Bearer token for the admin endpoints (`--admin-token`, `TOLLGATE_ADMIN_TOKEN`); unset: admin disabled. */
@@ -80,6 +86,10 @@ export interface ServiceOptions {
   readonly shutdownTimeoutMs: number;
 }
 
+/** The gRPC servers `--grpc-server` chooses between. */
+export const GRPC_SERVERS = ['http2', 'grpc-js'] as const;
+export type GrpcServerKind = (typeof GRPC_SERVERS)[number];
+
 /** Which rate-limit headers envoy answers carry. */
 export type ResponseHeaders = 'off' | 'envoy' | 'full';
 
@@ -92,6 +102,7 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'redis-sentinel-name': 'TOLLGATE_REDIS_SENTINEL_NAME',
   port: 'TOLLGATE_PORT',
   'grpc-port': 'TOLLGATE_GRPC_PORT',
+  'grpc-server': 'TOLLGATE_GRPC_SERVER',
   host: 'TOLLGATE_HOST',
   'admin-token': 'TOLLGATE_ADMIN_TOKEN',
   'log-level': 'TOLLGATE_LOG_LEVEL',
@@ -291,6 +302,10 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     throw new InvalidOptionError(`${where('admin-token')} must be at least 16 characters (it guards rule changes and key resets)`);
   }
   const config = value('config');
+  const grpcServer = value('grpc-server') ?? 'http2';
+  if (!(GRPC_SERVERS as readonly string[]).includes(grpcServer)) {
+    throw new InvalidOptionError(`${where('grpc-server')} must be http2 (node:http2, the default) or grpc-js (@grpc/grpc-js), got ${JSON.stringify(grpcServer)}`);
+  }
   const workersText = value('workers') ?? '1';
   const workers = Number(workersText);
   if (!/^\d+$/.test(workersText) || workers < 1 || workers > 64) {
@@ -311,6 +326,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     ...(adminToken !== undefined ? { adminToken } : {}),
     port: port('port', 8080),
     grpcPort: port('grpc-port', 8081),
+    grpcServer: grpcServer as GrpcServerKind,
     host: value('host') ?? '0.0.0.0',
     logLevel,
   };

@@ -11,6 +11,7 @@ describe('serve settings', () => {
     expect(resolveServiceOptions({}, {})).toEqual({
       port: 8080,
       grpcPort: 8081,
+      grpcServer: 'http2',
       host: '0.0.0.0',
       logLevel: 'info',
       workers: 1,
@@ -28,6 +29,14 @@ describe('serve settings', () => {
       drainDelayMs: 5_000,
       shutdownTimeoutMs: 10_000,
     });
+  });
+
+  it('--grpc-server: http2 (default) or grpc-js, from the flag or TOLLGATE_GRPC_SERVER; anything else refused', () => {
+    expect(resolveServiceOptions({ 'grpc-server': 'grpc-js' }, {}).grpcServer).toBe('grpc-js');
+    expect(resolveServiceOptions({}, { TOLLGATE_GRPC_SERVER: 'http2' }).grpcServer).toBe('http2');
+    expect(() => resolveServiceOptions({ 'grpc-server': 'grpcjs' }, {})).toThrow(
+      new InvalidOptionError('--grpc-server (or TOLLGATE_GRPC_SERVER) must be http2 (node:http2, the default) or grpc-js (@grpc/grpc-js), got "grpcjs"'),
+    );
   });
 
   it('shutdown: drain delay (0 allowed) and shutdown timeout, whole ms up to ten minutes, validated', () => {
