@@ -128,18 +128,21 @@ interface ContextParts {
   readonly sync: RulesSync | undefined;
   readonly startedAt: number;
   readonly events: EventEmitter<ServiceEvents>;
+  /** The decisions' clock, when the embedding program gives one (else the store's time). */
+  readonly clock: (() => number) | undefined;
   readonly drain: DrainState;
   /** Readiness: add a condition here. */
   readonly checks: readonly ReadinessCheck[];
 }
 
-function buildContext({ options, logger, store, holder, watcher, sync, startedAt, events, drain, checks }: ContextParts): ServiceContext {
+function buildContext({ options, logger, store, holder, watcher, sync, startedAt, events, drain, checks, clock }: ContextParts): ServiceContext {
   return {
     options,
     logger,
     limiter: createLimiter({
       store,
       rules: holder,
+      ...(clock !== undefined ? { clock } : {}),
       failureMode: options.failureMode,
       expectedNodes: options.expectedNodes,
       deadlineMs: options.deadlineMs,
@@ -152,7 +155,7 @@ function buildContext({ options, logger, store, holder, watcher, sync, startedAt
     events,
     blocks: new BlockList(),
     startedAt,
-    clock: Date.now,
+    clock: clock ?? Date.now,
     lifecycle: drain,
     readiness: () => Promise.resolve(evaluateReadiness(checks)),
   };
@@ -220,8 +223,14 @@ async function shutDown(parts: ServiceParts, grpc: GrpcServer | undefined): Prom
   context.logger.info({ closingMs: Date.now() - started, drainedMs: Date.now() - (context.lifecycle.drainingSince ?? started) }, 'stopped');
 }
 
+/** What an embedding program (or a test) may give the service beyond its options. */
+export interface ServiceHooks {
+  /** The clock (epoch ms) every decision reads instead of the store's: replays and tests. */
+  readonly clock?: () => number;
+}
+
 /** Starts the service; resolves once every listener is up. */
-export async function startService(options: ServiceOptions, logger: Logger = createLogger(options.logLevel)): Promise<RunningService> {
+export async function startService(options: ServiceOptions, logger: Logger = createLogger(options.logLevel), hooks: ServiceHooks = {}): Promise<RunningService> {
   const startedAt = Date.now();
   const store = await createStoreFromOptions(options);
   const holder = await loadInitialRules(options);
@@ -232,7 +241,7 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   warnIfNoRules(options, holder, store, logger);
   const drain = new DrainState();
   const checks = readinessChecks(holder, watcher, store, link, drain);
-  const context = buildContext({ options, logger, store, holder, watcher, sync: pushed?.sync, startedAt, events, drain, checks });
+  const context = buildContext({ options, logger, store, holder, watcher, sync: pushed?.sync, startedAt, events, drain, checks, clock: hooks.clock });
   logStoreHealth(context);
   checks.push(breakerCheck(context.limiter, () => events.emit('readiness')));
 

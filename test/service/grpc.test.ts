@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckEvent, RejectedEvent } from '../../src/service/context.js';
 import { MAX_MESSAGE_BYTES, RATE_LIMIT_SERVICE, SHUTDOWN_GRACE_MS } from '../../src/service/grpc.js';
 import { GRPC_SERVERS, resolveServiceOptions } from '../../src/service/options.js';
-import { startService, type RunningService } from '../../src/service/server.js';
+import { startService, type RunningService, type ServiceHooks } from '../../src/service/server.js';
 import {
   encodeFields,
   fieldValues,
@@ -27,8 +27,8 @@ import { startRedis } from '../support/redis.js';
 
 // Every test runs against both gRPC servers: node:http2 (the default) and grpc-js.
 describe.each(GRPC_SERVERS)('--grpc-server %s', (grpcServer) => {
-  const start = (flags: Record<string, string> = {}): Promise<RunningService> =>
-    startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', 'response-headers': 'full', 'grpc-server': grpcServer, ...flags }, {}));
+  const start = (flags: Record<string, string> = {}, hooks: ServiceHooks = {}): Promise<RunningService> =>
+    startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', 'response-headers': 'full', 'grpc-server': grpcServer, ...flags }, {}), undefined, hooks);
 
   const entries = (pairs: Record<string, string>) => Object.entries(pairs).map(([key, value]) => ({ key, value }));
   const login = (user: string): RateLimitRequestMessage => ({ domain: 'classic', descriptors: [{ entries: entries({ action: 'login', user }) }] });
@@ -267,8 +267,13 @@ describe.each(GRPC_SERVERS)('--grpc-server %s', (grpcServer) => {
     let overGrpc: RunningService;
     let client: RateLimitClient;
 
+    // One controlled clock for both services: per-second limits must see every row at the same
+    // instant on both (real time let a slow call cross a second boundary on one of them).
+    let now = 1_800_000_000_250;
+    const hooks: ServiceHooks = { clock: () => now };
+
     beforeAll(async () => {
-      [overJson, overGrpc] = await Promise.all([start(), start()]);
+      [overJson, overGrpc] = await Promise.all([start({}, hooks), start({}, hooks)]);
       client = rateLimitClient(overGrpc.grpcPort!);
     });
 
@@ -396,10 +401,7 @@ describe.each(GRPC_SERVERS)('--grpc-server %s', (grpcServer) => {
     it('a table of valid requests, in order, on two fresh services: same codes, statuses, remaining and headers', async () => {
       let overLimit = 0;
       for (const [i, request] of TABLE.entries()) {
-        // Per-second limits: both services must decide a row in the same second, so a row never
-        // starts in the last 150 ms of one (a boundary between the two calls made them differ once).
-        const intoSecond = Date.now() % 1_000;
-        if (intoSecond > 850) await new Promise((resolve) => setTimeout(resolve, 1_000 - intoSecond + 5));
+        now += 10; // every row in the same second, a moment after the one before
         const [json, grpc] = await Promise.all([overHttp(request), overGrpcCall(request)]);
         expect(json, `row ${i}`).not.toBe('invalid');
         expect(grpc, `row ${i}`).not.toBe('invalid');
