@@ -20,7 +20,8 @@
 //   Every limiter: fixed window of 1 hour keyed by the client IP, its default headers.
 //   mode admitted: limit 1e9 per hour, every request passes (checked: wrk counts non-2xx);
 //   mode throttled: limit 1 per hour, every request after the first is a 429 (checked).
-//   --extra adds, admitted only: static-headers on every framework (bench/http-middleware-server.js:
+//   --extra adds, admitted only: noop (an empty middleware: what the framework charges for any) and
+//   static-headers on every framework (bench/http-middleware-server.js:
 //   Tollgate's three admitted headers as constants, set by a hook, no decision) and, on node:http,
 //   tollgate-memory-next (the (req, res, next) form). --only keeps the subjects whose id starts with
 //   one of the given prefixes (ids are framework/variant/mode).
@@ -105,7 +106,7 @@ const VARIANTS = {
   node: ['bare', 'tollgate-memory'],
 };
 /** --extra: admitted only. */
-const EXTRA_VARIANTS = { express: ['static-headers'], fastify: ['static-headers'], hono: ['static-headers'], node: ['static-headers', 'tollgate-memory-next'] };
+const EXTRA_VARIANTS = { express: ['noop', 'static-headers'], fastify: ['noop', 'static-headers'], hono: ['noop', 'static-headers'], node: ['noop', 'static-headers', 'tollgate-memory-next'] };
 const PEER_NAME = { express: { 'peer-memory': 'express-rate-limit', 'peer-redis': 'express-rate-limit + rate-limit-redis' }, fastify: { 'peer-memory': '@fastify/rate-limit', 'peer-redis': '@fastify/rate-limit, Redis' } };
 const FRAMEWORK_NAME = { express: 'Express 5', fastify: 'Fastify 5', hono: 'Hono (@hono/node-server)', node: 'node:http' };
 
@@ -116,6 +117,7 @@ function label(subject) {
     'tollgate-redis': '+ Tollgate, Redis',
     'tollgate-memory-next': '+ Tollgate, memory store, (req, res, next) form',
     'static-headers': 'static headers (a hook sets 3 constant X-RateLimit-* headers, no decision)',
+    noop: 'an empty middleware (passes every request on, no headers)',
   }[subject.variant] ?? `+ ${PEER_NAME[subject.framework][subject.variant]}`;
   return subject.mode === 'throttled' ? `${variant}, throttled (429)` : variant;
 }
