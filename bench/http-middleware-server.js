@@ -16,6 +16,8 @@
 //              static-headers        no limiter: a hook / middleware that sets Tollgate's three admitted
 //                                    headers (X-RateLimit-Limit/-Remaining/-Reset) to constant values;
 //                                    what the hook and the headers cost without a decision
+//              noop                  no limiter: a hook / middleware that only passes the request on;
+//                                    what the framework charges for any middleware at all
 //   LIMIT      requests per hour: 1e9 (everything admitted) or 1 (everything after the first is a 429)
 //   DIST_DIR   the dist/ to import Tollgate from (the benchmark passes a snapshot)
 //
@@ -80,6 +82,8 @@ if (framework === 'express') {
       store = new RedisStore({ sendCommand: (command, ...args) => client.call(command, ...args) });
     }
     app.use(rateLimit({ windowMs: WINDOW_MS, limit, store }));
+  } else if (variant === 'noop') {
+    app.use((_req, _res, next) => next());
   } else if (variant === 'static-headers') {
     app.use((_req, res, next) => {
       for (const [name, value] of STATIC_HEADERS) res.setHeader(name, value);
@@ -101,6 +105,8 @@ if (framework === 'express') {
   } else if (variant === 'peer-memory' || variant === 'peer-redis') {
     const { default: rateLimit } = await import('@fastify/rate-limit');
     await app.register(rateLimit, { max: limit, timeWindow: WINDOW_MS, ...(variant === 'peer-redis' ? { redis: await ioredis() } : {}) });
+  } else if (variant === 'noop') {
+    app.addHook('onRequest', (_request, _reply, done) => done());
   } else if (variant === 'static-headers') {
     app.addHook('onRequest', (_request, reply, done) => {
       for (const [name, value] of STATIC_HEADERS) reply.header(name, value);
@@ -117,6 +123,8 @@ if (framework === 'express') {
   if (variant === 'tollgate-memory' || variant === 'tollgate-redis') {
     const { rateLimiter } = await load('http/hono.js');
     app.use('*', rateLimiter({ policy, store: await tollgateStore() }));
+  } else if (variant === 'noop') {
+    app.use('*', (_c, next) => next());
   } else if (variant === 'static-headers') {
     app.use('*', async (c, next) => {
       for (const [name, value] of STATIC_HEADERS) c.header(name, value);
@@ -147,6 +155,12 @@ if (framework === 'express') {
     const { rateLimit } = await load('http/index.js');
     const limiter = rateLimit({ policy });
     handler = (req, res) => limiter(req, res, () => hello(res));
+  } else if (variant === 'noop') {
+    // The same shape as `await limiter.handle()`: one promise per request, then the answer.
+    const pass = async () => true;
+    handler = async (_req, res) => {
+      if (await pass()) hello(res);
+    };
   } else if (variant === 'static-headers') {
     handler = (_req, res) => {
       for (const [name, value] of STATIC_HEADERS) res.setHeader(name, value);

@@ -20,7 +20,8 @@
 //   Every limiter: fixed window of 1 hour keyed by the client IP, its default headers.
 //   mode admitted: limit 1e9 per hour, every request passes (checked: wrk counts non-2xx);
 //   mode throttled: limit 1 per hour, every request after the first is a 429 (checked).
-//   --extra adds, admitted only: static-headers on every framework (bench/http-middleware-server.js:
+//   --extra adds, admitted only: noop (an empty middleware: what the framework charges for any) and
+//   static-headers on every framework (bench/http-middleware-server.js:
 //   Tollgate's three admitted headers as constants, set by a hook, no decision) and, on node:http,
 //   tollgate-memory-next (the (req, res, next) form). --only keeps the subjects whose id starts with
 //   one of the given prefixes (ids are framework/variant/mode).
@@ -43,7 +44,9 @@
 // prints Markdown tables.
 //
 // --dist DIR takes Tollgate from DIR instead of ./dist (a patched build, to compare with a run on the
-// real one).
+// real one). --compare DIR adds, on every framework, the admitted memory-store subject served from the
+// build in DIR (`FRAMEWORK/baseline-memory/admitted`), in the same rounds: before and after a change,
+// side by side; its ratio is printed as "×compare build".
 //
 // --profile runs only the named subjects, each in a fresh server under `node --cpu-prof`, with the
 // same wrk load (--warmup s, then --duration s), and prints self time, time by module and inclusive
@@ -92,6 +95,8 @@ const FRAMEWORKS = stringOption('frameworks')?.split(',');
 const ONLY = stringOption('only')?.split(',');
 const EXTRA = argv.includes('--extra');
 const DIST = stringOption('dist') ?? join(ROOT, 'dist');
+/** --compare DIR: also serve the admitted memory-store subjects from the build in DIR (variant `baseline-memory`). */
+const COMPARE = stringOption('compare');
 const OUT = stringOption('out') ?? (QUICK ? 'http-middleware-quick' : 'http-middleware');
 
 // ---------------------------------------------------------------------------------------------
@@ -105,7 +110,7 @@ const VARIANTS = {
   node: ['bare', 'tollgate-memory'],
 };
 /** --extra: admitted only. */
-const EXTRA_VARIANTS = { express: ['static-headers'], fastify: ['static-headers'], hono: ['static-headers'], node: ['static-headers', 'tollgate-memory-next'] };
+const EXTRA_VARIANTS = { express: ['noop', 'static-headers'], fastify: ['noop', 'static-headers'], hono: ['noop', 'static-headers'], node: ['noop', 'static-headers', 'tollgate-memory-next'] };
 const PEER_NAME = { express: { 'peer-memory': 'express-rate-limit', 'peer-redis': 'express-rate-limit + rate-limit-redis' }, fastify: { 'peer-memory': '@fastify/rate-limit', 'peer-redis': '@fastify/rate-limit, Redis' } };
 const FRAMEWORK_NAME = { express: 'Express 5', fastify: 'Fastify 5', hono: 'Hono (@hono/node-server)', node: 'node:http' };
 
@@ -116,6 +121,8 @@ function label(subject) {
     'tollgate-redis': '+ Tollgate, Redis',
     'tollgate-memory-next': '+ Tollgate, memory store, (req, res, next) form',
     'static-headers': 'static headers (a hook sets 3 constant X-RateLimit-* headers, no decision)',
+    noop: 'an empty middleware (passes every request on, no headers)',
+    'baseline-memory': `+ Tollgate, memory store, the --compare build`,
   }[subject.variant] ?? `+ ${PEER_NAME[subject.framework][subject.variant]}`;
   return subject.mode === 'throttled' ? `${variant}, throttled (429)` : variant;
 }
@@ -129,6 +136,7 @@ function allSubjects() {
       if (variant !== 'bare') subjects.push({ framework, variant, mode: 'throttled' });
     }
     if (EXTRA) for (const variant of EXTRA_VARIANTS[framework]) subjects.push({ framework, variant, mode: 'admitted' });
+    if (COMPARE !== undefined) subjects.push({ framework, variant: 'baseline-memory', mode: 'admitted' });
   }
   return subjects.map((s) => ({ ...s, id: `${s.framework}/${s.variant}/${s.mode}` })).filter((s) => ONLY === undefined || ONLY.some((prefix) => s.id.startsWith(prefix)));
 }
@@ -221,8 +229,11 @@ function runWrk(port, durationS) {
 // Servers
 // ---------------------------------------------------------------------------------------------
 
-function snapshotDist(workDir) {
-  cpSync(DIST, join(workDir, 'dist'), { recursive: true });
+let compareDist;
+
+function snapshotDist(workDir, from = DIST) {
+  mkdirSync(workDir, { recursive: true });
+  cpSync(from, join(workDir, 'dist'), { recursive: true });
   symlinkSync(join(ROOT, 'node_modules'), join(workDir, 'node_modules'), 'dir');
   writeFileSync(join(workDir, 'package.json'), readFileSync(join(ROOT, 'package.json')));
   return join(workDir, 'dist');
@@ -231,7 +242,9 @@ function snapshotDist(workDir) {
 async function startServer(subject, dist, redisUrl, nodeArgs = []) {
   const port = await freePort();
   const limit = subject.mode === 'throttled' ? 1 : ADMITTED_LIMIT;
-  const args = [...nodeArgs, SERVER, subject.framework, subject.variant, String(limit), String(port), dist, redisUrl];
+  // The --compare build is the same server variant, Tollgate taken from the other dist.
+  const [variant, from] = subject.variant === 'baseline-memory' ? ['tollgate-memory', compareDist] : [subject.variant, dist];
+  const args = [...nodeArgs, SERVER, subject.framework, variant, String(limit), String(port), from, redisUrl];
   const child = startChild(subject.id, process.execPath, args);
   await waitForPort(child, port, { marker: 'ready' });
   return Object.assign(child, { port, command: `node ${args.join(' ')}` });
@@ -402,6 +415,7 @@ async function main() {
   // Also when the run fails half-way (a server that does not answer as expected throws).
   process.on('exit', () => rmSync(workDir, { recursive: true, force: true }));
   const dist = snapshotDist(workDir);
+  if (COMPARE !== undefined) compareDist = snapshotDist(join(workDir, 'compare'), COMPARE);
   const environment = {
     date: new Date().toISOString(),
     git: await git(['rev-parse', '--short', 'HEAD']),
@@ -417,6 +431,7 @@ async function main() {
     loadavgAtStart: loadavg(),
     busiestAtStart: execFileSync('sh', ['-c', 'ps -eo pcpu,pid,etime,args --sort=-pcpu | head -6 | cut -c1-160']).toString().trim().split('\n'),
     dist: DIST,
+    compare: COMPARE,
     command: `node bench/http-middleware.js ${argv.join(' ')}`.trim(),
   };
   console.error(`git ${environment.git}, ${environment.nproc} × ${environment.cpu}, ${environment.node}, ${environment.redis.split(' ').slice(0, 3).join(' ')}, load ${environment.loadavgAtStart.map((l) => l.toFixed(2)).join(' ')}`);
@@ -554,6 +569,10 @@ async function main() {
       entry.p99VsAdmitted = { median: summary[subject.id].p99UsMedian / summary[admitted].p99UsMedian };
       entry.cpuPerRequestVsAdmitted = ratio(subject.id, admitted, 'serverUsPerRequest');
     }
+    if (subject.variant === 'tollgate-memory' && subject.mode === 'admitted' && COMPARE !== undefined) {
+      entry.vsCompareBuild = ratio(subject.id, `${subject.framework}/baseline-memory/admitted`);
+      entry.cpuPerRequestVsCompareBuild = ratio(subject.id, `${subject.framework}/baseline-memory/admitted`, 'serverUsPerRequest');
+    }
     if (subject.variant.startsWith('tollgate') && VARIANTS[subject.framework].includes('peer-memory')) {
       const peer = `${subject.framework}/${subject.variant.endsWith('redis') ? 'peer-redis' : 'peer-memory'}/${subject.mode}`;
       entry.vsPeer = ratio(subject.id, peer);
@@ -625,7 +644,7 @@ async function main() {
   for (const t of targets) console.log(`| ${t.name} | ${t.subject} | ${fmt(t.measured, 3)} | ${t.bar} | ${t.met ? 'met' : `missed by ${pct(t.by)}`} |`);
   console.log('\nper-round ratios:');
   for (const [id, r] of Object.entries(ratios)) {
-    console.log(`  ${id}: ×bare ${r.vsBare.all.join(' / ')}${r.vsPeer ? `; ×peer ${r.vsPeer.all.join(' / ')}` : ''}${r.vsAdmitted ? `; ÷admitted ${r.vsAdmitted.all.join(' / ')}` : ''}; CPU/request ×bare ${r.cpuPerRequestVsBare.all.join(' / ')}`);
+    console.log(`  ${id}: ×bare ${r.vsBare.all.join(' / ')}${r.vsPeer ? `; ×peer ${r.vsPeer.all.join(' / ')}` : ''}${r.vsAdmitted ? `; ÷admitted ${r.vsAdmitted.all.join(' / ')}` : ''}${r.vsCompareBuild ? `; ×compare build ${r.vsCompareBuild.all.join(' / ')} (median ${r.vsCompareBuild.median.toFixed(3)}; CPU/request ${r.cpuPerRequestVsCompareBuild.median.toFixed(3)})` : ''}; CPU/request ×bare ${r.cpuPerRequestVsBare.all.join(' / ')}`);
   }
   console.error(`\n${Math.round((performance.now() - wallStart) / 1000)} s; waited ${Math.round(quietness.waitedMs() / 1000)} s for quiet; ${reruns} re-runs; results in bench/${out}`);
 }

@@ -15,7 +15,7 @@ import { DEGRADED_REASON, degradedReasonOf, type DegradedReason, type FailureMod
 import type { LimitRequest } from '../limiter.js';
 import type { CheckResult } from '../rules/check.js';
 import { createLimiter, type Limiter } from '../rules/limiter.js';
-import { memoryStore } from '../store/memory.js';
+import { MemoryStore, memoryStore } from '../store/memory.js';
 import type { MaybePromise, Store } from '../store/types.js';
 import { checkReports } from './headers.js';
 import { clientIp, type ClientIp } from './identity.js';
@@ -88,10 +88,13 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
     this.skip = optionalFunction(options.skip, 'skip');
     this.cost = checkCostOption(options.cost);
     this.descriptors = optionalFunction(options.descriptors, 'descriptors');
-    const clock = optionalFunction(options.clock, 'clock');
     const store = checkStore(options.store);
     this.ownsStore = store === undefined;
     this.store = store ?? memoryStore();
+    // The memory store reads the process clock anyway; read directly, it costs no microtask per
+    // request (each HTTP request runs in its own tick, so the shared reading is never shared).
+    // Any other store keeps its own time (Redis TIME).
+    const clock = optionalFunction(options.clock, 'clock') ?? (this.store instanceof MemoryStore ? processClock : undefined);
 
     const mode = limitMode(options as CoreOptions<unknown>);
     this.rulesMode = mode === 'rules';
@@ -305,4 +308,9 @@ function logStoreFailure(failureMode: FailureMode): (error: unknown) => void {
     lastErrorLog = now;
     process.stderr.write(`tollgate: the rate limit store failed, ${outcome}: ${(error as Error)?.message ?? String(error)}\n`);
   };
+}
+
+/** The process clock, looked up per call (so a test's fake timers are seen). */
+function processClock(): number {
+  return Date.now();
 }

@@ -58,8 +58,7 @@ export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
   const hook = function tollgateRateLimit(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
     let verdict: ReturnType<HttpRateLimiter<FastifyRequest>['decide']>;
     try {
-      const raw = request.raw;
-      verdict = limiter.decide(request, new NodeRequestView(limiter, raw.method ?? 'GET', raw.url ?? '/', raw.headers, raw.socket?.remoteAddress));
+      verdict = limiter.decide(request, new NodeRequestView(limiter, request.raw));
     } catch (error) {
       done(error as Error);
       return;

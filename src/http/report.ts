@@ -8,6 +8,7 @@
  * an earlier one's tighter quota.
  */
 import { createHash } from 'node:crypto';
+import { IncomingMessage } from 'node:http';
 import { describeWindow } from '../units.js';
 
 /** One limit's verdict on one request. Times are epoch ms, durations ms. */
@@ -66,14 +67,15 @@ export function retryAfterSeconds(reports: readonly LimitReport[]): number {
 /** The headers for `reports` (non-empty) at `now`. */
 export function rateLimitHeaders(reports: readonly LimitReport[], style: HeaderStyle, now: number): HeaderList {
   const headers: HeaderList = [];
-  const denied = reports.some((report) => !report.allowed);
+  let denied = false;
+  for (let i = 0; i < reports.length; i++) if (!reports[i]!.allowed) denied = true;
   if (style === 'legacy' || style === 'both') {
     const binding = bindingReport(reports);
     headers.push(
-      ['x-ratelimit-limit', String(binding.limit)],
+      ['x-ratelimit-limit', limitText.of(binding.limit)],
       ['x-ratelimit-remaining', String(binding.remaining)],
       // Rounded up: a client that waits until this second finds the quota whole.
-      ['x-ratelimit-reset', String(Math.ceil(Math.max(binding.resetAt, now) / 1000))],
+      ['x-ratelimit-reset', resetText.of(Math.ceil(Math.max(binding.resetAt, now) / 1000))],
     );
   }
   if (style === 'ietf' || style === 'both') {
@@ -86,6 +88,25 @@ export function rateLimitHeaders(reports: readonly LimitReport[], style: HeaderS
   }
   return headers;
 }
+
+/**
+ * The decimal text of the last number asked for: a limit, or a reset second, is the same from one
+ * request to the next, so its string is made once rather than per response.
+ */
+class LastNumberText {
+  private value = NaN;
+  private text = '';
+
+  of(value: number): string {
+    if (value !== this.value) {
+      this.value = value;
+      this.text = String(value);
+    }
+    return this.text;
+  }
+}
+const limitText = new LastNumberText();
+const resetText = new LastNumberText();
 
 function policyItem(report: LimitReport): string {
   return `${sfString(report.name)};q=${report.limit};w=${Math.max(1, Math.ceil(report.windowMs / 1000))};pk=${partitionKeyHash(report.partitionKey)}`;
@@ -209,13 +230,31 @@ function defaultMessage(binding: LimitReport, retryAfter: number): string {
  * Every limiter that ran on one request adds its reports here, on the framework's request object,
  * so the headers of the last one describe all of them. A symbol property, not a WeakMap: a WeakMap
  * entry per request cost about a sixth of the middleware's time, most of it in the garbage collector.
+ *
+ * Except on a node request whose prototype was swapped (Express gives every request its app's
+ * prototype, which V8 keeps in dictionary mode): there V8 adds a property in the runtime, ~3 µs, and
+ * a WeakMap entry is the cheaper of the two (measured in BENCHMARKS.md, "HTTP middleware", "Issue 15, item 5").
  */
 const REPORTS: unique symbol = Symbol('tollgate.reports');
+const SWAPPED_REPORTS = new WeakMap<object, readonly LimitReport[]>();
+/** Whether reports went on a node request with node's own prototype (a symbol), or into the WeakMap. */
+let plainNodeRequestsSeen = false;
+let swappedRequestsSeen = false;
 
 /** Adds `reports` to those already made for `request` and returns all of them. */
 export function collectReports(request: object, reports: readonly LimitReport[]): readonly LimitReport[] {
   const holder = request as { [REPORTS]?: readonly LimitReport[] };
-  const earlier = holder[REPORTS];
+  const prototype = Object.getPrototypeOf(request) as unknown;
+  if (prototype !== IncomingMessage.prototype && request instanceof IncomingMessage) {
+    // A limiter that ran before the prototype was swapped (outside the Express app) left a symbol.
+    const earlier = SWAPPED_REPORTS.get(request) ?? (plainNodeRequestsSeen ? holder[REPORTS] : undefined);
+    const all = earlier === undefined ? reports : earlier.concat(reports);
+    SWAPPED_REPORTS.set(request, all);
+    swappedRequestsSeen = true;
+    return all;
+  }
+  if (prototype === IncomingMessage.prototype) plainNodeRequestsSeen = true;
+  const earlier = holder[REPORTS] ?? (swappedRequestsSeen ? SWAPPED_REPORTS.get(request) : undefined);
   const all = earlier === undefined ? reports : earlier.concat(reports);
   holder[REPORTS] = all;
   return all;

@@ -411,3 +411,30 @@ describe('hono specifics', () => {
   });
 });
 
+
+describe('express specifics', () => {
+  it('combines the reports of a limiter in front of an Express app (node prototype) and one inside it (Express prototype)', async () => {
+    const { createServer } = await import('node:http');
+    const { default: express } = await import('express');
+    const outer = rateLimit({ name: 'outer', policy: hourly(5), headers: 'both' });
+    const inner = rateLimit({ name: 'inner', policy: hourly(2), headers: 'both' });
+    const app = express();
+    app.use(inner);
+    app.get('/hello', (_req, res) => {
+      res.send('ok');
+    });
+    const server = createServer((req, res) => outer(req, res, () => app(req, res)));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as { port: number };
+      const response = await fetch(`http://127.0.0.1:${port}/hello`);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('ratelimit-policy')).toMatch(/^"outer";q=5;w=3600;pk=:[^:]+:, "inner";q=2;w=3600;pk=:[^:]+:$/);
+      expect(response.headers.get('x-ratelimit-limit')).toBe('2');
+      expect(response.headers.get('x-ratelimit-remaining')).toBe('1');
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+      await Promise.all([outer.close(), inner.close()]);
+    }
+  });
+});
