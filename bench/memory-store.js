@@ -14,7 +14,8 @@
 // CPU-profiles the timed part only (summarise with bench/profile-top.js):
 //   node --expose-gc bench/memory-store.js --child '{"scenario":"hot-admitted","subject":"token-bucket","profile":"/tmp/tb.cpuprofile"}'
 // Scenarios: hot-admitted, hot-rejected, many-keys, memory, log-memory; subjects: the six algorithm
-// names and "rlflex" (the peer).
+// names (Tollgate's promise API, `limiter.limit`), the same with "-sync" (`limiter.limitSync`, no
+// promise: a batch is a plain loop, then one await) and "rlflex" (the peer).
 import { execFileSync, fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -33,6 +34,10 @@ const ALGORITHMS = ['token-bucket', 'leaky-bucket', 'fixed-window', 'sliding-log
 const PEER = 'rlflex';
 const PEER_LABEL = 'rate-limiter-flexible RateLimiterMemory';
 const SUBJECTS = [...ALGORITHMS, PEER];
+/** Tollgate's synchronous API (`limiter.limitSync`), throughput scenarios only (the store is the same). */
+const SYNC = '-sync';
+const SYNC_SUBJECTS = ALGORITHMS.map((algorithm) => `${algorithm}${SYNC}`);
+const THROUGHPUT_SUBJECTS = [...ALGORITHMS, ...SYNC_SUBJECTS, PEER];
 const BATCH = 1_000;
 const HOUR_MS = 3_600_000;
 const MANY_KEYS = 1_000_000;
@@ -67,13 +72,20 @@ async function makeSubject(subject, { limit, windowMs, distDir }) {
   // run cannot change the code under test half-way.
   const { createLimiter, memoryStore } = await import(pathToFileURL(join(distDir ?? join(ROOT, 'dist'), 'index.js')).href);
   const limiter = createLimiter({ store: memoryStore({ maxKeys: MAX_KEYS, sweepIntervalMs: 0 }) });
+  const sync = subject.endsWith(SYNC);
   // One policy object reused by every call, as an application would hold it.
-  const policy = { algorithm: subject, limit, window: windowMs };
+  const policy = { algorithm: sync ? subject.slice(0, -SYNC.length) : subject, limit, window: windowMs };
+  if (sync) return { call: (key) => limiter.limitSync(key, policy), allowedOf: (d) => d.allowed, limiter, policy, sync };
   return { call: (key) => limiter.limit(key, policy), allowedOf: (d) => d.allowed, limiter, policy };
 }
 
 /** One batch of BATCH calls on one key, awaited together; returns how many were admitted. */
 async function hotBatch(s, key) {
+  if (s.sync) {
+    let admitted = 0;
+    for (let i = 0; i < BATCH; i++) if (s.allowedOf(s.call(key))) admitted++;
+    return admitted;
+  }
   const calls = new Array(BATCH);
   for (let i = 0; i < BATCH; i++) calls[i] = s.call(key);
   const results = await Promise.all(calls);
@@ -84,6 +96,11 @@ async function hotBatch(s, key) {
 
 /** One batch over keys[from, from + BATCH), awaited together; returns how many were admitted. */
 async function keysBatch(s, keyAt, from) {
+  if (s.sync) {
+    let admitted = 0;
+    for (let i = 0; i < BATCH; i++) if (s.allowedOf(s.call(keyAt(from + i)))) admitted++;
+    return admitted;
+  }
   const calls = new Array(BATCH);
   for (let i = 0; i < BATCH; i++) calls[i] = s.call(keyAt(from + i));
   const results = await Promise.all(calls);
@@ -148,9 +165,11 @@ async function hotKey(spec, expectAdmitted) {
   await runFor(spec.warmupMs);
   await settleGc();
   const stopProfile = await startProfile(spec);
+  const cpu0 = process.cpuUsage();
   const { decisions, elapsed } = await runFor(spec.durationMs);
+  const cpu = process.cpuUsage(cpu0);
   await stopProfile();
-  return { opsPerSec: (decisions / elapsed) * 1000, decisions, ms: elapsed };
+  return { opsPerSec: (decisions / elapsed) * 1000, decisions, ms: elapsed, ...perCpu(decisions, cpu) };
 }
 
 /** Decisions/s over MANY_KEYS distinct new keys, each used once (all admitted). */
@@ -172,14 +191,25 @@ async function manyKeys(spec) {
   const s = await makeSubject(spec.subject, { limit: 10, windowMs: HOUR_MS, distDir: spec.distDir });
   await settleGc();
   const stopProfile = await startProfile(spec);
+  const cpu0 = process.cpuUsage();
   const start = performance.now();
   for (let from = 0; from < count; from += BATCH) {
     if ((await keysBatch(s, keyAt, from)) !== BATCH) throw new Error('many-keys: a new key was denied');
   }
   const elapsed = performance.now() - start;
+  const cpu = process.cpuUsage(cpu0);
   await stopProfile();
   if (s.limiter !== undefined && s.limiter.store.stats().keys !== count) throw new Error('many-keys: store does not hold every key');
-  return { opsPerSec: (count / elapsed) * 1000, decisions: count, ms: elapsed };
+  return { opsPerSec: (count / elapsed) * 1000, decisions: count, ms: elapsed, ...perCpu(count, cpu) };
+}
+
+/**
+ * Decisions per second of this process's CPU time (all its threads, GC helpers included) during the
+ * timed part: less sensitive than the wall-clock rate to other processes taking the CPU meanwhile.
+ */
+function perCpu(decisions, cpu) {
+  const cpuMs = (cpu.user + cpu.system) / 1000;
+  return { timedCpuMs: cpuMs, opsPerCpuSec: (decisions / cpuMs) * 1000 };
 }
 
 /**
@@ -421,7 +451,7 @@ async function main() {
   const throughput = ['hot-admitted', 'hot-rejected', 'many-keys', 'hot-admitted-long-key'];
   for (let r = 0; r < options.repeats; r++) {
     // Alternate the order each repeat so no subject always runs first or last.
-    const order = r % 2 === 0 ? SUBJECTS : [...SUBJECTS].reverse();
+    const order = r % 2 === 0 ? THROUGHPUT_SUBJECTS : [...THROUGHPUT_SUBJECTS].reverse();
     for (const scenario of throughput) {
       let subjects = order;
       if (scenario === 'hot-admitted') subjects = [...order, `${PEER}-nohandler`];
@@ -466,7 +496,7 @@ async function main() {
     median(samples.filter((s) => s.scenario === scenario && s.subject === subject && extra(s)).map((s) => s[field]));
   const results = {};
   let widestSpread = 0;
-  for (const subject of [...SUBJECTS, 'map', 'strings', `${PEER}-nohandler`]) {
+  for (const subject of [...THROUGHPUT_SUBJECTS, 'map', 'strings', `${PEER}-nohandler`]) {
     const row = {};
     for (const scenario of throughput) {
       const values = samples.filter((s) => s.scenario === scenario && s.subject === subject).map((s) => s.opsPerSec);
@@ -494,10 +524,17 @@ async function main() {
     ratios[algorithm].memoryTotal = results[algorithm].memory.totalPerKey / results[PEER].memory.totalPerKey;
     ratios[algorithm].memoryHeap = results[algorithm].memory.heapPerKey / results[PEER].memory.heapPerKey;
   }
+  for (const subject of SYNC_SUBJECTS) {
+    ratios[subject] = {};
+    for (const scenario of throughput) {
+      if (results[subject][scenario] !== undefined) ratios[subject][scenario] = results[subject][scenario] / results[PEER][scenario];
+    }
+    ratios[subject]['hot-admitted-vs-nohandler'] = results[subject]['hot-admitted'] / results[`${PEER}-nohandler`]['hot-admitted'];
+  }
   // Paired ratios: Tollgate's sample over the peer's sample of the same repeat (run seconds apart),
   // which cancels slow drift in machine speed; their spread shows how firm a ratio is.
   const pairedRatios = {};
-  for (const algorithm of ALGORITHMS) {
+  for (const algorithm of [...ALGORITHMS, ...SYNC_SUBJECTS]) {
     pairedRatios[algorithm] = {};
     for (const scenario of ['hot-admitted', 'hot-rejected', 'many-keys']) {
       const values = [];
@@ -528,14 +565,15 @@ async function main() {
   const lines = [];
   lines.push(`| subject | hot key, admitted | ×peer | hot key, rejected | ×peer | ${options.keys.toLocaleString('en-US')} new keys | ×peer | heapUsed B/key | arrayBuffers B/key | total B/key | ×peer |`);
   lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
-  for (const subject of SUBJECTS) {
+  const label = (subject) =>
+    subject === PEER ? PEER_LABEL : subject.endsWith(SYNC) ? `tollgate ${subject.slice(0, -SYNC.length)}, limitSync` : `tollgate ${subject}, limit`;
+  for (const subject of THROUGHPUT_SUBJECTS) {
     const row = results[subject];
     const ratio = ratios[subject];
     const cell = (scenario) => [fmtOps(row[scenario]), ratio ? fmtRatio(ratio[scenario]) : '1.00×'];
-    lines.push(
-      `| ${subject === PEER ? PEER_LABEL : `tollgate ${subject}`} | ${[...cell('hot-admitted'), ...cell('hot-rejected'), ...cell('many-keys')].join(' | ')} | ` +
-        `${fmtBytes(row.memory.heapPerKey)} | ${fmtBytes(row.memory.arrayBuffersPerKey)} | ${fmtBytes(row.memory.totalPerKey)} | ${ratio ? fmtRatio(ratio.memoryTotal) : '1.00×'} |`,
-    );
+    // The synchronous API uses the same store: its memory is the row above's.
+    const memory = row.memory === undefined ? '| | | |' : `${fmtBytes(row.memory.heapPerKey)} | ${fmtBytes(row.memory.arrayBuffersPerKey)} | ${fmtBytes(row.memory.totalPerKey)} | ${ratio ? fmtRatio(ratio.memoryTotal) : '1.00×'} |`;
+    lines.push(`| ${label(subject)} | ${[...cell('hot-admitted'), ...cell('hot-rejected'), ...cell('many-keys')].join(' | ')} | ${memory}`);
   }
   const map = results.map.memory;
   lines.push(`| reference: bare Map<string, number> | | | | | | | ${fmtBytes(map.heapPerKey)} | ${fmtBytes(map.arrayBuffersPerKey)} | ${fmtBytes(map.totalPerKey)} | |`);
@@ -546,17 +584,17 @@ async function main() {
   lines.push('');
   lines.push('| algorithm | hot key, admitted | hot key, rejected | new keys |');
   lines.push('|---|---:|---:|---:|');
-  for (const algorithm of ALGORITHMS) {
+  for (const algorithm of [...ALGORITHMS, ...SYNC_SUBJECTS]) {
     const cell = (scenario) => {
       const { median: mid, min, max } = pairedRatios[algorithm][scenario];
       return `${fmtRatio(mid)} [${min.toFixed(2)} – ${max.toFixed(2)}]`;
     };
-    lines.push(`| ${algorithm} | ${cell('hot-admitted')} | ${cell('hot-rejected')} | ${cell('many-keys')} |`);
+    lines.push(`| ${label(algorithm).slice('tollgate '.length)} | ${cell('hot-admitted')} | ${cell('hot-rejected')} | ${cell('many-keys')} |`);
   }
   lines.push('');
   lines.push(
     `Peer without a rejection handler (\`Promise.all\` of bare \`consume()\`; only valid while nothing is denied): hot key, admitted ${fmtOps(results[`${PEER}-nohandler`]['hot-admitted'])}; ` +
-      `Tollgate/that: ${ALGORITHMS.map((a) => `${a} ${fmtRatio(ratios[a]['hot-admitted-vs-nohandler'])}`).join(', ')}.`,
+      `Tollgate/that: ${[...ALGORITHMS, ...SYNC_SUBJECTS].map((a) => `${a} ${fmtRatio(ratios[a]['hot-admitted-vs-nohandler'])}`).join(', ')}.`,
   );
   lines.push(
     `Hot key, admitted, with a ${LONG_KEY.length}-character key (\`token:\` + a SHA-256 hex digest) instead of \`user:42\`: ` +
@@ -600,7 +638,7 @@ async function main() {
       keys: options.keys,
       repeats: options.repeats,
       memoryRepeats: options.memoryRepeats,
-      tollgate: { store: { maxKeys: MAX_KEYS, sweepIntervalMs: 0 }, hotAdmitted: '1e9 per 1h', hotRejected: '1 per 1h', manyKeys: '10 per 1h' },
+      tollgate: { store: { maxKeys: MAX_KEYS, sweepIntervalMs: 0 }, api: 'limiter.limit(key, policy) in Promise.all batches; -sync subjects: limiter.limitSync(key, policy) in a plain loop, one await per batch', hotAdmitted: '1e9 per 1h', hotRejected: '1 per 1h', manyKeys: '10 per 1h' },
       peer: 'RateLimiterMemory({ points, duration: 3600 }); consume(key, 1).then(() => true, (res) => false)',
     },
     results,

@@ -1,16 +1,68 @@
 /**
- * What the limiter checks of every call before a store sees it: keys, costs, times and per-call
- * options. Bad input throws a typed error that says what to pass instead.
+ * Each call's options (their types) and what the limiter checks of every call before a store sees
+ * it: keys, costs, times and per-call options. Bad input throws a typed error that says what to
+ * pass instead.
  */
-import { checkDeadline, checkFailureMode } from './fault/failure-mode.js';
+import { checkDeadline, checkFailureMode, type LimiterFailureMode } from './fault/failure-mode.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from './errors.js';
 import { MAX_KEY_BYTES, wellFormedKey } from './keys.js';
 import { checkOptions } from './options.js';
+import type { CompiledPolicy, Policy } from './policy.js';
+
+/** Per-call options. */
+export interface LimitOptions {
+  /** Units this request takes (its weight): an integer ≥ 1. Default 1. */
+  readonly cost?: number;
+  /** Decision time in epoch ms (tests, replays). Default: the limiter's clock or the store's time. */
+  readonly now?: number;
+  /** This call's failure mode (see {@link LimiterCoreOptions.failureMode}). */
+  readonly failureMode?: LimiterFailureMode;
+  /** This call's deadline in ms (see {@link LimiterCoreOptions.deadlineMs}). */
+  readonly deadlineMs?: number;
+  /**
+   * Token lease (2 to 1,000,000): take this many units from the store in one call and admit the
+   * next requests for this key from them in-process (cache/leases.ts: never over the limit, some
+   * under-admission). `limit` only; ignored for `countRejected` and `leaky-bucket` policies.
+   */
+  readonly lease?: number;
+  /**
+   * Local-first (10 to 60,000 ms): decide this key in-process on this node's view of the counter,
+   * synced with the store every `syncIntervalMs` (cache/local-first.ts: no store round trip, some
+   * over-admission). `limit` only; fixed-window and sliding-window policies only.
+   */
+  readonly syncIntervalMs?: number;
+}
+
+/** Options of a multi-limit call. */
+export type LimitAllOptions = Pick<LimitOptions, 'now' | 'failureMode' | 'deadlineMs'>;
+
+/** One limit of a multi-limit check (the limiter's `limitAll`). */
+export interface LimitRequest {
+  readonly key: string;
+  readonly policy: Policy | CompiledPolicy;
+  /** Units this request takes under this limit (integer ≥ 1). Default 1. */
+  readonly cost?: number;
+  /** This limit's failure mode, over the call's and the limiter's. */
+  readonly failureMode?: LimiterFailureMode;
+  /** A token lease for this limit (see {@link LimitOptions.lease}); used when it is the call's only limit. */
+  readonly lease?: number;
+  /** Local-first for this limit (see {@link LimitOptions.syncIntervalMs}); used when it is the call's only limit. */
+  readonly syncIntervalMs?: number;
+}
+
+/**
+ * What a decision does: `limit` decides and records, `peek` decides without recording, `look`
+ * reports the quota as it stands without spending it and is never refused (a request of cost 0:
+ * the middleware's `cost: 0`, a rules check with `spend: false`), `probe` asks whether a request of
+ * cost 0 passes: denied only when the quota is overdrawn (a fixed window with `countRejected`
+ * past its limit; envoy's `hits_addend: 0`), recording nothing.
+ */
+export type DecideMode = 'limit' | 'peek' | 'look' | 'probe';
 
 /** Any string of at most this many UTF-16 units is at most MAX_KEY_BYTES in UTF-8. */
 const ALWAYS_SHORT_ENOUGH = Math.floor(MAX_KEY_BYTES / 3);
 
-/** The per-call options the limiter checks (LimitOptions in limiter.ts). */
+/** The per-call options the limiter checks ({@link LimitOptions}). */
 export interface CheckedCallOptions {
   readonly failureMode?: unknown;
   readonly deadlineMs?: unknown;

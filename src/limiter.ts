@@ -25,7 +25,18 @@ import {
 } from './fault/failure-mode.js';
 import { StoreGuard, isOutage, type FallbackCause, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
 import { wellFormedKey } from './keys.js';
-import { checkCallOptions, checkCost, checkKey, checkLease, checkNow, checkSyncInterval } from './limiter-checks.js';
+import {
+  checkCallOptions,
+  checkCost,
+  checkKey,
+  checkLease,
+  checkNow,
+  checkSyncInterval,
+  type DecideMode,
+  type LimitAllOptions,
+  type LimitOptions,
+  type LimitRequest,
+} from './limiter-checks.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './limiter-options.js';
 import { MemoryStore, memoryStore } from './store/memory.js';
@@ -39,56 +50,7 @@ export type { LocalFirstStats } from './cache/local-first.js';
 export { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './limiter-options.js';
 
 export { MAX_KEY_BYTES } from './keys.js';
-
-/** Per-call options. */
-export interface LimitOptions {
-  /** Units this request takes (its weight): an integer ≥ 1. Default 1. */
-  readonly cost?: number;
-  /** Decision time in epoch ms (tests, replays). Default: the limiter's clock or the store's time. */
-  readonly now?: number;
-  /** This call's failure mode (see {@link LimiterCoreOptions.failureMode}). */
-  readonly failureMode?: LimiterFailureMode;
-  /** This call's deadline in ms (see {@link LimiterCoreOptions.deadlineMs}). */
-  readonly deadlineMs?: number;
-  /**
-   * Token lease (2 to 1,000,000): take this many units from the store in one call and admit the
-   * next requests for this key from them in-process (cache/leases.ts: never over the limit, some
-   * under-admission). `limit` only; ignored for `countRejected` and `leaky-bucket` policies.
-   */
-  readonly lease?: number;
-  /**
-   * Local-first (10 to 60,000 ms): decide this key in-process on this node's view of the counter,
-   * synced with the store every `syncIntervalMs` (cache/local-first.ts: no store round trip, some
-   * over-admission). `limit` only; fixed-window and sliding-window policies only.
-   */
-  readonly syncIntervalMs?: number;
-}
-
-/** Options of a multi-limit call. */
-export type LimitAllOptions = Pick<LimitOptions, 'now' | 'failureMode' | 'deadlineMs'>;
-
-/** One limit of a multi-limit check ({@link LimiterCore.limitAll}). */
-export interface LimitRequest {
-  readonly key: string;
-  readonly policy: Policy | CompiledPolicy;
-  /** Units this request takes under this limit (integer ≥ 1). Default 1. */
-  readonly cost?: number;
-  /** This limit's failure mode, over the call's and the limiter's. */
-  readonly failureMode?: LimiterFailureMode;
-  /** A token lease for this limit (see {@link LimitOptions.lease}); used when it is the call's only limit. */
-  readonly lease?: number;
-  /** Local-first for this limit (see {@link LimitOptions.syncIntervalMs}); used when it is the call's only limit. */
-  readonly syncIntervalMs?: number;
-}
-
-/**
- * What a decision does: `limit` decides and records, `peek` decides without recording, `look`
- * reports the quota as it stands without spending it and is never refused (a request of cost 0:
- * the middleware's `cost: 0`, a rules check with `spend: false`), `probe` asks whether a request of
- * cost 0 passes: denied only when the quota is overdrawn (a fixed window with `countRejected`
- * past its limit; envoy's `hits_addend: 0`), recording nothing.
- */
-export type DecideMode = 'limit' | 'peek' | 'look' | 'probe';
+export type { DecideMode, LimitAllOptions, LimitOptions, LimitRequest } from './limiter-checks.js';
 
 /** Most limits in one {@link LimiterCore.limitAll} call. */
 export const MAX_LIMITS_PER_CHECK = 64;
@@ -97,6 +59,14 @@ export const MAX_LIMITS_PER_CHECK = 64;
 export interface LimiterCore {
   /** Decides one request and records it if admitted. Never rejects to mean "denied". */
   limit(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision>;
+  /**
+   * `limit` without a promise: the decision itself, for callers that want no `await` per request.
+   * On the memory store only, which decides in-process; on a store that answers over the network
+   * (Redis) it throws {@link InvalidOptionError} before deciding anything (use `limit` there). Bad
+   * input throws the typed error `limit` rejects with. `syncIntervalMs` (local-first, which waits
+   * for a sync) is refused; a `lease` is taken as by `limit`.
+   */
+  limitSync(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Decision;
   /** What `limit` would answer for the same arguments, recording nothing. */
   peek(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision>;
   /**
@@ -179,7 +149,24 @@ export class CoreLimiter implements LimiterCore {
   }
 
   limit(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision> {
-    return settle(() => this.decide(key, policy, options, 'limit'));
+    // settle() inlined: no closure per call on the hot path.
+    try {
+      const decided = this.decide(key, policy, options, 'limit');
+      return decided instanceof Promise ? decided : Promise.resolve(decided);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  limitSync(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Decision {
+    if (this.guard !== undefined) {
+      throw new InvalidOptionError(`limitSync decides on the memory store only; the ${this.store.name} store answers asynchronously: use await limiter.limit(key, policy, options)`);
+    }
+    if (options?.syncIntervalMs !== undefined) {
+      throw new InvalidOptionError('limitSync does not take syncIntervalMs: local-first waits for a sync with the store, and the memory store decides in-process anyway (drop the option)');
+    }
+    // Without a guard the store is the memory store: every path of decide answers synchronously.
+    return this.decide(key, policy, options, 'limit') as Decision;
   }
 
   peek(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision> {

@@ -89,7 +89,7 @@ export class MemoryStore implements Store {
     this.state = new Float64Array(slots * STRIDE);
     this.newer = new Int32Array(slots);
     this.older = new Int32Array(slots);
-    this.table = new KeyTable(slots);
+    this.table = new KeyTable(slots, maxKeys);
     if (sweepIntervalMs > 0) {
       this.timer = setInterval(() => this.prune(this.latestNow), sweepIntervalMs);
       this.timer.unref();
