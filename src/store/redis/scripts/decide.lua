@@ -31,10 +31,7 @@
   count (sliding-window; else 0), -1, reason. Bad arguments fail the whole call before
   anything is read or written.
 ]]
-local TOKEN_BUCKET, LEAKY_BUCKET, FIXED_WINDOW, SLIDING_LOG, SLIDING_WINDOW, GCRA = 1, 2, 3, 4, 5, 6
-local OP_CONSUME, OP_PEEK, OP_RESET, OP_ADD = 1, 2, 3, 4
-
-local MAX_INTEGER = 9007199254740991
+-- The algorithm and op codes and MAX_INTEGER are in codes.lua.
 
 -- ARGV[index] as an integer in [minimum, maximum or 2^53 - 1], else nil (NaN fails every test).
 local function integer_arg(index, minimum, maximum)

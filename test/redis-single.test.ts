@@ -1,0 +1,135 @@
+/**
+ * The lean single-decision scripts (scripts/single.lua, one per algorithm): a decision alone in
+ * its call, on Redis TIME, takes its algorithm's lean script instead of the batch script, and
+ * decides exactly as the memory store does at the same `now` (each decision reports the Redis
+ * time it was made at, so the memory store replays it step by step). The batch script's
+ * decisions are pinned by the vectors; this holds the lean path to the same answers.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy } from '../src/index.js';
+import { DECIDE_SCRIPT, SINGLE_SCRIPTS } from '../src/store/redis/scripts.js';
+import { startRedis, type RedisServer } from './support/redis.js';
+
+let server: RedisServer;
+
+beforeAll(async () => {
+  server = await startRedis();
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+const YEAR = 31_536_000_000;
+
+describe('the lean scripts', () => {
+  it('have pinned SHA1s (a changed script must change this test on purpose)', () => {
+    expect(Object.fromEntries(Object.entries(SINGLE_SCRIPTS).map(([algorithm, script]) => [algorithm, script.sha1]))).toEqual({
+      'fixed-window': '606f209f2cc7fb74af1eb196b25ee07d1a7ca53f',
+      'sliding-window': '7b506d4189dba405802f7e6fd7001847a5d40b0b',
+      'token-bucket': '0273e8927bbfccbaea7428b3186f9f1d82907552',
+      'leaky-bucket': '25e0d905837008a7b7ece4f1df3fee5633964e77',
+      gcra: '244be3eaedec0513bbd841ef69ae96bfa8a6ddb0',
+    });
+  });
+
+  it('are what Redis computes for SCRIPT LOAD', () => {
+    for (const script of Object.values(SINGLE_SCRIPTS)) expect(server.cli('SCRIPT', 'LOAD', script.source).trim()).toBe(script.sha1);
+  });
+
+  it('decide a lone decision on Redis TIME; an explicit now or a batch goes to the batch script', async () => {
+    const store = redisStore({ url: server.url });
+    await store.ready();
+    const limiter = createLimiter({ store });
+    const policy: Policy = { algorithm: 'gcra', limit: 10, window: 1_000 };
+    const exists = (sha1: string): string => server.cli('SCRIPT', 'EXISTS', sha1).trim();
+    try {
+      server.cli('SCRIPT', 'FLUSH');
+      // After a flush each script is cached again only by the EVAL that falls back to it.
+      await limiter.limit('lone', policy);
+      expect([exists(SINGLE_SCRIPTS.gcra!.sha1), exists(DECIDE_SCRIPT.sha1)]).toEqual(['1', '0']);
+      await limiter.limit('lone', policy, { now: Date.now() });
+      expect(exists(DECIDE_SCRIPT.sha1)).toBe('1');
+      server.cli('SCRIPT', 'FLUSH');
+      await Promise.all([limiter.limit('a', policy), limiter.limit('b', policy)]);
+      expect([exists(SINGLE_SCRIPTS.gcra!.sha1), exists(DECIDE_SCRIPT.sha1)]).toEqual(['0', '1']);
+    } finally {
+      await limiter.close();
+    }
+  });
+
+  it('fail loudly on bad arguments rather than writing NaN', async () => {
+    const client = new Redis(server.url);
+    try {
+      const key = 'tollgate:{bad}:fw:1s';
+      const call = (args: (string | number)[]) => client.eval(SINGLE_SCRIPTS['fixed-window']!.source, 1, key, ...args);
+      // [window, limit, capacity, nominal, flags, op, cost]
+      await expect(call([1000, 10, 10, 10, 0, 1, 'NaN'])).rejects.toThrow(/argument 7 is not valid: NaN/);
+      await expect(call([1000, 10, 10, 10, 0, 1, 1.5])).rejects.toThrow(/argument 7 is not valid: 1.5/);
+      await expect(call(['Infinity', 10, 10, 10, 0, 1, 1])).rejects.toThrow(/argument 1 is not valid/);
+      await expect(call([1000, 0, 10, 10, 0, 1, 1])).rejects.toThrow(/out of range/);
+      await expect(call([1000, 10, 10, 10, 4, 1, 1])).rejects.toThrow(/out of range/);
+      await expect(call([1000, 10, 10, 10, 0, 3, 1])).rejects.toThrow(/out of range/);
+      await expect(call([1000, 10, 10, 10, 0, 1, 0])).rejects.toThrow(/out of range/);
+      await expect(call([1000, 10, 10, 10, 0, 1])).rejects.toThrow(/argument 7 is not valid: nil/);
+      expect(await client.exists(key)).toBe(0);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
+/** Short windows, so Redis time crosses many of them during a run; and wide policies. */
+const POLICIES: readonly Policy[] = [
+  { algorithm: 'fixed-window', limit: 5, window: 20 },
+  { algorithm: 'fixed-window', limit: 5, window: 30, windowStart: 'first-hit' },
+  { algorithm: 'fixed-window', limit: 3, window: 25, countRejected: true },
+  { algorithm: 'sliding-window', limit: 6, window: 40 },
+  { algorithm: 'token-bucket', limit: 7, window: 30, burst: 4 },
+  { algorithm: 'leaky-bucket', limit: 9, window: 50, burst: 3 },
+  { algorithm: 'gcra', limit: 10, window: 40, burst: 3 },
+  { algorithm: 'gcra', limit: 5, window: 20, softPercent: 50 },
+  { algorithm: 'token-bucket', limit: 4_294_967_295, window: YEAR, burst: 4_294_967_295 },
+  { algorithm: 'leaky-bucket', limit: 3_000_000, window: YEAR, burst: 2_000_000 },
+  { algorithm: 'gcra', limit: 7_000_000, window: YEAR, burst: 1_000_000 },
+  { algorithm: 'sliding-window', limit: 1_000_000, window: YEAR },
+];
+
+describe('lone decisions on Redis TIME', () => {
+  it.each(POLICIES.map((policy) => [JSON.stringify(policy), policy] as const))('%s decides as the memory store at the same now', async (_name, policy) => {
+    const wide = compilePolicy(policy).wide;
+    const steps = fc.sample(
+      fc.record({
+        peek: fc.boolean().map((peek) => peek && Math.random() < 0.4),
+        cost: wide ? fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 50_000_000_000 })) : fc.integer({ min: 1, max: 3 }),
+        pauseMs: fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 12 })),
+      }),
+      { numRuns: 120, seed: 5 },
+    );
+    const store = redisStore({ url: server.url });
+    await store.ready();
+    const onRedis = createLimiter({ store });
+    const onMemory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+    const key = `single:${policy.algorithm}:${Math.random().toString(36).slice(2)}`;
+    const seen = { allowed: 0, denied: 0 };
+    try {
+      for (const [index, step] of steps.entries()) {
+        // Only real time moves Redis TIME: the lean path has no explicit now to set.
+        if (step.pauseMs > 0) await sleep(step.pauseMs);
+        const options = { cost: step.cost };
+        const actual: Decision = step.peek ? await onRedis.peek(key, policy, options) : await onRedis.limit(key, policy, options);
+        const replay = { cost: step.cost, now: actual.now };
+        const expected = step.peek ? await onMemory.peek(key, policy, replay) : await onMemory.limit(key, policy, replay);
+        expect(actual, `step ${index}: ${JSON.stringify(step)}`).toEqual(expected);
+        if (!step.peek) seen[actual.allowed ? 'allowed' : 'denied'] += 1;
+      }
+    } finally {
+      await Promise.all([onRedis.close(), onMemory.close()]);
+    }
+    expect(seen.allowed).toBeGreaterThan(5);
+    if (!wide) expect(seen.denied).toBeGreaterThan(5);
+  });
+});
