@@ -48,6 +48,15 @@ export function policyFields(policy: CompiledPolicy): number[] {
   ];
 }
 
+/**
+ * The 7 arguments of a lean script (scripts/single.lua): the policy's window, limit, capacity and
+ * nominal capacity, its flags (count_rejected 1 + first_hit 2), the op and the cost.
+ */
+export function singleDecisionArgs(policy: CompiledPolicy, op: number, cost: number): number[] {
+  const flags = (policy.countRejected ? 1 : 0) + (policy.firstHit ? 2 : 0);
+  return [policy.windowMs, policy.limit, policy.capacity, policy.nominalCapacity, flags, op, cost];
+}
+
 /** Builds the decision from the script's integers at `offset`; reasons ≥ 10 are the caller's to raise. */
 export function decodeDecision(values: readonly number[], offset: number, policy: CompiledPolicy): Decision {
   const now = values[0]!;

@@ -26,6 +26,7 @@ import {
   decodeDecision,
   decodeWindowCounts,
   policyFields,
+  singleDecisionArgs,
 } from './protocol.js';
 import { ALL_SCRIPTS, DECIDE_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './scripts.js';
 
@@ -367,9 +368,7 @@ function scriptCall(timeKey: string, batch: Pending[]): [RedisScript, string[], 
   const single = batch.length === 1 && first.keys.length === 1 && timeKey === '' && (first.op === OP_CONSUME || first.op === OP_PEEK);
   const lean = single ? SINGLE_SCRIPTS[first.policies[0]!.algorithm] : undefined;
   if (lean !== undefined) {
-    const policy = first.policies[0]!;
-    const flags = (policy.countRejected ? 1 : 0) + (policy.firstHit ? 2 : 0);
-    return [lean, first.keys, [policy.windowMs, policy.limit, policy.capacity, policy.nominalCapacity, flags, first.op, first.costs[0]!]];
+    return [lean, first.keys, singleDecisionArgs(first.policies[0]!, first.op, first.costs[0]!)];
   }
   const policyIndexes = new Map<CompiledPolicy, number>();
   const policyArgs: number[] = [];
