@@ -46,14 +46,20 @@ describe('pacing, one request after another', () => {
     expect(unpaced.app.answered(429)).toBeGreaterThanOrEqual(10);
   });
 
-  it('holds every request to a host that said Retry-After, across calls', async () => {
+  // A host that said Retry-After: 30 holds every request to it for 30 s, across calls; unless that
+  // is past the call's maxDelayMs, when the request goes at once and the server decides.
+  it.each([
+    [600_000, [30_000]],
+    [10_000, []],
+  ])('a host that said Retry-After holds the next call (maxDelayMs %d: sleeps %j)', async (maxDelayMs, sleeps) => {
     const time = new ControlledTime();
     const app = await startFixedServer(429, { 'retry-after': '30' });
     apps.push(app);
-    const client = createClient({ now: time.now, sleep: time.sleep, maxAttempts: 1, pacing: true, maxDelayMs: 600_000 });
+    const client = createClient({ now: time.now, sleep: time.sleep, maxAttempts: 1, pacing: true, maxDelayMs });
     await client.fetch(app.url);
     await client.fetch(app.url);
-    expect(time.sleeps).toEqual([30_000]);
+    expect(time.sleeps).toEqual(sleeps);
+    expect(app.arrivals).toHaveLength(2);
   });
 
   it('takes the window from pacing.windowMs when the server sends only a limit', async () => {
@@ -64,17 +70,6 @@ describe('pacing, one request after another', () => {
     for (let i = 0; i < 8; i++) await client.fetch(app.url);
     // The first response teaches 4 per second, with the whole quota left: 4 go at once, then one per 250 ms.
     expect(time.sleeps).toEqual([250, 250, 250]);
-  });
-
-  it('goes at once rather than wait past maxDelayMs (the server decides)', async () => {
-    const time = new ControlledTime();
-    const app = await startFixedServer(429, { 'retry-after': '30' });
-    apps.push(app);
-    const client = createClient({ now: time.now, sleep: time.sleep, maxAttempts: 1, pacing: true, maxDelayMs: 10_000 });
-    await client.fetch(app.url);
-    await client.fetch(app.url);
-    expect(time.sleeps).toEqual([]);
-    expect(app.arrivals).toHaveLength(2);
   });
 });
 
