@@ -84,6 +84,7 @@ export interface ResolvedClientOptions {
   readonly random: () => number;
 }
 
+/** The defaults of {@link ClientOptions}, as documented in docs/client.md. */
 export const CLIENT_DEFAULTS = {
   maxAttempts: 3,
   retryStatuses: [429, 503],

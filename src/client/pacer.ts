@@ -21,6 +21,7 @@ interface HostState {
   refillAt: number;
 }
 
+/** The per-origin token buckets of one client, bounded to `maxHosts` origins. */
 export class Pacer {
   /** A Map iterates in insertion order: re-inserting on use keeps the least recently used first. */
   private readonly hosts = new Map<string, HostState>();

@@ -4,6 +4,7 @@
  * cannot be replayed: such a request is never retried.
  */
 
+/** A request's method, origin and whether it may be sent again. */
 export interface RequestFacts {
   /** Upper case. */
   readonly method: string;
@@ -13,6 +14,7 @@ export interface RequestFacts {
   readonly replayable: boolean;
 }
 
+/** The facts of `fetch(input, init)`'s request; `init` wins over a `Request`'s own fields, as in `fetch`. */
 export function requestFacts(input: string | URL | Request, init: RequestInit | undefined): RequestFacts {
   const request = input instanceof Request ? input : undefined;
   const method = (init?.method ?? request?.method ?? 'GET').toUpperCase();

@@ -73,6 +73,27 @@ describe('pacing, one request after another', () => {
   });
 });
 
+describe('pacing and aborts', () => {
+  it('gives back the turn of a call aborted while it waited: the next call waits no longer for it', async () => {
+    const time = new ControlledTime();
+    const app = await startFixedServer(200, { 'x-ratelimit-limit': '1' });
+    apps.push(app);
+    const controller = new AbortController();
+    const sleep = async (ms: number, signal: AbortSignal | undefined): Promise<void> => {
+      if (signal === controller.signal) controller.abort(); // the user gives up while this call waits
+      return time.sleep(ms, signal);
+    };
+    const client = createClient({ now: time.now, sleep, pacing: { windowMs: 1_000 } });
+    await client.fetch(app.url); // learns 1 per second, 1 left
+    await client.fetch(app.url); // takes it
+    await expect(client.fetch(app.url, { signal: controller.signal })).rejects.toMatchObject({ name: 'AbortError' });
+    await client.fetch(app.url);
+    // The aborted call's booking was given back: the last call waited one turn (1 s), not two.
+    expect(time.sleeps).toEqual([1_000]);
+    expect(app.arrivals).toHaveLength(3);
+  });
+});
+
 describe('pacing, concurrent callers (real time)', () => {
   it('30 concurrent requests over a limit of 20 per second queue for their turn: (almost) no 429', async () => {
     const app = await startLimitedApp({ algorithm: 'token-bucket', limit: 20, window: '1s' }, { headers: 'both' });
