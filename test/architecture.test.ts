@@ -21,6 +21,8 @@ const LONG_REASON = /Long on purpose:/;
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['errors', 'options', 'duration', 'units', 'keys', 'clock', 'decision', 'algorithms/catalog'],
+  // The SDK for callers: foundations only, never the engine (its users have no limiter).
+  ['client/'],
   ['policy'],
   ['algorithms/'],
   ['store/'],

@@ -30,6 +30,15 @@ describe('built package', () => {
     expect(JSON.parse(output)).toEqual([true, false, 60_000, 'function']);
   });
 
+  it('imports "tollgate/client" (the SDK for callers) and reads rate-limit headers', () => {
+    const script = `
+      import { createClient, readRateLimit } from 'tollgate/client';
+      const info = readRateLimit(new Headers({ 'ratelimit-policy': '"p";q=5;w=60', ratelimit: '"p";r=0;t=9', 'retry-after': '9' }), 0);
+      console.log(JSON.stringify([typeof createClient({ pacing: true }).fetch, info]));`;
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' });
+    expect(JSON.parse(output)).toEqual(['function', { limit: 5, windowMs: 60_000, remaining: 0, resetMs: 9_000, retryAfterMs: 9_000 }]);
+  });
+
   it('the bin prints the package version', () => {
     const result = node([pkg.bin.tollgate!, '--version']);
     expect(result.status).toBe(0);
