@@ -34,6 +34,7 @@ export interface Upstream {
 
 export async function startUpstream(respond: (request: ReceivedRequest, index: number) => Reply = () => ({ status: 200, body: 'ok' })): Promise<Upstream> {
   const received: ReceivedRequest[] = [];
+  const timers = new Set<NodeJS.Timeout>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -47,7 +48,13 @@ export async function startUpstream(respond: (request: ReceivedRequest, index: n
         res.end(reply.body ?? '');
       };
       if (reply.delayMs === undefined) answer();
-      else setTimeout(answer, reply.delayMs);
+      else {
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          answer();
+        }, reply.delayMs);
+        timers.add(timer);
+      }
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -57,6 +64,7 @@ export async function startUpstream(respond: (request: ReceivedRequest, index: n
     received,
     keys: () => received.map((request) => String(request.headers['idempotency-key'])),
     close: () => {
+      for (const timer of timers) clearTimeout(timer);
       server.closeAllConnections();
       return new Promise((resolve) => server.close(() => resolve()));
     },
