@@ -5,19 +5,13 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { describe, expect, it } from 'vitest';
+import { useRedisServer } from '../support/redis-topologies.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 const page = readFileSync(join(root, 'docs/deferred.md'), 'utf8');
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedis();
-}, 20_000);
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 describe('docs/deferred.md', () => {
   it('shows examples/deferred/drain.mjs verbatim', () => {
