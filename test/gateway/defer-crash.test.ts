@@ -20,55 +20,62 @@ const IN_FLIGHT = 12;
 
 let server: RedisServer;
 let redis: Redis;
-let upstream: Upstream;
 const children: ChildProcess[] = [];
+const upstreams: Upstream[] = [];
 
 beforeAll(async () => {
   server = await startRedis();
   redis = new Redis(server.url);
-  // The 13th delivery hangs: the worker is killed with it in flight.
-  upstream = await startUpstream((_request, index) => ({ status: 200, body: 'ok', delayMs: index === IN_FLIGHT ? 60_000 : 10 }));
 }, 20_000);
 
 afterAll(async () => {
   await Promise.all(children.map((child) => stopProcess(child)));
-  await upstream?.close();
+  await Promise.all(upstreams.map((upstream) => upstream.close()));
   redis?.disconnect();
   await server?.stop();
 });
 
-/** Starts a worker process and resolves once it is ready; `deliveries` counts the lines it printed. */
-async function startWorker(consumer: string, minIdleMs: number): Promise<{ child: ChildProcess; deliveries: () => number }> {
-  const child = spawn(process.execPath, [WORKER, server.url, 'crash', consumer, upstream.url, String(PER_SECOND), String(minIdleMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** Starts a worker process on `queueName` and resolves once it is ready. */
+async function startWorker(queueName: string, consumer: string, upstream: Upstream, minIdleMs: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [WORKER, server.url, queueName, consumer, upstream.url, String(PER_SECOND), String(minIdleMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   await eventually(() => output.includes('ready\n'), `worker ${consumer} ready`, 15_000);
-  return { child, deliveries: () => output.split('\n').filter((line) => line.startsWith('delivered ')).length };
+  return child;
 }
 
 describe('a drain worker killed mid-drain', () => {
-  it('loses nothing: another worker reclaims its pending entry, each key delivered, the bound held', async () => {
+  it.each([
+    // Another consumer name: the entry left pending is found once idle for minIdleMs (XAUTOCLAIM).
+    ['another worker reclaims', 'second', 300],
+    // The same name, and minIdleMs a minute: only re-reading its own pending entries can find it.
+    ['the same worker restarted resumes', 'first', 60_000],
+  ])('loses nothing: %s the entry in flight; each key delivered, the bound held, the rate kept', async (_case, restartAs, minIdleMs) => {
+    const queueName = `crash-${restartAs}`;
+    // The 13th delivery hangs: the worker is killed with it in flight.
+    const upstream = await startUpstream((_request, index) => ({ status: 200, body: 'ok', delayMs: index === IN_FLIGHT ? 60_000 : 10 }));
+    upstreams.push(upstream);
     const queue = createDeferredQueue({ redis, maxLength: BOUND });
     const accepted: string[] = [];
     const enqueue = async (from: number, count: number): Promise<void> => {
-      const results = await Promise.all(Array.from({ length: count }, (_, i) => queue.enqueue('crash', { method: 'POST', path: `/job/${from + i}`, body: `job ${from + i}` })));
+      const results = await Promise.all(Array.from({ length: count }, (_, i) => queue.enqueue(queueName, { method: 'POST', path: `/job/${from + i}`, body: `job ${from + i}` })));
       for (const result of results) if (result.accepted) accepted.push(result.ticket);
     };
     await enqueue(0, 30);
     let longest = 0;
-    const sampler = setInterval(() => void queue.length('crash').then((length) => (longest = Math.max(longest, length))), 10);
+    const sampler = setInterval(() => void queue.length(queueName).then((length) => (longest = Math.max(longest, length))), 10);
     try {
-      const first = await startWorker('first', 60_000);
+      const first = await startWorker(queueName, 'first', upstream, minIdleMs);
       await eventually(() => upstream.received.length === IN_FLIGHT + 1, 'the hanging delivery');
-      await stopProcess(first.child); // SIGKILL
-      expect(await redis.call('XPENDING', 'tollgate:defer:{crash}:stream', 'tollgate-drain', '-', '+', '10', 'first')).toHaveLength(1);
+      await stopProcess(first); // SIGKILL
+      expect(await redis.call('XPENDING', `tollgate:defer:{${queueName}}:stream`, 'tollgate-drain', '-', '+', '10', 'first')).toHaveLength(1);
       // Meanwhile more arrive than the bound leaves room for.
       await enqueue(30, 30);
       // 12 delivered, 18 left (the one in flight among them): 22 more fit, 8 are refused.
-      expect(await queue.length('crash')).toBe(BOUND);
+      expect(await queue.length(queueName)).toBe(BOUND);
       expect(accepted).toHaveLength(30 + BOUND - (30 - IN_FLIGHT));
-      await startWorker('second', 300);
+      await startWorker(queueName, restartAs, upstream, minIdleMs);
       await eventually(async () => (await Promise.all(accepted.map((ticket) => queue.status(ticket)))).every((status) => status.state === 'delivered'), 'every accepted ticket delivered', 20_000);
     } finally {
       clearInterval(sampler);
@@ -79,7 +86,7 @@ describe('a drain worker killed mid-drain', () => {
     expect(keys.length).toBe(accepted.length + 1);
     expect(keys.filter((key) => key === keys[IN_FLIGHT])).toHaveLength(2);
     expect(longest).toBeLessThanOrEqual(BOUND);
-    expect(await queue.length('crash')).toBe(0);
+    expect(await queue.length(queueName)).toBe(0);
     // The rate is held in Redis, so it holds across the crash too: deliveries 1/40 s apart, network jitter aside.
     const gaps = upstream.received.slice(1).map((request, i) => request.at - upstream.received[i]!.at).sort((a, b) => a - b);
     expect(gaps[Math.floor(gaps.length / 2)]!).toBeGreaterThanOrEqual(1_000 / PER_SECOND - 5);

@@ -101,8 +101,10 @@ class RedisDrainWorker implements DrainWorker {
       } catch (error) {
         if (this.stopping.signal.aborted) break;
         callHook(this.settings.hooks.error, error);
-        // Whatever was being delivered is still pending on us: read it again first.
+        // Whatever was being delivered is still pending on us: read it again first. And the
+        // group may be gone with its stream (a flushed or restarted Redis): make it again.
         this.ownPendingDone = false;
+        groupReady = false;
         await this.wait(this.settings.backoff.baseMs);
       }
     }
