@@ -233,3 +233,20 @@ describe('stop, restart and reclaim', () => {
     expect(target.received).toHaveLength(0);
   });
 });
+
+describe('Redis going away', () => {
+  it('the worker rides out a Redis restart that lost everything: reports the errors, makes its group again, drains what comes next', async () => {
+    const { queue, queueName } = nextQueue();
+    const target = await upstream();
+    const errors: unknown[] = [];
+    worker({ queue, queueName, deliver: upstreamDeliverer(target.url), backoffBaseMs: 50, hooks: { error: (error) => errors.push(error) } });
+    const [before] = await enqueueAll(queue, queueName, 1);
+    await eventually(() => allDelivered(queue, [before!]), 'the first ticket delivered');
+    await server.restart();
+    await eventually(() => errors.length > 0, 'an error reported');
+    await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG', 'the client reconnected');
+    const [after] = await enqueueAll(queue, queueName, 1);
+    await eventually(() => allDelivered(queue, [after!]), 'the ticket enqueued after the restart delivered', 15_000);
+    expect(target.keys()).toEqual([before, after]);
+  }, 30_000);
+});
