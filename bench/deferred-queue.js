@@ -41,8 +41,20 @@ async function enqueueRate(queue, queueName, inFlight) {
   return ENTRIES / ((performance.now() - start) / 1_000);
 }
 
+/**
+ * Calls the worker makes to Redis so far (INFO commandstats): the commands it sends itself, not
+ * those its scripts run inside Redis (commandstats counts both under the inner command's name, so
+ * HSET, which the scripts run, is left out; the worker sends one itself only after a failed attempt).
+ */
+const WORKER_COMMANDS = /cmdstat_(evalsha|eval|xreadgroup|hmget|xautoclaim|xclaim|xgroup):calls=(\d+)/g;
+async function commandsServed(redis) {
+  const info = await redis.info('commandstats');
+  return [...info.matchAll(WORKER_COMMANDS)].reduce((sum, match) => sum + Number(match[2]), 0);
+}
+
 async function drainRate(queue, queueName, workerCount, upstreamUrl) {
   const deliver = upstreamDeliverer(upstreamUrl);
+  const commandsBefore = await commandsServed(queue.redis);
   const start = performance.now();
   const workers = Array.from({ length: workerCount }, (_, i) => startDrainWorker({
     queue, queueName, consumer: `w${i}`, blockMs: 50, admit: () => ({ allowed: true, retryAfterMs: 0 }), deliver,
@@ -50,6 +62,7 @@ async function drainRate(queue, queueName, workerCount, upstreamUrl) {
   while ((await queue.length(queueName)) > 0) await sleep(5);
   const seconds = (performance.now() - start) / 1_000;
   await Promise.all(workers.map((worker) => worker.stop()));
+  commandsPerDelivery.push(((await commandsServed(queue.redis)) - commandsBefore) / ENTRIES);
   return ENTRIES / seconds;
 }
 
@@ -60,6 +73,7 @@ await waitForPort(upstream, upstreamPort);
 const redis = new Redis(redisServer.url);
 const queue = createDeferredQueue({ redis, maxLength: ENTRIES * 2 });
 const results = { 'enqueue/1': [], 'enqueue/64': [], 'drain/1': [], 'drain/2': [] };
+const commandsPerDelivery = [];
 try {
   for (let repeat = 0; repeat < REPEATS; repeat++) {
     for (const workers of [1, 2]) {
@@ -70,7 +84,8 @@ try {
     }
   }
   const summary = Object.fromEntries(Object.entries(results).map(([name, rates]) => [name, { medianPerSecond: Math.round(median(rates)), runs: rates.map(Math.round) }]));
-  console.log(JSON.stringify({ entries: ENTRIES, repeats: REPEATS, bodyBytes: BODY.length, ...summary }, null, 2));
+  const perDelivery = Number(median(commandsPerDelivery).toFixed(2));
+  console.log(JSON.stringify({ entries: ENTRIES, repeats: REPEATS, bodyBytes: BODY.length, redisCallsPerDelivery: perDelivery, ...summary }, null, 2));
 } finally {
   redis.disconnect();
   await stopChild(upstream);

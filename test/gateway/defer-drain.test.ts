@@ -186,6 +186,20 @@ describe('stop, restart and reclaim', () => {
     expect(target.keys()).toEqual([ticket, ticket]);
   });
 
+  it('an attempt cut short by a stop counts: with maxAttempts 1 the restarted worker marks the ticket failed, without delivering again', async () => {
+    const { queue, queueName } = nextQueue();
+    const target = await upstream(() => ({ hang: true, status: 200 }));
+    const [ticket] = await enqueueAll(queue, queueName, 1);
+    const options = { queue, queueName, consumer: 'same', deliver: upstreamDeliverer(target.url), maxAttempts: 1, stopGraceMs: 50, minIdleMs: 60_000 };
+    const first = startDrainWorker({ ...options, admit: () => ({ allowed: true, retryAfterMs: 0 }) });
+    await eventually(() => target.received.length === 1, 'the first attempt');
+    await first.stop();
+    worker(options);
+    await eventually(() => allDelivered(queue, [ticket!]), 'the ticket finished');
+    expect(await queue.status(ticket!)).toMatchObject({ state: 'failed', attempts: 1, error: expect.stringMatching(/interrupted/) });
+    expect(target.received).toHaveLength(1);
+  });
+
   it('another consumer reclaims an entry left pending by one that died after reading it', async () => {
     const { queue, queueName } = nextQueue();
     const target = await upstream();

@@ -106,7 +106,8 @@ async function deliverWithRetries(context: DeliveryContext, first: DeferredEntry
   const { settings } = context;
   const { queue, hooks, queueName, maxAttempts } = settings;
   let made = first.attempt - 1;
-  let lastError = previousError ?? `no attempt succeeded`;
+  // Attempts already counted but without an error were cut short: their worker crashed or stopped.
+  let lastError = previousError ?? 'the last attempt was interrupted (its worker crashed or was stopped)';
   for (;;) {
     if (made >= maxAttempts) return markFailed(context, first, ticketKey, made, lastError);
     if (!(await waitForAdmission(context, { ...first, attempt: made + 1 }))) return;
