@@ -93,7 +93,8 @@ export async function deliverEntry(context: DeliveryContext, raw: StreamEntry): 
   const ticketKey = context.keys.ticket(ticket.secret);
   const [state, attempts, lastError] = await context.settings.queue.redis.hmget(ticketKey, 'state', 'attempts', 'error');
   if (state === 'delivered' || state === 'failed') {
-    // Recorded by a worker that died (or was taken for dead) before acknowledging: never deliver twice.
+    // Never deliver a recorded request again. (finish acknowledges in the script that records, so
+    // this is a guard against an entry put back by hand, not a path a crash can take.)
     await finish(context, raw.id, ticketKey, []);
     return;
   }

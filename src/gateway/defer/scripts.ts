@@ -35,6 +35,8 @@ local ticketKey = KEYS[1]          -- the ticket's hash
 local state = redis.call('HGET', ticketKey, 'state')
 if state == 'delivered' or state == 'failed' then return -1 end
 redis.call('HSET', ticketKey, 'state', 'delivering')
+-- An error stays only if this attempt fails: one missing on a counted attempt means it was cut short.
+redis.call('HDEL', ticketKey, 'error')
 return redis.call('HINCRBY', ticketKey, 'attempts', 1)
 `;
 
