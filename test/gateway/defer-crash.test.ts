@@ -1,38 +1,30 @@
 /**
- * A drain worker in a child process, SIGKILLed mid-drain while more requests are being enqueued; a
- * second worker (another process, another consumer name) reclaims what the first left pending.
- * Every accepted request reaches the upstream; each idempotency key at least once and at most one
- * extra delivery in all (the one in flight at the kill, again with its key); the queue's bound holds throughout; the
- * rate (held in Redis) holds across the crash. Runs against dist/ (`npm run build` first).
+ * A drain worker in a child process, SIGKILLed with a delivery in flight while more requests are
+ * enqueued; then another worker process (another consumer name: XAUTOCLAIM), or the same one
+ * restarted (its own pending entries), carries on. Every accepted request reaches the upstream, the
+ * one in flight at the kill twice with the same key and no other twice; the queue's bound holds
+ * throughout; the rate (held in Redis) holds across the crash. Runs against dist/ (`npm run build` first).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createDeferredQueue } from '../../src/gateway/defer/index.js';
-import { startRedis, stopProcess, type RedisServer } from '../support/redis.js';
-import { eventually, startUpstream, type Upstream } from '../support/defer-upstream.js';
+import { stopProcess } from '../support/redis.js';
+import { eventually, startUpstream, useRedisWithClient, type Upstream } from '../support/defer-upstream.js';
 
 const WORKER = fileURLToPath(new URL('../support/drain-worker.mjs', import.meta.url));
 const PER_SECOND = 40;
 const BOUND = 40;
 const IN_FLIGHT = 12;
 
-let server: RedisServer;
-let redis: Redis;
+const shared = useRedisWithClient();
+const server = shared.server;
 const children: ChildProcess[] = [];
 const upstreams: Upstream[] = [];
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = new Redis(server.url);
-}, 20_000);
 
 afterAll(async () => {
   await Promise.all(children.map((child) => stopProcess(child)));
   await Promise.all(upstreams.map((upstream) => upstream.close()));
-  redis?.disconnect();
-  await server?.stop();
 });
 
 /** Starts a worker process on `queueName` and resolves once it is ready. */
@@ -56,7 +48,7 @@ describe('a drain worker killed mid-drain', () => {
     // The 13th delivery hangs: the worker is killed with it in flight.
     const upstream = await startUpstream((_request, index) => ({ status: 200, body: 'ok', delayMs: index === IN_FLIGHT ? 60_000 : 10 }));
     upstreams.push(upstream);
-    const queue = createDeferredQueue({ redis, maxLength: BOUND });
+    const queue = createDeferredQueue({ redis: shared.redis, maxLength: BOUND });
     const accepted: string[] = [];
     const enqueue = async (from: number, count: number): Promise<void> => {
       const results = await Promise.all(Array.from({ length: count }, (_, i) => queue.enqueue(queueName, { method: 'POST', path: `/job/${from + i}`, body: `job ${from + i}` })));
@@ -69,7 +61,7 @@ describe('a drain worker killed mid-drain', () => {
       const first = await startWorker(queueName, 'first', upstream, minIdleMs);
       await eventually(() => upstream.received.length === IN_FLIGHT + 1, 'the hanging delivery');
       await stopProcess(first); // SIGKILL
-      expect(await redis.call('XPENDING', `tollgate:defer:{${queueName}}:stream`, 'tollgate-drain', '-', '+', '10', 'first')).toHaveLength(1);
+      expect(await shared.redis.call('XPENDING', `tollgate:defer:{${queueName}}:stream`, 'tollgate-drain', '-', '+', '10', 'first')).toHaveLength(1);
       // Meanwhile more arrive than the bound leaves room for.
       await enqueue(30, 30);
       // 12 delivered, 18 left (the one in flight among them): 22 more fit, 8 are refused.

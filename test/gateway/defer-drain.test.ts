@@ -4,32 +4,20 @@
  * idempotency key, results readable by ticket, retries with backoff, giving up, a clean stop that
  * leaves the entry in flight pending, and a restart or another consumer picking it up.
  */
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createLimiter } from '../../src/index.js';
 import { createDeferredQueue, startDrainWorker, upstreamDeliverer, type DeferredQueue, type DrainWorker, type DrainWorkerOptions } from '../../src/gateway/defer/index.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
-import { eventually, startUpstream, type Reply, type Upstream } from '../support/defer-upstream.js';
+import { eventually, startUpstream, useRedisWithClient, type Reply, type Upstream } from '../support/defer-upstream.js';
 
-let server: RedisServer;
-let redis: Redis;
+const shared = useRedisWithClient();
+const server = shared.server;
 let queueCount = 0;
 const workers: DrainWorker[] = [];
 const upstreams: Upstream[] = [];
 
-beforeAll(async () => {
-  server = await startRedis();
-  redis = new Redis(server.url);
-}, 20_000);
-
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.stop()));
   await Promise.all(upstreams.splice(0).map((upstream) => upstream.close()));
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
 });
 
 async function upstream(respond?: (request: { path: string }, index: number) => Reply): Promise<Upstream> {
@@ -46,7 +34,7 @@ function worker(options: Partial<DrainWorkerOptions> & Pick<DrainWorkerOptions, 
 
 /** A fresh queue name per test, so tests never see each other's entries. */
 function nextQueue(): { queue: DeferredQueue; queueName: string } {
-  return { queue: createDeferredQueue({ redis }), queueName: `q${++queueCount}` };
+  return { queue: createDeferredQueue({ redis: shared.redis }), queueName: `q${++queueCount}` };
 }
 
 async function enqueueAll(queue: DeferredQueue, queueName: string, count: number): Promise<string[]> {
@@ -208,8 +196,8 @@ describe('stop, restart and reclaim', () => {
     const [ticket, second] = await enqueueAll(queue, queueName, 2);
     // A consumer that read the first entry and died before doing anything with it.
     const stream = `tollgate:defer:{${queueName}}:stream`;
-    await redis.call('XGROUP', 'CREATE', stream, 'tollgate-drain', '0');
-    await redis.call('XREADGROUP', 'GROUP', 'tollgate-drain', 'dead', 'COUNT', '1', 'STREAMS', stream, '>');
+    await shared.redis.call('XGROUP', 'CREATE', stream, 'tollgate-drain', '0');
+    await shared.redis.call('XREADGROUP', 'GROUP', 'tollgate-drain', 'dead', 'COUNT', '1', 'STREAMS', stream, '>');
     worker({ queue, queueName, consumer: 'alive', deliver: upstreamDeliverer(target.url), minIdleMs: 200, reclaimIntervalMs: 50 });
     await eventually(() => allDelivered(queue, [ticket!, second!]), 'both tickets delivered');
     expect(target.keys().sort()).toEqual([ticket, second].sort());
@@ -260,7 +248,7 @@ describe('Redis going away', () => {
     await eventually(() => allDelivered(queue, [before!]), 'the first ticket delivered');
     await server.restart();
     await eventually(() => errors.length > 0, 'an error reported');
-    await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG', 'the client reconnected');
+    await eventually(async () => (await shared.redis.ping().catch(() => '')) === 'PONG', 'the client reconnected');
     const [after] = await enqueueAll(queue, queueName, 1);
     await eventually(() => allDelivered(queue, [after!]), 'the ticket enqueued after the restart delivered', 15_000);
     expect(target.keys()).toEqual([before, after]);
