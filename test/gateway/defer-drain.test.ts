@@ -223,16 +223,20 @@ describe('stop, restart and reclaim', () => {
     expect(target.keys()).toEqual([ticket, after]);
   });
 
-  it('stop() while waiting for admission returns at once and leaves no attempt made', async () => {
+  it('stop() while waiting for admission returns at once, leaves no timer and no attempt made', async () => {
     const { queue, queueName } = nextQueue();
     const target = await upstream();
     const [ticket] = await enqueueAll(queue, queueName, 1);
     let asked = 0;
+    const timers = (): number => process.getActiveResourcesInfo().filter((name) => name === 'Timeout').length;
+    const timersBefore = timers();
     const drain = startDrainWorker({ queue, queueName, consumer: 'w', admit: () => { asked++; return { allowed: false, retryAfterMs: 60_000 }; }, deliver: upstreamDeliverer(target.url) });
     await eventually(() => asked === 1, 'admit asked');
     const stopping = performance.now();
     await drain.stop();
     expect(performance.now() - stopping).toBeLessThan(1_000);
+    // The minute-long wait for admission, the heartbeat: no timer of the worker's is left.
+    expect(timers()).toBe(timersBefore);
     expect(await queue.status(ticket!)).toMatchObject({ state: 'queued' });
     expect(target.received).toHaveLength(0);
   });

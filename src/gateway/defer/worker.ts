@@ -4,6 +4,7 @@
  * acknowledged only together with its recorded result, so a crash leaves it pending, and the next
  * worker (or this one restarted) delivers it again with the same idempotency key.
  */
+import { once } from 'node:events';
 import type { Cluster, Redis } from 'ioredis';
 import { abortableSleep } from './backoff.js';
 import { deliverEntry, type DeliveryContext } from './delivery.js';
@@ -57,14 +58,20 @@ class RedisDrainWorker implements DrainWorker {
   }
 
   async stop(): Promise<void> {
+    let closed: Promise<unknown> = Promise.resolve();
     if (!this.stopping.signal.aborted) {
       this.stopping.abort();
+      const blocking = this.reader.blocking;
+      if (blocking.status !== 'end') closed = once(blocking, 'end');
       // Ends a blocking read at once.
-      this.reader.blocking.disconnect();
+      blocking.disconnect();
     }
-    if (await settlesWithin(this.running, this.settings.stopGraceMs)) return;
-    this.abandoning.abort();
-    await settlesWithin(this.running, Math.max(this.settings.stopGraceMs, 100));
+    if (!(await settlesWithin(this.running, this.settings.stopGraceMs))) {
+      this.abandoning.abort();
+      await settlesWithin(this.running, Math.max(this.settings.stopGraceMs, 100));
+    }
+    // The blocking connection's own timers go with it.
+    await settlesWithin(closed, 1_000);
   }
 
   private async wait(ms: number): Promise<boolean> {
