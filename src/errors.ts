@@ -15,7 +15,9 @@ export type TollgateErrorCode =
   | 'ERR_TOLLGATE_STORE_DATA'
   | 'ERR_TOLLGATE_STORE_ERROR'
   | 'ERR_TOLLGATE_INVALID_RULES'
-  | 'ERR_TOLLGATE_INVALID_CHECK';
+  | 'ERR_TOLLGATE_INVALID_CHECK'
+  | 'ERR_TOLLGATE_INVALID_DEFERRED_REQUEST'
+  | 'ERR_TOLLGATE_DEFERRED_BODY_TOO_LARGE';
 
 /** Base class of every error Tollgate throws on purpose. */
 export class TollgateError extends Error {
@@ -122,6 +124,24 @@ export class RulesError extends TollgateError {
 export class InvalidCheckError extends TollgateError {
   constructor(message: string) {
     super('ERR_TOLLGATE_INVALID_CHECK', message);
+  }
+}
+
+/** A request handed to the deferred queue is malformed (method, path or a header); answer it with a 400. */
+export class InvalidDeferredRequestError extends TollgateError {
+  constructor(message: string) {
+    super('ERR_TOLLGATE_INVALID_DEFERRED_REQUEST', message);
+  }
+}
+
+/** A request's body is larger than the deferred queue keeps (`maxBodyBytes`); answer it with a 413. */
+export class DeferredBodyTooLargeError extends TollgateError {
+  /** The queue's cap, in bytes. */
+  readonly limitBytes: number;
+
+  constructor(limitBytes: number, actualBytes: number) {
+    super('ERR_TOLLGATE_DEFERRED_BODY_TOO_LARGE', `The request body is ${actualBytes} bytes; the deferred queue keeps at most ${limitBytes} (raise maxBodyBytes, or send a smaller body)`);
+    this.limitBytes = limitBytes;
   }
 }
 

@@ -1,0 +1,108 @@
+/** The drain worker's options, checked once when it starts. */
+import { InvalidOptionError, describeValue } from '../../errors.js';
+import { checkOptions } from '../../options.js';
+import { checkQueueName } from './keys.js';
+import { callback, hooksOption, shortName, wholeNumber } from './options.js';
+import { RedisDeferredQueue, type DeferredQueue } from './queue.js';
+import type { Admission, DeferredEntry, DeliveryResponse } from './types.js';
+
+/** Metrics hooks of the drain worker; each is called after the fact and may not throw into the worker. */
+export interface DrainWorkerHooks {
+  delivered(queueName: string, ticket: string, status: number, attempts: number): void;
+  /** An attempt failed (5xx or network error) and another follows after `delayMs`. */
+  retried(queueName: string, ticket: string, attempt: number, delayMs: number, error: string): void;
+  /** The last attempt failed: the ticket is marked failed. */
+  failed(queueName: string, ticket: string, attempts: number, error: string): void;
+  /** An error the worker rode out (Redis unreachable, `admit` threw); it waits and tries again. */
+  error(error: unknown): void;
+}
+
+/** Options of {@link startDrainWorker}. */
+export interface DrainWorkerOptions {
+  /** The queue, from `createDeferredQueue`. */
+  readonly queue: DeferredQueue;
+  readonly queueName: string;
+  /** This worker's name in the consumer group; a restarted worker with the same name resumes its own pending entries. */
+  readonly consumer: string;
+  /** The consumer group, default `tollgate-drain`. */
+  readonly group?: string;
+  /** Asked before every attempt: the limiter's answer for the entry's route ("at the rate the rule allows"). */
+  readonly admit: (entry: DeferredEntry) => Admission | Promise<Admission>;
+  /**
+   * Sends the entry upstream with `Idempotency-Key: idempotencyKey` (the same on every attempt) and
+   * answers the response; throws on a network error. Must give up when `signal` aborts (a stop past its grace).
+   */
+  readonly deliver: (entry: DeferredEntry, idempotencyKey: string, signal: AbortSignal) => Promise<DeliveryResponse>;
+  /** Attempts before a ticket is marked failed, counted across workers and restarts. Default 5. */
+  readonly maxAttempts?: number;
+  /** First wait after a failed attempt, in ms; doubles each time. Default 500. */
+  readonly backoffBaseMs?: number;
+  /** Longest wait between attempts, in ms. Default 30,000. */
+  readonly backoffMaxMs?: number;
+  /** An entry pending this long (ms) on another consumer is taken over: that consumer is presumed dead. Default 30,000. */
+  readonly minIdleMs?: number;
+  /** How often (ms) to look for such entries. Default 1,000. */
+  readonly reclaimIntervalMs?: number;
+  /** Longest blocking read for new entries, in ms. Default 1,000. */
+  readonly blockMs?: number;
+  /** How long `stop()` lets a delivery in flight finish before abandoning it (left pending), in ms. Default 5,000. */
+  readonly stopGraceMs?: number;
+  /** Waits `ms` unless `signal` aborts first (for tests). Default: a timer. */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<unknown>;
+  /** A number in [0, 1), for the backoff's jitter (for tests). Default `Math.random`. */
+  readonly random?: () => number;
+  readonly hooks?: Partial<DrainWorkerHooks>;
+}
+
+export interface WorkerSettings {
+  readonly queue: RedisDeferredQueue;
+  readonly queueName: string;
+  readonly consumer: string;
+  readonly group: string;
+  readonly admit: DrainWorkerOptions['admit'];
+  readonly deliver: DrainWorkerOptions['deliver'];
+  readonly maxAttempts: number;
+  readonly backoff: { readonly baseMs: number; readonly maxMs: number };
+  readonly minIdleMs: number;
+  readonly reclaimIntervalMs: number;
+  readonly blockMs: number;
+  readonly stopGraceMs: number;
+  readonly sleep: ((ms: number, signal: AbortSignal) => Promise<unknown>) | undefined;
+  readonly random: () => number;
+  readonly hooks: Partial<DrainWorkerHooks>;
+}
+
+const WHERE = 'startDrainWorker';
+const OPTION_NAMES = [
+  'queue', 'queueName', 'consumer', 'group', 'admit', 'deliver', 'maxAttempts', 'backoffBaseMs', 'backoffMaxMs',
+  'minIdleMs', 'reclaimIntervalMs', 'blockMs', 'stopGraceMs', 'sleep', 'random', 'hooks',
+];
+const HOOK_NAMES = ['delivered', 'retried', 'failed', 'error'];
+const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
+const HOUR = 3_600_000;
+
+export function workerSettings(options: DrainWorkerOptions): WorkerSettings {
+  checkOptions(WHERE, options, OPTION_NAMES, '{ queue, queueName, consumer, admit, deliver }');
+  if (!(options.queue instanceof RedisDeferredQueue)) throw new InvalidOptionError(`${WHERE}: queue must come from createDeferredQueue(...), got ${describeValue(options.queue)}`);
+  checkQueueName(options.queueName);
+  const backoffBaseMs = wholeNumber(WHERE, 'backoffBaseMs', options.backoffBaseMs, 500, 1, HOUR);
+  const backoffMaxMs = wholeNumber(WHERE, 'backoffMaxMs', options.backoffMaxMs, Math.max(30_000, backoffBaseMs), backoffBaseMs, 24 * HOUR);
+  const minIdleMs = wholeNumber(WHERE, 'minIdleMs', options.minIdleMs, 30_000, 10, 24 * HOUR);
+  return {
+    queue: options.queue,
+    queueName: options.queueName,
+    consumer: shortName(WHERE, 'consumer', options.consumer, undefined, NAME, '1-128 letters, digits, "_", ".", "-" or ":"'),
+    group: shortName(WHERE, 'group', options.group, 'tollgate-drain', NAME, '1-128 letters, digits, "_", ".", "-" or ":"'),
+    admit: callback(WHERE, 'admit', options.admit),
+    deliver: callback(WHERE, 'deliver', options.deliver),
+    maxAttempts: wholeNumber(WHERE, 'maxAttempts', options.maxAttempts, 5, 1, 1_000),
+    backoff: { baseMs: backoffBaseMs, maxMs: backoffMaxMs },
+    minIdleMs,
+    reclaimIntervalMs: wholeNumber(WHERE, 'reclaimIntervalMs', options.reclaimIntervalMs, Math.min(1_000, minIdleMs), 10, HOUR),
+    blockMs: wholeNumber(WHERE, 'blockMs', options.blockMs, 1_000, 1, 60_000),
+    stopGraceMs: wholeNumber(WHERE, 'stopGraceMs', options.stopGraceMs, 5_000, 0, HOUR),
+    sleep: options.sleep === undefined ? undefined : callback(WHERE, 'sleep', options.sleep),
+    random: callback(WHERE, 'random', options.random, Math.random),
+    hooks: hooksOption<DrainWorkerHooks>(WHERE, options.hooks, HOOK_NAMES),
+  };
+}
