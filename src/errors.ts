@@ -15,7 +15,8 @@ export type TollgateErrorCode =
   | 'ERR_TOLLGATE_STORE_DATA'
   | 'ERR_TOLLGATE_STORE_ERROR'
   | 'ERR_TOLLGATE_INVALID_RULES'
-  | 'ERR_TOLLGATE_INVALID_CHECK';
+  | 'ERR_TOLLGATE_INVALID_CHECK'
+  | 'ERR_TOLLGATE_INVALID_LOG';
 
 /** Base class of every error Tollgate throws on purpose. */
 export class TollgateError extends Error {
@@ -122,6 +123,18 @@ export class RulesError extends TollgateError {
 export class InvalidCheckError extends TollgateError {
   constructor(message: string) {
     super('ERR_TOLLGATE_INVALID_CHECK', message);
+  }
+}
+
+/** An access-log line `tollgate simulate --strict` was given is not in the log's format. */
+export class InvalidLogError extends TollgateError {
+  readonly file: string;
+  readonly line: number;
+
+  constructor(file: string, line: number, problem: string) {
+    super('ERR_TOLLGATE_INVALID_LOG', `${file}:${line}: ${problem}`);
+    this.file = file;
+    this.line = line;
   }
 }
 

@@ -27,7 +27,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['fault/', 'cache/'],
   ['limiter', 'limiter-options', 'limiter-checks'],
   ['rules/'],
-  ['http/', 'service/'],
+  ['http/', 'service/', 'simulate/'],
   ['cli', 'demo', 'index'],
 ];
 

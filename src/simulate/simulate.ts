@@ -1,0 +1,152 @@
+/**
+ * `simulate()`: replays log entries against rules offline, with the real algorithms. Each run (the
+ * rules as written, or every limit on one algorithm) has its own limiter over its own memory store,
+ * and every decision is given the entry's time as `now`: simulated time, no waiting, no clock read.
+ * All runs (and the reference of `compareTo`) decide each entry in turn, so the log is read once
+ * and may be any async iterable.
+ */
+import { InvalidOptionError, describeValue } from '../errors.js';
+import { ALGORITHMS, type AlgorithmName } from '../policy.js';
+import type { CheckRequest, CheckResult } from '../rules/check.js';
+import { createLimiter, type Limiter } from '../rules/limiter.js';
+import type { DomainConfig } from '../rules/types.js';
+import { memoryStore } from '../store/memory.js';
+import { requestsFor, type LogMapping } from './mapping.js';
+import { RuleStats, isOver, type StatsBounds } from './rule-stats.js';
+import { rulesForRun, type RunRules } from './rules-for-run.js';
+import type { LogEntry, SimulationReport, SimulationRun } from './types.js';
+
+/** Options of {@link simulate}. */
+export interface SimulateOptions {
+  /** The rules, as `loadDomainConfigs(path)` reads them (validated, not yet compiled). */
+  readonly rules: readonly DomainConfig[];
+  /** The log, in time order (an entry earlier than one before it is decided at the latest time seen). */
+  readonly entries: AsyncIterable<LogEntry> | Iterable<LogEntry>;
+  /** How each entry becomes check requests. */
+  readonly mapping: LogMapping;
+  /** One run per algorithm, every limit on it; default one run with the rules' own algorithms. */
+  readonly algorithms?: readonly AlgorithmName[];
+  /** Count, per limit and run, the decisions that differ from this algorithm's on the same traffic. */
+  readonly compareTo?: AlgorithmName;
+  /** Busiest keys reported per limit (default 10). */
+  readonly topKeys?: number;
+  /** Keys tracked per busiest-keys list (default 1,000): counts are exact while a limit has fewer keys. */
+  readonly trackedKeys?: number;
+  /** Most timeline buckets per limit (default 240); buckets widen from one minute to fit. */
+  readonly maxBuckets?: number;
+  /** Keys of each run's memory store (default 1,000,000): beyond it the least recently used start fresh. */
+  readonly maxStoreKeys?: number;
+}
+
+/** One run being replayed. */
+interface Replay {
+  readonly algorithm: AlgorithmName | 'rules';
+  readonly rules: RunRules;
+  readonly limiter: Limiter;
+  readonly stats: Map<string, RuleStats>;
+  requests: number;
+  allowed: number;
+  throttled: number;
+}
+
+/** Replays `entries` and reports, per run and limit, what was allowed, throttled, by whom and when. */
+export async function simulate(options: SimulateOptions): Promise<SimulationReport> {
+  const bounds = boundsOf(options);
+  const algorithms = checkAlgorithms(options.algorithms ?? [], '--algorithm');
+  const compareTo = options.compareTo === undefined ? undefined : checkAlgorithms([options.compareTo], '--compare-to')[0];
+  let simulatedNow = 0;
+  const clock = (): number => simulatedNow;
+  const replay = (algorithm: AlgorithmName | undefined): Replay => {
+    const rules = rulesForRun(options.rules, algorithm);
+    const store = memoryStore({ maxKeys: options.maxStoreKeys ?? 1_000_000, sweepIntervalMs: 0 });
+    return { algorithm: algorithm ?? 'rules', rules, limiter: createLimiter({ store, clock, rules: rules.ruleSet }), stats: new Map(), requests: 0, allowed: 0, throttled: 0 };
+  };
+  const replays = algorithms.length === 0 ? [replay(undefined)] : algorithms.map(replay);
+  const reference = compareTo === undefined ? undefined : replay(compareTo);
+  let entries = 0;
+  let unmapped = 0;
+  let outOfOrder = 0;
+  let start: number | undefined;
+  try {
+    for await (const entry of options.entries) {
+      entries += 1;
+      if (entry.time < simulatedNow) outOfOrder += 1;
+      else simulatedNow = entry.time;
+      const requests = requestsFor(options.mapping, entry, simulatedNow);
+      if (requests.length === 0) {
+        unmapped += 1;
+        continue;
+      }
+      start ??= simulatedNow;
+      for (const request of requests) {
+        const expected = reference === undefined ? undefined : await decide(reference, request, simulatedNow, bounds, undefined);
+        for (const run of replays) await decide(run, request, simulatedNow, bounds, expected);
+      }
+    }
+  } finally {
+    await Promise.all([...replays, ...(reference === undefined ? [] : [reference])].map((run) => run.limiter.close()));
+  }
+  return {
+    entries,
+    unmapped,
+    outOfOrder,
+    ...(start === undefined ? {} : { start, end: simulatedNow }),
+    ...(compareTo === undefined ? {} : { compareTo }),
+    runs: replays.map(runReport),
+  };
+}
+
+/** Decides one request in one run and counts it; returns the result (the reference's is compared against). */
+async function decide(run: Replay, request: CheckRequest, now: number, bounds: StatsBounds, reference: CheckResult | undefined): Promise<CheckResult> {
+  const answer = run.limiter.decideCheck(request);
+  const result = answer instanceof Promise ? await answer : (answer as CheckResult);
+  run.requests += 1;
+  if (result.overallCode === 'OK') run.allowed += 1;
+  else run.throttled += 1;
+  result.statuses.forEach((status, index) => {
+    if (status.rule === undefined || status.key === undefined) return;
+    let stats = run.stats.get(status.rule);
+    if (stats === undefined) {
+      const info = run.rules.limits.get(status.rule);
+      if (info === undefined) return;
+      stats = new RuleStats(status.rule, info, bounds);
+      run.stats.set(status.rule, stats);
+    }
+    stats.record(status.key, isOver(status), now, reference?.statuses[index]);
+  });
+  return result;
+}
+
+function runReport(run: Replay): SimulationRun {
+  return {
+    algorithm: run.algorithm,
+    requests: run.requests,
+    allowed: run.allowed,
+    throttled: run.throttled,
+    rules: [...run.stats.values()].map((stats) => stats.report()),
+  };
+}
+
+function checkAlgorithms(names: readonly unknown[], flag: string): AlgorithmName[] {
+  if (!Array.isArray(names)) throw new InvalidOptionError(`simulate: algorithms must be a list of ${ALGORITHMS.join(', ')}, got ${describeValue(names)}`);
+  for (const name of names) {
+    if (!(ALGORITHMS as readonly unknown[]).includes(name)) throw new InvalidOptionError(`simulate: ${flag} ${describeValue(name)} is not one of ${ALGORITHMS.join(', ')}`);
+  }
+  if (new Set(names).size !== names.length) throw new InvalidOptionError(`simulate: ${flag} names an algorithm twice; give each once`);
+  return names as AlgorithmName[];
+}
+
+function boundsOf(options: SimulateOptions): StatsBounds {
+  const whole = (name: string, value: number | undefined, fallback: number, max: number): number => {
+    if (value === undefined) return fallback;
+    if (!Number.isSafeInteger(value) || value < 1 || value > max) throw new InvalidOptionError(`simulate: ${name} must be a whole number from 1 to ${max}, got ${describeValue(value)}`);
+    return value;
+  };
+  const topKeys = whole('topKeys', options.topKeys, 10, 1_000);
+  return {
+    topKeys,
+    trackedKeys: Math.max(topKeys, whole('trackedKeys', options.trackedKeys, 1_000, 100_000)),
+    distinctKeys: 100_000,
+    maxBuckets: whole('maxBuckets', options.maxBuckets, 240, 10_000),
+  };
+}
