@@ -16,7 +16,7 @@ import { startService } from './service/server.js';
 import { REPLICATE_FLAGS, startReplicateCommand } from './service/replicate.js';
 import { checkRuleFiles } from './rules/files.js';
 import { countDescriptors } from './rules/parse.js';
-import { SIMULATE_FLAGS, runSimulate } from './simulate/command.js';
+import { runSimulateCommand } from './simulate/command.js';
 
 const USAGE = `Usage: tollgate <command> [options]
 
@@ -258,18 +258,9 @@ async function replicate(args: string[]): Promise<number> {
 }
 
 /** `tollgate simulate`: 0 when the log was replayed, 1 when it could not be read, 2 on bad flags, rules or mapping. */
-async function simulateCommand(args: string[]): Promise<number> {
-  try {
-    const { values } = parseArgs({ args, options: { ...SIMULATE_FLAGS, ...HELP_OPTION }, allowPositionals: false });
-    if (values.help === true) return help([]);
-    return await runSimulate(values, { stdout: process.stdout, stderr: process.stderr });
-  } catch (error) {
-    if (error instanceof TollgateError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
-      const message = (error as Error).message;
-      return usageError(message.startsWith('simulate:') ? message : `simulate: ${message}`);
-    }
-    throw error;
-  }
+function simulateCommand(args: string[]): Promise<number> {
+  if (args.some((arg) => HELP_FLAGS.has(arg))) return Promise.resolve(help([]));
+  return runSimulateCommand(args, { stdout: process.stdout, stderr: process.stderr }, USAGE);
 }
 
 /** `tollgate validate PATH`: 0 when the rules load, 1 with every error on stderr, 2 on misuse. */

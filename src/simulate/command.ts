@@ -5,7 +5,8 @@
  * bad line, 2 on bad flags, rules or mapping (the message says what to fix).
  */
 import { openSync, readSync, closeSync, writeFileSync } from 'node:fs';
-import { InvalidLogError, InvalidOptionError, RulesError } from '../errors.js';
+import { parseArgs } from 'node:util';
+import { InvalidLogError, InvalidOptionError, RulesError, TollgateError } from '../errors.js';
 import { loadDomainConfigs } from '../rules/files.js';
 import { jsonFieldMap } from './log-json.js';
 import { LOG_FORMATS, detectFormat, fieldsOf, readAccessLog, type LogFormat } from './log-read.js';
@@ -53,6 +54,24 @@ export interface SimulateFlags {
 export interface CommandOutput {
   readonly stdout: { write(text: string): unknown; readonly isTTY?: boolean };
   readonly stderr: { write(text: string): unknown; readonly isTTY?: boolean };
+}
+
+/**
+ * The command from its arguments: flags parsed and checked, a bad one answered on stderr with
+ * `usage` and exit 2.
+ */
+export async function runSimulateCommand(args: readonly string[], output: CommandOutput, usage: string): Promise<number> {
+  try {
+    const { values } = parseArgs({ args: [...args], options: SIMULATE_FLAGS, allowPositionals: false });
+    return await runSimulate(values, output);
+  } catch (error) {
+    if (error instanceof TollgateError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
+      const message = (error as Error).message;
+      output.stderr.write(`tollgate: ${message.startsWith('simulate:') ? message : `simulate: ${message}`}\n\n${usage}`);
+      return 2;
+    }
+    throw error;
+  }
 }
 
 /** Runs the command; resolves to its exit code. Throws {@link InvalidOptionError} on bad flags (exit 2). */
