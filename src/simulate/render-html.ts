@@ -13,7 +13,7 @@ h1{font-size:1.4em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #cc
 table{border-collapse:collapse;margin:.5em 0}td,th{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums}.throttled{color:#b00020}.rule{margin:1.5em 0}
 svg .allowed{fill:#4caf50}svg .throttled{fill:#d32f2f}svg text{font-size:11px;fill:#555}.legend span{margin-right:1em}
-.keys{display:flex;gap:3em;flex-wrap:wrap}`;
+.keys{display:flex;gap:3em;flex-wrap:wrap;align-items:flex-start}`;
 
 /** Renders the report as a complete HTML document. */
 export function renderHtml(report: SimulationReport, log: LogSummary | undefined): string {
@@ -23,6 +23,7 @@ export function renderHtml(report: SimulationReport, log: LogSummary | undefined
     `<p id="summary">${report.entries} requests replayed${report.start === undefined ? '' : `, ${time(report.start)} → ${time(report.end!)} UTC`}${
       log === undefined ? '' : `; ${log.lines} lines, ${log.malformed} malformed`
     }${report.outOfOrder > 0 ? `; ${report.outOfOrder} out of order` : ''}.</p>`,
+    summaryTable(report),
     ...report.runs.map((run) => runSection(run, report.compareTo)),
   ];
   return `<!doctype html>
@@ -34,6 +35,19 @@ export function renderHtml(report: SimulationReport, log: LogSummary | undefined
 ${body.join('\n')}
 </body></html>
 `;
+}
+
+/** Every limit in every run, one row each: the side-by-side view when algorithms are compared. */
+function summaryTable(report: SimulationReport): string {
+  const compared = report.compareTo !== undefined;
+  const head = `<tr><th>rule</th><th>limit</th><th>algorithm</th><th>requests</th><th>allowed</th><th>throttled</th>${compared ? `<th>allowed only here / only by ${escape(report.compareTo!)}</th>` : ''}</tr>`;
+  const rows = report.runs.flatMap((run) =>
+    run.rules.map((rule) => {
+      const difference = rule.difference === undefined ? '' : `<td class="n">${rule.difference.allowedOnlyHere} / ${rule.difference.allowedOnlyByReference}</td>`;
+      return `<tr><td>${escape(rule.rule)}</td><td>${escape(rule.limit)}</td><td>${escape(rule.algorithm)}</td><td class="n">${rule.requests}</td><td class="n">${rule.allowed}</td><td class="n throttled">${rule.throttled}</td>${difference}</tr>`;
+    }),
+  );
+  return `<table id="overview">${head}${rows.join('')}</table>`;
 }
 
 function runSection(run: SimulationRun, compareTo: string | undefined): string {
@@ -83,8 +97,9 @@ function bar(bucket: TimeBucket, x: number, width: number, scale: number, bottom
 }
 
 function keyTable(title: string, keys: readonly TopKey[]): string {
-  const rows = keys.map((key) => `<tr><td>${escape(key.key)}</td><td class="n">${key.count}</td><td class="n">${key.error > 0 ? `±${key.error}` : ''}</td></tr>`).join('');
-  return `<table class="top"><caption>${escape(title)}</caption><tr><th>key</th><th>count</th><th>error</th></tr>${rows}</table>`;
+  // Space-Saving counts are never low; a key that took over a slot may be `error` high.
+  const rows = keys.map((key) => `<tr><td>${escape(key.key)}</td><td class="n">${key.error > 0 ? `${key.count - key.error}–${key.count}` : key.count}</td></tr>`).join('');
+  return `<table class="top"><caption>${escape(title)}</caption><tr><th>key</th><th>count</th></tr>${rows}</table>`;
 }
 
 function time(ms: number): string {
