@@ -39,7 +39,9 @@ function rewrite(descriptor: DescriptorConfig, domain: string, parentPath: strin
   const path = `${parentPath}.${descriptor.key}${descriptor.value === undefined ? '' : `=${descriptor.value}`}`;
   let rateLimit: RateLimitConfig | undefined = descriptor.rateLimit;
   if (rateLimit !== undefined) {
-    const { leaseSize: _lease, syncIntervalMs: _sync, ...exact } = rateLimit;
+    const exact: RateLimitConfig = { ...rateLimit };
+    delete (exact as { leaseSize?: number }).leaseSize;
+    delete (exact as { syncIntervalMs?: number }).syncIntervalMs;
     // quota_mode counts every hit, which only fixed-window can: those limits keep their algorithm.
     rateLimit = algorithm === undefined || descriptor.quotaMode ? exact : { ...exact, algorithm };
     if (!rateLimit.unlimited && rateLimit.unit !== undefined && rateLimit.requestsPerUnit !== undefined) {

@@ -19,7 +19,7 @@ async function read(text: string, options: Partial<ReadLogOptions> = {}) {
   writeFileSync(file, text);
   const log = readAccessLog(file, { jsonFields: jsonFieldMap(), ...options });
   const entries: LogEntry[] = [];
-  for await (const entry of log.entries) entries.push(entry);
+  for await (const batch of log.entries) entries.push(...batch);
   return { entries, stats: log.stats, file };
 }
 
@@ -113,7 +113,7 @@ describe('malformed lines', () => {
     const log = readAccessLog(file, { jsonFields: jsonFieldMap(), strict: true });
     const seen: number[] = [];
     const reading = (async () => {
-      for await (const entry of log.entries) seen.push(entry.line!);
+      for await (const batch of log.entries) seen.push(...batch.map((entry) => entry.line!));
     })();
     await expect(reading).rejects.toThrow(InvalidLogError);
     await expect(reading).rejects.toThrow(`${file}:3: not a Common/Combined Log Format line`);
