@@ -2,7 +2,7 @@
 // (10,000 client addresses, Zipf-like, a few bursty ones; 10 requests a second per address on
 // fixed-window; logins per user on sliding-log) through the real command, as a process.
 //   npm run build && flock /tmp/tollgate-bench.lock node bench/simulate.js [--lines N] [--runs R]
-// Prints a markdown table (median of R runs, and peak RSS); nothing to compare with: no other tool
+// Prints a markdown table (medians of R runs: wall time, CPU time (user + system), peak RSS); nothing to compare with: no other tool
 // replays access logs against rate-limit rules.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
@@ -85,23 +85,27 @@ try {
   for (const [name, extra] of cases) {
     const seconds = [];
     const rss = [];
+    const cpu = [];
     for (let run = 0; run < RUNS; run++) {
       const began = process.hrtime.bigint();
-      const result = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, 'dist/cli.js', 'simulate', '--rules', rules, '--log', log, '--map', map, '--json', ...extra], { encoding: 'utf8', maxBuffer: 1 << 28 });
+      const result = spawnSync('/usr/bin/time', ['-f', '%M %U %S', process.execPath, 'dist/cli.js', 'simulate', '--rules', rules, '--log', log, '--map', map, '--json', ...extra], { encoding: 'utf8', maxBuffer: 1 << 28 });
       const elapsed = Number(process.hrtime.bigint() - began) / 1e9;
       if (result.status !== 0) throw new Error(`simulate failed: ${result.stderr}`);
       seconds.push(elapsed);
-      rss.push(Number(result.stderr.trim().split('\n').at(-1)) / 1024);
+      const [kilobytes, user, system] = result.stderr.trim().split('\n').at(-1).split(' ').map(Number);
+      rss.push(kilobytes / 1024);
+      cpu.push(user + system);
       const report = JSON.parse(result.stdout);
       if (report.entries !== LINES) throw new Error(`replayed ${report.entries} of ${LINES} lines`);
     }
     const s = median(seconds);
-    rows.push(`| ${name} | ${LINES.toLocaleString('en')} | ${megabytes.toFixed(0)} MB | ${s.toFixed(2)} s | ${Math.round(LINES / s).toLocaleString('en')} | ${median(rss).toFixed(0)} MB |`);
+    const c = median(cpu);
+    rows.push(`| ${name} | ${LINES.toLocaleString('en')} | ${megabytes.toFixed(0)} MB | ${s.toFixed(2)} s | ${Math.round(LINES / s).toLocaleString('en')} | ${c.toFixed(2)} s | ${Math.round(LINES / c).toLocaleString('en')} | ${median(rss).toFixed(0)} MB |`);
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
 console.log(`node ${process.version}, ${RUNS} runs each (median), wall time of the whole process (start, rules, log, report)\n`);
-console.log('| replay | lines | log size | time | lines/s | peak RSS |');
-console.log('| --- | --- | --- | --- | --- | --- |');
+console.log('| replay | lines | log size | wall time | lines/s (wall) | CPU time | lines/s (CPU) | peak RSS |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const row of rows) console.log(row);

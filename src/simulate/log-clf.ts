@@ -10,7 +10,8 @@ export const CLF_FIELDS: readonly string[] = ['ip', 'ident', 'user', 'method', '
 /** Fields a Combined line gives: CLF's, plus the referer and the user agent. */
 export const COMBINED_FIELDS: readonly string[] = [...CLF_FIELDS, 'referer', 'user_agent'];
 
-const QUOTED = '"((?:[^"\\\\]|\\\\.)*)"';
+// A quoted field with backslash escapes, written as an unrolled loop (no alternation per character: fast).
+const QUOTED = '"([^"\\\\]*(?:\\\\.[^"\\\\]*)*)"';
 const CLF_LINE = new RegExp(`^(\\S+) (\\S+) (\\S+) \\[([^\\]]+)\\] ${QUOTED} (\\d{3}|-) (\\d+|-)(?: ${QUOTED} ${QUOTED})?\\s*$`);
 const MONTHS: Readonly<Record<string, number>> = { Jan: 0, Feb: 1, Mar: 2, Apr: 3, May: 4, Jun: 5, Jul: 6, Aug: 7, Sep: 8, Oct: 9, Nov: 10, Dec: 11 };
 const CLF_TIME = /^(\d{2})\/([A-Z][a-z]{2})\/(\d{4}):(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))? ([+-])(\d{2})(\d{2})$/;
@@ -34,6 +35,7 @@ export function parseClfLine(text: string, combined: boolean | undefined, times:
   if (time === undefined) return new LineProblem(`time [${match[4]}] is not dd/Mon/yyyy:hh:mm:ss ±hhmm`);
   const [method, url, protocol] = match[5]!.split(' ');
   const queryAt = url === undefined ? -1 : url.indexOf('?');
+  // One literal with every field (absent ones undefined): every entry has the same shape.
   const fields: Record<string, string | undefined> = {
     ip: present(match[1]),
     ident: present(match[2]),
@@ -45,11 +47,9 @@ export function parseClfLine(text: string, combined: boolean | undefined, times:
     protocol: present(protocol),
     status: present(match[6]),
     bytes: present(match[7]),
+    referer: hasAgent ? present(unescape(match[8]!)) : undefined,
+    user_agent: hasAgent ? present(unescape(match[9]!)) : undefined,
   };
-  if (hasAgent) {
-    fields.referer = present(unescape(match[8]!));
-    fields.user_agent = present(unescape(match[9]!));
-  }
   return { time, fields };
 }
 
