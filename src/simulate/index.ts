@@ -11,4 +11,5 @@ export { renderText } from './render-text.js';
 export type { LogSummary } from './render-text.js';
 export { renderHtml } from './render-html.js';
 export { loadDomainConfigs } from '../rules/files.js';
+export { InvalidLogError } from '../errors.js';
 export type { LogEntry, SimulationReport, SimulationRun, RuleReport, RuleDifference, TopKey, TimeBucket } from './types.js';
