@@ -150,6 +150,32 @@ describe('tollgate simulate', () => {
     expect(result.stderr).toContain(`simulate: ${map}: requests[0].descriptors[0].entries[0]: give exactly one of field (a log field, e.g. ip) and value (a literal)`);
   });
 
+  it('on a terminal: a progress bar on stderr, colours on stdout (none with NO_COLOR)', async () => {
+    const run = async () => {
+      let stdout = '';
+      let stderr = '';
+      const status = await runSimulateCommand(
+        ['--rules', join(root, RULES), '--log', join(root, LOG), '--map', join(root, MAP)],
+        { stdout: { isTTY: true, write: (text: string) => (stdout += text) }, stderr: { isTTY: true, write: (text: string) => (stderr += text) } },
+        '',
+      );
+      return { status, stdout, stderr };
+    };
+    const saved = process.env.NO_COLOR;
+    delete process.env.NO_COLOR;
+    try {
+      const coloured = await run();
+      expect(coloured.status).toBe(0);
+      expect(coloured.stderr).toMatch(/^\r\[#{30}\] 100% {2}0\.0 \/ 0\.0 MB\r\u001b\[K$/);
+      expect(coloured.stdout).toContain('\u001b[31m14 throttled\u001b[0m');
+      process.env.NO_COLOR = '1';
+      expect((await run()).stdout).not.toContain('\u001b[');
+    } finally {
+      if (saved === undefined) delete process.env.NO_COLOR;
+      else process.env.NO_COLOR = saved;
+    }
+  });
+
   it('simulate --help prints the usage with the simulate flags', () => {
     const result = tollgate('--help');
     expect(result.status).toBe(0);
