@@ -77,7 +77,7 @@ export async function runSimulateCommand(args: readonly string[], output: Comman
 /** Runs the command; resolves to its exit code. Throws {@link InvalidOptionError} on bad flags (exit 2). */
 export async function runSimulate(flags: SimulateFlags, output: CommandOutput): Promise<number> {
   const setup = await prepare(flags);
-  const progress = output.stderr.isTTY === true && !flags.json ? progressBar(output.stderr) : undefined;
+  const progress = output.stderr.isTTY === true ? progressBar(output.stderr) : undefined;
   const log = readAccessLog(flags.log!, { format: setup.format, jsonFields: setup.jsonFields, strict: flags.strict === true, ...(progress === undefined ? {} : { onProgress: progress }) });
   let report;
   try {

@@ -69,6 +69,9 @@ export async function simulate(options: SimulateOptions): Promise<SimulationRepo
   const counts = { entries: 0, unmapped: 0, outOfOrder: 0, start: undefined as number | undefined };
   const replayEntry = (entry: LogEntry): void => {
     counts.entries += 1;
+    if (typeof entry.time !== 'number' || !Number.isFinite(entry.time) || entry.time < 0) {
+      throw new InvalidOptionError(`simulate: entry ${counts.entries}${entry.line === undefined ? '' : ` (line ${entry.line})`} has time ${describeValue(entry.time)}; give each entry its time in epoch ms`);
+    }
     if (entry.time < simulatedNow) counts.outOfOrder += 1;
     else simulatedNow = entry.time;
     const requests = requestsFor(options.mapping, entry, simulatedNow);

@@ -78,6 +78,11 @@ describe('simulate() counts exactly', () => {
     expect(report.end).toBe(T0 + 1_500);
   });
 
+  it('refuses an entry whose time is not epoch ms, naming it', async () => {
+    const entries = [...burst('203.0.113.1', T0, 2), { time: Number.NaN, fields: { ip: 'a' }, line: 7 }];
+    await expect(simulate({ rules: PER_IP_5_PER_SECOND, entries, mapping: BY_IP })).rejects.toThrow('simulate: entry 3 (line 7) has time NaN; give each entry its time in epoch ms');
+  });
+
   it('an entry without the mapped field makes no request and is counted as unmapped', async () => {
     const entries: LogEntry[] = [{ time: T0, fields: {} }, ...burst('203.0.113.1', T0, 2)];
     const report = await simulate({ rules: PER_IP_5_PER_SECOND, entries, mapping: BY_IP });
