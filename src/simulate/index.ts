@@ -1,6 +1,7 @@
 /** `tollgate/simulate`: replay access logs against rules offline (docs/simulate.md). */
 export { simulate } from './simulate.js';
 export type { SimulateOptions } from './simulate.js';
+export type { RunVariant } from './rules-for-run.js';
 export { readAccessLog, detectFormat, LOG_FORMATS } from './log-read.js';
 export type { AccessLog, LogFormat, LogStats, ReadLogOptions } from './log-read.js';
 export { jsonFieldMap } from './log-json.js';

@@ -18,24 +18,35 @@ export interface LimitInfo {
   readonly shadowMode: boolean;
 }
 
+/**
+ * What a run puts every limit on: an algorithm, and optionally more `rate_limit` fields (in the
+ * loaded form, e.g. `{ burst: 20 }`), so variants of one algorithm can be compared side by side.
+ * `label` names the run in the report (default: the algorithm).
+ */
+export interface RunVariant {
+  readonly algorithm: AlgorithmName;
+  readonly label?: string;
+  readonly rateLimit?: Readonly<Record<string, unknown>>;
+}
+
 /** The rules of a run, compiled, and each limit's description by its path (`domain.key=value`). */
 export interface RunRules {
   readonly ruleSet: RuleSet;
   readonly limits: ReadonlyMap<string, LimitInfo>;
 }
 
-/** The rules with every limit on `algorithm` (undefined: as written). */
-export function rulesForRun(domains: readonly DomainConfig[], algorithm: AlgorithmName | undefined): RunRules {
+/** The rules with every limit on `variant` (undefined: as written). */
+export function rulesForRun(domains: readonly DomainConfig[], variant: RunVariant | undefined): RunRules {
   const limits = new Map<string, LimitInfo>();
-  const rewritten = domains.map((domain) => ({ ...domain, descriptors: domain.descriptors.map((d) => rewrite(d, domain.domain, domain.domain, algorithm, limits)) }));
+  const rewritten = domains.map((domain) => ({ ...domain, descriptors: domain.descriptors.map((d) => rewrite(d, domain.domain, domain.domain, variant, limits)) }));
   try {
     return { ruleSet: compileRules(rewritten), limits };
   } catch (error) {
-    throw new InvalidOptionError(`simulate: --algorithm ${algorithm}: ${(error as Error).message}`);
+    throw new InvalidOptionError(`simulate: run ${variant?.label ?? variant?.algorithm}: ${(error as Error).message}`);
   }
 }
 
-function rewrite(descriptor: DescriptorConfig, domain: string, parentPath: string, algorithm: AlgorithmName | undefined, limits: Map<string, LimitInfo>): DescriptorConfig {
+function rewrite(descriptor: DescriptorConfig, domain: string, parentPath: string, variant: RunVariant | undefined, limits: Map<string, LimitInfo>): DescriptorConfig {
   const path = `${parentPath}.${descriptor.key}${descriptor.value === undefined ? '' : `=${descriptor.value}`}`;
   let rateLimit: RateLimitConfig | undefined = descriptor.rateLimit;
   if (rateLimit !== undefined) {
@@ -43,12 +54,12 @@ function rewrite(descriptor: DescriptorConfig, domain: string, parentPath: strin
     delete (exact as { leaseSize?: number }).leaseSize;
     delete (exact as { syncIntervalMs?: number }).syncIntervalMs;
     // quota_mode counts every hit, which only fixed-window can: those limits keep their algorithm.
-    rateLimit = algorithm === undefined || descriptor.quotaMode ? exact : { ...exact, algorithm };
+    rateLimit = variant === undefined || descriptor.quotaMode ? exact : { ...exact, ...variant.rateLimit, algorithm: variant.algorithm };
     if (!rateLimit.unlimited && rateLimit.unit !== undefined && rateLimit.requestsPerUnit !== undefined) {
       const window = describeWindow(ruleWindowMs(rateLimit.unit, rateLimit.unitMultiplier));
       limits.set(path, { domain, limit: `${rateLimit.requestsPerUnit} per ${window}`, algorithm: rateLimit.algorithm, shadowMode: descriptor.shadowMode });
     }
   }
-  const descriptors = descriptor.descriptors.map((child) => rewrite(child, domain, path, algorithm, limits));
+  const descriptors = descriptor.descriptors.map((child) => rewrite(child, domain, path, variant, limits));
   return { ...descriptor, ...(rateLimit === undefined ? {} : { rateLimit }), descriptors };
 }

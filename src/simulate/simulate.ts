@@ -13,7 +13,7 @@ import type { DomainConfig } from '../rules/types.js';
 import { memoryStore } from '../store/memory.js';
 import { requestsFor, type LogMapping } from './mapping.js';
 import { RuleStats, isOver, type StatsBounds } from './rule-stats.js';
-import { rulesForRun, type RunRules } from './rules-for-run.js';
+import { rulesForRun, type RunRules, type RunVariant } from './rules-for-run.js';
 import type { LogEntry, SimulationReport, SimulationRun } from './types.js';
 
 /** Options of {@link simulate}. */
@@ -27,10 +27,13 @@ export interface SimulateOptions {
   readonly entries: AsyncIterable<LogEntry | readonly LogEntry[]> | Iterable<LogEntry | readonly LogEntry[]>;
   /** How each entry becomes check requests. */
   readonly mapping: LogMapping;
-  /** One run per algorithm, every limit on it; default one run with the rules' own algorithms. */
-  readonly algorithms?: readonly AlgorithmName[];
-  /** Count, per limit and run, the decisions that differ from this algorithm's on the same traffic. */
-  readonly compareTo?: AlgorithmName;
+  /**
+   * One run per algorithm (or variant: an algorithm with more `rate_limit` fields and a label),
+   * every limit on it; default one run with the rules' own algorithms.
+   */
+  readonly algorithms?: readonly (AlgorithmName | RunVariant)[];
+  /** Count, per limit and run, the decisions that differ from this algorithm's (or variant's) on the same traffic. */
+  readonly compareTo?: AlgorithmName | RunVariant;
   /** Busiest keys reported per limit (default 10). */
   readonly topKeys?: number;
   /** Keys tracked per busiest-keys list (default 1,000): counts are exact while a limit has fewer keys. */
@@ -43,7 +46,7 @@ export interface SimulateOptions {
 
 /** One run being replayed. */
 interface Replay {
-  readonly algorithm: AlgorithmName | 'rules';
+  readonly algorithm: string;
   readonly rules: RunRules;
   readonly limiter: Limiter;
   readonly stats: Map<string, RuleStats>;
@@ -55,14 +58,14 @@ interface Replay {
 /** Replays `entries` and reports, per run and limit, what was allowed, throttled, by whom and when. */
 export async function simulate(options: SimulateOptions): Promise<SimulationReport> {
   const bounds = boundsOf(options);
-  const algorithms = checkAlgorithms(options.algorithms ?? [], '--algorithm');
-  const compareTo = options.compareTo === undefined ? undefined : checkAlgorithms([options.compareTo], '--compare-to')[0];
+  const algorithms = checkVariants(options.algorithms ?? [], '--algorithm');
+  const compareTo = options.compareTo === undefined ? undefined : checkVariants([options.compareTo], '--compare-to')[0];
   let simulatedNow = 0;
   const clock = (): number => simulatedNow;
-  const replay = (algorithm: AlgorithmName | undefined): Replay => {
-    const rules = rulesForRun(options.rules, algorithm);
+  const replay = (variant: RunVariant | undefined): Replay => {
+    const rules = rulesForRun(options.rules, variant);
     const store = memoryStore({ maxKeys: options.maxStoreKeys ?? 1_000_000, sweepIntervalMs: 0 });
-    return { algorithm: algorithm ?? 'rules', rules, limiter: createLimiter({ store, clock, rules: rules.ruleSet }), stats: new Map(), requests: 0, allowed: 0, throttled: 0 };
+    return { algorithm: variant === undefined ? 'rules' : (variant.label ?? variant.algorithm), rules, limiter: createLimiter({ store, clock, rules: rules.ruleSet }), stats: new Map(), requests: 0, allowed: 0, throttled: 0 };
   };
   const replays = algorithms.length === 0 ? [replay(undefined)] : algorithms.map(replay);
   const reference = compareTo === undefined ? undefined : replay(compareTo);
@@ -100,7 +103,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulationRepo
     unmapped,
     outOfOrder,
     ...(start === undefined ? {} : { start, end: simulatedNow }),
-    ...(compareTo === undefined ? {} : { compareTo }),
+    ...(compareTo === undefined ? {} : { compareTo: compareTo.label ?? compareTo.algorithm }),
     runs: replays.map(runReport),
   };
 }
@@ -142,13 +145,20 @@ function runReport(run: Replay): SimulationRun {
   };
 }
 
-function checkAlgorithms(names: readonly unknown[], flag: string): AlgorithmName[] {
-  if (!Array.isArray(names)) throw new InvalidOptionError(`simulate: algorithms must be a list of ${ALGORITHMS.join(', ')}, got ${describeValue(names)}`);
-  for (const name of names) {
-    if (!(ALGORITHMS as readonly unknown[]).includes(name)) throw new InvalidOptionError(`simulate: ${flag} ${describeValue(name)} is not one of ${ALGORITHMS.join(', ')}`);
-  }
-  if (new Set(names).size !== names.length) throw new InvalidOptionError(`simulate: ${flag} names an algorithm twice; give each once`);
-  return names as AlgorithmName[];
+function checkVariants(items: readonly unknown[], flag: string): RunVariant[] {
+  if (!Array.isArray(items)) throw new InvalidOptionError(`simulate: algorithms must be a list of ${ALGORITHMS.join(', ')}, got ${describeValue(items)}`);
+  const variants = items.map((item): RunVariant => {
+    const variant = (typeof item === 'object' && item !== null ? item : { algorithm: item }) as RunVariant;
+    if (!(ALGORITHMS as readonly unknown[]).includes(variant.algorithm)) {
+      throw new InvalidOptionError(`simulate: ${flag} ${describeValue(variant.algorithm)} is not one of ${ALGORITHMS.join(', ')}`);
+    }
+    if (variant.label !== undefined && (typeof variant.label !== 'string' || variant.label === '')) throw new InvalidOptionError(`simulate: a run's label must be a non-empty string, got ${describeValue(variant.label)}`);
+    if (variant.rateLimit !== undefined && (typeof variant.rateLimit !== 'object' || variant.rateLimit === null)) throw new InvalidOptionError(`simulate: a run's rateLimit must be an object of rate_limit fields, got ${describeValue(variant.rateLimit)}`);
+    return variant;
+  });
+  const labels = variants.map((variant) => variant.label ?? variant.algorithm);
+  if (new Set(labels).size !== labels.length) throw new InvalidOptionError(`simulate: ${flag} names a run twice (${labels.join(', ')}); give each once, or label variants apart`);
+  return variants;
 }
 
 function boundsOf(options: SimulateOptions): StatsBounds {

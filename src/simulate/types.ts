@@ -68,8 +68,8 @@ export interface RuleReport {
 
 /** One replay of the log: the rules as written, or with every limit's algorithm replaced. */
 export interface SimulationRun {
-  /** `rules` (each limit's own algorithm) or the algorithm every limit was given. */
-  readonly algorithm: AlgorithmName | 'rules';
+  /** `rules` (each limit's own algorithm), or the algorithm (or the variant's label) every limit was given. */
+  readonly algorithm: string;
   /** Requests (log lines with at least one descriptor) decided. */
   readonly requests: number;
   readonly allowed: number;
@@ -90,7 +90,7 @@ export interface SimulationReport {
   /** First and last decision time, epoch ms (undefined when nothing was decided). */
   readonly start?: number;
   readonly end?: number;
-  /** The reference algorithm of `difference`, when asked. */
-  readonly compareTo?: AlgorithmName;
+  /** The reference algorithm (or variant label) of `difference`, when asked. */
+  readonly compareTo?: string;
   readonly runs: readonly SimulationRun[];
 }

@@ -142,6 +142,22 @@ describe('simulate() compares algorithms on the same traffic', () => {
     expect(report.runs[0]!.rules[0]).toMatchObject({ allowed: 5, throttled: 0, difference: { compared: 5, allowedOnlyHere: 2, allowedOnlyByReference: 0 } });
   });
 
+  it('compares variants of one algorithm: more rate_limit fields, under a label of their own', async () => {
+    const burst3 = [0, 0, 0].map((s) => ({ time: T0 + s, fields: { user: 'u' } }));
+    const report = await simulate({
+      rules: RULES,
+      entries: burst3,
+      mapping,
+      algorithms: ['token-bucket', { algorithm: 'token-bucket', label: 'token-bucket, burst 1', rateLimit: { burst: 1 } }],
+      compareTo: 'sliding-log',
+    });
+    expect(report.runs.map((run) => [run.algorithm, run.rules[0]!.allowed, run.rules[0]!.difference!.allowedOnlyByReference])).toEqual([
+      ['token-bucket', 3, 0],
+      ['token-bucket, burst 1', 1, 2],
+    ]);
+    await expect(simulate({ rules: RULES, entries: burst3, mapping, algorithms: ['gcra', { algorithm: 'gcra' }] })).rejects.toThrow(/names a run twice \(gcra, gcra\)/);
+  });
+
   it('refuses an algorithm that does not exist', async () => {
     await expect(simulate({ rules: RULES, entries, mapping, algorithms: ['sliding-windw' as 'gcra'] })).rejects.toThrow(/--algorithm "sliding-windw" is not one of token-bucket, leaky-bucket/);
   });
