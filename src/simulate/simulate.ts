@@ -58,62 +58,104 @@ interface Replay {
 /** Replays `entries` and reports, per run and limit, what was allowed, throttled, by whom and when. */
 export async function simulate(options: SimulateOptions): Promise<SimulationReport> {
   const bounds = boundsOf(options);
-  const algorithms = checkVariants(options.algorithms ?? [], '--algorithm');
+  const variants = checkVariants(options.algorithms ?? [], '--algorithm');
   const compareTo = options.compareTo === undefined ? undefined : checkVariants([options.compareTo], '--compare-to')[0];
-  let simulatedNow = 0;
-  const clock = (): number => simulatedNow;
-  const replay = (variant: RunVariant | undefined): Replay => {
-    const rules = rulesForRun(options.rules, variant);
-    const store = memoryStore({ maxKeys: options.maxStoreKeys ?? 1_000_000, sweepIntervalMs: 0 });
-    return { algorithm: variant === undefined ? 'rules' : (variant.label ?? variant.algorithm), rules, limiter: createLimiter({ store, clock, rules: rules.ruleSet }), stats: new Map(), requests: 0, allowed: 0, throttled: 0 };
-  };
-  const replays = algorithms.length === 0 ? [replay(undefined)] : algorithms.map(replay);
-  const reference = compareTo === undefined ? undefined : replay(compareTo);
-  const counts = { entries: 0, unmapped: 0, outOfOrder: 0, start: undefined as number | undefined };
-  const replayEntry = (entry: LogEntry): void => {
-    counts.entries += 1;
-    if (typeof entry.time !== 'number' || !Number.isFinite(entry.time) || entry.time < 0) {
-      throw new InvalidOptionError(`simulate: entry ${counts.entries}${entry.line === undefined ? '' : ` (line ${entry.line})`} has time ${describeValue(entry.time)}; give each entry its time in epoch ms`);
-    }
-    if (entry.time < simulatedNow) counts.outOfOrder += 1;
-    else simulatedNow = entry.time;
-    const requests = requestsFor(options.mapping, entry, simulatedNow);
-    if (requests.length === 0) {
-      counts.unmapped += 1;
-      return;
-    }
-    counts.start ??= simulatedNow;
-    for (const request of requests) {
-      const expected = reference === undefined ? undefined : decide(reference, request, simulatedNow, bounds, undefined);
-      for (const run of replays) decide(run, request, simulatedNow, bounds, expected);
-    }
-  };
+  const replayer = new Replayer(options, bounds, variants, compareTo);
   try {
-    // No await per entry: the memory store decides synchronously, so only the log's batches are awaited.
     for await (const item of options.entries) {
-      if (isBatch(item)) for (const entry of item) replayEntry(entry);
-      else replayEntry(item);
+      // Awaited only when a decision was a promise (shadow-mode limits): an await per entry would cost more than deciding it.
+      for (const entry of isBatch(item) ? item : [item]) {
+        const pending = replayer.entry(entry);
+        if (pending !== undefined) await pending;
+      }
     }
   } finally {
-    await Promise.all([...replays, ...(reference === undefined ? [] : [reference])].map((run) => run.limiter.close()));
+    await replayer.close();
   }
-  const { entries, unmapped, outOfOrder, start } = counts;
-  return {
-    entries,
-    unmapped,
-    outOfOrder,
-    ...(start === undefined ? {} : { start, end: simulatedNow }),
-    ...(compareTo === undefined ? {} : { compareTo: compareTo.label ?? compareTo.algorithm }),
-    runs: replays.map(runReport),
-  };
+  return replayer.report();
 }
 
-/** Decides one request in one run and counts it; returns the result (the reference's is compared against). */
-function decide(run: Replay, request: CheckRequest, now: number, bounds: StatsBounds, reference: CheckResult | undefined): CheckResult {
-  const answer = run.limiter.decideCheck(request);
-  // The memory store answers synchronously (decideCheck's contract); a promise here is a bug.
-  if (answer instanceof Promise) throw new Error('simulate: the memory store answered with a promise');
-  const result = answer as CheckResult;
+/** The runs of one simulation, fed one entry at a time, on a clock that is the entries' time. */
+class Replayer {
+  private simulatedNow = 0;
+  private entries = 0;
+  private unmapped = 0;
+  private outOfOrder = 0;
+  private start: number | undefined;
+  private readonly runs: Replay[];
+  private readonly reference: Replay | undefined;
+
+  constructor(
+    private readonly options: SimulateOptions,
+    private readonly bounds: StatsBounds,
+    variants: readonly RunVariant[],
+    private readonly compareTo: RunVariant | undefined,
+  ) {
+    this.runs = variants.length === 0 ? [this.replay(undefined)] : variants.map((variant) => this.replay(variant));
+    this.reference = compareTo === undefined ? undefined : this.replay(compareTo);
+  }
+
+  /** Decides one entry in every run; a promise only when some decision was one. */
+  entry(entry: LogEntry): Promise<void> | undefined {
+    this.entries += 1;
+    if (typeof entry.time !== 'number' || !Number.isFinite(entry.time) || entry.time < 0) {
+      throw new InvalidOptionError(`simulate: entry ${this.entries}${entry.line === undefined ? '' : ` (line ${entry.line})`} has time ${describeValue(entry.time)}; give each entry its time in epoch ms`);
+    }
+    if (entry.time < this.simulatedNow) this.outOfOrder += 1;
+    else this.simulatedNow = entry.time;
+    const requests = requestsFor(this.options.mapping, entry, this.simulatedNow);
+    if (requests.length === 0) {
+      this.unmapped += 1;
+      return undefined;
+    }
+    this.start ??= this.simulatedNow;
+    let pending: Promise<void> | undefined;
+    for (const request of requests) pending = pending === undefined ? this.request(request) : pending.then(() => this.request(request));
+    return pending;
+  }
+
+  /** One request in every run (and the reference); the runs' limiters are apart, so they may decide together. */
+  private request(request: CheckRequest): Promise<void> | undefined {
+    const expected = this.reference?.limiter.decideCheck(request);
+    const answers = this.runs.map((run) => run.limiter.decideCheck(request));
+    const now = this.simulatedNow;
+    if (expected instanceof Promise || answers.some((answer) => answer instanceof Promise)) {
+      return Promise.all([expected, ...answers]).then(([reference, ...results]) => this.record(now, reference, results as CheckResult[]));
+    }
+    this.record(now, expected, answers as CheckResult[]);
+    return undefined;
+  }
+
+  private record(now: number, reference: CheckResult | undefined, results: readonly CheckResult[]): void {
+    results.forEach((result, i) => count(this.runs[i]!, result, now, this.bounds, reference));
+  }
+
+  private replay(variant: RunVariant | undefined): Replay {
+    const rules = rulesForRun(this.options.rules, variant);
+    const store = memoryStore({ maxKeys: this.options.maxStoreKeys ?? 1_000_000, sweepIntervalMs: 0 });
+    // The limiter's clock is the simulated one too: nothing reads the real clock.
+    const limiter = createLimiter({ store, clock: () => this.simulatedNow, rules: rules.ruleSet });
+    return { algorithm: variant === undefined ? 'rules' : (variant.label ?? variant.algorithm), rules, limiter, stats: new Map(), requests: 0, allowed: 0, throttled: 0 };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.runs, ...(this.reference === undefined ? [] : [this.reference])].map((run) => run.limiter.close()));
+  }
+
+  report(): SimulationReport {
+    return {
+      entries: this.entries,
+      unmapped: this.unmapped,
+      outOfOrder: this.outOfOrder,
+      ...(this.start === undefined ? {} : { start: this.start, end: this.simulatedNow }),
+      ...(this.compareTo === undefined ? {} : { compareTo: this.compareTo.label ?? this.compareTo.algorithm }),
+      runs: this.runs.map(runReport),
+    };
+  }
+}
+
+/** Counts one decided request in one run; `reference` is the reference run's result for it. */
+function count(run: Replay, result: CheckResult, now: number, bounds: StatsBounds, reference: CheckResult | undefined): void {
   run.requests += 1;
   if (result.overallCode === 'OK') run.allowed += 1;
   else run.throttled += 1;
@@ -128,7 +170,6 @@ function decide(run: Replay, request: CheckRequest, now: number, bounds: StatsBo
     }
     stats.record(status.key, isOver(status), now, reference?.statuses[index]);
   });
-  return result;
 }
 
 function isBatch(item: LogEntry | readonly LogEntry[]): item is readonly LogEntry[] {

@@ -91,6 +91,15 @@ describe('simulate() counts exactly', () => {
   });
 });
 
+describe('simulate() with shadow mode', () => {
+  it('counts what a shadow-mode limit would throttle, while the requests pass', async () => {
+    const shadow = rules('domain: api\ndescriptors:\n  - key: remote_address\n    shadow_mode: true\n    rate_limit: { unit: second, requests_per_unit: 5 }\n');
+    const report = await simulate({ rules: shadow, entries: burst('203.0.113.1', T0, 8), mapping: BY_IP });
+    expect(report.runs[0]).toMatchObject({ requests: 8, allowed: 8, throttled: 0 });
+    expect(onlyRule(report)).toMatchObject({ shadowMode: true, requests: 8, allowed: 5, throttled: 3 });
+  });
+});
+
 describe('simulate() with a mapping', () => {
   const LOGIN_RULES = rules(
     'domain: api\ndescriptors:\n  - key: action\n    value: login\n    descriptors:\n      - key: user\n        rate_limit: { unit: minute, requests_per_unit: 3, algorithm: sliding-log }\n',
