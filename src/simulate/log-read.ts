@@ -97,6 +97,7 @@ function* parseLines(lines: readonly string[], file: string, options: ReadLogOpt
   for (let text of lines) {
     stats.lines += 1;
     if (text.endsWith('\r')) text = text.slice(0, -1);
+    if (stats.lines === 1 && text.startsWith('\uFEFF')) text = text.slice(1); // a byte order mark
     if (text.trim() === '') continue;
     stats.format ??= detectFormat(text);
     const entry = parseLine(text, stats.format, options, times);

@@ -68,6 +68,12 @@ describe('JSON lines', () => {
     expect(entries[0]!.fields).toMatchObject({ ip: '203.0.113.7', method: 'GET', path: '/a', query: 'b=1', url: '/a?b=1', status: '200', 'header.x-api-key': 'k_1' });
   });
 
+  it('reads a file with a byte order mark and Windows line ends', async () => {
+    const { entries, stats } = await read('\uFEFF{"time": 1795000000, "ip": "a"}\r\n{"time": 1795000001, "ip": "b"}\r\n');
+    expect(stats).toMatchObject({ format: 'jsonl', lines: 2, parsed: 2, malformed: 0 });
+    expect(entries.map((entry) => entry.fields.ip)).toEqual(['a', 'b']);
+  });
+
   it('reads fields from the members --field names, nested ones too', async () => {
     const line = { ts: 1_795_000_000_000, client: { address: '198.51.100.1' }, tenant: 'acme' };
     const { entries } = await read(JSON.stringify(line), { jsonFields: jsonFieldMap(['time=ts', 'ip=client.address', 'tenant=tenant']) });
