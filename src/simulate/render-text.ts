@@ -3,6 +3,7 @@
  * compared), then its busiest keys and a one-line chart of when throttling happened. Colours only
  * when asked (the CLI asks on a TTY).
  */
+import { ALGORITHMS } from '../algorithms/catalog.js';
 import type { RuleReport, SimulationReport, SimulationRun, TimeBucket, TopKey } from './types.js';
 
 /** What the log reader found, for the report's first lines. */
@@ -76,7 +77,8 @@ function tableRow(rule: string, run: SimulationRun, stats: RuleReport, compared:
   const row = [
     `${rule}${stats.shadowMode ? ' (shadow)' : ''}`,
     stats.limit,
-    run.algorithm === 'rules' ? stats.algorithm : run.algorithm,
+    // The limit's own algorithm (a quota-mode limit keeps fixed-window in every run), or a variant's label.
+    run.algorithm === 'rules' || (ALGORITHMS as readonly string[]).includes(run.algorithm) ? stats.algorithm : run.algorithm,
     String(stats.requests),
     String(stats.allowed),
     String(stats.throttled),

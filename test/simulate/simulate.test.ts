@@ -167,6 +167,12 @@ describe('simulate() compares algorithms on the same traffic', () => {
     await expect(simulate({ rules: RULES, entries: burst3, mapping, algorithms: ['gcra', { algorithm: 'gcra' }] })).rejects.toThrow(/names a run twice \(gcra, gcra\)/);
   });
 
+  it('leaves quota-mode limits on fixed-window (only it counts every hit), and says so', async () => {
+    const quota = rules('domain: api\ndescriptors:\n  - key: user\n    quota_mode: true\n    rate_limit: { unit: minute, requests_per_unit: 3 }\n');
+    const report = await simulate({ rules: quota, entries, mapping, algorithms: ['sliding-window'] });
+    expect(report.runs[0]!.rules[0]).toMatchObject({ algorithm: 'fixed-window', requests: 7 });
+  });
+
   it('refuses an algorithm that does not exist', async () => {
     await expect(simulate({ rules: RULES, entries, mapping, algorithms: ['sliding-windw' as 'gcra'] })).rejects.toThrow(/--algorithm "sliding-windw" is not one of token-bucket, leaky-bucket/);
   });
