@@ -4,7 +4,8 @@
  * warning on stderr for malformed lines), 1 when no line could be read or a `--strict` log has a
  * bad line, 2 on bad flags, rules or mapping (the message says what to fix).
  */
-import { openSync, readSync, closeSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidLogError, InvalidOptionError, RulesError, TollgateError } from '../errors.js';
 import { loadDomainConfigs } from '../rules/files.js';
@@ -100,7 +101,14 @@ export async function runSimulate(flags: SimulateFlags, output: CommandOutput): 
     output.stderr.write(`tollgate simulate: no line of ${stats.file} could be read as a ${stats.format} log (give --format, or --field for JSON members)\n`);
     return 1;
   }
-  if (flags.html !== undefined) writeFileSync(flags.html, renderHtml(report, stats));
+  if (flags.html !== undefined) {
+    try {
+      writeFileSync(flags.html, renderHtml(report, stats));
+    } catch (error) {
+      output.stderr.write(`tollgate simulate: cannot write the HTML report to ${flags.html}: ${(error as Error).message}\n`);
+      return 1;
+    }
+  }
   if (flags.json === true) output.stdout.write(`${JSON.stringify({ log: stats, ...report }, null, 2)}\n`);
   else output.stdout.write(renderText(report, stats, output.stdout.isTTY === true && process.env.NO_COLOR === undefined));
   return 0;
@@ -115,6 +123,9 @@ async function prepare(flags: SimulateFlags) {
   }
   if (flags.map !== undefined && (flags.domain !== undefined || flags.descriptor !== undefined)) {
     throw new InvalidOptionError('simulate: give either --map FILE or --domain / --descriptor, not both');
+  }
+  if (flags.html !== undefined && !(existsSync(dirname(flags.html)) && statSync(dirname(flags.html)).isDirectory())) {
+    throw new InvalidOptionError(`simulate: --html ${JSON.stringify(flags.html)}: the directory ${dirname(flags.html)} does not exist; give a file in an existing directory`);
   }
   const top = flags.top === undefined ? 10 : Number(flags.top);
   if (!/^\d+$/.test(flags.top ?? '10') || top < 1 || top > 1_000) throw new InvalidOptionError(`simulate: --top must be a whole number from 1 to 1000, got ${JSON.stringify(flags.top)}`);

@@ -133,6 +133,7 @@ describe('tollgate simulate', () => {
     ['--field on a non-JSON log', ['--rules', RULES, '--log', LOG, '--field', 'ip=addr'], /--field applies to JSON-lines logs only; this log is combined/],
     ['--map with --descriptor', ['--rules', RULES, '--log', LOG, '--map', MAP, '--descriptor', 'a=ip'], /give either --map FILE or --domain \/ --descriptor, not both/],
     ['invalid rules', ['--rules', 'test/rules/fixtures/invalid/several-errors.yaml', '--log', LOG], /simulate: --rules: test\/rules\/fixtures\/invalid\/several-errors.yaml:5:13: descriptors\[0\].rate_limit.unit/],
+    ['an --html file in no directory', ['--rules', RULES, '--log', LOG, '--html', 'no/such/dir/report.html'], /--html "no\/such\/dir\/report.html": the directory no\/such\/dir does not exist/],
     ['an unknown flag', ['--rules', RULES, '--log', LOG, '--colour'], /simulate: Unknown option '--colour'/],
   ])('exits 2 on %s, saying what to fix', async (_case, args, message) => {
     const result = await simulateHere(...(args as string[]));
