@@ -1,16 +1,19 @@
 /**
- * The HTML report in headless Chromium: it renders from the file alone (nothing fetched, no
+ * The HTML report (`tollgate simulate --html`, on the example of docs/simulate.md, two algorithms
+ * compared) in headless Chromium: it renders from the file alone (nothing fetched, no
  * console error, the CSP holds), names every rule and shows a bar per time bucket with the
  * throttled counts of the report. Skipped, with a warning, where Chromium is not installed.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { jsonFieldMap, loadDomainConfigs, readAccessLog, readMappingFile, renderHtml, simulate } from '../../src/simulate/index.js';
+import { runSimulateCommand } from '../../src/simulate/command.js';
 
 const CHROMIUM = '/usr/bin/chromium';
+const EXAMPLES = join(import.meta.dirname, '../../examples/simulate');
+const [RULES, LOG, MAP] = ['rules.yaml', 'access.log', 'map.yaml'].map((name) => join(EXAMPLES, name)) as [string, string, string];
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium) console.warn(`simulate HTML browser test skipped: ${CHROMIUM} is missing (install Debian's chromium: apt-get install -y chromium)`);
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-simulate-html-'));
@@ -23,16 +26,10 @@ async function launchChromium(): Promise<Browser> {
 
 describe.skipIf(!haveChromium)('the HTML report in headless Chromium', () => {
   it('renders the rules, their charts and busiest keys with no console error and nothing fetched', { timeout: 60_000 }, async () => {
-    const log = readAccessLog('examples/simulate/access.log', { jsonFields: jsonFieldMap() });
-    const report = await simulate({
-      rules: await loadDomainConfigs('examples/simulate/rules.yaml'),
-      entries: log.entries,
-      mapping: readMappingFile('examples/simulate/map.yaml'),
-      algorithms: ['fixed-window', 'sliding-window'],
-      compareTo: 'sliding-log',
-    });
     const file = join(dir, 'report.html');
-    writeFileSync(file, renderHtml(report, log.stats));
+    const args = ['--rules', RULES, '--log', LOG, '--map', MAP, '--algorithm', 'fixed-window,sliding-window', '--compare-to', 'sliding-log', '--html', file];
+    const quiet = { write: () => true };
+    expect(await runSimulateCommand(args, { stdout: quiet, stderr: quiet }, '')).toBe(0);
     expect(readFileSync(file, 'utf8')).not.toMatch(/<script|https?:\/\//);
 
     const browser = await launchChromium();
