@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 /**
  * The `tollgate` command: `serve` (the decision service), `validate` (check rules files),
- * `replicate` (carry one region's counts to the others, multi-region), `demo`
+ * `replicate` (carry one region's counts to the others, multi-region), `simulate` (replay an
+ * access log against rules offline), `demo`
  * (the limiter deciding on the embedded store), `help` (or `--help` after any command),
- * `--version`. `gateway`, `simulate` and `bench` arrive with their issues.
+ * `--version`. `gateway` and `bench` arrive with their issues.
  */
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { startService } from './service/server.js';
 import { REPLICATE_FLAGS, startReplicateCommand } from './service/replicate.js';
 import { checkRuleFiles } from './rules/files.js';
 import { countDescriptors } from './rules/parse.js';
+import { runSimulateCommand } from './simulate/command.js';
 
 const USAGE = `Usage: tollgate <command> [options]
 
@@ -54,6 +56,21 @@ Commands:
                   --peer NAME=URL          another region and its Redis; repeat for each
                   --interval-ms MS         how often changes are sent (50)
                   --key-prefix PREFIX      the stores' key prefix (tollgate:)
+  simulate      Replay an access log against rules offline, with the real algorithms and the log's
+                own times, and report per limit: allowed, throttled, busiest keys, when (docs/simulate.md)
+                  --rules DIR|FILE         the rules (as serve --config)
+                  --log FILE               the access log: Common/Combined Log Format or JSON lines
+                  --format F               clf, combined or jsonl (default: from the first line)
+                  --field NAME=MEMBER      JSON lines: read field NAME from MEMBER (a.b for nested)
+                  --domain D               a domain to check each line against (repeat; default all)
+                  --descriptor KEY=FIELD   an entry of that descriptor (repeat; default remote_address=ip)
+                  --map FILE               YAML: several requests per line, literal values, when:
+                  --algorithm A[,B...]     replay once per algorithm, every limit on it, side by side
+                  --compare-to A           count per limit the decisions that differ from A's
+                  --top N                  busiest keys per limit (10)
+                  --json                   the report as JSON on stdout
+                  --html FILE              also write a self-contained HTML report with charts
+                  --strict                 stop at the first malformed line (exit 1)
   demo          Show every algorithm deciding a burst of requests on the embedded memory store
   validate PATH Check a rules file, or a directory of *.yaml/*.json files: prints "OK: N domains,
                 M descriptors" (exit 0) or every error as file:line:col: path: message (exit 1)
@@ -76,6 +93,7 @@ async function main(argv: string[]): Promise<number> {
   if (first === 'serve') return serve(rest);
   if (first === 'validate') return validate(rest);
   if (first === 'replicate') return replicate(rest);
+  if (first === 'simulate') return simulateCommand(rest);
   if (first === 'demo') {
     if (rest.length === 1 && HELP_FLAGS.has(rest[0]!)) return help([]);
     if (rest.length > 0) return usageError(`demo takes no arguments, got ${JSON.stringify(rest.join(' '))}`);
@@ -108,7 +126,7 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
-const COMMANDS = new Set(['serve', 'validate', 'replicate', 'demo', 'help']);
+const COMMANDS = new Set(['serve', 'validate', 'replicate', 'simulate', 'demo', 'help']);
 const HELP_FLAGS = new Set(['--help', '-h']);
 /** The `--help` / `-h` flag every command takes. */
 const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
@@ -237,6 +255,12 @@ async function replicate(args: string[]): Promise<number> {
   });
   await replicator.close();
   return 0;
+}
+
+/** `tollgate simulate`: 0 when the log was replayed, 1 when it could not be read, 2 on bad flags, rules or mapping. */
+function simulateCommand(args: string[]): Promise<number> {
+  if (args.some((arg) => HELP_FLAGS.has(arg))) return Promise.resolve(help([]));
+  return runSimulateCommand(args, { stdout: process.stdout, stderr: process.stderr }, USAGE);
 }
 
 /** `tollgate validate PATH`: 0 when the rules load, 1 with every error on stderr, 2 on misuse. */

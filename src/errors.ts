@@ -17,7 +17,8 @@ export type TollgateErrorCode =
   | 'ERR_TOLLGATE_INVALID_RULES'
   | 'ERR_TOLLGATE_INVALID_CHECK'
   | 'ERR_TOLLGATE_INVALID_DEFERRED_REQUEST'
-  | 'ERR_TOLLGATE_DEFERRED_BODY_TOO_LARGE';
+  | 'ERR_TOLLGATE_DEFERRED_BODY_TOO_LARGE'
+  | 'ERR_TOLLGATE_INVALID_LOG';
 
 /** Base class of every error Tollgate throws on purpose. */
 export class TollgateError extends Error {
@@ -142,6 +143,18 @@ export class DeferredBodyTooLargeError extends TollgateError {
   constructor(limitBytes: number, actualBytes: number) {
     super('ERR_TOLLGATE_DEFERRED_BODY_TOO_LARGE', `The request body is ${actualBytes} bytes; the deferred queue keeps at most ${limitBytes} (raise maxBodyBytes, or send a smaller body)`);
     this.limitBytes = limitBytes;
+  }
+}
+
+/** An access-log line `tollgate simulate --strict` was given is not in the log's format. */
+export class InvalidLogError extends TollgateError {
+  readonly file: string;
+  readonly line: number;
+
+  constructor(file: string, line: number, problem: string) {
+    super('ERR_TOLLGATE_INVALID_LOG', `${file}:${line}: ${problem}`);
+    this.file = file;
+    this.line = line;
   }
 }
 

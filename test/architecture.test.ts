@@ -29,7 +29,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['fault/', 'cache/'],
   ['limiter', 'limiter-options', 'limiter-checks'],
   ['rules/'],
-  ['http/', 'service/'],
+  ['http/', 'service/', 'simulate/'],
   ['gateway/'],
   ['cli', 'demo', 'index'],
 ];
