@@ -28,6 +28,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['limiter', 'limiter-options', 'limiter-checks'],
   ['rules/'],
   ['http/', 'service/'],
+  ['gateway/'],
   ['cli', 'demo', 'index'],
 ];
 

@@ -200,7 +200,7 @@ function defineEventMetrics(registers: Registry[]) {
     ...defineRuleCounters(registers, byRule),
     checks: new Counter({
       name: 'tollgate_checks_total',
-      help: 'Answered check requests by domain, transport (json, check, grpc) and overall result (ok, over_limit).',
+      help: 'Answered check requests by domain, transport (json, check, grpc, gateway) and overall result (ok, over_limit).',
       labelNames: ['domain', 'transport', 'result'] as const,
       registers,
       collect() {
