@@ -96,21 +96,37 @@ export async function forward(pool: Pool, request: IncomingMessage, response: Se
     if (!response.writableFinished) abort.abort();
   };
   response.once('close', onClose);
+  // The route's timeout runs from the end of the request (as envoy's) to the response headers;
+  // timed here, since undici's own timers tick every half second.
+  let timedOut = false;
+  let timer: NodeJS.Timeout | undefined;
+  const startTimer = (): void => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort();
+    }, options.timeoutMs);
+  };
+  const body = hasBody(request);
+  if (!body || request.complete) startTimer();
+  else request.once('end', startTimer);
   try {
     const upstream = await pool.request({
       method: request.method as 'GET',
       path: request.url ?? '/',
       headers: upstreamHeaders(request),
-      body: hasBody(request) ? request : null,
+      body: body ? request : null,
       signal: abort.signal,
-      headersTimeout: options.timeoutMs,
+      headersTimeout: 0,
       bodyTimeout: options.timeoutMs,
     });
+    clearTimeout(timer);
     response.writeHead(upstream.statusCode, clientHeaders(upstream.headers, options.extraHeaders) as string[]);
     await pipeline(upstream.body, response);
   } catch (error) {
-    answerFailure(response, error, options);
+    answerFailure(response, timedOut ? new errors.HeadersTimeoutError() : error, options);
   } finally {
+    clearTimeout(timer);
+    request.off('end', startTimer);
     response.off('close', onClose);
   }
 }
