@@ -27,7 +27,11 @@ const TOP_FIELDS: FieldSet = {
 const ROUTE_FIELDS: FieldSet = {
   what: 'a route',
   names: ['match', 'upstream', 'domain', 'rate_limits', 'timeout', 'on_limit', 'shaping'],
-  misplaced: { prefix: 'belongs in match (match: { prefix: /api })', path: 'belongs in match', actions: 'belongs in an item of rate_limits' },
+  misplaced: {
+    ...Object.fromEntries(['prefix', 'path', 'safe_regex', 'methods', 'method', 'host', 'headers'].map((name) => [name, `belongs in match (match: { prefix: /api, ${name === 'prefix' ? 'methods: [GET]' : `${name}: ...`} })`])),
+    actions: 'belongs in an item of rate_limits',
+    max_delay: 'belongs in shaping (shaping: { max_delay: 2s })',
+  },
 };
 
 const MATCH_FIELDS: FieldSet = { what: 'a match', names: ['prefix', 'path', 'safe_regex', 'methods', 'method', 'host', 'headers'], misplaced: {} };
