@@ -45,6 +45,9 @@ export interface RunningGateway {
   drain(): Promise<void>;
 }
 
+/** A client connection that sends and receives nothing this long is closed. */
+const IDLE_TIMEOUT_MS = 300_000;
+
 /** How long a changed configuration file is left to settle before it is read. */
 const RELOAD_SETTLE_MS = 100;
 
@@ -64,6 +67,8 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
   const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 }, (req: IncomingMessage, res: ServerResponse) =>
     handleRequest(state, req, res),
   );
+  // A connection silent this long is closed (envoy's stream idle timeout); the route timeout covers upstreams.
+  server.timeout = IDLE_TIMEOUT_MS;
   const http = followConnections(server);
   let port: number;
   try {
