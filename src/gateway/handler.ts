@@ -132,6 +132,8 @@ const GATEWAY_ACTIONS: VerdictActions<Exchange, void> = {
 /** Forwards the request; then sends the route's stream-done descriptors, which only count. */
 function pass(exchange: Exchange, headers: HeaderList): void {
   const { state, route, req, res } = exchange;
+  // The client waits for this before sending its body (a refused request never sends it).
+  if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
   void forward(state.upstreams.pool(route.upstream), req, res, { upstream: route.upstream, timeoutMs: route.timeoutMs, extraHeaders: headers }).then(() => {
     if (route.afterLimits.length === 0 || route.domain === undefined) return;
     const descriptors = descriptorsOf(route.afterLimits, route, exchange.request, state);

@@ -64,9 +64,10 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
     answer: { headerStyle: config.headers, message: undefined },
   });
   let state = makeState(options.config, new Upstreams(options.config.upstreams, options.config.connectTimeoutMs));
-  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 }, (req: IncomingMessage, res: ServerResponse) =>
-    handleRequest(state, req, res),
-  );
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => handleRequest(state, req, res);
+  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 }, onRequest);
+  // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
+  server.on('checkContinue', onRequest);
   // A connection silent this long is closed (envoy's stream idle timeout); the route timeout covers upstreams.
   server.timeout = IDLE_TIMEOUT_MS;
   const http = followConnections(server);

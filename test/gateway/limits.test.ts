@@ -62,13 +62,14 @@ ${route('/generic', '{ generic_key: { descriptor_value: everything } }')}
     rate_limits: [{ actions: [{ request_headers: { header_name: user, descriptor_key: user } }] }]
 `;
 
+const TOKEN = 'a-long-enough-admin-token';
 let upstream: Upstream;
 let gateway: TestGateway;
 const clock = new TestClock();
 
 beforeAll(async () => {
   upstream = await startUpstream();
-  gateway = await startTestGateway(CONFIG(upstream.url), RULES, { clock });
+  gateway = await startTestGateway(CONFIG(upstream.url), RULES, { clock, flags: { 'admin-token': TOKEN } });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -96,6 +97,15 @@ const CASES: readonly { name: string; path: string; method?: string; headers?: R
 describe('gateway rate-limit actions', () => {
   it.each(CASES)('$name', async ({ path, method, headers, status }) => {
     expect((await send(gateway.url(path), { method: method ?? 'GET', headers })).status).toBe(status);
+  });
+
+  it("an operator's block on the admin port refuses the descriptor entry with its remaining time", async () => {
+    const block = await fetch(gateway.admin('/v1/keys/block'), { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ key: 'user=mallory', ttlMs: 90_000 }) });
+    expect(block.status).toBe(200);
+    const refused = await send(gateway.url('/user'), { headers: { user: 'mallory' } });
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe('90');
+    expect((await send(gateway.url('/user'), { headers: { user: 'alice' } })).status).toBe(200);
   });
 
   it('hits_addend: each request spends its number of hits', async () => {

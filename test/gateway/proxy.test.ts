@@ -104,6 +104,19 @@ describe('gateway proxying', () => {
     expect(answer.body).toBe(body);
   });
 
+  it('invites the body of an Expect: 100-continue request, and passes it on', async () => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const req = httpRequest(gateway.url('/echo'), { method: 'POST', agent: false, headers: { expect: '100-continue', 'content-length': '5' } }, (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve(text));
+      });
+      req.on('error', reject);
+      req.on('continue', () => req.end('hello'));
+    });
+    expect(answer).toBe('hello');
+  });
+
   it('streams a 10 MB upload: the upstream receives bytes before the client has sent them all, and gets every one', async () => {
     const half = randomBytes(5 * MB);
     const rest = randomBytes(5 * MB);
