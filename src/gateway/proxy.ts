@@ -5,8 +5,9 @@
  * answered 502 (refused, reset) or 504 (timed out) with a small JSON body, and a client that goes
  * away aborts the upstream request.
  */
+import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import { Pool, errors } from 'undici';
 import type { HeaderList } from '../http/report.js';
 
@@ -91,9 +92,10 @@ function hasBody(request: IncomingMessage): boolean {
  * over, whatever its outcome (an upstream failure is answered, not thrown).
  */
 export async function forward(pool: Pool, request: IncomingMessage, response: ServerResponse, options: ForwardOptions): Promise<void> {
-  const abort = new AbortController();
+  // undici takes an EventEmitter as the signal: an AbortController per request cost ~8% of the CPU.
+  const abort = new EventEmitter();
   const onClose = (): void => {
-    if (!response.writableFinished) abort.abort();
+    if (!response.writableFinished) abort.emit('abort');
   };
   response.once('close', onClose);
   // The route's timeout runs from the end of the request (as envoy's) to the response headers;
@@ -103,7 +105,7 @@ export async function forward(pool: Pool, request: IncomingMessage, response: Se
   const startTimer = (): void => {
     timer = setTimeout(() => {
       timedOut = true;
-      abort.abort();
+      abort.emit('abort');
     }, options.timeoutMs);
   };
   const body = hasBody(request);
@@ -115,13 +117,13 @@ export async function forward(pool: Pool, request: IncomingMessage, response: Se
       path: request.url ?? '/',
       headers: upstreamHeaders(request),
       body: body ? request : null,
-      signal: abort.signal,
+      signal: abort,
       headersTimeout: 0,
       bodyTimeout: options.timeoutMs,
     });
     clearTimeout(timer);
     response.writeHead(upstream.statusCode, clientHeaders(upstream.headers, options.extraHeaders) as string[]);
-    await pipeline(upstream.body, response);
+    await relay(upstream.body, response);
   } catch (error) {
     answerFailure(response, timedOut ? new errors.HeadersTimeoutError() : error, options);
   } finally {
@@ -129,6 +131,33 @@ export async function forward(pool: Pool, request: IncomingMessage, response: Se
     request.off('end', startTimer);
     response.off('close', onClose);
   }
+}
+
+/**
+ * Streams the upstream's body to the client (with backpressure); resolves once the response is
+ * finished, or cut short: a body that fails midway destroys the response, a client that leaves
+ * destroys the body. Not stream.pipeline: it makes and aborts an AbortController per call, a
+ * tenth of the gateway's CPU.
+ */
+function relay(body: Readable, response: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      body.off('error', failed);
+      response.off('finish', done).off('close', gone);
+      resolve();
+    };
+    const failed = (): void => {
+      response.destroy();
+      done();
+    };
+    const gone = (): void => {
+      if (!body.destroyed) body.destroy();
+      done();
+    };
+    body.once('error', failed);
+    response.once('finish', done).once('close', gone);
+    body.pipe(response);
+  });
 }
 
 /** An upstream failure as the client sees it: 504 when it timed out, 502 otherwise; a cut stream once the answer began. */
