@@ -29,6 +29,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 import { children, freePort, startChild, stopChild, waitForPort } from './support/children.js';
 import { commandExists } from './support/cpu.js';
@@ -36,21 +37,19 @@ import { removeRedisDirs, startRedisServer } from './support/redis.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(HERE);
-const argv = process.argv.slice(2);
-const option = (name, fallback) => (argv.includes(`--${name}`) ? Number(argv[argv.indexOf(`--${name}`) + 1]) : fallback);
-const REPEATS = option('repeats', 3);
-const DURATION_S = option('duration', 8);
-const LONE_S = option('lone-duration', 5);
+const { values: flags } = parseArgs({ options: { repeats: { type: 'string', default: '3' }, duration: { type: 'string', default: '8' }, 'lone-duration': { type: 'string', default: '5' } } });
+const REPEATS = Number(flags.repeats);
+const DURATION_S = Number(flags.duration);
+const LONE_S = Number(flags['lone-duration']);
 
+// Each thread starts half the addresses apart.
 const WRK_SCRIPT = `
-local N = 100000
-local threads = 0
-counter = 0
+local started = 0
 function setup(thread)
-  thread:set("offset", threads * 50000)
-  threads = threads + 1
+  thread:set("offset", started * 50000)
+  started = started + 1
 end
-local floor = math.floor
+local N, counter, floor = 100000, 0, math.floor
 local headers = {}
 function request()
   local n = (offset + counter) % N
@@ -85,11 +84,7 @@ error_log ${dir}/error.log warn;
 events { worker_connections 4096; }
 http {
   access_log off;
-  client_body_temp_path ${dir}/body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
+  ${['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((kind) => `${kind}_temp_path ${dir}/${kind};`).join('\n  ')}
   keepalive_requests 1000000;
   limit_req_zone $http_x_addr zone=per_addr:64m rate=100r/m;
   limit_req_status 429;
