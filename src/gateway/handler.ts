@@ -59,7 +59,7 @@ interface Exchange {
 /** Handles one request; never throws (every failure is answered). */
 export function handleRequest(state: GatewayState, req: IncomingMessage, res: ServerResponse): void {
   const request = new GatewayRequest(req);
-  const route = findRoute(state.routes, request) as GatewayRoute | undefined;
+  const route = findRoute(state.routes, request);
   if (route === undefined) {
     sendJson(res, 404, { error: 'not_found', message: `no route takes ${request.method} ${request.path}; the gateway's routes are in its configuration (docs/gateway.md)` });
     return;

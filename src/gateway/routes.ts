@@ -10,7 +10,7 @@ import type { RateLimitAction, RateLimitConfig, RouteConfig, RouteMatch } from '
 import { allHeadersMatch, type GatewayRequest } from './request.js';
 
 /** The first route that takes `request`, or undefined (the gateway answers 404, as envoy does). */
-export function findRoute(routes: readonly RouteConfig[], request: GatewayRequest): RouteConfig | undefined {
+export function findRoute<R extends RouteConfig>(routes: readonly R[], request: GatewayRequest): R | undefined {
   for (const route of routes) if (routeMatches(route.match, request)) return route;
   return undefined;
 }
