@@ -5,10 +5,8 @@
  * answered 502 (refused, reset) or 504 (timed out) with a small JSON body, and a client that goes
  * away aborts the upstream request.
  */
-import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
-import { Pool, errors } from 'undici';
+import { Pool, errors, type Dispatcher } from 'undici';
 import type { HeaderList } from '../http/report.js';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1, and the ones proxies have always dropped): never forwarded. */
@@ -47,7 +45,8 @@ export class Upstreams {
 
 /** The names listed in `Connection` (also hop-by-hop), lower-case. */
 function connectionNames(value: string | undefined): Set<string> | undefined {
-  if (value === undefined) return undefined;
+  // The usual values name only headers that are dropped anyway.
+  if (value === undefined || value === 'keep-alive' || value === 'close') return undefined;
   return new Set(value.split(',').map((name) => name.trim().toLowerCase()).filter((name) => name !== ''));
 }
 
@@ -69,17 +68,20 @@ export function upstreamHeaders(request: IncomingMessage): string[] {
   return headers;
 }
 
-/** The upstream's response headers for the client: minus hop-by-hop ones, plus `extra`. */
-function clientHeaders(upstream: Record<string, string | string[] | undefined>, extra: HeaderList): (string | string[])[] {
-  const named = connectionNames(typeof upstream.connection === 'string' ? upstream.connection : undefined);
-  const headers: (string | string[])[] = [];
-  for (const name in upstream) {
-    const value = upstream[name];
-    if (value === undefined || HOP_BY_HOP.has(name) || named?.has(name) === true) continue;
-    headers.push(name, value);
+/** The upstream's raw response headers for the client: minus hop-by-hop ones, plus `extra`. */
+function clientHeaders(raw: Buffer[], extra: HeaderList): string[] {
+  const headers: string[] = [];
+  let named: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toString('latin1');
+    const lower = name.toLowerCase();
+    if (lower === 'connection') named = connectionNames(raw[i + 1]!.toString('latin1'));
+    if (HOP_BY_HOP.has(lower)) continue;
+    headers.push(name, raw[i + 1]!.toString('latin1'));
   }
-  for (const [name, value] of extra) headers.push(name, value);
-  return headers;
+  const kept = named === undefined ? headers : headers.filter((_, i, all) => !named.has((i % 2 === 0 ? all[i]! : all[i - 1]!).toLowerCase()));
+  for (const [name, value] of extra) kept.push(name, value);
+  return kept;
 }
 
 /** Whether the client sends a body: declared by Content-Length or Transfer-Encoding, as HTTP/1.1 says. */
@@ -91,73 +93,95 @@ function hasBody(request: IncomingMessage): boolean {
  * Forwards `request` to `pool` and streams the answer to `response`. Resolves once the exchange is
  * over, whatever its outcome (an upstream failure is answered, not thrown).
  */
-export async function forward(pool: Pool, request: IncomingMessage, response: ServerResponse, options: ForwardOptions): Promise<void> {
-  // undici takes an EventEmitter as the signal: an AbortController per request cost ~8% of the CPU.
-  const abort = new EventEmitter();
-  const onClose = (): void => {
-    if (!response.writableFinished) abort.emit('abort');
-  };
-  response.once('close', onClose);
-  // The route's timeout runs from the end of the request (as envoy's) to the response headers;
-  // timed here, since undici's own timers tick every half second.
-  let timedOut = false;
-  let timer: NodeJS.Timeout | undefined;
-  const startTimer = (): void => {
-    timer = setTimeout(() => {
-      timedOut = true;
-      abort.emit('abort');
-    }, options.timeoutMs);
-  };
-  const body = hasBody(request);
-  if (!body || request.complete) startTimer();
-  else request.once('end', startTimer);
-  try {
-    const upstream = await pool.request({
-      method: request.method as 'GET',
-      path: request.url ?? '/',
-      headers: upstreamHeaders(request),
-      body: body ? request : null,
-      signal: abort,
-      headersTimeout: 0,
-      bodyTimeout: options.timeoutMs,
-    });
-    clearTimeout(timer);
-    response.writeHead(upstream.statusCode, clientHeaders(upstream.headers, options.extraHeaders) as string[]);
-    await relay(upstream.body, response);
-  } catch (error) {
-    answerFailure(response, timedOut ? new errors.HeadersTimeoutError() : error, options);
-  } finally {
-    clearTimeout(timer);
-    request.off('end', startTimer);
-    response.off('close', onClose);
-  }
+export function forward(pool: Pool, request: IncomingMessage, response: ServerResponse, options: ForwardOptions): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const body = hasBody(request);
+    const relay = new Relay(request, response, options, resolve);
+    pool.dispatch(
+      { method: request.method as 'GET', path: request.url ?? '/', headers: upstreamHeaders(request), body: body ? request : null, headersTimeout: 0, bodyTimeout: options.timeoutMs },
+      relay,
+    );
+    relay.start(body);
+  });
 }
 
 /**
- * Streams the upstream's body to the client (with backpressure); resolves once the response is
- * finished, or cut short: a body that fails midway destroys the response, a client that leaves
- * destroys the body. Not stream.pipeline: it makes and aborts an AbortController per call, a
- * tenth of the gateway's CPU.
+ * One exchange as undici's dispatch handler: the upstream's status and headers go to the client as
+ * they arrive, then each body chunk, with backpressure (undici pauses the socket while the client's
+ * buffer is full). Not `pool.request()` and `stream.pipeline`: a promise, a body stream and an
+ * AbortController per request were a third of the gateway's CPU.
  */
-function relay(body: Readable, response: ServerResponse): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = (): void => {
-      body.off('error', failed);
-      response.off('finish', done).off('close', gone);
-      resolve();
-    };
-    const failed = (): void => {
-      response.destroy();
-      done();
-    };
-    const gone = (): void => {
-      if (!body.destroyed) body.destroy();
-      done();
-    };
-    body.once('error', failed);
-    response.once('finish', done).once('close', gone);
-    body.pipe(response);
-  });
+class Relay implements Dispatcher.DispatchHandler {
+  private abortUpstream: ((reason: Error) => void) | undefined;
+  private resume: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private timedOut = false;
+  private done = false;
+
+  constructor(
+    private readonly request: IncomingMessage,
+    private readonly response: ServerResponse,
+    private readonly options: ForwardOptions,
+    private readonly settle: () => void,
+  ) {}
+
+  /** Follows the client; the route's timeout runs from the end of the request (as envoy's) to the response headers. */
+  start(hasRequestBody: boolean): void {
+    this.response.once('close', this.onClientClose).on('drain', this.onDrain);
+    if (!hasRequestBody || this.request.complete) this.startTimer();
+    else this.request.once('end', this.startTimer);
+  }
+
+  onConnect(abort: (reason?: Error) => void): void {
+    this.abortUpstream = abort;
+    if (this.response.destroyed) abort(new errors.RequestAbortedError());
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true;
+    clearTimeout(this.timer);
+    this.resume = resume;
+    this.response.writeHead(statusCode, clientHeaders(rawHeaders, this.options.extraHeaders));
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    return this.response.write(chunk);
+  }
+
+  onComplete(): void {
+    this.response.end();
+    this.finish();
+  }
+
+  onError(error: Error): void {
+    answerFailure(this.response, this.timedOut ? new errors.HeadersTimeoutError() : error, this.options);
+    this.finish();
+  }
+
+  private readonly startTimer = (): void => {
+    // Timed here: undici's own timers tick every half second.
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.abortUpstream?.(new errors.HeadersTimeoutError());
+    }, this.options.timeoutMs);
+  };
+
+  private readonly onDrain = (): void => this.resume?.();
+
+  private readonly onClientClose = (): void => {
+    // The client left before the answer was complete: the upstream request goes too.
+    if (!this.response.writableFinished) this.abortUpstream?.(new errors.RequestAbortedError());
+  };
+
+  private finish(): void {
+    if (this.done) return;
+    this.done = true;
+    clearTimeout(this.timer);
+    this.request.off('end', this.startTimer);
+    this.response.off('close', this.onClientClose).off('drain', this.onDrain);
+    this.settle();
+  }
 }
 
 /** An upstream failure as the client sees it: 504 when it timed out, 502 otherwise; a cut stream once the answer began. */
