@@ -57,6 +57,7 @@ const FIXTURES: Readonly<Record<string, readonly string[]>> = {
   'shape-without-max-delay.yaml': ['shape-without-max-delay.yaml:3:5: routes[0].shaping: missing shaping: on_limit: shape holds requests up to a longest wait: give shaping: { max_delay: 2s }'],
   'bad-timeout.yaml': ['bad-timeout.yaml:5:14: routes[0].timeout: timeout "15 seconds" is not a duration: write a whole number and one unit of ms, s, m, h, d or w (e.g. "1m")'],
   'hits-addend-negative.yaml': ['hits-addend-negative.yaml:7:32: routes[0].rate_limits[0].hits_addend.number: number must be a whole number from 0 to 1000000, got -1'],
+  'too-many-actions.yaml': ["too-many-actions.yaml:7:18: routes[0].rate_limits[0].actions: a rate limit has at most 32 actions (one descriptor's entries), got 33"],
   'yaml-syntax.yaml': ['yaml-syntax.yaml:5:1: YAML error: sequence item without - indicator'],
   'several-errors.yaml': [
     'several-errors.yaml:1:9: listen: listen must be a port (8888) or host:port ("127.0.0.1:8888"), got "eighty"',

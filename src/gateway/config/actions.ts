@@ -5,6 +5,7 @@
  */
 import { isMap, type YAMLMap } from 'yaml';
 import { joinPath, readFlag, readText, readWholeNumber, reportMissing, type DocumentReader, type Entry, type FieldSet } from '../../rules/parse/fields.js';
+import { MAX_DESCRIPTORS, MAX_ENTRIES } from '../../rules/check.js';
 import { readMappings } from './lists.js';
 import { readHeaderMatchers, readHeaderName } from './matchers.js';
 import type { RateLimitAction, RateLimitConfig } from './types.js';
@@ -41,7 +42,10 @@ const MAX_HITS_ADDEND = 1_000_000;
 /** Reads `rate_limits:` (absent: none). */
 export function readRateLimits(reader: DocumentReader, entry: Entry | undefined): RateLimitConfig[] {
   const expected = { list: 'a list of { actions: [...] }', item: 'a rate limit like { actions: [{ remote_address: {} }] }' };
-  return readMappings(reader, entry, expected, (map, path) => readRateLimit(reader, map, path));
+  const configs = readMappings(reader, entry, expected, (map, path) => readRateLimit(reader, map, path));
+  // One check takes at most this many descriptors: a route with more could never be decided.
+  if (configs.length > MAX_DESCRIPTORS) reader.report(entry!.value, entry!.path, `a route has at most ${MAX_DESCRIPTORS} rate limits (one check's descriptors), got ${configs.length}`);
+  return configs;
 }
 
 function readRateLimit(reader: DocumentReader, map: YAMLMap, path: string): RateLimitConfig | undefined {
@@ -57,6 +61,7 @@ function readRateLimit(reader: DocumentReader, map: YAMLMap, path: string): Rate
   }
   const items = reader.list(actionsEntry.value, actionsEntry.path, 'a list of actions') ?? [];
   if (items.length === 0) reader.report(actionsEntry.value, actionsEntry.path, 'actions is empty; give at least one action');
+  if (items.length > MAX_ENTRIES) reader.report(actionsEntry.value, actionsEntry.path, `a rate limit has at most ${MAX_ENTRIES} actions (one descriptor's entries), got ${items.length}`);
   const actions = items.map((item) => (item.node === undefined ? undefined : readAction(reader, item.node, item.path)));
   const hitsAddend = readHitsAddend(reader, fields.get('hits_addend'));
   const applyOnStreamDone = readFlag(reader, fields.get('apply_on_stream_done')) ?? false;
