@@ -114,6 +114,8 @@ function blockedReport(result: CheckResult): LimitReport {
   return { name: 'blocked', limit: 0, windowMs: wait, remaining: 0, resetAt: result.now + wait, allowed: false, retryAfter: wait, partitionKey: 'blocked' };
 }
 
+const ENVOY_RATELIMITED: [string, string] = ['x-envoy-ratelimited', 'true'];
+
 const GATEWAY_ACTIONS: VerdictActions<Exchange, void> = {
   reportsHolder: (x) => x.req,
   accept: (x) => x.req.headers.accept,
@@ -126,7 +128,8 @@ const GATEWAY_ACTIONS: VerdictActions<Exchange, void> = {
       if (!x.res.destroyed && !x.res.writableEnded) pass(x, headers);
     }, delayMs);
   },
-  refuse: (x, headers, info) => sendText(x.res, 429, info.body.contentType, x.req.method === 'HEAD' ? '' : info.body.text, headers),
+  // envoy's rate-limit filter marks its 429s so routers do not retry them: so does the gateway.
+  refuse: (x, headers, info) => sendText(x.res, 429, info.body.contentType, x.req.method === 'HEAD' ? '' : info.body.text, [...headers, ENVOY_RATELIMITED]),
 };
 
 /** Forwards the request; then sends the route's stream-done descriptors, which only count. */
