@@ -1,16 +1,18 @@
 #!/usr/bin/env node
 /**
  * The `tollgate` command: `serve` (the decision service), `validate` (check rules files),
- * `replicate` (carry one region's counts to the others, multi-region), `simulate` (replay an
- * access log against rules offline), `demo`
- * (the limiter deciding on the embedded store), `help` (or `--help` after any command),
- * `--version`. `gateway` and `bench` arrive with their issues.
+ * `gateway` (a rate-limiting reverse proxy), `replicate` (carry one region's counts to the others,
+ * multi-region), `simulate` (replay an access log against rules offline), `demo` (the limiter
+ * deciding on the embedded store), `help` (or `--help` after any command), `--version`. `bench`
+ * arrives with its issue.
  */
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { runDemo } from './demo.js';
-import { TollgateError } from './errors.js';
+import { GATEWAY_FLAGS, GATEWAY_SWITCHES, resolveGatewayOptions } from './gateway/options.js';
+import { startGateway } from './gateway/server.js';
+import { GatewayConfigError, TollgateError } from './errors.js';
 import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from './service/options.js';
 import { startService } from './service/server.js';
 import { REPLICATE_FLAGS, startReplicateCommand } from './service/replicate.js';
@@ -50,6 +52,16 @@ Commands:
                   --shadow-mode            never answer OVER_LIMIT overall (SHADOW_MODE)
                   --quota-mode             every limit in quota mode (QUOTA_MODE)
                 Every flag also reads TOLLGATE_<FLAG> (e.g. TOLLGATE_REDIS); flags win.
+  gateway       A reverse proxy that rate limits, then forwards (docs/gateway.md)
+                  --config FILE            routes, upstreams, rules (YAML, envoy's route config shape);
+                                           reloaded live; errors as file:line:col (exit 2)
+                  --port N                 where the proxy listens (the file's listen, else 8888)
+                  --admin-port N           /metrics, /dashboard, /readyz, /v1/rules, admin API (9901)
+                  --rules FILE|DIR         the rules (overrides the file's rules:)
+                  --host ADDR              both listeners (0.0.0.0)
+                  and serve's --redis*, --admin-token, --log-level, --failure-mode, --expected-nodes,
+                  --deadline-ms, --fail-closed-status, --local-cache-keys, --merge-domains,
+                  --shadow-mode, --quota-mode, --drain-delay, --shutdown-timeout
   replicate     Carry one region's counts to the other regions (multi-region, docs/scaling.md)
                   --region NAME            this region (the regionStore's region)
                   --redis URL              this region's own Redis
@@ -91,6 +103,7 @@ async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
   if (first === 'help') return help(rest);
   if (first === 'serve') return serve(rest);
+  if (first === 'gateway') return gateway(rest);
   if (first === 'validate') return validate(rest);
   if (first === 'replicate') return replicate(rest);
   if (first === 'simulate') return simulateCommand(rest);
@@ -126,7 +139,7 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
-const COMMANDS = new Set(['serve', 'validate', 'replicate', 'simulate', 'demo', 'help']);
+const COMMANDS = new Set(['serve', 'gateway', 'validate', 'replicate', 'simulate', 'demo', 'help']);
 const HELP_FLAGS = new Set(['--help', '-h']);
 /** The `--help` / `-h` flag every command takes. */
 const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
@@ -145,20 +158,25 @@ function usageError(message: string): number {
   return 2;
 }
 
+/** A command's flags as text (switches as "true"), or the exit code once help or a usage error is printed. */
+function commandFlags(command: string, args: string[], flags: Readonly<Record<string, string>>, switches: ReadonlySet<string>): Record<string, string | undefined> | number {
+  try {
+    const options = { ...Object.fromEntries(Object.keys(flags).map((flag) => [flag, { type: switches.has(flag) ? ('boolean' as const) : ('string' as const) }])), ...HELP_OPTION };
+    const { help: wantsHelp, ...given } = parseArgs({ args, options, allowPositionals: false }).values as Record<string, string | boolean | undefined> & { help?: boolean };
+    if (wantsHelp === true) return help([]);
+    return Object.fromEntries(Object.entries(given).map(([flag, value]) => [flag, value === undefined ? undefined : String(value)]));
+  } catch (error) {
+    return usageError(`${command}: ${(error as Error).message}`);
+  }
+}
+
 /**
  * `tollgate serve`: runs until SIGTERM or SIGINT, then drains (--drain-delay) and shuts down
  * gracefully; a second signal skips the rest of the drain delay.
  */
 async function serve(args: string[]): Promise<number> {
-  let values: Record<string, string | undefined>;
-  try {
-    const options = { ...Object.fromEntries(Object.keys(SERVE_FLAGS).map((flag) => [flag, { type: SWITCH_FLAGS.has(flag) ? ('boolean' as const) : ('string' as const) }])), ...HELP_OPTION };
-    const { help: wantsHelp, ...flags } = parseArgs({ args, options, allowPositionals: false }).values as Record<string, string | boolean | undefined> & { help?: boolean };
-    if (wantsHelp === true) return help([]);
-    values = Object.fromEntries(Object.entries(flags).map(([flag, value]) => [flag, value === undefined ? undefined : String(value)]));
-  } catch (error) {
-    return usageError(`serve: ${(error as Error).message}`);
-  }
+  const values = commandFlags('serve', args, SERVE_FLAGS, SWITCH_FLAGS);
+  if (typeof values === 'number') return values;
   let service;
   try {
     const options = resolveServiceOptions(values, process.env);
@@ -186,6 +204,34 @@ async function serve(args: string[]): Promise<number> {
     process.on('SIGINT', stop);
   });
   // Everything is closed; a timer left by a call still waiting on Redis must not hold the exit.
+  setTimeout(() => process.exit(0), 1_000).unref();
+  return 0;
+}
+
+/** `tollgate gateway`: runs until SIGTERM or SIGINT, then drains and stops; 2 on a bad flag or configuration. */
+async function gateway(args: string[]): Promise<number> {
+  const values = commandFlags('gateway', args, GATEWAY_FLAGS, GATEWAY_SWITCHES);
+  if (typeof values === 'number') return values;
+  let running;
+  try {
+    running = await startGateway(resolveGatewayOptions(values, process.env));
+  } catch (error) {
+    const known = error instanceof TollgateError;
+    // Configuration problems go one per line, each starting file:line:col, as `validate` prints them.
+    const lines = error instanceof GatewayConfigError && error.errors.length > 0 ? error.errors.map((problem) => problem.message) : [`tollgate gateway: ${known ? (error as Error).message : String((error as Error).stack ?? error)}`];
+    process.stderr.write(lines.map((line) => `${line}\n`).join(''));
+    process.exit(known ? 2 : 1);
+  }
+  await new Promise<void>((resolve) => {
+    let signals = 0;
+    const stop = (): void => {
+      signals += 1;
+      if (signals > 1) void running.drain();
+      else void running.drain().then(resolve);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
   setTimeout(() => process.exit(0), 1_000).unref();
   return 0;
 }

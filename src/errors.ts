@@ -18,7 +18,8 @@ export type TollgateErrorCode =
   | 'ERR_TOLLGATE_INVALID_CHECK'
   | 'ERR_TOLLGATE_INVALID_DEFERRED_REQUEST'
   | 'ERR_TOLLGATE_DEFERRED_BODY_TOO_LARGE'
-  | 'ERR_TOLLGATE_INVALID_LOG';
+  | 'ERR_TOLLGATE_INVALID_LOG'
+  | 'ERR_TOLLGATE_INVALID_GATEWAY_CONFIG';
 
 /** Base class of every error Tollgate throws on purpose. */
 export class TollgateError extends Error {
@@ -118,6 +119,19 @@ export class RulesError extends TollgateError {
     this.line = line;
     this.column = column;
     this.path = path;
+  }
+}
+
+/**
+ * The gateway's configuration file (`tollgate gateway --config FILE`) is unreadable or invalid. The
+ * message lists every problem, one per line, each as `file:line:col: path: message` (`errors`).
+ */
+export class GatewayConfigError extends TollgateError {
+  constructor(
+    message: string,
+    readonly errors: readonly RulesError[],
+  ) {
+    super('ERR_TOLLGATE_INVALID_GATEWAY_CONFIG', message);
   }
 }
 

@@ -14,6 +14,7 @@ import type { CheckOptions, CheckRequest, CheckResult, DescriptorStatus, LimitOv
 import { UNLIMITED_REMAINING } from './check-types.js';
 import { matchDescriptor, overrideCounterKey } from './match.js';
 import type { CompiledRule, RuleNode } from './ruleset.js';
+import { shapedRule } from './shaping.js';
 
 /** A limit that applies to one descriptor of the request. */
 interface Planned {
@@ -47,7 +48,8 @@ export function planCheck(root: RuleNode, request: CheckRequest, options: CheckO
   const planned: Planned[] = [];
   matches.forEach((match, index) => {
     if (match === undefined) return;
-    const { rule, counterKey } = match;
+    const { counterKey } = match;
+    const rule = options.maxDelayMs === undefined ? match.rule : shapedRule(match.rule, options.maxDelayMs);
     if (rule.unlimited) {
       // As envoy: the largest uint32 remaining, so callers can tell it from "no limit".
       statuses[index] = { code: 'OK', limitRemaining: UNLIMITED_REMAINING, durationUntilReset: 0, rule: rule.path };
@@ -232,6 +234,7 @@ function status(p: Planned, decision: Decision, how: { shadow: boolean; quotaPas
     rule: rule.path,
     key: p.counterKey,
     ...(degraded !== undefined ? { degraded } : {}),
+    ...(decision.delay !== undefined && !over ? { delay: decision.delay } : {}),
   };
 }
 

@@ -66,6 +66,11 @@ export interface DescriptorStatus {
   readonly key?: string;
   /** The store could not decide: this status is its limit's failure mode's answer. */
   readonly degraded?: DegradedReason;
+  /**
+   * leaky-bucket limits that passed: ms a shaping caller holds the request before passing it on
+   * (its turn in the queue, from the decision's `now`). Absent for other algorithms.
+   */
+  readonly delay?: number;
 }
 
 /** envoy's RateLimitResponse. */
@@ -102,6 +107,12 @@ export interface CheckOptions {
   readonly failureMode?: FailureMode;
   /** Longest wait for the store, in ms, over every rule's `deadline_ms`. Default: the smallest of the rules', else the limiter's. */
   readonly deadlineMs?: number;
+  /**
+   * Shaping (the gateway's `shaping.max_delay`): a leaky-bucket limit queues only what drains within
+   * this many ms, so a request whose turn is further off is refused instead of held. Its counters
+   * are the rule's own (state is kept per key, algorithm and window, whatever the burst).
+   */
+  readonly maxDelayMs?: number;
 }
 
 /** Most descriptors in one request, and entries in one descriptor. */

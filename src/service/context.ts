@@ -20,8 +20,8 @@ export interface CheckEvent {
   readonly result: CheckResult;
   /** Counter key per status (absent where no limit applied), for "most throttled keys". */
   readonly keys: readonly (string | undefined)[];
-  /** How the check arrived. */
-  readonly via: 'json' | 'check' | 'grpc';
+  /** How the check arrived (`gateway`: a request `tollgate gateway` decided before proxying it). */
+  readonly via: 'json' | 'check' | 'grpc' | 'gateway';
   /** Time spent deciding, in ms. */
   readonly durationMs: number;
 }

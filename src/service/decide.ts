@@ -3,26 +3,27 @@
  * touching the store), then the limiter, then an event for metrics and the dashboard.
  */
 import type { DegradedReason } from '../fault/failure-mode.js';
-import type { CheckRequest, CheckResult, DescriptorStatus } from '../rules/check.js';
+import type { CheckOptions, CheckRequest, CheckResult, DescriptorStatus } from '../rules/check.js';
 import type { MaybePromise } from '../store/types.js';
-import type { ServiceContext } from './context.js';
+import type { CheckEvent, ServiceContext } from './context.js';
 
 /**
  * Decides a check and tells the listeners. The result itself when the store answers synchronously
  * (the memory store): no promise on that path. Bad input throws synchronously.
  */
-export function decideCheck(ctx: ServiceContext, request: CheckRequest, via: 'json' | 'check' | 'grpc'): MaybePromise<CheckResult> {
+export function decideCheck(ctx: ServiceContext, request: CheckRequest, via: CheckEvent['via'], extra?: Pick<CheckOptions, 'maxDelayMs'>): MaybePromise<CheckResult> {
   const started = performance.now();
   const blocked = blockedResult(ctx, request);
   if (blocked !== undefined) return announce(ctx, request, blocked, via, started);
   const { quotaMode, shadowMode } = ctx.options;
-  const result = ctx.limiter.decideCheck(request, quotaMode || shadowMode ? { quotaMode, shadowMode } : undefined);
+  const options = quotaMode || shadowMode ? { quotaMode, shadowMode, ...extra } : extra;
+  const result = ctx.limiter.decideCheck(request, options);
   if (result instanceof Promise) return result.then((decided) => announce(ctx, request, decided, via, started));
   return announce(ctx, request, result, via, started);
 }
 
 /** Emits the check's event for metrics and the dashboard; returns `result`. */
-function announce(ctx: ServiceContext, request: CheckRequest, result: CheckResult, via: 'json' | 'check' | 'grpc', started: number): CheckResult {
+function announce(ctx: ServiceContext, request: CheckRequest, result: CheckResult, via: CheckEvent['via'], started: number): CheckResult {
   try {
     ctx.events.emit('check', {
       domain: request.domain,

@@ -218,7 +218,7 @@ function addKeyRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     const body = (await readJson(request)) as { key?: unknown; ttlMs?: unknown } | null;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, `the body must be { key, ttlMs? }, got ${describeValue(body)}`);
     const key = body.key as string;
-    const until = ctx.blocks.block(key, body.ttlMs === undefined ? 3_600_000 : (body.ttlMs as number));
+    const until = ctx.blocks.block(key, body.ttlMs === undefined ? 3_600_000 : (body.ttlMs as number), ctx.clock());
     ctx.logger.warn({ key, until }, 'key blocked by an operator');
     sendJson(response, 200, { key, blockedUntil: until });
   });

@@ -120,7 +120,8 @@ function classifyStatus(
   const compiled = index.get(status.rule);
   // A path the rules no longer hold (reloaded between the decision and now) is still a configured
   // path when it is under the request's known domain; anything else is not trusted as a label.
-  const rule = compiled !== undefined || (knownDomain && status.rule.startsWith(`${domain}.`)) ? status.rule : OTHER_RULE;
+  const path = compiled !== undefined || (knownDomain && status.rule.startsWith(`${domain}.`)) ? status.rule : OTHER_RULE;
+  const rule = compiled?.detailedMetric === true && key !== undefined ? detailedLabel(path, key) : path;
   const shadow = compiled?.shadowMode ?? false;
   if (status.shadowOverLimit === true) return { domain, rule, result: 'shadow_over_limit', reason: 'shadow_mode', near: false, shadow: true, key };
   if (status.code === 'OVER_LIMIT') return { domain, rule, result: 'over_limit', reason: 'limit_exceeded', near: false, shadow, key };
@@ -128,6 +129,23 @@ function classifyStatus(
   const capacity = compiled?.policy.nominalCapacity ?? status.currentLimit?.requestsPerUnit ?? 0;
   const near = capacity > 0 && status.limitRemaining <= capacity * NEAR_LIMIT_SHARE;
   return { domain, rule, result: 'ok', reason: 'within_limit', near, shadow, key };
+}
+
+/** Distinct labels `detailed_metric` rules may add (each request value is one), before they fall back to the rule's path. */
+export const MAX_DETAILED_LABELS = 10_000;
+const detailedLabels = new Set<string>();
+
+/**
+ * envoy's `detailed_metric`: the rule's label names the request's values (`rl.unspec=some_value`,
+ * from its counter key `rl|unspec=some_value`), as envoy's stats key does; bounded, since every
+ * value is a new series.
+ */
+function detailedLabel(path: string, key: string): string {
+  const label = key.split('|').join('.');
+  if (detailedLabels.has(label)) return label;
+  if (detailedLabels.size >= MAX_DETAILED_LABELS) return path;
+  detailedLabels.add(label);
+  return label;
 }
 
 /** A listener for each of the service's events (the metrics and the dashboard each have one set). */
@@ -200,7 +218,7 @@ function defineEventMetrics(registers: Registry[]) {
     ...defineRuleCounters(registers, byRule),
     checks: new Counter({
       name: 'tollgate_checks_total',
-      help: 'Answered check requests by domain, transport (json, check, grpc) and overall result (ok, over_limit).',
+      help: 'Answered check requests by domain, transport (json, check, grpc, gateway) and overall result (ok, over_limit).',
       labelNames: ['domain', 'transport', 'result'] as const,
       registers,
       collect() {

@@ -227,6 +227,8 @@ async function shutDown(parts: ServiceParts, grpc: GrpcServer | undefined): Prom
 export interface ServiceHooks {
   /** The clock (epoch ms) every decision reads instead of the store's: replays and tests. */
   readonly clock?: () => number;
+  /** false: no gRPC listener (`tollgate gateway` runs the service for its admin port only). Default true. */
+  readonly grpc?: boolean;
 }
 
 /** Starts the service; resolves once every listener is up. */
@@ -249,7 +251,7 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   const parts: ServiceParts = { context, server, http: followConnections(server), metrics: attachMetrics(context, routes), dashboard: attachDashboard(context, routes), link, starter: pushed?.starter };
   const httpPort = await listenHttp(server, options).catch((error: unknown) => abandon(parts, error));
   logger.info({ port: httpPort, store: store.name, rules: holder.current.version }, `HTTP listening on ${options.host}:${httpPort}`);
-  const grpc = await startGrpcServer(context, options.host, options.grpcPort).catch((error: unknown) =>
+  const grpc = hooks.grpc === false ? undefined : await startGrpcServer(context, options.host, options.grpcPort).catch((error: unknown) =>
     abandon(parts, error instanceof Error && !(error instanceof InvalidOptionError) ? new InvalidOptionError(error.message) : error),
   );
   if (grpc !== undefined) logger.info({ port: grpc.port }, `gRPC listening on ${options.host}:${grpc.port}`);

@@ -1,0 +1,100 @@
+/**
+ * The parsed gateway configuration (`tollgate gateway --config FILE`): upstreams, the rules to
+ * load, and routes that map a request to envoy rate-limit descriptors. Shaped like envoy's route
+ * configuration so its users recognise it; docs/gateway.md is the reference.
+ */
+import type { HeaderStyle } from '../../http/report.js';
+
+/** How a header matcher compares a header's value (envoy's HeaderMatcher / StringMatcher). */
+export type HeaderMatchKind = 'exact' | 'prefix' | 'suffix' | 'contains' | 'safe_regex' | 'present';
+
+/** envoy's HeaderMatcher: `name` plus one comparison; `invert_match` flips the outcome. */
+export interface HeaderMatcher {
+  /** Lower-case; `:path`, `:method`, `:authority` and `:scheme` are the pseudo-headers. */
+  readonly name: string;
+  readonly kind: HeaderMatchKind;
+  /** The text compared (exact, prefix, suffix, contains), lower-cased when `ignoreCase`. */
+  readonly value?: string;
+  /** safe_regex: matched against the whole value. */
+  readonly regex?: RegExp;
+  /** present: whether the header must be there (true) or absent (false). */
+  readonly present?: boolean;
+  readonly ignoreCase: boolean;
+  readonly invert: boolean;
+}
+
+/** One envoy rate-limit action (`config.route.v3.RateLimit.Action`): it yields one descriptor entry. */
+export type RateLimitAction =
+  | { readonly type: 'source_cluster' }
+  | { readonly type: 'destination_cluster' }
+  | { readonly type: 'request_headers'; readonly headerName: string; readonly descriptorKey: string; readonly skipIfAbsent: boolean }
+  | { readonly type: 'remote_address' }
+  | { readonly type: 'generic_key'; readonly descriptorKey: string; readonly descriptorValue: string }
+  | {
+      readonly type: 'header_value_match';
+      readonly descriptorKey: string;
+      readonly descriptorValue: string;
+      readonly expectMatch: boolean;
+      readonly headers: readonly HeaderMatcher[];
+    };
+
+/** One item of a route's `rate_limits`: it yields one descriptor (or none, when an action cannot). */
+export interface RateLimitConfig {
+  readonly actions: readonly RateLimitAction[];
+  /** envoy's `hits_addend: { number: N }`: the hits of this descriptor, instead of the request's 1. */
+  readonly hitsAddend?: number;
+  /** envoy's `apply_on_stream_done`: sent once the response has been forwarded, not before. */
+  readonly applyOnStreamDone: boolean;
+}
+
+/** What a request must be for a route to take it (every given condition). */
+export interface RouteMatch {
+  /** The start of the path, query string included (envoy's `prefix`). */
+  readonly prefix?: string;
+  /** The whole path without its query string (envoy's `path`). */
+  readonly path?: string;
+  /** Matches the whole path without its query string (envoy's `safe_regex`). */
+  readonly regex?: RegExp;
+  /** Upper-case methods; absent: any. */
+  readonly methods?: readonly string[];
+  /** Lower-case host names (`Host`, without a port); `*.example.com` takes any subdomain, `*` any host. */
+  readonly hosts?: readonly string[];
+  readonly headers: readonly HeaderMatcher[];
+}
+
+/** What a throttled request gets: a 429 (`reject`), or a wait for its turn (`shape`). */
+export type OnLimit = 'reject' | 'shape';
+
+export interface RouteConfig {
+  readonly match: RouteMatch;
+  /** A name in `upstreams`; also the value of `destination_cluster`. */
+  readonly upstream: string;
+  /** The rules domain its descriptors are checked in (required when it has rate_limits). */
+  readonly domain: string | undefined;
+  readonly rateLimits: readonly RateLimitConfig[];
+  /** Longest wait for the upstream's response headers, and between two body chunks, in ms. */
+  readonly timeoutMs: number;
+  readonly onLimit: OnLimit;
+  /** shape: the longest a request is held before it goes on (a longer wait is refused). */
+  readonly maxDelayMs: number | undefined;
+  /** Where the route was written, for logs: `file:line`. */
+  readonly where: string;
+}
+
+export interface GatewayConfig {
+  /** Where the gateway listens (`listen: 8888` or `listen: "127.0.0.1:8888"`); flags win. */
+  readonly listen: { readonly host?: string; readonly port: number } | undefined;
+  /** The value of `source_cluster` (envoy's `--service-cluster`). */
+  readonly sourceCluster: string;
+  /** Upstream name → its origin (`http://host:port`). */
+  readonly upstreams: ReadonlyMap<string, URL>;
+  /** The rules file or directory, resolved against the config file's folder. */
+  readonly rules: string | undefined;
+  readonly routes: readonly RouteConfig[];
+  /** Which peers may say who the client is (X-Forwarded-For), for `remote_address`; the middleware's `trustProxy`. */
+  readonly trustProxy: false | number | readonly string[];
+  /** Which rate-limit headers answers carry (the middleware's `headers`): legacy (default), ietf, both, none. */
+  readonly headers: HeaderStyle;
+  /** Longest wait for an upstream connection, in ms. */
+  readonly connectTimeoutMs: number;
+}

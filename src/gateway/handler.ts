@@ -1,0 +1,182 @@
+/**
+ * One request through the gateway: the first route that takes it (none: 404, as envoy), the
+ * descriptors of its rate-limit actions, ONE check through the service's decision path
+ * (`decideCheck`: blocked keys, the limiter, the metrics event), then the middleware's answer
+ * (`applyVerdict`: the same headers and 429 body), and, when admitted, now or after its shaping
+ * delay, the upstream.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { TollgateError } from '../errors.js';
+import { checkReports } from '../http/headers.js';
+import type { ClientIp } from '../http/identity.js';
+import { UNAVAILABLE_BODY, type HeaderList, type LimitReport } from '../http/report.js';
+import { applyVerdict, type AnswerSettings, type Verdict, type VerdictActions } from '../http/verdict.js';
+import type { CheckRequest, CheckResult } from '../rules/check.js';
+import type { ServiceContext } from '../service/context.js';
+import { decideCheck, degradedAnswer } from '../service/decide.js';
+import { errorReply } from '../service/http-util.js';
+import type { RateLimitConfig, RouteConfig } from './config/types.js';
+import { forward, type Upstreams } from './proxy.js';
+import { GatewayRequest } from './request.js';
+import { descriptorsOf, findRoute } from './routes.js';
+
+/** A route with its rate limits split by when they are sent. */
+export interface GatewayRoute extends RouteConfig {
+  /** Sent before forwarding; they decide the request. */
+  readonly beforeLimits: readonly RateLimitConfig[];
+  /** Sent once the response is over (envoy's `apply_on_stream_done`); they only count. */
+  readonly afterLimits: readonly RateLimitConfig[];
+}
+
+/** What the handler reads; a reload of the gateway configuration swaps `routes` and `upstreams`. */
+export interface GatewayState {
+  readonly context: ServiceContext;
+  readonly routes: readonly GatewayRoute[];
+  readonly upstreams: Upstreams;
+  readonly sourceCluster: string;
+  readonly clientIp: ClientIp;
+  readonly answer: AnswerSettings;
+}
+
+/** Splits each route's rate limits into those sent before forwarding and those sent after. */
+export function gatewayRoutes(routes: readonly RouteConfig[]): GatewayRoute[] {
+  return routes.map((route) => ({
+    ...route,
+    beforeLimits: route.rateLimits.filter((limit) => !limit.applyOnStreamDone),
+    afterLimits: route.rateLimits.filter((limit) => limit.applyOnStreamDone),
+  }));
+}
+
+/** One exchange as the verdict actions see it. */
+interface Exchange {
+  readonly state: GatewayState;
+  readonly route: GatewayRoute;
+  readonly request: GatewayRequest;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+}
+
+/** Handles one request; never throws (every failure is answered). */
+export function handleRequest(state: GatewayState, req: IncomingMessage, res: ServerResponse): void {
+  const request = new GatewayRequest(req);
+  const route = findRoute(state.routes, request);
+  if (route === undefined) {
+    sendJson(res, 404, { error: 'not_found', message: `no route takes ${request.method} ${request.path}; the gateway's routes are in its configuration (docs/gateway.md)` });
+    return;
+  }
+  const exchange: Exchange = { state, route, request, req, res };
+  const descriptors = route.domain === undefined ? [] : descriptorsOf(route.beforeLimits, route, request, state);
+  if (descriptors.length === 0) {
+    pass(exchange, []);
+    return;
+  }
+  let decided: CheckResult | Promise<CheckResult>;
+  try {
+    decided = decide(state.context, route, { domain: route.domain!, descriptors });
+  } catch (error) {
+    failed(exchange, error);
+    return;
+  }
+  if (decided instanceof Promise) decided.then((result) => answer(exchange, result), (error: unknown) => failed(exchange, error));
+  else answer(exchange, decided);
+}
+
+function decide(context: ServiceContext, route: GatewayRoute, request: CheckRequest): CheckResult | Promise<CheckResult> {
+  return decideCheck(context, request, 'gateway', route.onLimit === 'shape' ? { maxDelayMs: route.maxDelayMs } : undefined);
+}
+
+/** Acts on a check's result as the middleware acts on its verdict. */
+function answer(exchange: Exchange, result: CheckResult): void {
+  const degraded = degradedAnswer(exchange.state.context, result.degraded);
+  const allowed = result.overallCode === 'OK';
+  let reports: LimitReport[] = checkReports(result);
+  // Denied with no limit to report (an operator's block): say when to come back all the same.
+  if (!allowed && reports.length === 0) reports = [blockedReport(result)];
+  const verdict: Verdict = {
+    reports: reports.length === 0 ? undefined : reports,
+    allowed,
+    delayMs: allowed && exchange.route.onLimit === 'shape' ? shapingDelay(result) : 0,
+    now: result.now,
+    ...(degraded !== undefined ? { degraded: degraded.reason, unavailable: degraded.unavailable } : {}),
+  };
+  applyVerdict(exchange.state.answer, verdict, exchange, GATEWAY_ACTIONS);
+}
+
+/** The longest queue wait among the request's leaky-bucket limits. */
+function shapingDelay(result: CheckResult): number {
+  let delay = 0;
+  for (const status of result.statuses) if (status.delay !== undefined && status.delay > delay) delay = status.delay;
+  return delay;
+}
+
+function blockedReport(result: CheckResult): LimitReport {
+  const wait = Math.max(1, ...result.statuses.map((status) => status.durationUntilReset));
+  return { name: 'blocked', limit: 0, windowMs: wait, remaining: 0, resetAt: result.now + wait, allowed: false, retryAfter: wait, partitionKey: 'blocked' };
+}
+
+const ENVOY_RATELIMITED: [string, string] = ['x-envoy-ratelimited', 'true'];
+
+const GATEWAY_ACTIONS: VerdictActions<Exchange, void> = {
+  reportsHolder: (x) => x.req,
+  accept: (x) => x.req.headers.accept,
+  unavailable: (x, headers) => sendText(x.res, 503, 'application/json; charset=utf-8', UNAVAILABLE_BODY, headers),
+  skip: (x) => pass(x, []),
+  admit: (x, headers, delayMs) => {
+    if (delayMs === 0) return pass(x, headers);
+    // Shaping: the request waits its turn; a client that left meanwhile is not forwarded.
+    setTimeout(() => {
+      if (!x.res.destroyed && !x.res.writableEnded) pass(x, headers);
+    }, delayMs);
+  },
+  // envoy's rate-limit filter marks its 429s so routers do not retry them: so does the gateway.
+  refuse: (x, headers, info) => sendText(x.res, 429, info.body.contentType, x.req.method === 'HEAD' ? '' : info.body.text, [...headers, ENVOY_RATELIMITED]),
+};
+
+/** Forwards the request; then sends the route's stream-done descriptors, which only count. */
+function pass(exchange: Exchange, headers: HeaderList): void {
+  const { state, route, req, res } = exchange;
+  // The client waits for this before sending its body (a refused request never sends it).
+  if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
+  void forward(state.upstreams.pool(route.upstream), req, res, { upstream: route.upstream, timeoutMs: route.timeoutMs, extraHeaders: headers }).then(() => {
+    if (route.afterLimits.length === 0 || route.domain === undefined) return;
+    const descriptors = descriptorsOf(route.afterLimits, route, exchange.request, state);
+    if (descriptors.length === 0) return;
+    try {
+      const counted = decide(state.context, route, { domain: route.domain, descriptors });
+      if (counted instanceof Promise) counted.catch((error: unknown) => state.context.logger.warn({ err: error }, 'a stream-done rate limit could not be counted'));
+    } catch (error) {
+      state.context.logger.warn({ err: error }, 'a stream-done rate limit could not be counted');
+    }
+  });
+}
+
+/**
+ * A check that threw: bad input from the request (a header value too long for a key) is the
+ * client's 400; anything else is a store failure the limiter did not answer, and the service's
+ * failure mode decides (closed refuses with 503, open and local pass).
+ */
+function failed(exchange: Exchange, error: unknown): void {
+  const { status, body } = errorReply(error);
+  const { context } = exchange.state;
+  if (status === 400) {
+    context.events.emit('rejected', { via: 'http', reason: String(body.message) });
+    sendJson(exchange.res, 400, body);
+    return;
+  }
+  context.logger.error({ err: error, route: exchange.route.where }, error instanceof TollgateError ? 'the rate limit check failed' : 'the gateway failed deciding a request');
+  if (context.options.failureMode === 'closed') sendText(exchange.res, 503, 'application/json; charset=utf-8', UNAVAILABLE_BODY, [['retry-after', '1']]);
+  else pass(exchange, []);
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  sendText(res, status, 'application/json; charset=utf-8', JSON.stringify(body), []);
+}
+
+function sendText(res: ServerResponse, status: number, contentType: string, text: string, headers: HeaderList): void {
+  if (res.headersSent || res.destroyed) return;
+  const flat: string[] = [];
+  for (const [name, value] of headers) flat.push(name, value);
+  flat.push('content-type', contentType, 'content-length', String(Buffer.byteLength(text)));
+  res.writeHead(status, flat);
+  res.end(text);
+}

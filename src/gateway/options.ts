@@ -1,0 +1,69 @@
+/**
+ * `tollgate gateway` settings: `--config FILE` (the gateway configuration, required), where the
+ * proxy and the admin port listen, and the service's own flags (Redis, admin token, failure modes,
+ * drain), read and validated by the service's `resolveServiceOptions` so both commands agree.
+ */
+import { InvalidOptionError } from '../errors.js';
+import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/options.js';
+import { loadGatewayConfig } from './config/read.js';
+import type { GatewayOptions } from './server.js';
+
+/** The flags only the gateway takes, with their environment variables. */
+const OWN_FLAGS: Readonly<Record<string, string>> = {
+  config: 'TOLLGATE_GATEWAY_CONFIG',
+  rules: 'TOLLGATE_CONFIG',
+  port: 'TOLLGATE_GATEWAY_PORT',
+  host: 'TOLLGATE_HOST',
+  'admin-port': 'TOLLGATE_ADMIN_PORT',
+};
+
+/** The service flags the gateway passes on as they are. */
+const SHARED_FLAGS = [
+  'redis', 'redis-cluster', 'redis-sentinel', 'redis-sentinel-name', 'admin-token', 'log-level', 'merge-domains', 'shadow-mode', 'quota-mode',
+  'failure-mode', 'expected-nodes', 'deadline-ms', 'fail-closed-status', 'local-cache-keys', 'drain-delay', 'shutdown-timeout',
+] as const;
+
+/** Every flag `gateway` takes: name → its environment variable. */
+export const GATEWAY_FLAGS: Readonly<Record<string, string>> = {
+  ...OWN_FLAGS,
+  ...Object.fromEntries(SHARED_FLAGS.map((flag) => [flag, SERVE_FLAGS[flag]!])),
+};
+
+/** The gateway flags that are switches. */
+export const GATEWAY_SWITCHES: ReadonlySet<string> = new Set([...SWITCH_FLAGS].filter((flag) => flag in GATEWAY_FLAGS));
+
+/** The proxy's port when neither `--port` nor the configuration's `listen` gives one (envoy's examples use it). */
+const DEFAULT_PORT = 8888;
+/** envoy's admin port. */
+const DEFAULT_ADMIN_PORT = 9901;
+
+/**
+ * Flags over the environment over the configuration file; validates everything, the file included.
+ * @throws {GatewayConfigError} the file's problems, {@link InvalidOptionError} a bad flag.
+ */
+export function resolveGatewayOptions(flags: Readonly<Record<string, string | undefined>>, env: NodeJS.ProcessEnv): GatewayOptions {
+  const value = (flag: string): string | undefined => {
+    const given = flags[flag] ?? env[GATEWAY_FLAGS[flag]!];
+    return given === undefined || given === '' ? undefined : given;
+  };
+  const configPath = value('config');
+  if (configPath === undefined) throw new InvalidOptionError('gateway needs --config FILE (or TOLLGATE_GATEWAY_CONFIG): the routes and upstreams (docs/gateway.md)');
+  const config = loadGatewayConfig(configPath);
+  const where = (flag: string) => `--${flag} (or ${GATEWAY_FLAGS[flag]})`;
+  const port = (flag: string, fallback: number): number => {
+    const text = value(flag);
+    if (text === undefined) return fallback;
+    if (!/^\d+$/.test(text) || Number(text) > 65_535) throw new InvalidOptionError(`${where(flag)} must be a port from 0 to 65535, got ${JSON.stringify(text)}`);
+    return Number(text);
+  };
+  const host = value('host') ?? config.listen?.host ?? '0.0.0.0';
+  const rules = value('rules') ?? config.rules;
+  // The service reads only what is given here: its own environment variables (TOLLGATE_PORT, ...) are serve's.
+  const serviceFlags: Record<string, string | undefined> = { host, port: String(port('admin-port', DEFAULT_ADMIN_PORT)), 'grpc-port': '0', ...(rules !== undefined ? { config: rules } : {}) };
+  const serviceEnv: NodeJS.ProcessEnv = {};
+  for (const flag of SHARED_FLAGS) {
+    serviceFlags[flag] = flags[flag];
+    serviceEnv[SERVE_FLAGS[flag]!] = env[SERVE_FLAGS[flag]!];
+  }
+  return { configPath, config, host, port: port('port', config.listen?.port ?? DEFAULT_PORT), service: resolveServiceOptions(serviceFlags, serviceEnv) };
+}

@@ -1,0 +1,211 @@
+/**
+ * Forwarding an admitted request to its upstream with undici (a pooled `Pool` per upstream):
+ * bodies streamed both ways (never buffered), hop-by-hop headers dropped both ways,
+ * `X-Forwarded-For` appended and `X-Forwarded-Proto` / `X-Forwarded-Host` set, upstream failures
+ * answered 502 (refused, reset) or 504 (timed out) with a small JSON body, and a client that goes
+ * away aborts the upstream request.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Pool, errors, type Dispatcher } from 'undici';
+import type { HeaderList } from '../http/report.js';
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1, and the ones proxies have always dropped): never forwarded. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'trailers', 'transfer-encoding', 'upgrade']);
+/** Request headers the gateway writes itself (or undici refuses: `expect`). */
+const REWRITTEN = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'expect']);
+
+/** What forwarding needs of the route. */
+export interface ForwardOptions {
+  /** The upstream's name, for messages. */
+  readonly upstream: string;
+  /** Longest wait for the response headers, and between two body chunks, in ms. */
+  readonly timeoutMs: number;
+  /** Headers added to the response (the rate-limit headers of an admitted request). */
+  readonly extraHeaders: HeaderList;
+}
+
+/** One pooled connection set per upstream. */
+export class Upstreams {
+  private readonly pools = new Map<string, Pool>();
+
+  constructor(upstreams: ReadonlyMap<string, URL>, connectTimeoutMs: number) {
+    for (const [name, url] of upstreams) {
+      this.pools.set(name, new Pool(url.origin, { connect: { timeout: connectTimeoutMs }, connections: 256, pipelining: 1 }));
+    }
+  }
+
+  pool(name: string): Pool {
+    return this.pools.get(name)!;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.pools.values()].map((pool) => pool.destroy()));
+  }
+}
+
+/** The names listed in `Connection` (also hop-by-hop), lower-case. */
+function connectionNames(value: string | undefined): Set<string> | undefined {
+  // The usual values name only headers that are dropped anyway.
+  if (value === undefined || value === 'keep-alive' || value === 'close') return undefined;
+  return new Set(value.split(',').map((name) => name.trim().toLowerCase()).filter((name) => name !== ''));
+}
+
+/** The request headers sent upstream: the client's, minus hop-by-hop ones, plus X-Forwarded-*. */
+export function upstreamHeaders(request: IncomingMessage): string[] {
+  const raw = request.rawHeaders;
+  const named = connectionNames(request.headers.connection);
+  const headers: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (HOP_BY_HOP.has(name) || REWRITTEN.has(name) || named?.has(name) === true) continue;
+    headers.push(raw[i]!, raw[i + 1]!);
+  }
+  const peer = request.socket.remoteAddress ?? 'unknown';
+  const forwarded = request.headers['x-forwarded-for'];
+  headers.push('x-forwarded-for', forwarded === undefined || forwarded === '' ? peer : `${forwarded}, ${peer}`);
+  headers.push('x-forwarded-proto', 'http');
+  if (request.headers.host !== undefined) headers.push('x-forwarded-host', request.headers.host);
+  return headers;
+}
+
+/** The upstream's raw response headers for the client: minus hop-by-hop ones, plus `extra`. */
+function clientHeaders(raw: Buffer[], extra: HeaderList): string[] {
+  const headers: string[] = [];
+  let named: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toString('latin1');
+    const lower = name.toLowerCase();
+    if (lower === 'connection') named = connectionNames(raw[i + 1]!.toString('latin1'));
+    if (HOP_BY_HOP.has(lower)) continue;
+    headers.push(name, raw[i + 1]!.toString('latin1'));
+  }
+  const kept = named === undefined ? headers : headers.filter((_, i, all) => !named.has((i % 2 === 0 ? all[i]! : all[i - 1]!).toLowerCase()));
+  for (const [name, value] of extra) kept.push(name, value);
+  return kept;
+}
+
+/** Whether the client sends a body: declared by Content-Length or Transfer-Encoding, as HTTP/1.1 says. */
+function hasBody(request: IncomingMessage): boolean {
+  return request.headers['transfer-encoding'] !== undefined || (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
+}
+
+/**
+ * Forwards `request` to `pool` and streams the answer to `response`. Resolves once the exchange is
+ * over, whatever its outcome (an upstream failure is answered, not thrown).
+ */
+export function forward(pool: Pool, request: IncomingMessage, response: ServerResponse, options: ForwardOptions): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const body = hasBody(request);
+    const relay = new Relay(request, response, options, resolve);
+    pool.dispatch(
+      { method: request.method as 'GET', path: request.url ?? '/', headers: upstreamHeaders(request), body: body ? request : null, headersTimeout: 0, bodyTimeout: options.timeoutMs },
+      relay,
+    );
+    relay.start(body);
+  });
+}
+
+/**
+ * One exchange as undici's dispatch handler: the upstream's status and headers go to the client as
+ * they arrive, then each body chunk, with backpressure (undici pauses the socket while the client's
+ * buffer is full). Not `pool.request()` and `stream.pipeline`: a promise, a body stream and an
+ * AbortController per request were a third of the gateway's CPU.
+ */
+class Relay implements Dispatcher.DispatchHandler {
+  private abortUpstream: ((reason: Error) => void) | undefined;
+  private resume: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private timedOut = false;
+  private done = false;
+
+  constructor(
+    private readonly request: IncomingMessage,
+    private readonly response: ServerResponse,
+    private readonly options: ForwardOptions,
+    private readonly settle: () => void,
+  ) {}
+
+  /** Follows the client; the route's timeout runs from the end of the request (as envoy's) to the response headers. */
+  start(hasRequestBody: boolean): void {
+    this.response.once('close', this.onClientClose).on('drain', this.onDrain);
+    if (!hasRequestBody || this.request.complete) this.startTimer();
+    else this.request.once('end', this.startTimer);
+  }
+
+  onConnect(abort: (reason?: Error) => void): void {
+    this.abortUpstream = abort;
+    if (this.response.destroyed) abort(new errors.RequestAbortedError());
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true;
+    clearTimeout(this.timer);
+    this.resume = resume;
+    this.response.writeHead(statusCode, clientHeaders(rawHeaders, this.options.extraHeaders));
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    return this.response.write(chunk);
+  }
+
+  onComplete(): void {
+    this.response.end();
+    this.finish();
+  }
+
+  onError(error: Error): void {
+    answerFailure(this.response, this.timedOut ? new errors.HeadersTimeoutError() : error, this.options);
+    this.finish();
+  }
+
+  private readonly startTimer = (): void => {
+    // Timed here: undici's own timers tick every half second.
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.abortUpstream?.(new errors.HeadersTimeoutError());
+    }, this.options.timeoutMs);
+  };
+
+  private readonly onDrain = (): void => this.resume?.();
+
+  private readonly onClientClose = (): void => {
+    // The client left before the answer was complete: the upstream request goes too.
+    if (!this.response.writableFinished) this.abortUpstream?.(new errors.RequestAbortedError());
+  };
+
+  private finish(): void {
+    if (this.done) return;
+    this.done = true;
+    clearTimeout(this.timer);
+    this.request.off('end', this.startTimer);
+    this.response.off('close', this.onClientClose).off('drain', this.onDrain);
+    this.settle();
+  }
+}
+
+/** An upstream failure as the client sees it: 504 when it timed out, 502 otherwise; a cut stream once the answer began. */
+function answerFailure(response: ServerResponse, error: unknown, options: ForwardOptions): void {
+  if (response.destroyed || response.writableEnded) return;
+  if (response.headersSent) {
+    // The answer began: the client must see it cut short, not complete.
+    response.destroy();
+    return;
+  }
+  const timedOut = error instanceof errors.ConnectTimeoutError || error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError;
+  const code = (error as { code?: string }).code ?? 'unknown';
+  const body = timedOut
+    ? { error: 'gateway_timeout', message: `upstream ${JSON.stringify(options.upstream)} did not answer in time (${code})` }
+    : { error: 'bad_gateway', message: `upstream ${JSON.stringify(options.upstream)} failed: ${describeFailure(error)}` };
+  const text = JSON.stringify(body);
+  response.writeHead(timedOut ? 504 : 502, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), connection: 'close' });
+  response.end(text);
+}
+
+function describeFailure(error: unknown): string {
+  const cause = (error as { cause?: { code?: string } }).cause;
+  const code = (error as { code?: string }).code ?? cause?.code;
+  if (code === 'ECONNREFUSED') return 'the connection was refused (ECONNREFUSED)';
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return `the connection was reset (${code})`;
+  return code ?? (error as Error).message ?? String(error);
+}

@@ -1,0 +1,81 @@
+/**
+ * A request as the gateway's routes and actions see it: its headers (several of one name joined
+ * with `,` as envoy joins them) and envoy's pseudo-headers `:path`, `:method`, `:authority` and
+ * `:scheme`; and envoy's header matchers over them.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { HeaderMatcher } from './config/types.js';
+
+/** The request's facts routes and actions read; built once per request. */
+export class GatewayRequest {
+  /** Method, upper-case. */
+  readonly method: string;
+  /** The path as sent, query string included (`:path`). */
+  readonly target: string;
+  /** The path without its query string. */
+  readonly path: string;
+  /** The host without its port, lower-case ('' when none). */
+  readonly host: string;
+
+  constructor(readonly incoming: IncomingMessage) {
+    this.method = incoming.method ?? 'GET';
+    this.target = incoming.url ?? '/';
+    const query = this.target.indexOf('?');
+    this.path = query === -1 ? this.target : this.target.slice(0, query);
+    this.host = hostName(incoming.headers.host ?? '');
+  }
+
+  /** A header's value (`name` lower-case), or a pseudo-header; undefined when absent. */
+  header(name: string): string | undefined {
+    if (name.charCodeAt(0) === 58 /* ':' */) {
+      if (name === ':path') return this.target;
+      if (name === ':method') return this.method;
+      if (name === ':authority') return this.incoming.headers.host;
+      if (name === ':scheme') return 'http';
+      return undefined;
+    }
+    const value = this.incoming.headers[name];
+    return Array.isArray(value) ? value.join(',') : value;
+  }
+}
+
+/** `Host` without the port: `api.example.com:8080` → `api.example.com`, `[::1]:80` → `[::1]`. */
+function hostName(host: string): string {
+  const lower = host.toLowerCase();
+  if (lower.startsWith('[')) return lower.slice(0, lower.indexOf(']') + 1);
+  const colon = lower.indexOf(':');
+  return colon === -1 ? lower : lower.slice(0, colon);
+}
+
+/**
+ * envoy's HeaderMatcher: an absent header matches only `present: false`; `invert_match` then flips
+ * the outcome (so an absent header matches an inverted `exact`).
+ */
+export function headerMatches(matcher: HeaderMatcher, request: GatewayRequest): boolean {
+  const raw = request.header(matcher.name);
+  return compare(matcher, raw) !== matcher.invert;
+}
+
+function compare(matcher: HeaderMatcher, raw: string | undefined): boolean {
+  if (matcher.kind === 'present') return (raw !== undefined) === matcher.present;
+  if (raw === undefined) return false;
+  const value = matcher.ignoreCase ? raw.toLowerCase() : raw;
+  switch (matcher.kind) {
+    case 'exact':
+      return value === matcher.value;
+    case 'prefix':
+      return value.startsWith(matcher.value!);
+    case 'suffix':
+      return value.endsWith(matcher.value!);
+    case 'contains':
+      return value.includes(matcher.value!);
+    case 'safe_regex':
+      return matcher.regex!.test(raw);
+  }
+}
+
+/** Whether every matcher matches (envoy's routes and header_value_match take all of them). */
+export function allHeadersMatch(matchers: readonly HeaderMatcher[], request: GatewayRequest): boolean {
+  for (const matcher of matchers) if (!headerMatches(matcher, request)) return false;
+  return true;
+}

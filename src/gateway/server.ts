@@ -1,0 +1,145 @@
+/**
+ * `tollgate gateway`: the decision service (store, rules with hot reload, metrics, dashboard, admin
+ * API) runs on the admin port, exactly as `tollgate serve` runs it but without gRPC; the proxy
+ * listens on its own port and decides every request through the service's context, so both count
+ * in the same metrics. The gateway configuration is reloaded when its file changes (routes and
+ * upstreams; a broken file keeps the last good one).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { InvalidOptionError, TollgateError } from '../errors.js';
+import { clientIp } from '../http/identity.js';
+import { followConnections } from '../service/http-close.js';
+import type { ServiceOptions } from '../service/options.js';
+import type { DrainState } from '../service/readiness.js';
+import { createLogger, startService, type RunningService, type ServiceHooks } from '../service/server.js';
+import { watchPath } from '../rules/watch-path.js';
+import { loadGatewayConfig } from './config/read.js';
+import type { GatewayConfig } from './config/types.js';
+import { gatewayRoutes, handleRequest, type GatewayState } from './handler.js';
+import { Upstreams } from './proxy.js';
+
+/** The gateway's own settings, beside the service's. */
+export interface GatewayOptions {
+  /** The gateway configuration file. */
+  readonly configPath: string;
+  readonly config: GatewayConfig;
+  /** Where the proxy listens. */
+  readonly host: string;
+  readonly port: number;
+  /** The service's settings: its `port` is the admin port, its `config` the rules. */
+  readonly service: ServiceOptions;
+}
+
+/** A running gateway. */
+export interface RunningGateway {
+  readonly port: number;
+  readonly adminPort: number;
+  readonly service: RunningService;
+  /** The routes and upstreams in force (swapped by reloads). */
+  state(): GatewayState;
+  /** Stops accepting, lets in-flight requests finish, then closes the service. */
+  close(): Promise<void>;
+  /** SIGTERM: the service drains (not ready, still serving for --drain-delay), then everything closes. */
+  drain(): Promise<void>;
+}
+
+/** A client connection that sends and receives nothing this long is closed. */
+const IDLE_TIMEOUT_MS = 300_000;
+
+/** How long a changed configuration file is left to settle before it is read. */
+const RELOAD_SETTLE_MS = 100;
+
+/** Starts the service on the admin port, then the proxy; resolves once both listen. */
+export async function startGateway(options: GatewayOptions, logger: Logger = createLogger(options.service.logLevel), hooks: ServiceHooks = {}): Promise<RunningGateway> {
+  const service = await startService(options.service, logger, { ...hooks, grpc: false });
+  const clientIps = clientIp({ trustProxy: options.config.trustProxy === false ? false : (options.config.trustProxy as number | string[]) });
+  const makeState = (config: GatewayConfig, upstreams: Upstreams): GatewayState => ({
+    context: service.context,
+    routes: gatewayRoutes(config.routes),
+    upstreams,
+    sourceCluster: config.sourceCluster,
+    clientIp: clientIps,
+    answer: { headerStyle: config.headers, message: undefined },
+  });
+  let state = makeState(options.config, new Upstreams(options.config.upstreams, options.config.connectTimeoutMs));
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => handleRequest(state, req, res);
+  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 }, onRequest);
+  // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
+  server.on('checkContinue', onRequest);
+  // A connection silent this long is closed (envoy's stream idle timeout); the route timeout covers upstreams.
+  server.timeout = IDLE_TIMEOUT_MS;
+  const http = followConnections(server);
+  let port: number;
+  try {
+    port = await listen(server, options.host, options.port);
+  } catch (error) {
+    await service.close();
+    throw error;
+  }
+  logger.info({ port, adminPort: service.httpPort, routes: options.config.routes.length }, `gateway listening on ${options.host}:${port}; admin (metrics, dashboard, rules) on port ${service.httpPort}`);
+
+  const stopWatching = watchConfig(options.configPath, logger, (config) => {
+    const previous = state.upstreams;
+    state = makeState(config, new Upstreams(config.upstreams, config.connectTimeoutMs));
+    // Requests already forwarded finish on the old pools; close them once those are done.
+    setTimeout(() => void previous.close(), options.config.routes.reduce((most, route) => Math.max(most, route.timeoutMs), 15_000)).unref();
+  });
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      stopWatching();
+      await http.close(options.service.shutdownTimeoutMs, logger);
+      await state.upstreams.close();
+      await service.close();
+    })());
+  const lifecycle = service.context.lifecycle as DrainState;
+  const drain = async (): Promise<void> => {
+    if (closing !== undefined || lifecycle.draining) {
+      lifecycle.skipDelay();
+    } else {
+      // Not ready at once (load balancers stop sending), still proxying for the drain delay.
+      const delay = lifecycle.begin(options.service.drainDelayMs);
+      service.context.events.emit('readiness');
+      logger.info({ drainDelayMs: options.service.drainDelayMs }, `draining: /readyz answers 503 and requests are still proxied for ${options.service.drainDelayMs} ms`);
+      await delay;
+    }
+    return close();
+  };
+  return { port, adminPort: service.httpPort, service, state: () => state, close, drain };
+}
+
+async function listen(server: Server, host: string, port: number): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(new InvalidOptionError(`the gateway cannot listen on ${host}:${port}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`)),
+    );
+    server.listen(port, host, () => resolve());
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+/** Reloads the configuration when its file changes; a broken file is logged and the last good one stays. */
+function watchConfig(path: string, logger: Logger, apply: (config: GatewayConfig) => void): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  const reload = (): void => {
+    timer = undefined;
+    try {
+      const config = loadGatewayConfig(path);
+      apply(config);
+      logger.info({ routes: config.routes.length }, 'gateway configuration reloaded (routes and upstreams; listen and rules take a restart)');
+    } catch (error) {
+      logger.error({ err: error instanceof TollgateError ? error.message : error }, 'gateway configuration reload refused; the last good configuration stays in force');
+    }
+  };
+  const stop = watchPath(path, () => {
+    clearTimeout(timer);
+    timer = setTimeout(reload, RELOAD_SETTLE_MS);
+  });
+  return () => {
+    clearTimeout(timer);
+    stop();
+  };
+}
