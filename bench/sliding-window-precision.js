@@ -2,7 +2,8 @@
 // 60 (issue 16 item 6), and what each costs per key in memory and in Redis.
 //
 //   npm run build && flock /tmp/tollgate-bench.lock node --expose-gc bench/sliding-window-precision.js \
-//     [--seed 16] [--clients 320] [--seconds 3150] [--trace FILE] [--memory-keys 131072] [--redis-keys 5000]
+//     [--seed 16] [--clients 320] [--seconds 3150] [--trace FILE] [--memory-keys 131072] [--redis-keys 20000]
+//     [--precisions 1,4,10,60] [--skip-memory]
 //
 // 1. A synthetic access log, deterministic for a seed (mulberry32): half the clients steady
 //    (Poisson arrivals at 0.7–1.3 × the limit), half bursty (bursts of 0.3–1.5 × the limit at
@@ -18,8 +19,8 @@
 //    recorded in the counter too (a limit under the same state with a limit nothing reaches: a
 //    policy's counters do not depend on its limit), so no earlier difference carries over.
 // 3. Memory per key: the memory store's heap + array buffers per key (131,072 keys, one admitted
-//    request each, in a child process per precision, after gc), and Redis INFO used_memory per key
-//    (5,000 keys, each a client at its limit: one request per bucket, counts in every bucket), with
+//    request each, in a child process per precision, after gc; the median of 3), and Redis INFO
+//    used_memory per key (20,000 keys, each a client at its limit: one request per bucket, counts in every bucket), with
 //    MEMORY USAGE of one such key. Writes bench/results/sliding-window-precision.json.
 import { execFileSync } from 'node:child_process';
 import { createReadStream, mkdirSync, writeFileSync } from 'node:fs';
@@ -39,8 +40,10 @@ const CLIENTS = Number(option('clients', 320));
 const SECONDS = Number(option('seconds', 3150));
 const TRACE = option('trace', join(tmpdir(), `tollgate-precision-trace-${SEED}.jsonl`));
 const MEMORY_KEYS = Number(option('memory-keys', 131_072));
-const REDIS_KEYS = Number(option('redis-keys', 5_000));
-const PRECISIONS = [1, 4, 10, 60];
+const REDIS_KEYS = Number(option('redis-keys', 20_000));
+const PRECISIONS = option('precisions', '1,4,10,60').split(',').map(Number);
+/** `--skip-memory`: the decisions only (e.g. to try other precisions). */
+const SKIP_MEMORY = argv.includes('--skip-memory');
 const LIMIT = 60;
 const WINDOW = 60_000;
 const START = 1_700_000_000_000;
@@ -179,9 +182,13 @@ async function memoryChild(precision) {
   process.stdout.write(JSON.stringify({ precision, bytesPerKey: (after - before) / MEMORY_KEYS, keys: store.stats().keys }));
 }
 
+/** The median of 3 children: one heap measurement can be off by a few dozen bytes a key. */
 function memoryPerKey(precision) {
-  const out = execFileSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--memory-child', String(precision), '--memory-keys', String(MEMORY_KEYS)], { encoding: 'utf8' });
-  return JSON.parse(out);
+  const runs = Array.from({ length: 3 }, () =>
+    JSON.parse(execFileSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--memory-child', String(precision), '--memory-keys', String(MEMORY_KEYS)], { encoding: 'utf8' })),
+  );
+  const sorted = runs.map((run) => run.bytesPerKey).sort((a, b) => a - b);
+  return { precision, bytesPerKey: sorted[1], runs: sorted };
 }
 
 /** Redis used_memory per key of a client at its limit (counts in every bucket; a full log). */
@@ -240,6 +247,7 @@ async function main() {
     const wrong = c.falseAllow + c.falseDeny;
     console.log(`| ${label(c.precision)} | ${wrong} (${percent(wrong, requests)}) | ${c.falseAllow} | ${c.falseDeny} | ${(wrong / baselineVerdicts).toFixed(3)}× |`);
   }
+  if (SKIP_MEMORY) return;
   const memory = [0, ...PRECISIONS].map(memoryPerKey);
   const server = await startRedisServer('precision-redis');
   const redis = [];
