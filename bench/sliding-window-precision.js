@@ -22,6 +22,9 @@
 //    key of a client at its limit (a full log, or a count in every bucket), in a child process per
 //    precision, after gc; the least of 3), and Redis INFO used_memory per key (20,000 such keys,
 //    under 60 per day so that none expires during the fill), with MEMORY USAGE of one of them.
+// 4. Speed, the cost of more buckets (timed: run under the lock; quote ratios): the memory store's
+//    `limitSync` on 1,000 keys with `now` 1 ms apart (median ns of 3 rounds of 1M), and Redis
+//    decisions/s on Redis TIME, 64 in flight over 1,000 keys (median of 3 rounds of 20,000).
 //    Writes bench/results/sliding-window-precision.json.
 import { execFileSync } from 'node:child_process';
 import { createReadStream, mkdirSync, writeFileSync } from 'node:fs';
@@ -237,6 +240,43 @@ async function redisPerKey(server, precision) {
   return { precision, usedMemoryPerKey: (after - before) / REDIS_KEYS, memoryUsage: sample, value };
 }
 
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const speedKeys = Array.from({ length: 1000 }, (_, i) => `10.1.${i >> 8}.${i & 255}`);
+
+/** Median ns per memory-store decision (limitSync), steady traffic near the limit on 1,000 keys. */
+function memorySpeed(precision) {
+  const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+  const policy = policyOf(precision);
+  let now = START;
+  const round = () => {
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < 1_000_000; i++) limiter.limitSync(speedKeys[i % 1000], policy, { now: now++ });
+    return Number(process.hrtime.bigint() - started) / 1_000_000;
+  };
+  round();
+  return median([round(), round(), round()]);
+}
+
+/** Median Redis decisions/s on Redis TIME (a lone precision-1 decision takes its lean script). */
+async function redisSpeed(server, precision) {
+  const store = redisStore({ url: server.url });
+  await store.ready();
+  const limiter = createLimiter({ store, deadlineMs: 30_000, failureMode: 'throw' });
+  const policy = policyOf(precision);
+  const round = async () => {
+    let next = 0;
+    const started = process.hrtime.bigint();
+    await Promise.all(Array.from({ length: 64 }, async () => {
+      while (next < 20_000) await limiter.limit(speedKeys[next++ % 1000], policy);
+    }));
+    return 20_000 / (Number(process.hrtime.bigint() - started) / 1e9);
+  };
+  await round();
+  const rate = median([await round(), await round(), await round()]);
+  await limiter.close();
+  return rate;
+}
+
 const label = (precision) => (precision === 0 ? 'sliding-log' : `precision ${precision}`);
 const percent = (part, whole) => `${((100 * part) / whole).toFixed(3)}%`;
 
@@ -269,8 +309,10 @@ async function main() {
   const memory = [0, ...PRECISIONS].map(memoryPerKey);
   const server = await startRedisServer('precision-redis');
   const redis = [];
+  const speed = [];
   try {
     for (const precision of [0, ...PRECISIONS]) redis.push(await redisPerKey(server, precision));
+    for (const precision of [0, ...PRECISIONS]) speed.push({ precision, memoryNs: memorySpeed(precision), redisPerSecond: await redisSpeed(server, precision) });
   } finally {
     await stopChild(server.child);
     removeRedisDirs();
@@ -280,8 +322,14 @@ async function main() {
   for (const [i, m] of memory.entries()) {
     console.log(`| ${label(m.precision)} | ${m.bytesPerKey.toFixed(1)} | ${redis[i].usedMemoryPerKey.toFixed(1)} | ${redis[i].memoryUsage} | \`${redis[i].value.slice(0, 60)}${redis[i].value.length > 60 ? '…' : ''}\` |`);
   }
+  console.log('\n| algorithm | memory store ns/decision | × precision 1 | Redis decisions/s | × precision 1 |');
+  console.log('| --- | ---: | ---: | ---: | ---: |');
+  const base = speed.find((row) => row.precision === 1);
+  for (const row of speed) {
+    console.log(`| ${label(row.precision)} | ${row.memoryNs.toFixed(0)} | ${(row.memoryNs / base.memoryNs).toFixed(2)} | ${row.redisPerSecond.toFixed(0)} | ${(row.redisPerSecond / base.redisPerSecond).toFixed(2)} |`);
+  }
   mkdirSync(join(HERE, 'results'), { recursive: true });
-  const results = { seed: SEED, clients: CLIENTS, seconds: SECONDS, requests, burstyRequests, limit: LIMIT, windowMs: WINDOW, subjects, onLogHistory, memory, redis, memoryKeys: MEMORY_KEYS, redisKeys: REDIS_KEYS, elapsedMs: Date.now() - started, node: process.version };
+  const results = { seed: SEED, clients: CLIENTS, seconds: SECONDS, requests, burstyRequests, limit: LIMIT, windowMs: WINDOW, subjects, onLogHistory, memory, redis, speed, memoryKeys: MEMORY_KEYS, redisKeys: REDIS_KEYS, elapsedMs: Date.now() - started, node: process.version };
   writeFileSync(join(HERE, 'results', 'sliding-window-precision.json'), JSON.stringify(results, null, 2) + '\n');
 }
 

@@ -36,7 +36,16 @@ export function bucketStateSize(policy: CompiledPolicy): number {
  */
 export function decideSlidingBuckets(state: Float64Array, at: number, now: number, cost: number, policy: CompiledPolicy, commit: boolean): Decision {
   const { windowMs, capacity, precision } = policy;
-  let [bucket, offset] = mulDivmod(now, precision, windowMs);
+  // t × N fits a double exactly for any real clock (2^53 / 100 ms is 2.8 millennia): no array to allocate.
+  const scaled = now * precision;
+  let bucket: number;
+  let offset: number;
+  if (scaled <= Number.MAX_SAFE_INTEGER) {
+    bucket = floorDiv(scaled, windowMs);
+    offset = scaled - bucket * windowMs;
+  } else {
+    [bucket, offset] = mulDivmod(now, precision, windowMs);
+  }
   const storedBucket = state[at + INDEX]!;
   if (storedBucket > bucket) {
     // The clock went back: keep counting in the later bucket, as if at its very start.
@@ -74,6 +83,8 @@ function weigh(count: number, inside: number, policy: CompiledPolicy): number {
 
 /** The first whole ms at or after scaled offset `offset` (0 ≤ offset ≤ W) into bucket `bucket`: ⌈(bucket × W + offset) / N⌉. */
 function firstInstant(bucket: number, offset: number, policy: CompiledPolicy): number {
+  const scaled = bucket * policy.windowMs;
+  if (scaled <= Number.MAX_SAFE_INTEGER - policy.windowMs) return ceilDiv(scaled + offset, policy.precision);
   const [quotient, remainder] = mulDivmod(bucket, policy.windowMs, policy.precision);
   return quotient + ceilDiv(remainder + offset, policy.precision);
 }
