@@ -12,7 +12,7 @@ import type { Decision } from './decision.js';
 import { InvalidKeyError, InvalidOptionError, StoreUnavailableError, describeValue } from './errors.js';
 import { LeaseBook, leasable } from './cache/leases.js';
 import { LocalFirstBook, type LocalFirstStats, type WindowAdd } from './cache/local-first.js';
-import { countsInWindows } from './algorithms/window-add.js';
+import { countsInWindows, describeState } from './algorithms/window-add.js';
 import { OverLimitCache, type OverLimitCacheStats } from './cache/over-limit.js';
 import {
   checkFailureMode,
@@ -334,7 +334,7 @@ export class CoreLimiter implements LimiterCore {
    */
   private decideLocalFirst(key: string, compiled: CompiledPolicy, cost: number, now: number | undefined, syncMs: number, options: LimitOptions): MaybePromise<Decision> {
     if (!countsInWindows(compiled)) {
-      throw new InvalidOptionError(`syncIntervalMs (local-first) needs a fixed-window or sliding-window policy, whose counts add up across nodes; for ${compiled.algorithm} use a lease instead`);
+      throw new InvalidOptionError(`syncIntervalMs (local-first) needs a fixed-window or sliding-window policy of precision 1, whose counts add up across nodes; for ${describeState(compiled)} use a lease instead`);
     }
     const store = this.store;
     if (store.addToWindow === undefined) throw new InvalidOptionError(`syncIntervalMs (local-first) needs a store that can sync window counts; the ${store.name} store cannot`);

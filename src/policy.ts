@@ -32,6 +32,12 @@ export interface Policy {
    * its previous window ended, so a fresh caller gets a whole window (express-rate-limit's stores).
    */
   readonly windowStart?: WindowStart;
+  /**
+   * sliding-window only: how many buckets the window is counted in (integer 1..100, default 1, the
+   * two-window counter). More buckets estimate the rolling window more closely, for N + 1 counts per
+   * key (docs/semantics.md, "sliding-window with precision N").
+   */
+  readonly precision?: number;
 }
 
 /** Where a fixed window starts: see {@link Policy.windowStart}. */
@@ -49,6 +55,7 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'softPercent',
   'countRejected',
   'windowStart',
+  'precision',
 ]);
 
 /**
@@ -60,6 +67,8 @@ export const POLICY_RANGES = Object.freeze({
   burst: { min: 1, max: Number.MAX_SAFE_INTEGER },
   /** At most 1000: 10× the capacity is already no limit at all. */
   softPercent: { min: 0, max: 1000 },
+  /** At most 100 buckets: past that the counts take about as much room as a sliding log of a modest limit. */
+  precision: { min: 1, max: 100 },
 });
 
 /** What a policy admits, from its (valid) numbers. */
@@ -140,10 +149,13 @@ export class CompiledPolicy {
   readonly capacity: number;
   /** `capacity − nominalCapacity`: admitted past `remaining: 0`. */
   readonly softExtra: number;
+  /** sliding-window: buckets per window (1 for every other algorithm). */
+  readonly precision: number;
   /**
    * Identifies the shape of the stored state: the algorithm (a first-hit fixed window apart from an
-   * aligned one) and the window. Changing `limit`, `burst` or `softPercent` keeps a key's counters;
-   * changing the algorithm, the window start or the window starts fresh.
+   * aligned one, a sliding window's precision) and the window. Changing `limit`, `burst` or
+   * `softPercent` keeps a key's counters; changing the algorithm, the window start, the precision or
+   * the window starts fresh.
    */
   readonly stateId: string;
   /** A small integer unique to `stateId` in this process, so stores index state spaces by array. */
@@ -164,6 +176,7 @@ export class CompiledPolicy {
     this.softPercent = fields.softPercent;
     this.countRejected = fields.countRejected;
     this.firstHit = fields.firstHit;
+    this.precision = fields.precision;
     this.nominalCapacity = fields.nominalCapacity;
     this.capacity = fields.capacity;
     this.softExtra = fields.softExtra;
@@ -221,6 +234,7 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
   }
 
   const firstHit = checkWindowStart(algorithm, policy.windowStart);
+  const precision = checkPrecision(algorithm, policy.precision, windowMs);
 
   const { burst, nominalCapacity, capacity, setBy } = policyCapacity(algorithm, limit, requestedBurst, softPercent);
   if (!countsExactly(algorithm, capacity, windowMs, limit)) {
@@ -238,11 +252,12 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
     softPercent,
     countRejected,
     firstHit,
+    precision,
     nominalCapacity,
     capacity,
     softExtra: capacity - nominalCapacity,
-    stateId: stateIdOf(algorithm, firstHit, windowMs),
-    stateIndex: internStateId(stateIdOf(algorithm, firstHit, windowMs)),
+    stateId: stateIdOf(algorithm, firstHit, precision, windowMs),
+    stateIndex: internStateId(stateIdOf(algorithm, firstHit, precision, windowMs)),
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
   });
 }
@@ -259,9 +274,38 @@ function checkWindowStart(algorithm: AlgorithmName, windowStart: unknown): boole
   return windowStart === 'first-hit';
 }
 
-/** A first-hit fixed window keeps its (count, start) apart from an aligned one's (count, window index). */
-function stateIdOf(algorithm: AlgorithmName, firstHit: boolean, windowMs: number): string {
-  return `${algorithm}${firstHit ? '@first-hit' : ''}:${windowMs}`;
+/**
+ * The sliding window's buckets per window; throws unless a whole number in range, on sliding-window,
+ * with buckets of at least 1 ms (and a window within the bound its bucket arithmetic needs).
+ */
+function checkPrecision(algorithm: AlgorithmName, precision: unknown, windowMs: number): number {
+  if (precision === undefined) return 1;
+  const { min, max } = POLICY_RANGES.precision;
+  const value = requireInteger('precision', precision, min);
+  if (value > max) throw new InvalidPolicyError('precision', `precision ${value} is above ${max}; for an exact rolling window use sliding-log`);
+  if (algorithm !== 'sliding-window') {
+    throw new InvalidPolicyError('precision', `precision applies to sliding-window only, not ${algorithm}; remove it or switch the algorithm`);
+  }
+  const problem = precisionWindowProblem(value, windowMs);
+  if (problem !== undefined) throw new InvalidPolicyError('precision', problem);
+  return value;
+}
+
+/** Why a window cannot be split into `precision` buckets (each at least 1 ms, window ≤ 2^51 ms), or undefined. */
+export function precisionWindowProblem(precision: number, windowMs: number): string | undefined {
+  if (precision > 1 && windowMs < precision) {
+    return `precision ${precision} splits a window of ${windowMs} ms into buckets shorter than 1 ms; lower the precision to ${windowMs} or less, or lengthen the window`;
+  }
+  if (precision > 1 && windowMs > WIDE_BOUND) return `precision ${precision} needs a window of at most ${WIDE_BOUND} ms, got ${windowMs}`;
+  return undefined;
+}
+
+/**
+ * A first-hit fixed window keeps its (count, start) apart from an aligned one's (count, window
+ * index), and a sliding window of N > 1 buckets its N + 1 counts apart from the two-window counter's.
+ */
+function stateIdOf(algorithm: AlgorithmName, firstHit: boolean, precision: number, windowMs: number): string {
+  return `${algorithm}${firstHit ? '@first-hit' : ''}${precision > 1 ? `/${precision}` : ''}:${windowMs}`;
 }
 
 const stateIndexes = new Map<string, number>();
@@ -329,7 +373,7 @@ export class PolicyCache {
     if (cached !== undefined) return cached;
     // A misspelt field must fail even when an equal-looking policy is already cached.
     for (const field in policy) if (!POLICY_FIELDS.has(field)) return compilePolicy(policy);
-    const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart]
+    const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart, policy.precision]
       .map(typedText)
       .join('|');
     let compiled = this.byContent.get(contentKey);

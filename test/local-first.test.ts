@@ -284,8 +284,12 @@ describe('local-first on Redis', () => {
     stores.push(store);
     await store.ready();
     const gcra = compilePolicy({ algorithm: 'gcra', limit: 3, window: '1h' });
-    await expect(store.addToWindow('k', gcra, 1, undefined)).rejects.toThrow(/add: a group of one fixed-window or sliding-window request/);
+    await expect(store.addToWindow('k', gcra, 1, undefined)).rejects.toThrow(/add: a group of one fixed-window or sliding-window \(precision 1\) request/);
     expect(() => memoryStore().addToWindow('k', gcra, 1, undefined)).toThrow(/not to a gcra state/);
+    // A sliding window of N > 1 buckets keeps N + 1 counts, which a sync's (count, start, previous) cannot carry.
+    const buckets = compilePolicy({ algorithm: 'sliding-window', limit: 3, window: '1h', precision: 10 });
+    await expect(store.addToWindow('k', buckets, 1, undefined)).rejects.toThrow(/add: a group of one fixed-window or sliding-window \(precision 1\) request/);
+    expect(() => memoryStore().addToWindow('k', buckets, 1, undefined)).toThrow(/not to a sliding-window \(precision 10\) state/);
     const fixed = compilePolicy({ algorithm: 'fixed-window', limit: 3, window: '1h' });
     const counts = await store.addToWindow(unique('k'), fixed, 5, T0);
     expect(counts).toEqual({ now: T0, state: [5, Math.floor(T0 / 3_600_000) * 3_600_000] });

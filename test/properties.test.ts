@@ -27,7 +27,8 @@ function arbitraryPolicy(algorithm: AlgorithmName): fc.Arbitrary<Policy> {
     softPercent: fc.constantFrom(0, 0, 10, 50),
     ...(algorithm === 'sliding-log' ? { countRejected: fc.boolean() } : {}),
     ...(algorithm === 'fixed-window' ? { windowStart: fc.constantFrom('aligned' as const, 'first-hit' as const) } : {}),
-  });
+    ...(algorithm === 'sliding-window' ? { precision: fc.constantFrom(1, 1, 2, 4, 10, 60) } : {}),
+  }).map((policy) => (policy.precision === undefined ? policy : { ...policy, precision: Math.min(policy.precision, policy.window) }));
 }
 
 const arbitrarySteps: fc.Arbitrary<Step[]> = fc.array(
@@ -74,9 +75,11 @@ function promisedMaximum(policy: Policy, from: number, to: number): number {
         // of them start in (from − W, to], the only ones that can admit inside [from, to].
         return (Math.ceil((to - from) / window) + 1) * capacity;
       }
-      // Both admit at most `capacity` per aligned window (the counter's estimate is ≥ its current count).
-      const windows = Math.floor(to / window) - Math.floor(from / window) + 1;
-      return windows * capacity;
+      // Both admit at most `capacity` per aligned window (the counter's estimate is ≥ its current
+      // count); a sliding window of N buckets at most `capacity` in any N consecutive buckets.
+      const buckets = policy.precision ?? 1;
+      const spanned = Math.floor((to * buckets) / window) - Math.floor((from * buckets) / window) + 1;
+      return Math.ceil(spanned / buckets) * capacity;
     }
     default:
       return capacity + Math.floor(((to - from) * policy.limit) / window);

@@ -9,9 +9,18 @@ import { fixedWindow } from './fixed-window.js';
 import { slidingWindow } from './sliding-window.js';
 import type { SlotAlgorithm } from './types.js';
 
-/** Whether `policy`'s state is window counts that local-first can add to. */
+/**
+ * Whether `policy`'s state is window counts that local-first can add to: a fixed window or a
+ * two-window counter (a sliding window of precision N > 1 keeps N + 1 counts, which the sync's
+ * (count, start, previous) cannot carry).
+ */
 export function countsInWindows(policy: CompiledPolicy): boolean {
-  return policy.algorithm === 'fixed-window' || policy.algorithm === 'sliding-window';
+  return policy.algorithm === 'fixed-window' || (policy.algorithm === 'sliding-window' && policy.precision === 1);
+}
+
+/** The algorithm, with a sliding window's precision when it is not 1: for messages. */
+export function describeState(policy: CompiledPolicy): string {
+  return policy.precision > 1 ? `${policy.algorithm} (precision ${policy.precision})` : policy.algorithm;
 }
 
 /** The window counter algorithm of a {@link countsInWindows} policy. */

@@ -87,6 +87,7 @@ export function localPolicy(policy: CompiledPolicy, expectedNodes: number): Comp
     ...(policy.softPercent > 0 ? { softPercent: policy.softPercent } : {}),
     ...(policy.countRejected ? { countRejected: true } : {}),
     ...(policy.firstHit ? { windowStart: 'first-hit' as const } : {}),
+    ...(policy.precision > 1 ? { precision: policy.precision } : {}),
   };
   return compilePolicy(scaled);
 }

@@ -9,7 +9,7 @@ import type { BreakerOptions } from '../fault/breaker.js';
 import { checkFailureMode as checkMode, type FailureMode } from '../fault/failure-mode.js';
 import { MAX_LIMITS_PER_CHECK } from '../limiter.js';
 import { checkLease, checkSyncInterval } from '../limiter-checks.js';
-import { countsInWindows } from '../algorithms/window-add.js';
+import { countsInWindows, describeState } from '../algorithms/window-add.js';
 import { compilePolicy, type CompiledPolicy, type Policy } from '../policy.js';
 import type { RateLimitDescriptor } from '../rules/check.js';
 import { RuleSet, type RuleSource } from '../rules/ruleset.js';
@@ -264,7 +264,7 @@ function limitCallOptions(spec: Pick<Partial<LimitSpec<never>>, 'failureMode' | 
   if (spec.syncIntervalMs !== undefined) {
     options.syncIntervalMs = checkSyncInterval(spec.syncIntervalMs, `${where}.syncIntervalMs`);
     if (options.lease !== undefined) throw new InvalidOptionError(`${where}: give lease or syncIntervalMs (local-first), not both`);
-    if (!countsInWindows(policy)) throw new InvalidOptionError(`${where}.syncIntervalMs (local-first) needs a fixed-window or sliding-window policy; for ${policy.algorithm} use lease`);
+    if (!countsInWindows(policy)) throw new InvalidOptionError(`${where}.syncIntervalMs (local-first) needs a fixed-window or sliding-window policy of precision 1; for ${describeState(policy)} use lease`);
   }
   return Object.keys(options).length === 0 ? undefined : options;
 }

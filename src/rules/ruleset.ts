@@ -219,6 +219,7 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
     limit: limit.requestsPerUnit,
     window: ruleWindowMs(limit.unit, limit.unitMultiplier),
     ...(limit.burst !== undefined ? { burst: limit.burst } : {}),
+    ...(limit.precision !== undefined ? { precision: limit.precision } : {}),
     softPercent: limit.softPercent,
     // quota_mode counts every hit, over the limit too, as envoy does (fixed-window only: the loader checks).
     ...(descriptor.quotaMode ? { countRejected: true } : {}),
@@ -232,7 +233,7 @@ function dumpNode(node: RuleNode, key: string, lines: string[]): void {
     const shape = rule.unlimited
       ? 'unit=UNKNOWN requests_per_unit=0'
       : `unit=${ENVOY_UNIT_NAMES[rule.unit!]} requests_per_unit=${rule.requestsPerUnit}`;
-    const extra = rule.unlimited ? ', unlimited: true' : `, algorithm: ${rule.policy.algorithm}${rule.unitMultiplier === 1 ? '' : `, unit_multiplier: ${rule.unitMultiplier}`}`;
+    const extra = rule.unlimited ? ', unlimited: true' : `, algorithm: ${rule.policy.algorithm}${rule.policy.precision === 1 ? '' : `, precision: ${rule.policy.precision}`}${rule.unitMultiplier === 1 ? '' : `, unit_multiplier: ${rule.unitMultiplier}`}`;
     lines.push(`${key}: ${shape}, shadow_mode: ${rule.shadowMode}, quota_mode: ${rule.quotaMode}${extra}`);
   }
   for (const [child, values] of node.exact) for (const [value, next] of values) dumpNode(next, `${key}.${child}_${value}`, lines);

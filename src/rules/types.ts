@@ -36,6 +36,8 @@ export interface RateLimitConfig {
   /** Tollgate: default `fixed-window` (as envoy counts). */
   readonly algorithm: AlgorithmName;
   readonly burst?: number;
+  /** Tollgate: sliding-window's buckets per window (1..100; absent: 1, the two-window counter). */
+  readonly precision?: number;
   /** Tollgate: soft throttling percent (integer, default 0). */
   readonly softPercent: number;
   /** Tollgate: what this limit answers when the store fails; absent: the limiter's (the service's) failure mode. */

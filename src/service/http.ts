@@ -270,7 +270,10 @@ function keyQuery(url: URL): { key: string; policy: Policy } {
   if (key === null || algorithm === null || limit === null || window === null) {
     throw new HttpError(400, 'give key, algorithm, limit and window as query parameters, e.g. ?key=user:42&algorithm=token-bucket&limit=10&window=1s');
   }
-  return { key, policy: { algorithm: algorithm as Policy['algorithm'], limit: Number(limit), window: /^\d+$/.test(window) ? Number(window) : window } };
+  // precision (sliding-window's buckets) is optional: compilePolicy refuses what is not a number in range.
+  const precision = url.searchParams.get('precision');
+  const buckets = precision === null ? {} : { precision: /^\d+$/.test(precision) ? Number(precision) : (precision as unknown as number) };
+  return { key, policy: { algorithm: algorithm as Policy['algorithm'], limit: Number(limit), window: /^\d+$/.test(window) ? Number(window) : window, ...buckets } };
 }
 
 /** 401 without the admin token (compared in constant time); 403 when no token is configured. */

@@ -103,6 +103,11 @@ export class KeyTable {
     return this.keys[slot];
   }
 
+  /** The state space (CompiledPolicy.stateIndex) of the key `slot` holds. */
+  spaceOf(slot: number): number {
+    return this.spaces[slot]!;
+  }
+
   /** Forgets `slot`, moving later entries of its probe run back so no lookup ever stops short. */
   remove(slot: number): void {
     const { buckets, mask, slotMask } = this;

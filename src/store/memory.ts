@@ -6,12 +6,14 @@
  * every new key) and by one periodic sweep per store, never by one timer per key.
  */
 import { SlidingLog, decideSlidingLog, slotAlgorithms, type SlotAlgorithm } from '../algorithms/index.js';
-import { addToWindowState, countsInWindows, windowAlgorithm } from '../algorithms/window-add.js';
+import { bucketStateSize, decideSlidingBuckets } from '../algorithms/sliding-window-buckets.js';
+import { addToWindowState, countsInWindows, describeState, windowAlgorithm } from '../algorithms/window-add.js';
 import { currentTime } from '../clock.js';
 import type { Decision } from '../decision.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
-import type { CompiledPolicy } from '../policy.js';
+import { POLICY_RANGES, type CompiledPolicy } from '../policy.js';
 import { KeyTable } from './key-table.js';
+import { RecordArena } from './record-arena.js';
 import type { Store, StoreRequest, WindowCounts } from './types.js';
 import { checkOptions } from '../options.js';
 
@@ -40,6 +42,8 @@ const INITIAL_SLOTS = 1024;
 /** Doubles per slot: up to 3 of algorithm state, then the expiry time. */
 const STRIDE = 4;
 const EXPIRES = 3;
+/** A sliding window of precision N > 1 keeps its N + 2 doubles in a {@link RecordArena}; its slot holds the offset. */
+const RECORD = 0;
 /** Slots examined for expiry each time a new key is inserted. */
 const SWEEP_STEPS_PER_INSERT = 2;
 const NONE = -1;
@@ -60,6 +64,10 @@ export class MemoryStore implements Store {
   private newer: Int32Array;
   private older: Int32Array;
   private readonly logs: (SlidingLog | undefined)[] = [];
+  /** Bucket records by width, and each state space's width (0: its state is in the slot). */
+  private readonly arenas: (RecordArena | undefined)[] = [];
+  private readonly recordWidths: number[] = [];
+  private readonly recordScratch = new Float64Array(POLICY_RANGES.precision.max + 2);
   private mostRecent = NONE;
   private leastRecent = NONE;
   /** Slots ever used; slots below this are either live or on the free list. */
@@ -121,7 +129,7 @@ export class MemoryStore implements Store {
   }
 
   addToWindow(key: string, policy: CompiledPolicy, units: number, now: number | undefined): WindowCounts {
-    if (!countsInWindows(policy)) throw new InvalidOptionError(`addToWindow adds to window counters (fixed-window, sliding-window), not to a ${policy.algorithm} state`);
+    if (!countsInWindows(policy)) throw new InvalidOptionError(`addToWindow adds to window counters (fixed-window, sliding-window of precision 1), not to a ${describeState(policy)} state`);
     const at = now ?? currentTime();
     if (at > this.latestNow) this.latestNow = at;
     let slot = this.table.find(policy.stateIndex, key);
@@ -182,6 +190,7 @@ export class MemoryStore implements Store {
     if (now > this.latestNow) this.latestNow = now;
     const slot = this.table.find(policy.stateIndex, key);
     if (policy.algorithm === 'sliding-log') return this.decideLog(key, slot, policy, cost, now, commit);
+    if (policy.precision > 1) return this.decideBuckets(key, slot, policy, cost, now, commit);
 
     const algorithm: SlotAlgorithm = slotAlgorithms[policy.algorithm];
     if (slot >= 0) {
@@ -232,6 +241,33 @@ export class MemoryStore implements Store {
     return decision;
   }
 
+  /** A sliding window of precision N > 1: its state is a record in the arena of its width. */
+  private decideBuckets(key: string, slot: number, policy: CompiledPolicy, cost: number, now: number, commit: boolean): Decision {
+    const width = bucketStateSize(policy);
+    const arena = (this.arenas[width] ??= new RecordArena(width));
+    this.recordWidths[policy.stateIndex] = width;
+    if (slot >= 0) {
+      const decision = decideSlidingBuckets(arena.data, this.state[slot * STRIDE + RECORD]!, now, cost, policy, commit);
+      if (commit) {
+        this.state[slot * STRIDE + EXPIRES] = decision.resetAt;
+        this.touch(slot);
+      }
+      return decision;
+    }
+    // As for slot state: decided on a zeroed scratch record, stored only if something was recorded.
+    const scratch = this.recordScratch;
+    scratch.fill(0, 0, width);
+    const decision = decideSlidingBuckets(scratch, 0, now, cost, policy, commit);
+    if (commit && decision.allowed) {
+      const at = this.insert(key, policy.stateIndex, now) * STRIDE;
+      const offset = arena.allocate();
+      arena.data.set(scratch.subarray(0, width), offset);
+      this.state[at + RECORD] = offset;
+      this.state[at + EXPIRES] = decision.resetAt;
+    }
+    return decision;
+  }
+
   /**
    * Takes a slot for a new key (reclaiming expired or evicting the least recent if full). Follows
    * the table lookup that missed this key.
@@ -258,6 +294,8 @@ export class MemoryStore implements Store {
 
   /** Frees a live slot: out of the table, out of the LRU list, onto the free list. */
   private release(slot: number): void {
+    const width = this.recordWidths[this.table.spaceOf(slot)] ?? 0;
+    if (width > 0) this.arenas[width]!.release(this.state[slot * STRIDE + RECORD]!);
     this.table.remove(slot);
     this.logs[slot] = undefined;
     this.unlink(slot);

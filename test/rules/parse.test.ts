@@ -103,6 +103,14 @@ const INVALID: Record<string, string[]> = {
   'unit-multiplier-negative.yaml': ['unit-multiplier-negative.yaml:7:24: descriptors[0].rate_limit.unit_multiplier: unit_multiplier must be a whole number ≥ 1, got -3'],
   'soft-percent-above-1000.yaml': ['soft-percent-above-1000.yaml:7:21: descriptors[0].rate_limit.soft_percent: soft_percent must be a whole number from 0 to 1000, got 1500'],
   'soft-percent-fractional.yaml': ['soft-percent-fractional.yaml:7:21: descriptors[0].rate_limit.soft_percent: soft_percent must be a whole number from 0 to 1000, got 12.5'],
+  'precision-zero.yaml': ['precision-zero.yaml:8:18: descriptors[0].rate_limit.precision: precision must be a whole number from 1 to 100, got 0'],
+  'precision-above-100.yaml': ['precision-above-100.yaml:8:18: descriptors[0].rate_limit.precision: precision must be a whole number from 1 to 100, got 1000'],
+  'precision-not-sliding-window.yaml': [
+    'precision-not-sliding-window.yaml:7:7: descriptors[0].rate_limit.precision: precision applies to algorithm sliding-window only, not fixed-window; remove precision or set algorithm: sliding-window',
+  ],
+  'precision-local-first.yaml': [
+    'precision-local-first.yaml:9:7: descriptors[0].rate_limit.sync_interval_ms: sync_interval_ms (local-first) syncs a two-window count; a sliding window of precision 10 cannot sync (remove precision, or use lease_size instead)',
+  ],
   'cost-zero.yaml': ['cost-zero.yaml:7:13: descriptors[0].rate_limit.cost: cost must be a whole number ≥ 1, got 0'],
   'cost-negative.yaml': ['cost-negative.yaml:7:13: descriptors[0].rate_limit.cost: cost must be a whole number ≥ 1, got -1'],
   'deadline-zero.yaml': ['deadline-zero.yaml:7:20: descriptors[0].rate_limit.deadline_ms: deadline_ms must be a whole number from 1 to 60000, got 0'],

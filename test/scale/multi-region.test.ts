@@ -348,6 +348,7 @@ describe('multi-region: bad input', () => {
     }
     await expect(eu.limit('k', { algorithm: 'sliding-log', limit: 5, window: '1s' })).rejects.toThrow(/got sliding-log: a log of timestamps is not a sum/);
     await expect(eu.limit('k', { algorithm: 'fixed-window', limit: 5, window: '1s', windowStart: 'first-hit' })).rejects.toThrow(/use windowStart: 'aligned'/);
+    await expect(eu.limit('k', { algorithm: 'sliding-window', limit: 5, window: '1s', precision: 10 })).rejects.toThrow(/of precision 1: its per-region counters are two windows, not 10 buckets; remove precision/);
     await expect(eu.limitAll([{ key: 'a', policy: { algorithm: 'fixed-window', limit: 5, window: '1s' } }, { key: 'b', policy: { algorithm: 'gcra', limit: 5, window: '1s' } }])).rejects.toThrow(InvalidPolicyError);
   });
 

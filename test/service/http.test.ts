@@ -109,6 +109,18 @@ describe('tollgate serve, memory store', () => {
     expect((await post(service, '/v1/limit', { key: 'k', policy: { algorithm: 'token-bucket', limit: 1, window: '1m' } })).status).toBe(200);
   });
 
+  it('POST /v1/limit and the admin key endpoints take a sliding window\'s precision', async () => {
+    const policy = { algorithm: 'sliding-window', limit: 2, window: '1h', precision: 60 };
+    expect((await post(service, '/v1/limit', { key: 'p', policy })).body).toMatchObject({ allowed: true, remaining: 1 });
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const look = async (precision: string) => fetch(service.url(`/v1/keys?key=p&algorithm=sliding-window&limit=2&window=1h${precision}`), { headers: auth });
+    // A look of cost 1: the 60-bucket state holds one hit, precision 1 is another state, still whole.
+    expect(((await (await look('&precision=60')).json()) as { decision: { remaining: number } }).decision.remaining).toBe(0);
+    expect(((await (await look('')).json()) as { decision: { remaining: number } }).decision.remaining).toBe(1);
+    expect((await look('&precision=ten')).status).toBe(400);
+    expect((await post(service, '/v1/limit', { key: 'p', policy: { ...policy, precision: 101 } })).status).toBe(400);
+  });
+
   it('blocks a key or a descriptor entry by hand, until it expires or is unblocked', async () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     expect((await post(service, '/v1/keys/block', { key: 'user=mallory' })).status).toBe(401);

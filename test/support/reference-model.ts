@@ -94,3 +94,65 @@ export function slidingWindowModel(policy: Policy): ReferenceModel {
     },
   };
 }
+
+/**
+ * sliding-window with precision N > 1 (docs/semantics.md), naively: every bucket's count kept in a
+ * map, the estimate summed from its definition, and retryAfter / resetAt found by searching each
+ * bucket's whole ms (the estimate only falls within a bucket) rather than by the closed forms.
+ */
+export function slidingBucketsModel(policy: Policy): ReferenceModel {
+  const W = BigInt(policy.window as number);
+  const N = BigInt(policy.precision ?? 1);
+  const { nominal, capacity: C } = capacities(policy, false);
+  const counts = new Map<bigint, bigint>();
+  let newest = -1n;
+  const count = (bucket: bigint): bigint => counts.get(bucket) ?? 0n;
+  const firstMs = (bucket: bigint): bigint => ceilDiv(bucket * W, N);
+  /** The estimate at scaled instant bucket × W + offset, with `extra` more in bucket `at`. */
+  const estimate = (bucket: bigint, offset: bigint, at: bigint, extra: bigint): bigint => {
+    let sum = 0n;
+    for (let j = bucket - N + 1n; j <= bucket; j++) sum += count(j) + (j === at ? extra : 0n);
+    const oldest = count(bucket - N) + (bucket - N === at ? extra : 0n);
+    return sum + (oldest * (W - offset)) / W;
+  };
+  /** The first whole ms ≥ `from` whose estimate passes `test`, searching bucket by bucket. */
+  const firstWhere = (from: bigint, bucket: bigint, test: (b: bigint, o: bigint) => boolean): bigint => {
+    for (let j = bucket; ; j++) {
+      let lo = max(from, firstMs(j));
+      let hi = firstMs(j + 1n) - 1n;
+      if (lo > hi || !test(j, hi * N - j * W)) continue;
+      while (lo < hi) {
+        const mid = (lo + hi) / 2n;
+        if (test(j, mid * N - j * W)) hi = mid;
+        else lo = mid + 1n;
+      }
+      return lo;
+    }
+  };
+  return {
+    decide(nowNumber, costNumber, commit) {
+      const now = BigInt(nowNumber);
+      const cost = BigInt(costNumber);
+      let bucket = (now * N) / W;
+      let offset = now * N - bucket * W;
+      if (newest > bucket) [bucket, offset] = [newest, 0n];
+      const current = estimate(bucket, offset, bucket, 0n);
+      const reset = (extra: bigint): number => {
+        if (estimate(bucket, offset, bucket, extra) === 0n) return nowNumber;
+        return Number(max(now, firstWhere(now, bucket, (b, o) => estimate(b, o, bucket, extra) === 0n)));
+      };
+      const base = { limit: Number(nominal) };
+      if (cost > C) return { ...base, allowed: false, remaining: shown(C - current, C, nominal), resetAt: reset(0n), retryAfter: Number(W), reason: 'cost-exceeds-capacity' };
+      if (current + cost > C) {
+        const retryAt = firstWhere(now + 1n, bucket, (b, o) => estimate(b, o, bucket, 0n) + cost <= C);
+        return { ...base, allowed: false, remaining: shown(C - current, C, nominal), resetAt: reset(0n), retryAfter: Number(retryAt - now) };
+      }
+      const decision = { ...base, allowed: true, remaining: shown(C - current - cost, C, nominal), resetAt: reset(cost), retryAfter: 0 };
+      if (commit) {
+        counts.set(bucket, count(bucket) + cost);
+        newest = bucket;
+      }
+      return decision;
+    },
+  };
+}

@@ -24,6 +24,7 @@ export const DESCRIPTOR_FIELDS: FieldSet = {
     replaces: IN_RATE_LIMIT,
     algorithm: IN_RATE_LIMIT,
     burst: IN_RATE_LIMIT,
+    precision: IN_RATE_LIMIT,
     unit_multiplier: IN_RATE_LIMIT,
     soft_percent: IN_RATE_LIMIT,
     failure_mode: IN_RATE_LIMIT,

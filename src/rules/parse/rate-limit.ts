@@ -1,13 +1,13 @@
 /**
  * Reading a `rate_limit:` block: envoy's fields (`unit`, `requests_per_unit`, `unlimited`, `name`,
  * `replaces`, all inside `rate_limit` as in envoy's loader) and Tollgate's additions (`algorithm`,
- * `burst`, `unit_multiplier`, `soft_percent`, `failure_mode`, `deadline_ms`, `lease_size`,
+ * `burst`, `precision`, `unit_multiplier`, `soft_percent`, `failure_mode`, `deadline_ms`, `lease_size`,
  * `sync_interval_ms`, `cost`), checked with the engine's
  * own ranges and capacity rules (policy.ts), so a file that loads never fails later when its
  * limits are compiled.
  */
 import type { YAMLMap } from 'yaml';
-import { ALGORITHMS, POLICY_RANGES, countsExactly, policyCapacity, wideBound } from '../../policy.js';
+import { ALGORITHMS, POLICY_RANGES, countsExactly, policyCapacity, precisionWindowProblem, wideBound } from '../../policy.js';
 import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMissing } from './fields.js';
 import type { DocumentReader, Entry, FieldSet } from './fields.js';
 import { offsetOf } from './yaml.js';
@@ -19,14 +19,14 @@ import { MAX_SYNC_INTERVAL_MS, MIN_SYNC_INTERVAL_MS } from '../../limiter-checks
 /** envoy's protocol carries `requests_per_unit` (the policy's limit) as a uint32. */
 const MAX_REQUESTS_PER_UNIT = 4_294_967_295;
 /** Fields that shape a limit, so make no sense with `unlimited: true`. */
-const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost'];
+const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'precision', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost'];
 
 const DESCRIPTOR_LEVEL = 'belongs to the descriptor (next to rate_limit), not inside rate_limit';
 
 /** The keys of a `rate_limit` block. */
 export const RATE_LIMIT_FIELDS: FieldSet = {
   what: 'a rate_limit',
-  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'unit_multiplier', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost'],
+  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'precision', 'unit_multiplier', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost'],
   misplaced: {
     key: DESCRIPTOR_LEVEL,
     value: DESCRIPTOR_LEVEL,
@@ -80,7 +80,7 @@ function rejectShaping(reader: DocumentReader, fields: Fields): void {
   }
 }
 
-type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'softPercent' | 'failureMode' | 'deadlineMs' | 'leaseSize' | 'syncIntervalMs' | 'cost'>;
+type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'precision' | 'softPercent' | 'failureMode' | 'deadlineMs' | 'leaseSize' | 'syncIntervalMs' | 'cost'>;
 
 /** The limit itself: how many per how long, and how it is counted. */
 function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: Fields): Shape | undefined {
@@ -96,6 +96,7 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     unitMultiplier: readWholeNumber(reader, fields.get('unit_multiplier'), 1),
     algorithm: readChoice(reader, fields.get('algorithm'), ALGORITHMS, (text) => text.toLowerCase()),
     burst: readWholeNumber(reader, fields.get('burst'), POLICY_RANGES.burst.min, POLICY_RANGES.burst.max),
+    precision: readWholeNumber(reader, fields.get('precision'), POLICY_RANGES.precision.min, POLICY_RANGES.precision.max),
     softPercent: readWholeNumber(reader, fields.get('soft_percent'), POLICY_RANGES.softPercent.min, POLICY_RANGES.softPercent.max),
     failureMode: readChoice(reader, fields.get('failure_mode'), FAILURE_MODES, (text) => text.toLowerCase()),
     deadlineMs: readWholeNumber(reader, fields.get('deadline_ms'), 1, MAX_DEADLINE_MS),
@@ -114,7 +115,20 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     algorithm: shape.algorithm ?? 'fixed-window',
     softPercent: shape.softPercent ?? 0,
   };
-  return fitsExactArithmetic(reader, fields, complete) && fitsLocalFirst(reader, fields, complete) ? complete : undefined;
+  return fitsExactArithmetic(reader, fields, complete) && fitsPrecision(reader, fields, complete) && fitsLocalFirst(reader, fields, complete) ? complete : undefined;
+}
+
+/** `precision` splits a sliding window into buckets of at least 1 ms (policy.ts checkPrecision). */
+function fitsPrecision(reader: DocumentReader, fields: Fields, shape: Shape & { unit: RuleUnit }): boolean {
+  const entry = fields.get('precision');
+  if (entry === undefined || shape.precision === undefined) return true;
+  if (shape.algorithm !== 'sliding-window') {
+    reader.report(entry.key, entry.path, `precision applies to algorithm sliding-window only, not ${shape.algorithm}; remove precision or set algorithm: sliding-window`);
+    return false;
+  }
+  const problem = precisionWindowProblem(shape.precision, ruleWindowMs(shape.unit, shape.unitMultiplier));
+  if (problem !== undefined) reader.report(entry.value, entry.path, problem);
+  return problem === undefined;
 }
 
 /** Local-first adds up window counts across nodes: window algorithms only, and not with a lease. */
@@ -129,6 +143,10 @@ function fitsLocalFirst(reader: DocumentReader, fields: Fields, shape: Shape): b
     reader.report(entry.key, entry.path, `sync_interval_ms (local-first) needs algorithm fixed-window or sliding-window, whose counts add up across nodes; ${shape.algorithm} cannot (use lease_size instead)`);
     return false;
   }
+  if ((shape.precision ?? 1) > 1) {
+    reader.report(entry.key, entry.path, `sync_interval_ms (local-first) syncs a two-window count; a sliding window of precision ${shape.precision} cannot sync (remove precision, or use lease_size instead)`);
+    return false;
+  }
   return true;
 }
 
@@ -138,6 +156,7 @@ const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
   ['unitMultiplier', 'unit_multiplier'],
   ['algorithm', 'algorithm'],
   ['burst', 'burst'],
+  ['precision', 'precision'],
   ['softPercent', 'soft_percent'],
   ['failureMode', 'failure_mode'],
   ['deadlineMs', 'deadline_ms'],

@@ -1,6 +1,7 @@
 /**
  * Redis key names: `<prefix>{<escaped key>}:<algorithm>:<window>`, e.g.
- * `tollgate:{user:42}:tb:1s` (`fwf` for a fixed window that starts at the first hit). The caller's key is the hash tag, so every key of one identity
+ * `tollgate:{user:42}:tb:1s` (`fwf` for a fixed window that starts at the first hit, `sw10` for a
+ * sliding window of precision 10). The caller's key is the hash tag, so every key of one identity
  * lands in one Redis Cluster slot; `%`, `{` and `}` in it are percent-escaped, so a key containing
  * braces cannot move the hash tag and two different keys never share a name.
  */
@@ -25,8 +26,10 @@ export function escapeKeyPart(key: string): string {
  * (a key name of 28 bytes or less takes a smaller Redis allocation).
  */
 export function keySuffix(policy: CompiledPolicy): string {
-  // A first-hit fixed window (`fwf`) keeps its state apart from an aligned one (`fw`).
-  return `}:${ALGORITHM_TAGS[policy.algorithm]}${policy.firstHit ? 'f' : ''}:${compactWindow(policy.windowMs)}`;
+  // A first-hit fixed window (`fwf`) keeps its state apart from an aligned one (`fw`), a sliding
+  // window of N > 1 buckets (`sw10`) apart from the two-window counter (`sw`).
+  const variant = policy.firstHit ? 'f' : policy.precision > 1 ? String(policy.precision) : '';
+  return `}:${ALGORITHM_TAGS[policy.algorithm]}${variant}:${compactWindow(policy.windowMs)}`;
 }
 
 /** `items` grouped by the Redis Cluster hash slot of their key (a script or multi-key command may not cross slots). */

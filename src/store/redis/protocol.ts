@@ -35,7 +35,7 @@ export const REASON_NONE = 0;
 /** A wide token-bucket / leaky-bucket state's first field is its remainder minus this (wide-level.lua). */
 export { WIDE_LEVEL_OFFSET } from '../../algorithms/level.js';
 
-/** The 7 script fields of a policy record (see decide.lua). */
+/** The 8 script fields of a policy record (see decide.lua). */
 export function policyFields(policy: CompiledPolicy): number[] {
   return [
     ALGORITHM_CODES[policy.algorithm],
@@ -45,7 +45,13 @@ export function policyFields(policy: CompiledPolicy): number[] {
     policy.nominalCapacity,
     policy.countRejected ? 1 : 0,
     policy.firstHit ? 1 : 0,
+    policy.precision,
   ];
+}
+
+/** Whether a lean script (scripts/single.lua) can decide `policy`: not a sliding log, nor a sliding window of N > 1 buckets. */
+export function hasLeanScript(policy: CompiledPolicy): boolean {
+  return policy.algorithm !== 'sliding-log' && policy.precision === 1;
 }
 
 /**

@@ -27,7 +27,7 @@ const section = (name: string): string => `-- ==== ${name} ====\n${readScript(na
 
 /** The composed decision script and its SHA1. Order matters: helpers first, the driver (which binds KEYS/ARGV) last. */
 export const DECIDE_SCRIPT: RedisScript = compose(
-  ['prelude.lua', 'wide-level.lua', 'level.lua', 'gcra.lua', 'fixed-window.lua', 'sliding-window.lua', 'sliding-log.lua', 'codes.lua', 'decide.lua'].map(section),
+  ['prelude.lua', 'wide-level.lua', 'level.lua', 'gcra.lua', 'fixed-window.lua', 'sliding-window.lua', 'sliding-window-buckets.lua', 'sliding-log.lua', 'codes.lua', 'decide.lua'].map(section),
 );
 
 /** The files each lean script needs besides prelude.lua and single.lua (in dependency order). */

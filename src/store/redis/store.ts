@@ -27,6 +27,7 @@ import {
   decodeWindowCounts,
   policyFields,
   singleDecisionArgs,
+  hasLeanScript,
 } from './protocol.js';
 import { ALL_SCRIPTS, DECIDE_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './scripts.js';
 
@@ -366,7 +367,7 @@ export class RedisStore implements Store {
 function scriptCall(timeKey: string, batch: Pending[]): [RedisScript, string[], (string | number)[]] {
   const first = batch[0]!;
   const single = batch.length === 1 && first.keys.length === 1 && timeKey === '' && (first.op === OP_CONSUME || first.op === OP_PEEK);
-  const lean = single ? SINGLE_SCRIPTS[first.policies[0]!.algorithm] : undefined;
+  const lean = single && hasLeanScript(first.policies[0]!) ? SINGLE_SCRIPTS[first.policies[0]!.algorithm] : undefined;
   if (lean !== undefined) {
     return [lean, first.keys, singleDecisionArgs(first.policies[0]!, first.op, first.costs[0]!)];
   }

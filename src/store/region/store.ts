@@ -190,6 +190,9 @@ const SUPPORTED = "fixed-window (aligned windows) and sliding-window";
 
 /** Refuses a policy whose state cannot be split into per-region counts that add up. */
 function checkSupported(policy: CompiledPolicy): void {
+  if (policy.algorithm === 'sliding-window' && policy.precision > 1) {
+    throw new InvalidPolicyError('precision', `regionStore supports ${SUPPORTED} of precision 1: its per-region counters are two windows, not ${policy.precision} buckets; remove precision`);
+  }
   if (policy.algorithm === 'sliding-window' || (policy.algorithm === 'fixed-window' && !policy.firstHit)) return;
   if (policy.algorithm === 'fixed-window') {
     throw new InvalidPolicyError(

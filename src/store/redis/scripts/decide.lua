@@ -7,7 +7,7 @@
   KEYS[i]   the state key of the i-th request, in order
   ARGV[1]   now: '' to use Redis TIME (so nodes with skewed clocks agree), else epoch ms (keys
             then live longer in real time, see below)
-  ARGV[2]   P, the number of distinct policies in the batch, then P records of 7 fields:
+  ARGV[2]   P, the number of distinct policies in the batch, then P records of 8 fields:
     algorithm       1 token-bucket, 2 leaky-bucket, 3 fixed-window, 4 sliding-log,
                     5 sliding-window, 6 gcra
     window          ms, integer >= 1
@@ -16,10 +16,11 @@
     nominal         the capacity `remaining` counts down from
     count_rejected  1 to log rejected attempts (sliding-log), else 0
     first_hit       1 for windows that start at a key's first hit (fixed-window), else 0
+    precision       buckets per window (sliding-window: 1..100, at most window; else 1)
   then G, the number of groups, then per group: n (requests in the group) and n records of 3:
     policy          index into the policy records, from 1
     op              1 consume, 2 peek (record nothing), 3 reset (delete the key), 4 add (local-first
-                    sync: fixed-window and sliding-window only, a group of its own)
+                    sync: fixed-window and sliding-window of precision 1 only, a group of its own)
     cost            integer >= 1 (>= 0 for a peek: 0 reports the quota as it stands; >= 0 for an
                     add: 0 only reads the counts)
 
@@ -87,12 +88,17 @@ for i = 1, policy_count do
   if count_rejected == nil then return bad_argument(index + 5, 'policy ' .. i .. ' count_rejected') end
   local first_hit = integer_arg(index + 6, 0, 1)
   if first_hit == nil then return bad_argument(index + 6, 'policy ' .. i .. ' first_hit') end
+  local precision = integer_arg(index + 7, 1, 100)
+  if precision == nil or (precision > 1 and (algorithm ~= SLIDING_WINDOW or window < precision)) then
+    return bad_argument(index + 7, 'policy ' .. i .. ' precision')
+  end
   -- wide: the algorithms that multiply counts by the window, past (capacity + 1) x window = 2^53 - 1
   -- (policy.ts needsWide; docs/semantics.md "Wide policies").
   local wide = algorithm ~= FIXED_WINDOW and algorithm ~= SLIDING_LOG and (capacity + 1) * window > MAX_INTEGER
   policies[i] = { algorithm = algorithm, window = window, limit = limit, capacity = capacity, nominal = nominal,
-    count_rejected = count_rejected == 1, first_hit = first_hit == 1, usable = limit >= 1 and capacity >= 1 and nominal >= 1, wide = wide }
-  index = index + 7
+    count_rejected = count_rejected == 1, first_hit = first_hit == 1, precision = precision,
+    usable = limit >= 1 and capacity >= 1 and nominal >= 1, wide = wide }
+  index = index + 8
 end
 
 local group_count = integer_arg(index, 1)
@@ -113,8 +119,8 @@ for g = 1, group_count do
     if op == nil then return bad_argument(index + 1, 'op') end
     if op == OP_ADD then
       local a = policies[policy_index].algorithm
-      if size ~= 1 or (a ~= FIXED_WINDOW and a ~= SLIDING_WINDOW) then
-        return bad_argument(index + 1, 'add: a group of one fixed-window or sliding-window request')
+      if size ~= 1 or (a ~= FIXED_WINDOW and a ~= SLIDING_WINDOW) or policies[policy_index].precision > 1 then
+        return bad_argument(index + 1, 'add: a group of one fixed-window or sliding-window (precision 1) request')
       end
     end
     -- A peek may cost 0: the quota as it stands (the limiter's look); an add of 0 reads the counts.
@@ -162,11 +168,17 @@ local function decide(key, op, cost, p)
   local ok, s1, s2, s3 = false, nil, nil, nil
   if stored then
     if type(stored) == 'table' then return false, 0, now, 0, -1, REASON_WRONG_TYPE end
-    local fields = 2
-    if a == SLIDING_WINDOW then fields = 3 end
-    ok, s1, s2, s3 = parse_state(stored, fields)
-    if not ok then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
+    if p.precision > 1 then
+      s1, s2 = parse_buckets(stored, p.precision)
+      if s1 == nil then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
+    else
+      local fields = 2
+      if a == SLIDING_WINDOW then fields = 3 end
+      ok, s1, s2, s3 = parse_state(stored, fields)
+      if not ok then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
+    end
   end
+  if p.precision > 1 then return decide_sliding_buckets(s1, s2, now, cost, p) end
   if a == FIXED_WINDOW then return decide_fixed_window(s1, s2, now, cost, p) end
   if a == GCRA then return decide_gcra(s1, s2, now, cost, p) end
   if a == TOKEN_BUCKET then return decide_level(s1, s2, now, cost, p, false) end
