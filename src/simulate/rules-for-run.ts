@@ -54,7 +54,7 @@ function rewrite(descriptor: DescriptorConfig, domain: string, parentPath: strin
     delete (exact as { leaseSize?: number }).leaseSize;
     delete (exact as { syncIntervalMs?: number }).syncIntervalMs;
     // quota_mode counts every hit, which only fixed-window can: those limits keep their algorithm.
-    rateLimit = variant === undefined || descriptor.quotaMode ? exact : { ...exact, ...variant.rateLimit, algorithm: variant.algorithm };
+    rateLimit = variant === undefined || descriptor.quotaMode ? exact : onVariant(exact, variant);
     if (!rateLimit.unlimited && rateLimit.unit !== undefined && rateLimit.requestsPerUnit !== undefined) {
       const window = describeWindow(ruleWindowMs(rateLimit.unit, rateLimit.unitMultiplier));
       limits.set(path, { domain, limit: `${rateLimit.requestsPerUnit} per ${window}`, algorithm: rateLimit.algorithm, shadowMode: descriptor.shadowMode });
@@ -62,4 +62,14 @@ function rewrite(descriptor: DescriptorConfig, domain: string, parentPath: strin
   }
   const descriptors = descriptor.descriptors.map((child) => rewrite(child, domain, path, variant, limits));
   return { ...descriptor, ...(rateLimit === undefined ? {} : { rateLimit }), descriptors };
+}
+
+/**
+ * A limit moved onto the run's algorithm. A sliding-window `precision` belongs to that algorithm
+ * alone, so it is dropped when the run compares another one (the variant may set its own).
+ */
+function onVariant(rateLimit: RateLimitConfig, variant: RunVariant): RateLimitConfig {
+  const moved: RateLimitConfig = { ...rateLimit };
+  if (variant.algorithm !== 'sliding-window') delete (moved as { precision?: number }).precision;
+  return { ...moved, ...variant.rateLimit, algorithm: variant.algorithm };
 }

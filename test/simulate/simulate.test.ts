@@ -167,6 +167,15 @@ describe('simulate() compares algorithms on the same traffic', () => {
     await expect(simulate({ rules: RULES, entries: burst3, mapping, algorithms: ['gcra', { algorithm: 'gcra' }] })).rejects.toThrow(/names a run twice \(gcra, gcra\)/);
   });
 
+  it('compares rules written with a sliding-window precision against another algorithm (the precision stays with sliding-window)', async () => {
+    const precise = rules('domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 3, algorithm: sliding-window, precision: 10 }\n');
+    const steady = [0, 0, 0, 20, 40].map((s) => ({ time: T0 + s * 1_000, fields: { user: 'u' } }));
+    const report = await simulate({ rules: precise, entries: steady, mapping, algorithms: ['token-bucket', { algorithm: 'sliding-window', label: 'precision 4', rateLimit: { precision: 4 } }], compareTo: 'sliding-log' });
+    expect(report.runs.map((run) => [run.algorithm, run.rules[0]!.allowed])).toEqual([['token-bucket', 5], ['precision 4', 3]]);
+    const asWritten = await simulate({ rules: precise, entries: steady, mapping, compareTo: 'sliding-log' });
+    expect(asWritten.runs[0]!.rules[0]).toMatchObject({ allowed: 3, difference: { allowedOnlyHere: 0, allowedOnlyByReference: 0 } });
+  });
+
   it('leaves quota-mode limits on fixed-window (only it counts every hit), and says so', async () => {
     const quota = rules('domain: api\ndescriptors:\n  - key: user\n    quota_mode: true\n    rate_limit: { unit: minute, requests_per_unit: 3 }\n');
     const report = await simulate({ rules: quota, entries, mapping, algorithms: ['sliding-window'] });
