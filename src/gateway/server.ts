@@ -17,6 +17,7 @@ import { createLogger, startService, type RunningService, type ServiceHooks } fr
 import { watchPath } from '../rules/watch-path.js';
 import { loadGatewayConfig } from './config/read.js';
 import type { GatewayConfig } from './config/types.js';
+import { GatewayDeferral, deferNeedsRedis, hasRedis } from './deferral.js';
 import { gatewayRoutes, handleRequest, type GatewayState } from './handler.js';
 import { Upstreams } from './proxy.js';
 
@@ -55,15 +56,22 @@ const RELOAD_SETTLE_MS = 100;
 export async function startGateway(options: GatewayOptions, logger: Logger = createLogger(options.service.logLevel), hooks: ServiceHooks = {}): Promise<RunningGateway> {
   const service = await startService(options.service, logger, { ...hooks, grpc: false });
   const clientIps = clientIp({ trustProxy: options.config.trustProxy === false ? false : (options.config.trustProxy as number | string[]) });
-  const makeState = (config: GatewayConfig, upstreams: Upstreams): GatewayState => ({
-    context: service.context,
-    routes: gatewayRoutes(config.routes),
-    upstreams,
-    sourceCluster: config.sourceCluster,
-    clientIp: clientIps,
-    answer: { headerStyle: config.headers, message: undefined },
-  });
+  const deferral = hasRedis(options.service) ? new GatewayDeferral(options.service, service.registry, logger) : undefined;
+  const makeState = (config: GatewayConfig, upstreams: Upstreams): GatewayState => {
+    const defers = config.routes.some((route) => route.onLimit === 'defer');
+    if (defers && deferral === undefined) throw new InvalidOptionError(deferNeedsRedis());
+    return {
+      context: service.context,
+      routes: gatewayRoutes(config.routes),
+      upstreams,
+      sourceCluster: config.sourceCluster,
+      clientIp: clientIps,
+      answer: { headerStyle: config.headers, message: undefined },
+      deferral: defers ? deferral : undefined,
+    };
+  };
   let state = makeState(options.config, new Upstreams(options.config.upstreams, options.config.connectTimeoutMs));
+  void deferral?.sync(state);
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => handleRequest(state, req, res);
   const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 }, onRequest);
   // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
@@ -83,6 +91,7 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
   const stopWatching = watchConfig(options.configPath, logger, (config) => {
     const previous = state.upstreams;
     state = makeState(config, new Upstreams(config.upstreams, config.connectTimeoutMs));
+    void deferral?.sync(state);
     // Requests already forwarded finish on the old pools; close them once those are done.
     setTimeout(() => void previous.close(), options.config.routes.reduce((most, route) => Math.max(most, route.timeoutMs), 15_000)).unref();
   });
@@ -92,6 +101,8 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
     (closing ??= (async () => {
       stopWatching();
       await http.close(options.service.shutdownTimeoutMs, logger);
+      // Before the service: a worker's admission goes through its limiter.
+      await deferral?.close();
       await state.upstreams.close();
       await service.close();
     })());
