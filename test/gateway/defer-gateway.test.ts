@@ -10,10 +10,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGatewayConfig } from '../../src/gateway/config/read.js';
 import { eventually, startUpstream, type Upstream } from '../support/defer-upstream.js';
 import { send, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { stopProcess } from '../support/redis.js';
 import { useRedisServer } from '../support/redis-topologies.js';
 
 const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
@@ -136,4 +138,95 @@ ${defer('/other', 'paced', '{ queue: jobs }')}`);
       rmSync(dir, { recursive: true, force: true });
     }
   }, 25_000);
+});
+
+/** Starts `tollgate gateway` as a process; resolves with it and its proxy port once it listens. */
+async function startGatewayProcess(configPath: string): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, [CLI, 'gateway', '--config', configPath, '--redis', redis.url, '--port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--drain-delay', '0', '--log-level', 'info'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  let port: number | undefined;
+  await eventually(() => {
+    const line = out.split('\n').find((text) => text.includes('gateway listening'));
+    port = line === undefined ? undefined : (JSON.parse(line) as { port: number }).port;
+    return port !== undefined || child.exitCode !== null;
+  }, 'the gateway process listening', 15_000);
+  if (port === undefined) throw new Error(`the gateway exited: ${out}`);
+  return { child, port };
+}
+
+describe('a gateway process SIGKILLed mid-drain', () => {
+  const BOUND = 12;
+  const HANGING = 2;
+  let upstream: Upstream;
+  let client: Redis;
+  const children: ChildProcess[] = [];
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tollgate-defer-crash-'));
+    // The third replay hangs: the gateway is killed with it in flight.
+    let replays = 0;
+    upstream = await startUpstream((request) => ({ status: 200, body: 'ok', ...(request.headers['idempotency-key'] !== undefined && replays++ === HANGING ? { hang: true } : {}) }));
+    client = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    await Promise.all(children.filter((child) => child.exitCode === null).map((child) => stopProcess(child)));
+    client?.disconnect();
+    await upstream?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('restarted, delivers every deferred request: one key each, the one in flight at most twice, the bound held', async () => {
+    writeFileSync(join(dir, 'rules.yaml'), RULES);
+    writeFileSync(join(dir, 'gateway.yaml'), `rules: ./rules.yaml
+listen: 0
+upstreams: { app: "${upstream.url}" }
+routes:
+${defer('/crash', 'paced', `{ queue: crash, max_length: ${BOUND}, reclaim_after: 1s }`)}`);
+    const accepted: string[] = [];
+    let longest = 0;
+    const sampler = setInterval(() => void client.xlen('tollgate:defer:{crash}:stream').then((length) => (longest = Math.max(longest, length)), () => undefined), 10);
+    const burst = async (port: number, count: number): Promise<number[]> => {
+      const statuses = [];
+      for (let i = 0; i < count; i++) {
+        const answer = await send(`http://127.0.0.1:${port}/crash/${accepted.length}-${i}`, { method: 'POST', body: `job ${i}` });
+        if (answer.status === 202) accepted.push((JSON.parse(answer.body) as { ticket: string }).ticket);
+        statuses.push(answer.status);
+      }
+      return statuses;
+    };
+    try {
+      const first = await startGatewayProcess(join(dir, 'gateway.yaml'));
+      children.push(first.child);
+      await burst(first.port, 10);
+      const keyed = () => upstream.received.filter((request) => request.headers['idempotency-key'] !== undefined);
+      await eventually(() => keyed().length === HANGING + 1, 'the hanging replay', 10_000);
+      await stopProcess(first.child); // SIGKILL
+      expect(((await client.call('XPENDING', 'tollgate:defer:{crash}:stream', 'tollgate-drain')) as unknown[])[0]).toBe(1);
+
+      const second = await startGatewayProcess(join(dir, 'gateway.yaml'));
+      children.push(second.child);
+      // More than the bound leaves room for, while the restarted gateway drains: some are refused with 429.
+      const statuses = await burst(second.port, 20);
+      expect(statuses).toContain(429);
+      await eventually(async () => {
+        const states = await Promise.all(accepted.map(async (ticket) => (await send(`http://127.0.0.1:${second.port}/_tollgate/deferred/${ticket}`)).body));
+        return states.every((body) => body.includes('"state":"delivered"'));
+      }, 'every accepted ticket delivered', 20_000);
+      // SIGTERM: the workers stop and the process exits 0.
+      const exited = new Promise<number | null>((resolve) => second.child.once('exit', resolve));
+      second.child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      clearInterval(sampler);
+    }
+    const keys = upstream.keys().filter((key) => key !== 'undefined');
+    expect(new Set(keys)).toEqual(new Set(accepted));
+    const repeated = keys.filter((key, i) => keys.indexOf(key) !== i);
+    expect(repeated.length).toBeLessThanOrEqual(1);
+    if (repeated.length === 1) expect(repeated[0]).toBe(keys[HANGING]);
+    expect(longest).toBeLessThanOrEqual(BOUND);
+  }, 60_000);
 });
