@@ -8,8 +8,7 @@ import { DeferredBodyTooLargeError, InvalidDeferredRequestError } from '../error
 import type { HeaderList } from '../http/report.js';
 import { DEFERRED_STATUS_PREFIX } from './config/defer.js';
 import type { TicketStatus } from './defer/index.js';
-import type { GatewayDeferral } from './deferral.js';
-import type { GatewayRoute } from './handler.js';
+import type { DeferralPort, GatewayRoute } from './state.js';
 import { sendJson } from './reply.js';
 import { storedHeaders } from './replay.js';
 
@@ -41,7 +40,7 @@ function tooLarge(res: ServerResponse, maxBytes: number, size: number | undefine
  * Stores a request the route throttled and answers 202 with its ticket; a full queue gets the
  * usual 429 (`refuse`), a body over `max_body` 413, and Redis unreachable 503 with `Retry-After: 1`.
  */
-export function deferRequest(deferral: GatewayDeferral, route: GatewayRoute, req: IncomingMessage, res: ServerResponse, headers: HeaderList, refuse: () => void): void {
+export function deferRequest(deferral: DeferralPort, route: GatewayRoute, req: IncomingMessage, res: ServerResponse, headers: HeaderList, refuse: () => void): void {
   const settings = route.defer!;
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > settings.maxBodyBytes) return tooLarge(res, settings.maxBodyBytes, declared);
@@ -83,7 +82,7 @@ export function ticketJson(status: TicketStatus): Record<string, unknown> {
 }
 
 /** `GET|HEAD /_tollgate/deferred/<ticket>`: 200 with the ticket's state, 404 when unknown or expired, 503 when Redis is down. */
-export function answerTicket(deferral: GatewayDeferral, method: string, path: string, res: ServerResponse): void {
+export function answerTicket(deferral: DeferralPort, method: string, path: string, res: ServerResponse): void {
   if (method !== 'GET' && method !== 'HEAD') return sendJson(res, 405, { error: 'method_not_allowed', message: 'read a ticket with GET' }, [['allow', 'GET, HEAD']]);
   let ticket: string;
   try {

@@ -16,7 +16,7 @@ import type { CheckResult } from '../rules/check.js';
 import { MAX_DEFER_BODY } from './config/defer.js';
 import { createDeferredQueue, startDrainWorker, upstreamDeliverer, type Admission, type DeferredEntry, type DeferredQueue, type DeliveryResponse, type DrainWorker, type TicketStatus } from './defer/index.js';
 import { deferMetrics, type DeferMetricHooks } from './defer-metrics.js';
-import type { GatewayRoute, GatewayState } from './handler.js';
+import type { DeferralPort, GatewayRoute, GatewayState } from './state.js';
 import { GatewayRequest } from './request.js';
 import { deliveryHeaders, replayFacts } from './replay.js';
 import { descriptorsOf } from './routes.js';
@@ -43,7 +43,7 @@ export function retryWait(result: CheckResult): number {
 }
 
 /** The deferred queues and drain workers of one gateway process. */
-export class GatewayDeferral {
+export class GatewayDeferral implements DeferralPort {
   /** This process's name in every queue's consumer group. */
   readonly consumer = `${hostname().replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 100)}-${process.pid}`;
   private client: Redis | Cluster | undefined;

@@ -8,50 +8,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TollgateError } from '../errors.js';
 import { checkReports } from '../http/headers.js';
-import type { ClientIp } from '../http/identity.js';
 import { UNAVAILABLE_BODY, type HeaderList, type LimitReport } from '../http/report.js';
-import { applyVerdict, type AnswerSettings, type Verdict, type VerdictActions } from '../http/verdict.js';
+import { applyVerdict, type Verdict, type VerdictActions } from '../http/verdict.js';
 import type { CheckRequest, CheckResult } from '../rules/check.js';
 import type { ServiceContext } from '../service/context.js';
 import { decideCheck, degradedAnswer } from '../service/decide.js';
 import { errorReply } from '../service/http-util.js';
-import type { RateLimitConfig, RouteConfig } from './config/types.js';
 import { DEFERRED_STATUS_PREFIX } from './config/defer.js';
 import { answerTicket, deferRequest } from './defer-answers.js';
-import type { GatewayDeferral } from './deferral.js';
-import { forward, type Upstreams } from './proxy.js';
+import { forward } from './proxy.js';
 import { sendJson, sendText } from './reply.js';
+import type { GatewayRoute, GatewayState } from './state.js';
 import { GatewayRequest } from './request.js';
 import { descriptorsOf, findRoute } from './routes.js';
-
-/** A route with its rate limits split by when they are sent. */
-export interface GatewayRoute extends RouteConfig {
-  /** Sent before forwarding; they decide the request. */
-  readonly beforeLimits: readonly RateLimitConfig[];
-  /** Sent once the response is over (envoy's `apply_on_stream_done`); they only count. */
-  readonly afterLimits: readonly RateLimitConfig[];
-}
-
-/** What the handler reads; a reload of the gateway configuration swaps `routes` and `upstreams`. */
-export interface GatewayState {
-  readonly context: ServiceContext;
-  readonly routes: readonly GatewayRoute[];
-  readonly upstreams: Upstreams;
-  readonly sourceCluster: string;
-  readonly clientIp: ClientIp;
-  readonly answer: AnswerSettings;
-  /** Present when some route defers: its queues, workers, and the ticket status path. */
-  readonly deferral: GatewayDeferral | undefined;
-}
-
-/** Splits each route's rate limits into those sent before forwarding and those sent after. */
-export function gatewayRoutes(routes: readonly RouteConfig[]): GatewayRoute[] {
-  return routes.map((route) => ({
-    ...route,
-    beforeLimits: route.rateLimits.filter((limit) => !limit.applyOnStreamDone),
-    afterLimits: route.rateLimits.filter((limit) => limit.applyOnStreamDone),
-  }));
-}
 
 /** One exchange as the verdict actions see it. */
 interface Exchange {

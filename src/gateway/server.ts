@@ -18,7 +18,8 @@ import { watchPath } from '../rules/watch-path.js';
 import { loadGatewayConfig } from './config/read.js';
 import type { GatewayConfig } from './config/types.js';
 import { GatewayDeferral, deferNeedsRedis, hasRedis } from './deferral.js';
-import { gatewayRoutes, handleRequest, type GatewayState } from './handler.js';
+import { handleRequest } from './handler.js';
+import { gatewayRoutes, type GatewayState } from './state.js';
 import { Upstreams } from './proxy.js';
 
 /** The gateway's own settings, beside the service's. */
@@ -55,21 +56,9 @@ const RELOAD_SETTLE_MS = 100;
 /** Starts the service on the admin port, then the proxy; resolves once both listen. */
 export async function startGateway(options: GatewayOptions, logger: Logger = createLogger(options.service.logLevel), hooks: ServiceHooks = {}): Promise<RunningGateway> {
   const service = await startService(options.service, logger, { ...hooks, grpc: false });
-  const clientIps = clientIp({ trustProxy: options.config.trustProxy === false ? false : (options.config.trustProxy as number | string[]) });
+  // With Redis, the deferral is ready for defer routes (its connection opens once one exists).
   const deferral = hasRedis(options.service) ? new GatewayDeferral(options.service, service.registry, logger) : undefined;
-  const makeState = (config: GatewayConfig, upstreams: Upstreams): GatewayState => {
-    const defers = config.routes.some((route) => route.onLimit === 'defer');
-    if (defers && deferral === undefined) throw new InvalidOptionError(deferNeedsRedis());
-    return {
-      context: service.context,
-      routes: gatewayRoutes(config.routes),
-      upstreams,
-      sourceCluster: config.sourceCluster,
-      clientIp: clientIps,
-      answer: { headerStyle: config.headers, message: undefined },
-      deferral: defers ? deferral : undefined,
-    };
-  };
+  const makeState = stateMaker(options, service, deferral);
   let state = makeState(options.config, new Upstreams(options.config.upstreams, options.config.connectTimeoutMs));
   void deferral?.sync(state);
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => handleRequest(state, req, res);
@@ -120,6 +109,24 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
     return close();
   };
   return { port, adminPort: service.httpPort, service, state: () => state, close, drain };
+}
+
+/** Builds the state a configuration gives; a defer route without Redis is refused (at a reload too: the last good one stays). */
+function stateMaker(options: GatewayOptions, service: RunningService, deferral: GatewayDeferral | undefined): (config: GatewayConfig, upstreams: Upstreams) => GatewayState {
+  const clientIps = clientIp({ trustProxy: options.config.trustProxy === false ? false : (options.config.trustProxy as number | string[]) });
+  return (config, upstreams) => {
+    const defers = config.routes.some((route) => route.onLimit === 'defer');
+    if (defers && deferral === undefined) throw new InvalidOptionError(deferNeedsRedis());
+    return {
+      context: service.context,
+      routes: gatewayRoutes(config.routes),
+      upstreams,
+      sourceCluster: config.sourceCluster,
+      clientIp: clientIps,
+      answer: { headerStyle: config.headers, message: undefined },
+      deferral: defers ? deferral : undefined,
+    };
+  };
 }
 
 async function listen(server: Server, host: string, port: number): Promise<number> {

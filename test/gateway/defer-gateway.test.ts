@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseGatewayConfig } from '../../src/gateway/config/read.js';
+import { loadGatewayConfig, parseGatewayConfig } from '../../src/gateway/config/read.js';
+import { loadRules } from '../../src/rules/load.js';
 import { eventually, startUpstream, type Upstream } from '../support/defer-upstream.js';
 import { send, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { stopProcess } from '../support/redis.js';
@@ -116,6 +117,14 @@ describe('a defer route in the gateway process', () => {
 });
 
 describe('configuration', () => {
+  it('loads examples/gateway/defer.yaml as docs/gateway.md describes it, with its rules', async () => {
+    const config = loadGatewayConfig(new URL('../../examples/gateway/defer.yaml', import.meta.url).pathname);
+    expect(config.routes[0]).toMatchObject({ onLimit: 'defer', defer: { queue: 'orders', maxLength: 1000, maxBodyBytes: 1_048_576, maxAttempts: 5, resultTtlMs: 3_600_000, reclaimAfterMs: 30_000 } });
+    expect((await loadRules(config.rules!)).domain('orders')).toBeDefined();
+    // The default queue name: <domain>:<route index>.
+    expect(parseGatewayConfig(CONFIG('http://127.0.0.1:1'), 'gw.yaml', '/').routes[1]!.defer!.queue).toBe('jobs:1');
+  });
+
   it('refuses a route the status path would hide, and two defer routes on one queue, with file:line:col', () => {
     const config = CONFIG('http://127.0.0.1:1', `  - match: { prefix: /_tollgate/deferred/x }
     upstream: app
