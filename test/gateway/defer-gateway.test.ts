@@ -20,11 +20,12 @@ import { stopProcess } from '../support/redis.js';
 import { useRedisServer } from '../support/redis-topologies.js';
 
 const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
-/** 10 a second, 2 at once: a deferred request every 100 ms once the burst has emptied the bucket. */
-const PER_SECOND = 10;
+/** 5 a second, 2 at once: a deferred request every 200 ms once the burst has emptied the bucket. */
+const PER_SECOND = 5;
 const RULES = `domain: jobs
 descriptors:
   - { key: client, value: paced, rate_limit: { unit: second, requests_per_unit: ${PER_SECOND}, algorithm: token-bucket, burst: 2 } }
+  - { key: client, value: fast, rate_limit: { unit: second, requests_per_unit: 20, algorithm: token-bucket, burst: 2 } }
   - { key: client, value: closed, rate_limit: { unit: hour, requests_per_unit: 0 } }
 `;
 const defer = (prefix: string, client: string, block: string) => `  - match: { prefix: ${prefix} }
@@ -55,7 +56,7 @@ describe('a defer route in the gateway process', () => {
   });
 
   it('proxies the bucket, defers the rest with 202 and tickets, and replays each once, in order, at the rule rate', async () => {
-    const burst = 8;
+    const burst = 10;
     const answers = [];
     // One after another: the order of the 202s is the order of the queue.
     for (let i = 0; i < burst; i++) {
@@ -89,7 +90,7 @@ describe('a defer route in the gateway process', () => {
       expect(replay.headers['x-forwarded-for']).toBe('127.0.0.1');
       expect(replay.headers['x-tollgate-client-peer']).toBeUndefined();
     }
-    // One token per 100 ms: n replays span at least (n - 1) × 100 ms, with a generous tolerance for a loaded machine.
+    // One token per 200 ms: n replays span at least (n - 1) × 100 ms, with a generous tolerance for a loaded machine.
     const span = replays.at(-1)!.at - replays[0]!.at;
     expect(span).toBeGreaterThanOrEqual((replays.length - 1) * (1_000 / PER_SECOND) * 0.6);
 
@@ -113,6 +114,18 @@ describe('a defer route in the gateway process', () => {
     expect((await send(gateway.url('/_tollgate/deferred/not-a-ticket'))).status).toBe(404);
     const metrics = (await send(gateway.admin('/metrics'))).body;
     expect(metrics).toContain('tollgate_deferred_refused_total{queue="jobs:1"} 1');
+  }, 20_000);
+
+  it('a configuration reload starts the worker of a new defer route', async () => {
+    writeFileSync(join(gateway.dir, 'gateway.yaml'), `rules: ./rules.yaml\n${CONFIG(upstream.url, defer('/late', 'paced', '{ queue: late }'))}`);
+    await eventually(() => gateway.gateway.state().routes.length === 3, 'the reload', 10_000);
+    const tickets: string[] = [];
+    for (let i = 0; i < 6 && tickets.length === 0; i++) {
+      const answer = await send(gateway.url(`/late/${i}`), { method: 'POST', body: 'late' });
+      if (answer.status === 202) tickets.push((JSON.parse(answer.body) as { status_url: string }).status_url);
+    }
+    expect(tickets).toHaveLength(1);
+    await eventually(async () => (await statusOf(gateway, tickets[0]!)).state === 'delivered', 'the late ticket delivered', 10_000);
   }, 20_000);
 });
 
@@ -193,7 +206,7 @@ describe('a gateway process SIGKILLed mid-drain', () => {
 listen: 0
 upstreams: { app: "${upstream.url}" }
 routes:
-${defer('/crash', 'paced', `{ queue: crash, max_length: ${BOUND}, reclaim_after: 1s }`)}`);
+${defer('/crash', 'fast', `{ queue: crash, max_length: ${BOUND}, reclaim_after: 1s }`)}`);
     const accepted: string[] = [];
     let longest = 0;
     const sampler = setInterval(() => void client.xlen('tollgate:defer:{crash}:stream').then((length) => (longest = Math.max(longest, length)), () => undefined), 10);
