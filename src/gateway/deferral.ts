@@ -5,6 +5,7 @@
  * (`decideCheck` on the route's descriptors, computed from the stored request), so replays share the
  * rule's quota with live requests, and delivers it to the route's current upstream.
  */
+import { once } from 'node:events';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -134,6 +135,19 @@ export class GatewayDeferral implements DeferralPort {
     const origin = route === undefined ? undefined : this.state?.upstreams.origins.get(route.upstream);
     if (route === undefined || origin === undefined) return Promise.reject(new Error(`queue ${entry.queueName} has no defer route any more`));
     return upstreamDeliverer(origin.origin, { timeoutMs: route.timeoutMs })({ ...entry, headers: deliveryHeaders(entry) }, idempotencyKey, signal);
+  }
+
+  /**
+   * Waits up to `timeoutMs` for the connection (opened by the first defer route), so requests
+   * deferred right after the start are not answered 503; resolves either way (the workers ride out
+   * a Redis that comes later).
+   */
+  async connected(timeoutMs: number): Promise<void> {
+    const client = this.client;
+    if (client === undefined || client.status === 'ready') return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([once(client, 'ready'), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]).catch(() => undefined);
+    clearTimeout(timer);
   }
 
   /** Stops every worker (entries in flight stay pending, to be reclaimed), then closes the connection. */

@@ -61,6 +61,7 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
   const makeState = stateMaker(options, service, deferral);
   let state = makeState(options.config, new Upstreams(options.config.upstreams, options.config.connectTimeoutMs));
   void deferral?.sync(state);
+  await deferral?.connected(2_000);
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => handleRequest(state, req, res);
   const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 }, onRequest);
   // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
