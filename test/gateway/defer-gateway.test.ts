@@ -25,20 +25,24 @@ const PER_SECOND = 5;
 const RULES = `domain: jobs
 descriptors:
   - { key: client, value: paced, rate_limit: { unit: second, requests_per_unit: ${PER_SECOND}, algorithm: token-bucket, burst: 2 } }
+  # Per client address: on replay the address comes from the stored request, or the descriptor would be dropped (unlimited).
+  - key: client
+    value: per-address
+    descriptors: [{ key: remote_address, rate_limit: { unit: second, requests_per_unit: ${PER_SECOND}, algorithm: token-bucket, burst: 2 } }]
   - { key: client, value: fast, rate_limit: { unit: second, requests_per_unit: 20, algorithm: token-bucket, burst: 2 } }
   - { key: client, value: closed, rate_limit: { unit: hour, requests_per_unit: 0 } }
 `;
-const defer = (prefix: string, client: string, block: string) => `  - match: { prefix: ${prefix} }
+const defer = (prefix: string, client: string, block: string, more = '') => `  - match: { prefix: ${prefix} }
     upstream: app
     domain: jobs
     on_limit: defer
     defer: ${block}
-    rate_limits: [{ actions: [{ generic_key: { descriptor_key: client, descriptor_value: ${client} } }] }]
+    rate_limits: [{ actions: [{ generic_key: { descriptor_key: client, descriptor_value: ${client} } }${more}] }]
 `;
 const CONFIG = (upstream: string, extra = '') => `listen: 0
 upstreams: { app: "${upstream}" }
 routes:
-${defer('/jobs', 'paced', '{ queue: jobs, reclaim_after: 1s }')}${defer('/closed', 'closed', '{ max_length: 2, max_body: 16 }')}${extra}`;
+${defer('/jobs', 'per-address', '{ queue: jobs, reclaim_after: 1s }', ', { remote_address: {} }')}${defer('/closed', 'closed', '{ max_length: 2, max_body: 16 }')}${extra}`;
 
 const redis = useRedisServer();
 const statusOf = async (gateway: TestGateway, url: string) => JSON.parse((await send(gateway.url(url))).body) as Record<string, unknown>;
