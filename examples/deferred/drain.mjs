@@ -4,7 +4,7 @@
 import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 import { createLimiter } from 'tollgate';
-// Not a package subpath yet: the gateway (`on_limit: defer` routes) is what exposes the queue.
+// Not a package subpath: the gateway's `on_limit: defer` routes are how most users meet the queue.
 import { createDeferredQueue, startDrainWorker, upstreamDeliverer } from '../../dist/gateway/defer/index.js';
 
 // The service behind the gateway: it sees each order once per attempt, with the same Idempotency-Key.

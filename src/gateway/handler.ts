@@ -8,44 +8,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TollgateError } from '../errors.js';
 import { checkReports } from '../http/headers.js';
-import type { ClientIp } from '../http/identity.js';
 import { UNAVAILABLE_BODY, type HeaderList, type LimitReport } from '../http/report.js';
-import { applyVerdict, type AnswerSettings, type Verdict, type VerdictActions } from '../http/verdict.js';
+import { applyVerdict, type Verdict, type VerdictActions } from '../http/verdict.js';
 import type { CheckRequest, CheckResult } from '../rules/check.js';
 import type { ServiceContext } from '../service/context.js';
 import { decideCheck, degradedAnswer } from '../service/decide.js';
 import { errorReply } from '../service/http-util.js';
-import type { RateLimitConfig, RouteConfig } from './config/types.js';
-import { forward, type Upstreams } from './proxy.js';
+import { DEFERRED_STATUS_PREFIX } from './config/defer.js';
+import { answerTicket, deferRequest } from './defer-answers.js';
+import { forward } from './proxy.js';
+import { sendJson, sendText } from './reply.js';
+import type { GatewayRoute, GatewayState } from './state.js';
 import { GatewayRequest } from './request.js';
 import { descriptorsOf, findRoute } from './routes.js';
-
-/** A route with its rate limits split by when they are sent. */
-export interface GatewayRoute extends RouteConfig {
-  /** Sent before forwarding; they decide the request. */
-  readonly beforeLimits: readonly RateLimitConfig[];
-  /** Sent once the response is over (envoy's `apply_on_stream_done`); they only count. */
-  readonly afterLimits: readonly RateLimitConfig[];
-}
-
-/** What the handler reads; a reload of the gateway configuration swaps `routes` and `upstreams`. */
-export interface GatewayState {
-  readonly context: ServiceContext;
-  readonly routes: readonly GatewayRoute[];
-  readonly upstreams: Upstreams;
-  readonly sourceCluster: string;
-  readonly clientIp: ClientIp;
-  readonly answer: AnswerSettings;
-}
-
-/** Splits each route's rate limits into those sent before forwarding and those sent after. */
-export function gatewayRoutes(routes: readonly RouteConfig[]): GatewayRoute[] {
-  return routes.map((route) => ({
-    ...route,
-    beforeLimits: route.rateLimits.filter((limit) => !limit.applyOnStreamDone),
-    afterLimits: route.rateLimits.filter((limit) => limit.applyOnStreamDone),
-  }));
-}
 
 /** One exchange as the verdict actions see it. */
 interface Exchange {
@@ -54,11 +29,17 @@ interface Exchange {
   readonly request: GatewayRequest;
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
+  /** A defer route's request that limits refused on a decision the store made: stored, not refused. */
+  readonly deferrable?: boolean;
 }
 
 /** Handles one request; never throws (every failure is answered). */
 export function handleRequest(state: GatewayState, req: IncomingMessage, res: ServerResponse): void {
   const request = new GatewayRequest(req);
+  if (state.deferral !== undefined && request.path.startsWith(DEFERRED_STATUS_PREFIX)) {
+    answerTicket(state.deferral, request.method, request.path, res);
+    return;
+  }
   const route = findRoute(state.routes, request);
   if (route === undefined) {
     sendJson(res, 404, { error: 'not_found', message: `no route takes ${request.method} ${request.path}; the gateway's routes are in its configuration (docs/gateway.md)` });
@@ -99,7 +80,9 @@ function answer(exchange: Exchange, result: CheckResult): void {
     now: result.now,
     ...(degraded !== undefined ? { degraded: degraded.reason, unavailable: degraded.unavailable } : {}),
   };
-  applyVerdict(exchange.state.answer, verdict, exchange, GATEWAY_ACTIONS);
+  // A degraded refusal (the store could not decide) is answered as on any route: the queue lives in the same Redis.
+  const deferrable = exchange.route.onLimit === 'defer' && exchange.state.deferral !== undefined && result.degraded === undefined;
+  applyVerdict(exchange.state.answer, verdict, deferrable ? { ...exchange, deferrable } : exchange, GATEWAY_ACTIONS);
 }
 
 /** The longest queue wait among the request's leaky-bucket limits. */
@@ -129,7 +112,11 @@ const GATEWAY_ACTIONS: VerdictActions<Exchange, void> = {
     }, delayMs);
   },
   // envoy's rate-limit filter marks its 429s so routers do not retry them: so does the gateway.
-  refuse: (x, headers, info) => sendText(x.res, 429, info.body.contentType, x.req.method === 'HEAD' ? '' : info.body.text, [...headers, ENVOY_RATELIMITED]),
+  refuse: (x, headers, info) => {
+    const refuse = (): void => sendText(x.res, 429, info.body.contentType, x.req.method === 'HEAD' ? '' : info.body.text, [...headers, ENVOY_RATELIMITED]);
+    if (x.deferrable === true) deferRequest(x.state.deferral!, x.route, x.req, x.res, headers, refuse);
+    else refuse();
+  },
 };
 
 /** Forwards the request; then sends the route's stream-done descriptors, which only count. */
@@ -166,17 +153,4 @@ function failed(exchange: Exchange, error: unknown): void {
   context.logger.error({ err: error, route: exchange.route.where }, error instanceof TollgateError ? 'the rate limit check failed' : 'the gateway failed deciding a request');
   if (context.options.failureMode === 'closed') sendText(exchange.res, 503, 'application/json; charset=utf-8', UNAVAILABLE_BODY, [['retry-after', '1']]);
   else pass(exchange, []);
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  sendText(res, status, 'application/json; charset=utf-8', JSON.stringify(body), []);
-}
-
-function sendText(res: ServerResponse, status: number, contentType: string, text: string, headers: HeaderList): void {
-  if (res.headersSent || res.destroyed) return;
-  const flat: string[] = [];
-  for (const [name, value] of headers) flat.push(name, value);
-  flat.push('content-type', contentType, 'content-length', String(Buffer.byteLength(text)));
-  res.writeHead(status, flat);
-  res.end(text);
 }

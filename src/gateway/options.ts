@@ -6,6 +6,7 @@
 import { InvalidOptionError } from '../errors.js';
 import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/options.js';
 import { loadGatewayConfig } from './config/read.js';
+import { deferNeedsRedis, hasRedis } from './deferral.js';
 import type { GatewayOptions } from './server.js';
 
 /** The flags only the gateway takes, with their environment variables. */
@@ -65,5 +66,8 @@ export function resolveGatewayOptions(flags: Readonly<Record<string, string | un
     serviceFlags[flag] = flags[flag];
     serviceEnv[SERVE_FLAGS[flag]!] = env[SERVE_FLAGS[flag]!];
   }
-  return { configPath, config, host, port: port('port', config.listen?.port ?? DEFAULT_PORT), service: resolveServiceOptions(serviceFlags, serviceEnv) };
+  const service = resolveServiceOptions(serviceFlags, serviceEnv);
+  const deferring = config.routes.find((route) => route.onLimit === 'defer');
+  if (deferring !== undefined && !hasRedis(service)) throw new InvalidOptionError(`${deferring.where}: ${deferNeedsRedis()}`);
+  return { configPath, config, host, port: port('port', config.listen?.port ?? DEFAULT_PORT), service };
 }

@@ -28,7 +28,8 @@ export interface ForwardOptions {
 export class Upstreams {
   private readonly pools = new Map<string, Pool>();
 
-  constructor(upstreams: ReadonlyMap<string, URL>, connectTimeoutMs: number) {
+  constructor(readonly origins: ReadonlyMap<string, URL>, connectTimeoutMs: number) {
+    const upstreams = origins;
     for (const [name, url] of upstreams) {
       this.pools.set(name, new Pool(url.origin, { connect: { timeout: connectTimeoutMs }, connections: 256, pipelining: 1 }));
     }

@@ -3,8 +3,16 @@
  * with `,` as envoy joins them) and envoy's pseudo-headers `:path`, `:method`, `:authority` and
  * `:scheme`; and envoy's header matchers over them.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { HeaderMatcher } from './config/types.js';
+
+/** What the gateway reads of a request: a live `IncomingMessage`, or a deferred one replayed. */
+export interface RequestFacts {
+  readonly method?: string | undefined;
+  readonly url?: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+  readonly socket: { readonly remoteAddress?: string | undefined };
+}
 
 /** The request's facts routes and actions read; built once per request. */
 export class GatewayRequest {
@@ -17,7 +25,7 @@ export class GatewayRequest {
   /** The host without its port, lower-case ('' when none). */
   readonly host: string;
 
-  constructor(readonly incoming: IncomingMessage) {
+  constructor(readonly incoming: RequestFacts) {
     this.method = incoming.method ?? 'GET';
     this.target = incoming.url ?? '/';
     const query = this.target.indexOf('?');

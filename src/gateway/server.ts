@@ -17,7 +17,9 @@ import { createLogger, startService, type RunningService, type ServiceHooks } fr
 import { watchPath } from '../rules/watch-path.js';
 import { loadGatewayConfig } from './config/read.js';
 import type { GatewayConfig } from './config/types.js';
-import { gatewayRoutes, handleRequest, type GatewayState } from './handler.js';
+import { GatewayDeferral, deferNeedsRedis, hasRedis } from './deferral.js';
+import { handleRequest } from './handler.js';
+import { gatewayRoutes, type GatewayState } from './state.js';
 import { Upstreams } from './proxy.js';
 
 /** The gateway's own settings, beside the service's. */
@@ -54,16 +56,12 @@ const RELOAD_SETTLE_MS = 100;
 /** Starts the service on the admin port, then the proxy; resolves once both listen. */
 export async function startGateway(options: GatewayOptions, logger: Logger = createLogger(options.service.logLevel), hooks: ServiceHooks = {}): Promise<RunningGateway> {
   const service = await startService(options.service, logger, { ...hooks, grpc: false });
-  const clientIps = clientIp({ trustProxy: options.config.trustProxy === false ? false : (options.config.trustProxy as number | string[]) });
-  const makeState = (config: GatewayConfig, upstreams: Upstreams): GatewayState => ({
-    context: service.context,
-    routes: gatewayRoutes(config.routes),
-    upstreams,
-    sourceCluster: config.sourceCluster,
-    clientIp: clientIps,
-    answer: { headerStyle: config.headers, message: undefined },
-  });
+  // With Redis, the deferral is ready for defer routes (its connection opens once one exists).
+  const deferral = hasRedis(options.service) ? new GatewayDeferral(options.service, service.registry, logger) : undefined;
+  const makeState = stateMaker(options, service, deferral);
   let state = makeState(options.config, new Upstreams(options.config.upstreams, options.config.connectTimeoutMs));
+  void deferral?.sync(state);
+  await deferral?.connected(2_000);
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => handleRequest(state, req, res);
   const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 }, onRequest);
   // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
@@ -83,6 +81,7 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
   const stopWatching = watchConfig(options.configPath, logger, (config) => {
     const previous = state.upstreams;
     state = makeState(config, new Upstreams(config.upstreams, config.connectTimeoutMs));
+    void deferral?.sync(state);
     // Requests already forwarded finish on the old pools; close them once those are done.
     setTimeout(() => void previous.close(), options.config.routes.reduce((most, route) => Math.max(most, route.timeoutMs), 15_000)).unref();
   });
@@ -92,6 +91,8 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
     (closing ??= (async () => {
       stopWatching();
       await http.close(options.service.shutdownTimeoutMs, logger);
+      // Before the service: a worker's admission goes through its limiter.
+      await deferral?.close();
       await state.upstreams.close();
       await service.close();
     })());
@@ -109,6 +110,24 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
     return close();
   };
   return { port, adminPort: service.httpPort, service, state: () => state, close, drain };
+}
+
+/** Builds the state a configuration gives; a defer route without Redis is refused (at a reload too: the last good one stays). */
+function stateMaker(options: GatewayOptions, service: RunningService, deferral: GatewayDeferral | undefined): (config: GatewayConfig, upstreams: Upstreams) => GatewayState {
+  const clientIps = clientIp({ trustProxy: options.config.trustProxy === false ? false : (options.config.trustProxy as number | string[]) });
+  return (config, upstreams) => {
+    const defers = config.routes.some((route) => route.onLimit === 'defer');
+    if (defers && deferral === undefined) throw new InvalidOptionError(deferNeedsRedis());
+    return {
+      context: service.context,
+      routes: gatewayRoutes(config.routes),
+      upstreams,
+      sourceCluster: config.sourceCluster,
+      clientIp: clientIps,
+      answer: { headerStyle: config.headers, message: undefined },
+      deferral: defers ? deferral : undefined,
+    };
+  };
 }
 
 async function listen(server: Server, host: string, port: number): Promise<number> {

@@ -229,6 +229,8 @@ function status(p: Planned, decision: Decision, how: { shadow: boolean; quotaPas
     limitRemaining: over ? 0 : decision.remaining,
     // A denied limit resets no sooner than the request could pass (a limit of 0: one window).
     durationUntilReset: Math.max(0, decision.resetAt - decision.now, over ? decision.retryAfter : 0),
+    // A token bucket refills well before it is whole again: the real wait, for callers that retry.
+    ...(over ? { retryAfter: Math.max(0, decision.retryAfter) } : {}),
     ...(over && how.shadow ? { shadowOverLimit: true } : {}),
     ...(over && how.quotaPassed && !how.shadow ? { quotaOverLimit: true } : {}),
     rule: rule.path,

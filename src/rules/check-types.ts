@@ -56,6 +56,12 @@ export interface DescriptorStatus {
   readonly limitRemaining: number;
   /** ms until the limit's quota is whole again. */
   readonly durationUntilReset: number;
+  /**
+   * Over the limit (shadow mode included): ms after the decision's `now` when the same hits would
+   * pass — `Decision.retryAfter`, often far shorter than `durationUntilReset` (a token bucket
+   * refills one token long before it is full). Absent when the limit admitted the request.
+   */
+  readonly retryAfter?: number;
   /** Shadow mode: this limit was exceeded but, being in shadow mode, did not deny. */
   readonly shadowOverLimit?: boolean;
   /** Quota mode: this limit is over, but did not deny the request (another quota-mode limit passed). */

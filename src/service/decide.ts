@@ -51,7 +51,7 @@ function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult 
     }
     if (longest === 0) return { code: 'OK', limitRemaining: 0, durationUntilReset: 0 };
     blocked = true;
-    return { code: 'OVER_LIMIT', limitRemaining: 0, durationUntilReset: longest, rule: 'blocked' };
+    return { code: 'OVER_LIMIT', limitRemaining: 0, durationUntilReset: longest, retryAfter: longest, rule: 'blocked' };
   });
   return blocked ? { overallCode: 'OVER_LIMIT', statuses, now } : undefined;
 }

@@ -428,7 +428,7 @@ function subscribeMetrics(ctx: ServiceContext, metrics: EventMetrics): () => voi
 }
 
 /** Registers the metrics on a new registry and serves them at GET /metrics. */
-export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(): void } {
+export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { readonly registry: Registry; close(): void } {
   const registry = new Registry();
   const registers = [registry];
   // The order of registration is the order of the families at GET /metrics.
@@ -447,6 +447,7 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { close(
   });
 
   return {
+    registry,
     close: () => {
       unsubscribe();
       stopHealth();

@@ -9,6 +9,7 @@ import { EventEmitter } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { InvalidOptionError } from '../errors.js';
 import { createLimiter } from '../rules/limiter.js';
 import { loadRules } from '../rules/load.js';
@@ -34,6 +35,8 @@ export interface RunningService {
   readonly httpPort: number;
   readonly grpcPort: number | undefined;
   readonly context: ServiceContext;
+  /** The registry GET /metrics prints: embedders (the gateway) add their own families to it. */
+  readonly registry: Registry;
   /** Graceful, at once: stops accepting, lets in-flight requests finish (up to --shutdown-timeout), closes the store. */
   close(): Promise<void>;
   /**
@@ -187,7 +190,7 @@ interface ServiceParts {
   readonly server: Server;
   /** Closes `server` without dropping an accepted request (http-close.ts). */
   readonly http: ReturnType<typeof followConnections>;
-  readonly metrics: { close(): void };
+  readonly metrics: { readonly registry: Registry; close(): void };
   readonly dashboard: { close(): void };
   readonly link: StoreLink | undefined;
   readonly starter: RulesSyncStarter | undefined;
@@ -275,5 +278,5 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
     }
     return close();
   };
-  return { httpPort, grpcPort: grpc?.port, context, close, drain: drainThenClose };
+  return { httpPort, grpcPort: grpc?.port, context, registry: parts.metrics.registry, close, drain: drainThenClose };
 }

@@ -53,7 +53,10 @@ const FIXTURES: Readonly<Record<string, readonly string[]>> = {
   'missing-domain.yaml': ['missing-domain.yaml:3:5: routes[0].domain: missing domain: name the rules domain its descriptors are checked in, e.g. domain: rl (or a top-level domain)'],
   'two-path-matches.yaml': ['two-path-matches.yaml:3:12: routes[0].match: a match takes exactly one of prefix, path, safe_regex; got prefix and path'],
   'bad-regex.yaml': ['bad-regex.yaml:3:35: routes[0].match.safe_regex.regex: "/v[0-9+" is not a valid regular expression: Invalid regular expression: /^(?:/v[0-9+)$/: Unterminated character class'],
-  'on-limit-defer.yaml': ['on-limit-defer.yaml:5:15: routes[0].on_limit: on_limit: defer (the deferred queue) is not available yet; use reject or shape'],
+  'on-limit-defer.yaml': [
+    'on-limit-defer.yaml:6:21: routes[0].defer.queue: queue must be 1-128 letters, digits, "_", "-" or ":" (no "."), got "orders.v2"',
+    'on-limit-defer.yaml:6:42: routes[0].defer.max_body: max_body must be a size from 0 to 67108864 bytes, like 1048576, 64KiB or 1MiB, got "2GB"',
+  ],
   'shape-without-max-delay.yaml': ['shape-without-max-delay.yaml:3:5: routes[0].shaping: missing shaping: on_limit: shape holds requests up to a longest wait: give shaping: { max_delay: 2s }'],
   'bad-timeout.yaml': ['bad-timeout.yaml:5:14: routes[0].timeout: timeout "15 seconds" is not a duration: write a whole number and one unit of ms, s, m, h, d or w (e.g. "1m")'],
   'hits-addend-negative.yaml': ['hits-addend-negative.yaml:7:32: routes[0].rate_limits[0].hits_addend.number: number must be a whole number from 0 to 1000000, got -1'],

@@ -6,7 +6,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, isMap, isScalar, isSeq, type YAMLMap } from 'yaml';
-import { parseDuration } from '../../duration.js';
 import { GatewayConfigError, type RulesError } from '../../errors.js';
 import { clientIp } from '../../http/identity.js';
 import { HEADER_STYLES, type HeaderStyle } from '../../http/report.js';
@@ -16,6 +15,8 @@ import { Problems, StopReading, parseYamlDocuments, sizeProblem, RULES_LIMITS } 
 import { readRateLimits } from './actions.js';
 import { readMappings, readWords } from './lists.js';
 import { readHeaderMatchers, readRegex } from './matchers.js';
+import { readDeferBlock, checkDeferRoutes } from './defer.js';
+import { readDuration } from './values.js';
 import type { GatewayConfig, OnLimit, RouteConfig, RouteMatch } from './types.js';
 
 const TOP_FIELDS: FieldSet = {
@@ -26,18 +27,19 @@ const TOP_FIELDS: FieldSet = {
 
 const ROUTE_FIELDS: FieldSet = {
   what: 'a route',
-  names: ['match', 'upstream', 'domain', 'rate_limits', 'timeout', 'on_limit', 'shaping'],
+  names: ['match', 'upstream', 'domain', 'rate_limits', 'timeout', 'on_limit', 'shaping', 'defer'],
   misplaced: {
     ...Object.fromEntries(['prefix', 'path', 'safe_regex', 'methods', 'method', 'host', 'headers'].map((name) => [name, `belongs in match (match: { prefix: /api, ${name === 'prefix' ? 'methods: [GET]' : `${name}: ...`} })`])),
     actions: 'belongs in an item of rate_limits',
     max_delay: 'belongs in shaping (shaping: { max_delay: 2s })',
+    ...Object.fromEntries(['queue', 'max_length', 'max_body', 'max_attempts', 'result_ttl', 'reclaim_after'].map((name) => [name, `belongs in defer (defer: { ${name}: ... })`])),
   },
 };
 
 const MATCH_FIELDS: FieldSet = { what: 'a match', names: ['prefix', 'path', 'safe_regex', 'methods', 'method', 'host', 'headers'], misplaced: {} };
 const SHAPING_FIELDS: FieldSet = { what: 'shaping', names: ['max_delay'], misplaced: {} };
 
-/** The answers to a throttled request a route may choose (`defer` is refused until its queue lands). */
+/** The answers to a throttled request a route may choose. */
 const ON_LIMIT = ['reject', 'shape', 'defer'] as const;
 /** envoy's route timeout default. */
 const DEFAULT_TIMEOUT_MS = 15_000;
@@ -167,7 +169,14 @@ function readUpstreamUrl(reader: DocumentReader, entry: Entry): URL | undefined 
 
 function readRoutes(reader: DocumentReader, entry: Entry | undefined, upstreams: ReadonlySet<string>, defaults: { domain: string | undefined; timeoutMs: number }): RouteConfig[] {
   const expected = { list: 'a list of routes (- match: { prefix: / }, upstream: api)', item: 'a route like { match: { prefix: / }, upstream: api }' };
-  return readMappings(reader, entry, expected, (map, path) => readRoute(reader, map, path, upstreams, defaults));
+  const read: { route: RouteConfig; map: YAMLMap; path: string }[] = [];
+  const routes = readMappings(reader, entry, expected, (map, path) => {
+    const route = readRoute(reader, map, path, upstreams, defaults);
+    if (route !== undefined) read.push({ route, map, path });
+    return route;
+  });
+  checkDeferRoutes(reader, read);
+  return routes;
 }
 
 function readRoute(reader: DocumentReader, map: YAMLMap, path: string, upstreams: ReadonlySet<string>, defaults: { domain: string | undefined; timeoutMs: number }): RouteConfig | undefined {
@@ -183,9 +192,12 @@ function readRoute(reader: DocumentReader, map: YAMLMap, path: string, upstreams
   const timeoutMs = readDuration(reader, fields.get('timeout')) ?? defaults.timeoutMs;
   const shaping = readShaping(reader, fields.get('shaping'));
   const onLimit = readOnLimit(reader, fields.get('on_limit'), shaping, map, path);
-  if (match === undefined || upstream === undefined || onLimit === undefined) return undefined;
+  const deferEntry = fields.get('defer');
+  if (deferEntry !== undefined && onLimit !== 'defer' && onLimit !== undefined) reader.report(deferEntry.key, deferEntry.path, 'defer settings only apply with on_limit: defer; add it, or remove defer');
+  const defer = onLimit === 'defer' ? readDeferBlock(reader, deferEntry, path, domain) : undefined;
+  if (match === undefined || upstream === undefined || onLimit === undefined || (onLimit === 'defer' && defer === undefined)) return undefined;
   const { line } = reader.problems.locate(map.range?.[0] ?? 0);
-  return { match, upstream, domain, rateLimits, timeoutMs, onLimit, maxDelayMs: shaping, where: `${reader.problems.source}:${line}` };
+  return { match, upstream, domain, rateLimits, timeoutMs, onLimit, maxDelayMs: shaping, ...(defer !== undefined ? { defer } : {}), where: `${reader.problems.source}:${line}` };
 }
 
 function readUpstreamName(reader: DocumentReader, entry: Entry | undefined, upstreams: ReadonlySet<string>): string | undefined {
@@ -197,12 +209,12 @@ function readUpstreamName(reader: DocumentReader, entry: Entry | undefined, upst
   return undefined;
 }
 
-/** `on_limit` (default reject; shape when `shaping` is given); `defer` is not available yet. */
+/** `on_limit` (default reject; shape when `shaping` is given). */
 function readOnLimit(reader: DocumentReader, entry: Entry | undefined, maxDelayMs: number | undefined, map: YAMLMap, path: string): OnLimit | undefined {
   const chosen = readChoice(reader, entry, ON_LIMIT);
   if (entry !== undefined && chosen === undefined) return undefined;
-  if (chosen === 'defer') {
-    reader.report(entry!.value, entry!.path, 'on_limit: defer (the deferred queue) is not available yet; use reject or shape');
+  if (chosen === 'defer' && maxDelayMs !== undefined) {
+    reader.report(entry!.value, entry!.path, 'on_limit: defer queues throttled requests, so shaping has no effect: remove shaping, or write on_limit: shape');
     return undefined;
   }
   const onLimit = chosen ?? (maxDelayMs !== undefined ? 'shape' : 'reject');
@@ -292,13 +304,4 @@ function readTrustProxy(reader: DocumentReader, entry: Entry | undefined): Gatew
     return false;
   }
   return trusted;
-}
-
-function readDuration(reader: DocumentReader, entry: Entry | undefined): number | undefined {
-  if (entry?.value === undefined) return undefined;
-  const raw = isScalar(entry.value) ? entry.value.value : undefined;
-  const ms = parseDuration(typeof raw === 'number' || typeof raw === 'string' ? raw : undefined);
-  if (typeof ms === 'number') return ms;
-  reader.report(entry.value, entry.path, `${entry.name} ${ms}`);
-  return undefined;
 }

@@ -62,8 +62,24 @@ export interface RouteMatch {
   readonly headers: readonly HeaderMatcher[];
 }
 
-/** What a throttled request gets: a 429 (`reject`), or a wait for its turn (`shape`). */
-export type OnLimit = 'reject' | 'shape';
+/** What a throttled request gets: a 429 (`reject`), a wait for its turn (`shape`), or a place in a queue (`defer`). */
+export type OnLimit = 'reject' | 'shape' | 'defer';
+
+/** A defer route's queue (`defer:` block; docs/gateway.md, "Deferred processing"). */
+export interface DeferSettings {
+  /** The queue's name (`queue`); default `<domain>:<route index>`, stable while the routes keep their order. */
+  readonly queue: string;
+  /** Most requests the queue holds, waiting or being delivered (`max_length`); past it, 429. */
+  readonly maxLength: number;
+  /** Largest body kept (`max_body`), in bytes; a longer one is answered 413. */
+  readonly maxBodyBytes: number;
+  /** Delivery attempts before a ticket is marked failed (`max_attempts`). */
+  readonly maxAttempts: number;
+  /** How long a result stays readable at the status URL (`result_ttl`), in ms. */
+  readonly resultTtlMs: number;
+  /** A request pending this long on a gateway that stopped answering is taken over by another (`reclaim_after`), in ms. */
+  readonly reclaimAfterMs: number;
+}
 
 export interface RouteConfig {
   readonly match: RouteMatch;
@@ -77,6 +93,8 @@ export interface RouteConfig {
   readonly onLimit: OnLimit;
   /** shape: the longest a request is held before it goes on (a longer wait is refused). */
   readonly maxDelayMs: number | undefined;
+  /** defer: its queue's settings. */
+  readonly defer?: DeferSettings;
   /** Where the route was written, for logs: `file:line`. */
   readonly where: string;
 }
