@@ -22,6 +22,9 @@ import { GatewayRequest } from './request.js';
 import { deliveryHeaders, replayFacts } from './replay.js';
 import { descriptorsOf } from './routes.js';
 
+/** How often a drain worker's repeated errors are logged (the rest are counted in the next line). */
+const WORKER_ERROR_LOG_MS = 10_000;
+
 const ALLOWED: Admission = { allowed: true, retryAfterMs: 0 };
 /** A blocking read waits at most a second; commands get ten. */
 const COMMAND_TIMEOUT_MS = 10_000;
@@ -113,8 +116,27 @@ export class GatewayDeferral implements DeferralPort {
       deliver: (entry, key, signal) => this.deliver(entry, key, signal),
       maxAttempts: settings.maxAttempts,
       minIdleMs: settings.reclaimAfterMs,
-      hooks: { ...this.metrics.worker, error: (error: unknown) => this.logger.warn({ err: error instanceof Error ? error.message : error, queue: settings.queue }, 'deferred queue: the drain worker waits and tries again') },
+      hooks: { ...this.metrics.worker, error: this.workerErrorLog(settings.queue) },
     });
+  }
+
+  /**
+   * Logs a drain worker's errors at most once per {@link WORKER_ERROR_LOG_MS}: while Redis is down
+   * the worker retries every half second, and each retry must not be a line of its own.
+   */
+  private workerErrorLog(queue: string): (error: unknown) => void {
+    let lastAt = -Infinity;
+    let suppressed = 0;
+    return (error) => {
+      const now = Date.now();
+      if (now - lastAt < WORKER_ERROR_LOG_MS) {
+        suppressed += 1;
+        return;
+      }
+      lastAt = now;
+      this.logger.warn({ err: error instanceof Error ? error.message : error, queue, suppressed }, 'deferred queue: the drain worker waits and tries again');
+      suppressed = 0;
+    };
   }
 
   /** The route's rate limits for the stored request, decided as a live request is: allowed, or when to ask again. */

@@ -52,6 +52,9 @@ class RedisDrainWorker implements DrainWorker {
     const keys = settings.queue.keys(settings.queueName);
     // Blocking reads hold their connection: they get one of their own.
     const blocking: Redis | Cluster = redis.duplicate();
+    // Its failures surface as the reads' rejections (the loop waits and retries); without a
+    // listener ioredis would print every reconnect attempt as an unhandled error event.
+    blocking.on('error', () => undefined);
     this.reader = { redis, blocking, stream: keys.stream, group: settings.group, consumer: settings.consumer };
     this.context = { settings, keys, stopping: this.stopping.signal, abandoning: this.abandoning.signal, wait: (ms) => this.wait(ms) };
     this.running = this.run();
