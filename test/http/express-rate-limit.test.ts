@@ -82,9 +82,10 @@ describe.each(topologies)('express-rate-limit on the $name', ({ connect }) => {
 
   it('two apps on one store share the count exactly: 200 concurrent requests, limit 50 → exactly 50 admitted', async () => {
     const prefix = unique('shared');
+    // Exactness, not speed: a generous deadline, so a loaded machine's slow reply is not answered by the failure mode.
     const apps = [
-      await startDayApp({ limit: 50, store: new TollgateStore({ store: await connect(), prefix, clock }) }),
-      await startDayApp({ limit: 50, store: new TollgateStore({ store: await connect(), prefix, clock }) }),
+      await startDayApp({ limit: 50, store: new TollgateStore({ store: await connect(), prefix, clock, deadlineMs: 5_000 }) }),
+      await startDayApp({ limit: 50, store: new TollgateStore({ store: await connect(), prefix, clock, deadlineMs: 5_000 }) }),
     ];
     const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => apps[i % 2]!.get('/ok', 'crowd')));
     const admitted = replies.filter((reply) => reply.status === 200);
