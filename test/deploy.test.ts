@@ -125,7 +125,7 @@ const drainBudgetMs = (options: ServiceOptions) => options.drainDelayMs + option
 describe('deploy files: flags and environment variables', () => {
   const help = spawnSync(process.execPath, [CLI, 'serve', '--help'], { encoding: 'utf8', timeout: 10_000 }).stdout;
 
-  it.each(LAUNCHES.map((launch) => [launch.name, launch] as const))('%s: every serve flag exists, is in serve --help, and resolves', (_name, launch) => {
+  it.each(LAUNCHES.map((launch) => [launch().where, launch] as const))('%s: every serve flag exists, is in serve --help, and resolves', (_name, launch) => {
     const { args, where } = launch();
     const flags = args.filter((arg) => arg.startsWith('--'));
     expect(flags.length, where).toBeGreaterThan(0);
