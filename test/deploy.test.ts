@@ -190,6 +190,35 @@ describe('deploy files: manifests', () => {
   });
 });
 
+describe('deploy/Dockerfile', () => {
+  const ignored = text('.dockerignore')
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !line.startsWith('#'));
+  const isIgnored = (path: string) =>
+    ignored.some((pattern) => (pattern.startsWith('*') ? path.endsWith(pattern.slice(1)) : path === pattern || path.startsWith(`${pattern}/`)));
+
+  it('copies only files that exist and that .dockerignore lets into the build context', () => {
+    const sources = dockerInstructions()
+      .filter(({ keyword, rest }) => keyword === 'COPY' && !rest.startsWith('--from'))
+      .flatMap(({ rest }) => rest.split(/\s+/).slice(0, -1));
+    expect(sources).toEqual(expect.arrayContaining(['package-lock.json', 'src', 'LICENSE']));
+    for (const source of sources) {
+      expect(existsSync(join(root, source)), source).toBe(true);
+      expect(isIgnored(source), `${source} is in .dockerignore`).toBe(false);
+    }
+    expect(isIgnored('node_modules') && isIgnored('dist') && isIgnored('test')).toBe(true);
+  });
+
+  it('builds in one stage and runs production dependencies as a non-root user in another, on Node 20', () => {
+    const instructions = dockerInstructions();
+    const stages = instructions.filter((instruction) => instruction.keyword === 'FROM').map((instruction) => instruction.rest);
+    expect(stages).toEqual(['node:20-bookworm-slim AS build', 'node:20-bookworm-slim AS runtime']);
+    const runtime = instructions.slice(instructions.findLastIndex((instruction) => instruction.keyword === 'FROM'));
+    expect(runtime.filter((i) => i.keyword === 'RUN').map((i) => i.rest).join(' ')).toMatch(/npm ci --omit=dev --ignore-scripts/);
+    expect(runtime.find((i) => i.keyword === 'USER')?.rest).toBe('node');
+  });
+});
+
 describe('examples/envoy/envoy.yaml, wired to the compose file', () => {
   const envoy = parseYaml(text('examples/envoy/envoy.yaml')) as Tree;
   const compose = parseYaml(text('deploy/docker-compose.yml')) as { services: Record<string, Tree> };
