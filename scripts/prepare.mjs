@@ -4,6 +4,12 @@
 import { execSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
-if (!existsSync(new URL('../dist/cli.js', import.meta.url))) {
-  execSync('npm run build', { cwd: new URL('..', import.meta.url), stdio: 'inherit' });
+const root = new URL('..', import.meta.url);
+if (!existsSync(new URL('dist/cli.js', root))) {
+  if (!existsSync(new URL('node_modules/typescript/package.json', root))) {
+    // `npm ci --omit=dev` in a checkout without dist/: say what to do rather than fail inside tsc.
+    console.error('tollgate: dist/ is missing and TypeScript is not installed: run `npm ci && npm run build` first, or install with --ignore-scripts');
+    process.exit(1);
+  }
+  execSync('npm run build', { cwd: root, stdio: 'inherit' });
 }
