@@ -3,13 +3,17 @@
  * runs under plain `node`. (`npm test` builds dist/ first.)
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = new URL('..', import.meta.url).pathname;
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  name: string;
   version: string;
   bin: Record<string, string>;
+  exports: Record<string, string | { types: string; import: string }>;
 };
 
 function node(args: string[]) {
@@ -75,5 +79,68 @@ describe('built package', () => {
       const line = result.stdout.split('\n').find((l) => l.startsWith(algorithm));
       expect(line, algorithm).toMatch(/t=0:ok\(4\).*t=40:ok\(0\) t=50:429\(\d+ms\)/);
     }
+  });
+});
+
+describe('the packed tarball (what `npm pack` and `npm publish` ship)', () => {
+  const work = mkdtempSync(join(tmpdir(), 'tollgate-pack-'));
+  let files: string[] = [];
+  let unpacked = '';
+  beforeAll(() => {
+    // `npm pack` runs `prepare`, which leaves the dist/ `npm test` built alone.
+    const output = execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+    const [packed] = JSON.parse(output) as { filename: string; files: { path: string }[] }[];
+    files = packed!.files.map((file) => file.path);
+    unpacked = join(work, 'package');
+    execFileSync('tar', ['-xzf', join(work, packed!.filename), '-C', work], { timeout: 30_000 });
+    // The unpacked package resolves its dependencies from this checkout's node_modules, as if installed.
+    symlinkSync(join(root, 'node_modules'), join(unpacked, 'node_modules'));
+  }, 90_000);
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  it('holds the bin, every export with its types, the docs, LICENSE and README', () => {
+    const exported = Object.values(pkg.exports).flatMap((target) => (typeof target === 'string' ? [target] : [target.types, target.import]));
+    const docs = readdirSync(join(root, 'docs')).map((name) => `docs/${name}`);
+    for (const path of [pkg.bin.tollgate!, ...exported, ...docs, 'LICENSE', 'README.md', 'package.json']) {
+      expect(files, path).toContain(path.replace(/^\.\//, ''));
+    }
+    expect(files.filter((path) => path.endsWith('.d.ts')).length).toBeGreaterThan(50);
+  });
+
+  it('leaves out the sources, tests, benchmarks, deploy files and scripts', () => {
+    expect(files.filter((path) => /^(src|test|tests|bench|deploy|scripts|examples|node_modules)\//.test(path))).toEqual([]);
+    expect(files.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'))).toEqual([]);
+  });
+
+  it('declares its license, repository and npm provenance; the LICENSE is MIT', () => {
+    const shipped = JSON.parse(readFileSync(join(unpacked, 'package.json'), 'utf8')) as Record<string, unknown>;
+    expect(shipped.license).toBe('MIT');
+    expect(shipped.publishConfig).toEqual({ provenance: true });
+    expect((shipped.repository as { url: string }).url).toMatch(/^git\+https:\/\//);
+    expect(shipped.engines).toEqual({ node: '>=20' });
+    const license = readFileSync(join(unpacked, 'LICENSE'), 'utf8');
+    expect(license).toMatch(/^MIT License\n\nCopyright \(c\) 2026 Tollgate contributors\n/);
+  });
+
+  it('its bin is JavaScript with a node shebang, and runs from the tarball', () => {
+    const bin = join(unpacked, pkg.bin.tollgate!);
+    expect(readFileSync(bin, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env node');
+    const version = spawnSync(process.execPath, [bin, '--version'], { encoding: 'utf8', timeout: 10_000 });
+    expect([version.status, version.stdout.trim()]).toEqual([0, pkg.version]);
+  });
+
+  it('an app with the tarball installed imports it by name and decides', () => {
+    const app = join(work, 'app');
+    mkdirSync(join(app, 'node_modules'), { recursive: true });
+    symlinkSync(unpacked, join(app, 'node_modules', pkg.name));
+    const script = `
+      import { createLimiter, memoryStore } from 'tollgate';
+      import { readRateLimit } from 'tollgate/client';
+      const limiter = createLimiter({ store: memoryStore() });
+      const decision = await limiter.limit('k', { algorithm: 'fixed-window', limit: 1, window: '1s' }, { now: 0 });
+      console.log(JSON.stringify([decision.allowed, typeof readRateLimit, import.meta.resolve('tollgate').includes('/package/dist/')]));
+      await limiter.close();`;
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8', timeout: 10_000 });
+    expect(JSON.parse(output)).toEqual([true, 'function', true]);
   });
 });
