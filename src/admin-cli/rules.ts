@@ -5,6 +5,7 @@
  */
 import { InvalidOptionError, describeValue } from '../errors.js';
 import { checkRuleFiles, readRuleSources } from '../rules/files.js';
+import { checkRules } from '../rules/parse.js';
 import { compileRules } from '../rules/ruleset.js';
 import type { DomainConfig } from '../rules/types.js';
 import { callService, requireToken, type Connection } from './connection.js';
@@ -67,7 +68,16 @@ async function readValidated(positionals: readonly string[], command: string, ou
     return 2;
   }
   const texts = (await readRuleSources(path)).map(({ text }) => (text.endsWith('\n') ? text : `${text}\n`));
-  return { domains, yaml: texts.join('---\n') };
+  // `...` ends each file's last document, so the next file may open with its own directives.
+  const yaml = texts.join('...\n');
+  // A safeguard: what is sent must parse as what was checked.
+  const joined = checkRules(yaml, `${path} (the files joined into one YAML stream)`);
+  if (joined.errors.length > 0) {
+    output.stderr(joined.errors.map((error) => `${error.message}\n`).join(''));
+    output.stderr(`tollgate rules ${command}: the files of ${path} do not make one YAML stream; nothing was sent\n`);
+    return 2;
+  }
+  return { domains, yaml };
 }
 
 export async function runRulesPush(connection: Connection, positionals: readonly string[], output: CommandOutput): Promise<number> {

@@ -70,11 +70,12 @@ describe('tollgate check|rules|keys as a process', () => {
   // Each process takes about a second to start on a loaded machine: they run side by side.
   it('check prints a table (exit 0); a wrong token gets the 401 message, an unreachable service a clear one (exit 3); --help (exit 0)', async () => {
     const port = await closedPort();
-    const [ok, wrongToken, unreachable, help] = await Promise.all([
+    const [ok, wrongToken, unreachable, help, commands] = await Promise.all([
       runProcess(['check', '--url', url, '--domain', 'per_ip', '--descriptor', 'remote_address=198.51.100.1']),
       runProcess(['keys', 'blocked', '--url', url], { TOLLGATE_ADMIN_TOKEN: 'not-the-admin-token' }),
       runProcess(['rules', 'get'], { TOLLGATE_URL: `http://127.0.0.1:${port}` }),
       runProcess(['keys', '--help']),
+      runProcess(['--help']),
     ]);
     expect(ok).toMatchObject({ code: 0, stderr: '' });
     expect(ok.stdout).toMatch(/^DESCRIPTOR\s+CODE\s+LIMIT\s+REMAINING\s+RESET\n/);
@@ -87,6 +88,9 @@ describe('tollgate check|rules|keys as a process', () => {
     expect(unreachable.stderr).toContain(`cannot reach the service at http://127.0.0.1:${port}: ECONNREFUSED`);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: tollgate keys inspect|reset|block|unblock');
+    expect(commands.stdout).toMatch(/^ {2}check {9}One decision from a running service/m);
+    expect(commands.stdout).toMatch(/^ {2}rules {9}get \[--domain D\] \| push FILE\|DIR \| diff FILE\|DIR/m);
+    expect(commands.stdout).toMatch(/^ {2}keys {10}inspect\|reset\|block\|unblock\|blocked/m);
   }, 30_000);
 });
 
@@ -186,7 +190,8 @@ describe('tollgate rules', () => {
     rmSync(rules, { recursive: true, force: true });
     mkdirSync(rules);
     writeFileSync(join(rules, 'per-ip.yaml'), readFileSync('examples/rules/per-ip.yaml', 'utf8').replace('requests_per_unit: 100', 'requests_per_unit: 7'));
-    writeFileSync(join(rules, 'cli-new.yaml'), 'domain: cli_new\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 3 }\n');
+    // Sent after per-ip.yaml, in one stream: its directive must still be read as a directive.
+    writeFileSync(join(rules, 'z-new.yaml'), '%YAML 1.2\n---\ndomain: cli_new\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 3 }\n');
     const before = await run('rules', ['diff', rules]);
     expect(before.code).toBe(1);
     expect(before.stdout).toContain('domain cli_new: new (not in force)\n+ cli_new.k: unit=SECOND requests_per_unit=3');
@@ -194,7 +199,7 @@ describe('tollgate rules', () => {
     const push = await run('rules', ['push', rules]);
     expect(push.stderr).toBe('');
     expect(push.code).toBe(0);
-    expect(push.stdout).toMatch(/^pushed cli_new, per_ip: version [0-9a-f]{16}/);
+    expect(push.stdout).toMatch(/^pushed per_ip, cli_new: version [0-9a-f]{16}/);
     expect(service.context.holder.current.domainNames()).toContain('cli_new');
     const after = await run('rules', ['diff', rules, '--json']);
     expect(after.code).toBe(0);
