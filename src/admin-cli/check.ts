@@ -50,7 +50,7 @@ function parseDescriptor(text: string): Record<string, string> {
 
 export async function runCheck(connection: Connection, values: Record<string, unknown>, output: CommandOutput): Promise<number> {
   const body = checkBody(values);
-  const answer = await callService(connection, { method: 'POST', path: '/v1/check', body: JSON.stringify(body), contentType: 'application/json', accept: [429] });
+  const answer = await callService(connection, { method: 'POST', path: '/v1/check', body: JSON.stringify(body), contentType: 'application/json', accept: [429], shape: { overallCode: 'string', statuses: 'array' } });
   const result = answer.body as CheckResult & { degraded?: string };
   if (connection.json) printJson(output, result);
   else output.stdout(checkTable(body.descriptors, result));

@@ -90,6 +90,8 @@ export interface ApiRequest {
   readonly contentType?: string;
   /** Statuses that are answers rather than errors (2xx always are). */
   readonly accept?: readonly number[];
+  /** The answer's fields and their types (else the answer must be text): checked, so another server's answer is an error, not a crash. */
+  readonly shape?: Readonly<Record<string, 'string' | 'number' | 'boolean' | 'array' | 'object'>>;
 }
 
 /**
@@ -111,8 +113,22 @@ export async function callService(connection: Connection, request: ApiRequest): 
   }
   const body = parseBody(text, response.headers.get('content-type'));
   const ok = (response.status >= 200 && response.status < 300) || (request.accept ?? []).includes(response.status);
-  if (!ok) throw new AdminApiError(`the service at ${connection.url} answered ${response.status} to ${request.method} ${request.path.split('?')[0]}: ${serviceMessage(body)}${hintFor(response.status)}`, response.status);
+  const what = `${request.method} ${request.path.split('?')[0]}`;
+  if (!ok) throw new AdminApiError(`the service at ${connection.url} answered ${response.status} to ${what}: ${serviceMessage(body)}${hintFor(response.status)}`, response.status);
+  const unexpected = shapeProblem(body, request.shape);
+  if (unexpected !== undefined) throw new AdminApiError(`the answer of ${connection.url} to ${what} is not Tollgate's (${unexpected}); is --url a Tollgate service?`, response.status);
   return { status: response.status, body };
+}
+
+function shapeProblem(body: unknown, shape: ApiRequest['shape']): string | undefined {
+  if (shape === undefined) return typeof body === 'string' ? undefined : 'text expected';
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return `a JSON object expected, got ${describeValue(body)}`;
+  for (const [field, type] of Object.entries(shape)) {
+    const value = (body as Record<string, unknown>)[field];
+    const actual = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
+    if (actual !== type) return `${field} should be ${type === 'array' ? 'an array' : `a ${type}`}, got ${describeValue(value)}`;
+  }
+  return undefined;
 }
 
 function networkProblem(error: unknown, timeoutMs: number): string {

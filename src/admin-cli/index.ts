@@ -51,20 +51,45 @@ export async function runAdminCommand(command: AdminCommand, args: readonly stri
   }
 }
 
+/** The flags of each command and action, besides the connection flags. */
+const ACTION_FLAGS: Readonly<Record<string, readonly string[]>> = {
+  check: Object.keys(CHECK_FLAGS),
+  'rules get': Object.keys(RULES_FLAGS),
+  'rules push': [],
+  'rules diff': [],
+  'keys inspect': ['key', 'algorithm', 'limit', 'window', 'precision'],
+  'keys reset': ['key', 'algorithm', 'limit', 'window', 'precision'],
+  'keys block': ['key', 'for'],
+  'keys unblock': ['key'],
+  'keys blocked': [],
+};
+
+const ACTIONS: Readonly<Record<Exclude<AdminCommand, 'check'>, string>> = { rules: 'get, push or diff', keys: 'inspect, reset, block, unblock or blocked' };
+
+/** Refuses an unknown action, and a flag the action does not use (it would be silently ignored). */
+function checkActionFlags(command: AdminCommand, action: string | undefined, values: Record<string, unknown>): void {
+  const name = command === 'check' ? command : `${command} ${action ?? ''}`;
+  const allowed = ACTION_FLAGS[name];
+  if (allowed === undefined) throw new InvalidOptionError(`${command} takes ${ACTIONS[command as Exclude<AdminCommand, 'check'>]}, got ${JSON.stringify(action ?? '')}`);
+  for (const flag of Object.keys(values)) {
+    if (!(flag in CONNECTION_FLAGS) && !allowed.includes(flag)) throw new InvalidOptionError(`--${flag} is not a flag of ${name}${allowed.length > 0 ? ` (its flags: ${allowed.map((known) => `--${known}`).join(', ')})` : ''}`);
+  }
+}
+
 function dispatch(command: AdminCommand, positionals: string[], values: Record<string, unknown>, connection: ReturnType<typeof resolveConnection>, output: CommandOutput): Promise<number> {
   const [action, ...rest] = positionals;
   if (command === 'check') {
     if (positionals.length > 0) throw new InvalidOptionError(`check takes no arguments besides its flags, got ${JSON.stringify(positionals.join(' '))}`);
+    checkActionFlags(command, undefined, values);
     return runCheck(connection, values, output);
   }
+  checkActionFlags(command, action, values);
   if (command === 'keys') {
     if (rest.length > 0) throw new InvalidOptionError(`keys ${action ?? ''} takes flags only, got ${JSON.stringify(rest.join(' '))}`);
     return runKeys(connection, action, values, output);
   }
   if (action === 'get') return runRulesGet(connection, values, rest, output);
-  if (action === 'push') return runRulesPush(connection, rest, output);
-  if (action === 'diff') return runRulesDiff(connection, rest, output);
-  throw new InvalidOptionError(`rules takes get, push or diff, got ${JSON.stringify(action ?? '')}`);
+  return action === 'push' ? runRulesPush(connection, rest, output) : runRulesDiff(connection, rest, output);
 }
 
 /** 3 when the service failed us, 2 for what the user gave (flags, arguments, policy values). */

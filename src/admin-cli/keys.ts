@@ -68,7 +68,7 @@ export async function runKeys(connection: Connection, action: string | undefined
   requireToken(connection);
   if (action === 'inspect' || action === 'reset') {
     const path = keyQuery(values, action);
-    const answer = await callService(connection, { method: action === 'inspect' ? 'GET' : 'DELETE', path });
+    const answer = await callService(connection, { method: action === 'inspect' ? 'GET' : 'DELETE', path, shape: action === 'inspect' ? { decision: 'object' } : { reset: 'boolean' } });
     if (connection.json) printJson(output, answer.body);
     else if (action === 'reset') output.stdout(`reset ${values.key as string}\n`);
     else output.stdout(decisionTable(values.key as string, (answer.body as { decision: Decision }).decision));
@@ -77,13 +77,13 @@ export async function runKeys(connection: Connection, action: string | undefined
   if (action === 'block') return block(connection, values, output);
   if (action === 'unblock') {
     const key = requireKey(values, action);
-    const answer = (await callService(connection, { method: 'DELETE', path: `/v1/keys/block?${new URLSearchParams({ key }).toString()}` })).body as { unblocked: boolean };
+    const answer = (await callService(connection, { method: 'DELETE', path: `/v1/keys/block?${new URLSearchParams({ key }).toString()}`, shape: { unblocked: 'boolean' } })).body as { unblocked: boolean };
     if (connection.json) printJson(output, answer);
     else output.stdout(answer.unblocked ? `unblocked ${key}\n` : `${key} was not blocked\n`);
     return answer.unblocked ? 0 : 1;
   }
   if (action === 'blocked') {
-    const answer = (await callService(connection, { method: 'GET', path: '/v1/keys/blocked' })).body;
+    const answer = (await callService(connection, { method: 'GET', path: '/v1/keys/blocked', shape: { blocked: 'array' } })).body;
     if (connection.json) printJson(output, answer);
     else output.stdout(`${JSON.stringify((answer as { blocked: unknown }).blocked, null, 2)}\n`);
     return 0;
@@ -96,7 +96,7 @@ async function block(connection: Connection, values: Record<string, unknown>, ou
   const written = values.for as string | undefined;
   const ttlMs = written === undefined ? ONE_HOUR_MS : parseDuration(/^\d+$/.test(written) ? Number(written) : written);
   if (typeof ttlMs === 'string') throw new InvalidOptionError(`--for ${ttlMs}`);
-  const answer = (await callService(connection, { method: 'POST', path: '/v1/keys/block', body: JSON.stringify({ key, ttlMs }), contentType: 'application/json' })).body as { blockedUntil: number };
+  const answer = (await callService(connection, { method: 'POST', path: '/v1/keys/block', body: JSON.stringify({ key, ttlMs }), contentType: 'application/json', shape: { blockedUntil: 'number' } })).body as { blockedUntil: number };
   if (connection.json) printJson(output, answer);
   else output.stdout(`blocked ${key} for ${readableMs(ttlMs)} (until ${new Date(answer.blockedUntil).toISOString()})\n`);
   return 0;

@@ -34,7 +34,7 @@ interface InForce {
 }
 
 async function readInForce(connection: Connection): Promise<InForce> {
-  const rules = (await callService(connection, { method: 'GET', path: '/v1/rules' })).body as { version: string; domains: string[] };
+  const rules = (await callService(connection, { method: 'GET', path: '/v1/rules', shape: { version: 'string', domains: 'array' } })).body as { version: string; domains: string[] };
   const dump = (await callService(connection, { method: 'GET', path: '/rlconfig' })).body;
   return { version: rules.version, domains: rules.domains, limits: limitsByDomain(String(dump), rules.domains) };
 }
@@ -84,7 +84,7 @@ export async function runRulesPush(connection: Connection, positionals: readonly
   requireToken(connection);
   const read = await readValidated(positionals, 'push', output);
   if (typeof read === 'number') return read;
-  const answer = (await callService(connection, { method: 'PUT', path: '/v1/rules', body: read.yaml, contentType: 'application/yaml' })).body as { domains: string[]; version: string; pushed?: number; skipped?: { domain: string }[] };
+  const answer = (await callService(connection, { method: 'PUT', path: '/v1/rules', body: read.yaml, contentType: 'application/yaml', shape: { domains: 'array', version: 'string' } })).body as { domains: string[]; version: string; pushed?: number; skipped?: { domain: string }[] };
   if (connection.json) {
     printJson(output, answer);
     return 0;

@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -168,6 +169,20 @@ describe('tollgate check', () => {
       await new Promise((resolve) => silent.close(resolve));
     }
   });
+  it('another server\'s answer: exit 3 saying so, not a crash', async () => {
+    const other = createHttpServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"hello":"world"}'));
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    try {
+      const env = { TOLLGATE_URL: `http://127.0.0.1:${(other.address() as { port: number }).port}` };
+      for (const [command, args] of [['check', ['--domain', 'd', '--descriptor', 'a=1']], ['rules', ['get']], ['keys', ['blocked']]] as const) {
+        const result = await run(command, [...args], env);
+        expect(result.code).toBe(3);
+        expect(result.stderr).toMatch(/is not Tollgate's \(.* should be .*\); is --url a Tollgate service\?/);
+      }
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
 });
 
 describe('tollgate rules', () => {
@@ -224,6 +239,7 @@ describe('tollgate rules', () => {
     [['push', '/no/such/rules.yaml'], /\/no\/such\/rules\.yaml/],
     [['get', 'extra'], /takes no PATH/],
     [['apply', 'x'], /rules takes get, push or diff/],
+    [['push', 'examples/rules', '--domain', 'per_ip'], /--domain is not a flag of rules push/],
   ])('bad use %j: exit 2', async (args, reason) => {
     const result = await run('rules', args);
     expect(result.code).toBe(2);
@@ -275,10 +291,17 @@ describe('tollgate keys', () => {
     [['block'], /needs --key/],
     [['purge', '--key', 'k'], /keys takes inspect, reset, block, unblock or blocked/],
     [['blocked', 'now'], /takes flags only/],
+    [['unblock', '--key', 'k', '--for', '1h'], /--for is not a flag of keys unblock \(its flags: --key\)/],
   ])('bad flags %j: exit 2', async (args, reason) => {
     const result = await run('keys', args);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(reason);
+  });
+
+  it('an unknown action is named before the missing token', async () => {
+    const result = await run('keys', ['purge'], { TOLLGATE_ADMIN_TOKEN: undefined });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('keys takes inspect, reset, block, unblock or blocked, got "purge"');
   });
 
   it('without a token: refused before sending (exit 2)', async () => {
