@@ -29,17 +29,24 @@ export const DEFAULT_URL = 'http://127.0.0.1:8080';
 const DEFAULT_TIMEOUT_MS = 5_000;
 const MAX_TIMEOUT_MS = 600_000;
 
+/**
+ * Which listener a command talks to: decisions (`check`) or the admin API (`rules`, `keys`), which
+ * may listen apart (`TOLLGATE_ADMIN_URL`, else `TOLLGATE_URL`).
+ */
+export type Plane = 'decisions' | 'admin';
+
 /** The connection the flags and environment describe. @throws {InvalidOptionError} on a bad flag. */
-export function resolveConnection(values: Record<string, unknown>, env: NodeJS.ProcessEnv): Connection {
+export function resolveConnection(values: Record<string, unknown>, env: NodeJS.ProcessEnv, plane: Plane): Connection {
   if (values.token !== undefined) {
     throw new InvalidOptionError('--token is refused: a token on the command line shows in `ps` and shell history; set TOLLGATE_ADMIN_TOKEN or give --token-file FILE');
   }
-  return { url: resolveUrl(values.url as string | undefined, env), token: resolveToken(values['token-file'] as string | undefined, env), json: values.json === true, timeoutMs: resolveTimeout(values.timeout as string | undefined) };
+  return { url: resolveUrl(values.url as string | undefined, env, plane), token: resolveToken(values['token-file'] as string | undefined, env), json: values.json === true, timeoutMs: resolveTimeout(values.timeout as string | undefined) };
 }
 
-function resolveUrl(flag: string | undefined, env: NodeJS.ProcessEnv): string {
-  const given = flag ?? (env.TOLLGATE_URL !== undefined && env.TOLLGATE_URL !== '' ? env.TOLLGATE_URL : DEFAULT_URL);
-  const where = flag !== undefined ? '--url' : 'TOLLGATE_URL';
+function resolveUrl(flag: string | undefined, env: NodeJS.ProcessEnv, plane: Plane): string {
+  const variable = [...(plane === 'admin' ? ['TOLLGATE_ADMIN_URL'] : []), 'TOLLGATE_URL'].find((name) => env[name] !== undefined && env[name] !== '');
+  const given = flag ?? (variable !== undefined ? env[variable]! : DEFAULT_URL);
+  const where = flag !== undefined ? '--url' : (variable ?? 'the default URL');
   let parsed: URL;
   try {
     parsed = new URL(given);
@@ -109,7 +116,7 @@ export async function callService(connection: Connection, request: ApiRequest): 
     response = await fetch(`${connection.url}${request.path}`, { method: request.method, headers, body: request.body, signal: AbortSignal.timeout(connection.timeoutMs) });
     text = await response.text();
   } catch (error) {
-    throw new AdminApiError(`cannot reach the service at ${connection.url}: ${networkProblem(error, connection.timeoutMs)}; is \`tollgate serve\` running there? (set --url or TOLLGATE_URL)`);
+    throw new AdminApiError(`cannot reach the service at ${connection.url}: ${networkProblem(error, connection.timeoutMs)}; is \`tollgate serve\` running there? (set --url, or TOLLGATE_URL / TOLLGATE_ADMIN_URL)`);
   }
   const body = parseBody(text, response.headers.get('content-type'));
   const ok = (response.status >= 200 && response.status < 300) || (request.accept ?? []).includes(response.status);

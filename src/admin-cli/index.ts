@@ -19,7 +19,8 @@ export type AdminCommand = (typeof ADMIN_COMMANDS)[number];
 
 const COMMON_HELP = `
 Options (every command):
-  --url URL          the service (${DEFAULT_URL}; or TOLLGATE_URL)
+  --url URL          the service (${DEFAULT_URL}; or TOLLGATE_URL; rules and keys read
+                     TOLLGATE_ADMIN_URL first, for an admin listener apart from decisions)
   --token-file FILE  a file holding the admin token (else TOLLGATE_ADMIN_TOKEN); --token is
                      refused: the command line shows in \`ps\`
   --json             the service's answer as JSON
@@ -44,7 +45,7 @@ export async function runAdminCommand(command: AdminCommand, args: readonly stri
       output.stdout(help + COMMON_HELP);
       return 0;
     }
-    const connection = resolveConnection(values, env);
+    const connection = resolveConnection(values, env, command === 'check' ? 'decisions' : 'admin');
     return await dispatch(command, positionals, values, connection, output);
   } catch (error) {
     return report(command, error, output);

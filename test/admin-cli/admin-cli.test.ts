@@ -110,6 +110,18 @@ describe('the connection flags', () => {
     expect(missing.stderr).toContain('cannot be read (ENOENT)');
   });
 
+  it('rules and keys read TOLLGATE_ADMIN_URL before TOLLGATE_URL; check reads TOLLGATE_URL', async () => {
+    const env = { TOLLGATE_URL: `http://127.0.0.1:${await closedPort()}`, TOLLGATE_ADMIN_URL: url };
+    expect((await run('keys', ['blocked'], env)).code).toBe(0);
+    expect((await run('rules', ['get'], env)).code).toBe(0);
+    const check = await run('check', ['--domain', 'per_ip', '--descriptor', 'remote_address=198.51.100.3'], env);
+    expect(check.code).toBe(3);
+    expect(check.stderr).toContain(`cannot reach the service at ${env.TOLLGATE_URL}`);
+    const bad = await run('keys', ['blocked'], { TOLLGATE_ADMIN_URL: 'not a url' });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('TOLLGATE_ADMIN_URL "not a url" is not a URL');
+  });
+
   it('every command has --help with its exit codes', async () => {
     for (const command of ['check', 'rules', 'keys'] as const) {
       const help = await run(command, ['--help']);
