@@ -3,12 +3,13 @@
  * The `tollgate` command: `serve` (the decision service), `validate` (check rules files),
  * `gateway` (a rate-limiting reverse proxy), `replicate` (carry one region's counts to the others,
  * multi-region), `simulate` (replay an access log against rules offline), `demo` (the limiter
- * deciding on the embedded store), `help` (or `--help` after any command), `--version`. `bench`
+ * deciding on the embedded store), `check`, `rules`, `keys` (a running service's API, src/admin-cli/), `help` (or `--help` after any command), `--version`. `bench`
  * arrives with its issue.
  */
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { ADMIN_COMMANDS, runAdminCommand, type AdminCommand } from './admin-cli/index.js';
 import { runDemo } from './demo.js';
 import { GATEWAY_FLAGS, GATEWAY_SWITCHES, resolveGatewayOptions } from './gateway/options.js';
 import { startGateway } from './gateway/server.js';
@@ -87,6 +88,13 @@ Commands:
   validate PATH Check a rules file, or a directory of *.yaml/*.json files: prints "OK: N domains,
                 M descriptors" (exit 0) or every error as file:line:col: path: message (exit 1)
                   --merge-domains          as serve's (or TOLLGATE_MERGE_DOMAINS=true)
+  check         One decision from a running service: --domain D --descriptor K=V[,K=V...] [--hits N]
+                (exit 0 OK, 1 OVER_LIMIT, 2 bad flags, 3 service unreachable or erroring)
+  rules         get [--domain D] | push FILE|DIR | diff FILE|DIR: the running service's rules
+  keys          inspect|reset|block|unblock|blocked: the running service's key admin endpoints
+                these three: --url URL (http://127.0.0.1:8080, TOLLGATE_URL), admin token from
+                TOLLGATE_ADMIN_TOKEN or --token-file FILE, --json, --timeout MS; each has --help
+                (docs/service.md, "Command line for the admin API")
   help          Show this help (as does --help after any command)
 
 Options:
@@ -107,6 +115,7 @@ async function main(argv: string[]): Promise<number> {
   if (first === 'validate') return validate(rest);
   if (first === 'replicate') return replicate(rest);
   if (first === 'simulate') return simulateCommand(rest);
+  if ((ADMIN_COMMANDS as readonly string[]).includes(first ?? '')) return runAdminCommand(first as AdminCommand, rest, { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) });
   if (first === 'demo') {
     if (rest.length === 1 && HELP_FLAGS.has(rest[0]!)) return help([]);
     if (rest.length > 0) return usageError(`demo takes no arguments, got ${JSON.stringify(rest.join(' '))}`);
@@ -139,7 +148,7 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
-const COMMANDS = new Set(['serve', 'gateway', 'validate', 'replicate', 'simulate', 'demo', 'help']);
+const COMMANDS = new Set(['serve', 'gateway', 'validate', 'replicate', 'simulate', 'demo', ...ADMIN_COMMANDS, 'help']);
 const HELP_FLAGS = new Set(['--help', '-h']);
 /** The `--help` / `-h` flag every command takes. */
 const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;

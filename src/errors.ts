@@ -19,7 +19,8 @@ export type TollgateErrorCode =
   | 'ERR_TOLLGATE_INVALID_DEFERRED_REQUEST'
   | 'ERR_TOLLGATE_DEFERRED_BODY_TOO_LARGE'
   | 'ERR_TOLLGATE_INVALID_LOG'
-  | 'ERR_TOLLGATE_INVALID_GATEWAY_CONFIG';
+  | 'ERR_TOLLGATE_INVALID_GATEWAY_CONFIG'
+  | 'ERR_TOLLGATE_ADMIN_API';
 
 /** Base class of every error Tollgate throws on purpose. */
 export class TollgateError extends Error {
@@ -169,6 +170,20 @@ export class InvalidLogError extends TollgateError {
     super('ERR_TOLLGATE_INVALID_LOG', `${file}:${line}: ${problem}`);
     this.file = file;
     this.line = line;
+  }
+}
+
+/**
+ * `tollgate check|rules|keys` could not get an answer from the service: it cannot be reached, took
+ * too long, or answered with an error (`status`; the service's own message is kept in the message).
+ */
+export class AdminApiError extends TollgateError {
+  /** The service's HTTP status; absent when no answer came. */
+  readonly status: number | undefined;
+
+  constructor(message: string, status?: number) {
+    super('ERR_TOLLGATE_ADMIN_API', message);
+    this.status = status;
   }
 }
 

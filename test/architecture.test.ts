@@ -31,6 +31,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['rules/'],
   ['http/', 'service/', 'simulate/'],
   ['gateway/'],
+  // The admin API's command line: a client of the service over HTTP, using the rules parser.
+  ['admin-cli/'],
   ['cli', 'demo', 'index'],
 ];
 
