@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { InvalidOptionError, TollgateError } from '../errors.js';
 import { clientIp } from '../http/identity.js';
-import { followConnections } from '../service/http-close.js';
+import { closeSilentConnections, followConnections } from '../service/http-close.js';
 import type { ServiceOptions } from '../service/options.js';
 import type { DrainState } from '../service/readiness.js';
 import { createLogger, startService, type RunningService, type ServiceHooks } from '../service/server.js';
@@ -65,7 +65,11 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
   });
   let state = makeState(options.config, new Upstreams(options.config.upstreams, options.config.connectTimeoutMs));
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => handleRequest(state, req, res);
-  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 }, onRequest);
+  // requestTimeout 0: a proxied upload or stream takes as long as its route allows.
+  const { keepAliveTimeoutMs, headersTimeoutMs, maxRequestsPerSocket } = options.service.connections;
+  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: headersTimeoutMs, requestTimeout: 0, keepAliveTimeout: keepAliveTimeoutMs }, onRequest);
+  server.maxRequestsPerSocket = maxRequestsPerSocket;
+  closeSilentConnections(server, headersTimeoutMs);
   // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
   server.on('checkContinue', onRequest);
   // A connection silent this long is closed (envoy's stream idle timeout); the route timeout covers upstreams.

@@ -83,3 +83,19 @@ export function followConnections(server: Server): { close(timeoutMs: number, lo
     });
   return { close };
 }
+
+/**
+ * Closes a connection that sends no byte within `timeoutMs` of being accepted. node:http's headers
+ * timeout only follows a connection once a request has begun on it, so without this a client can
+ * hold descriptors by connecting and staying silent. One timer per connection, dropped at close;
+ * a connection that has sent anything is left to the headers, request and keep-alive timeouts.
+ */
+export function closeSilentConnections(server: NetServer, timeoutMs: number): void {
+  server.on('connection', (socket: Socket) => {
+    const timer = setTimeout(() => {
+      if (socket.bytesRead === 0) socket.destroy();
+    }, timeoutMs);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  });
+}

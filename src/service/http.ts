@@ -14,6 +14,7 @@ import { compileRules } from '../rules/ruleset.js';
 import type { ServiceContext } from './context.js';
 import { degradedReasonOf } from '../fault/failure-mode.js';
 import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, decideCheck, degradedAnswer } from './decide.js';
+import { closeSilentConnections } from './http-close.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from './envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readBody, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
 
@@ -22,6 +23,11 @@ export type RouteHandler = (request: IncomingMessage, response: ServerResponse, 
 
 /** A path made of these characters routes as it is; anything else is normalised by `new URL` first. */
 const PLAIN_PATH = /^(?:\/[A-Za-z0-9_-]+)+$|^\/$/;
+
+/** How often node:http checks the headers and request timeouts: a short configured timeout is kept within a fraction of itself. */
+function checkingInterval(headersTimeoutMs: number): number {
+  return Math.min(1_000, Math.max(50, Math.floor(headersTimeoutMs / 4)));
+}
 
 /** Routes by `METHOD /path`. */
 export class HttpRoutes {
@@ -47,7 +53,7 @@ export class HttpRoutes {
 export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new HttpRoutes()): { server: Server; routes: HttpRoutes } {
   addCoreRoutes(ctx, routes);
   // Slow-loris: a client that trickles its headers or body is cut off (408) instead of holding a
-  // socket; the timeouts are checked every second (Node's default is every 30 s).
+  // socket; the timeouts are checked every second or sooner (Node's default is every 30 s).
   const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
     const target = request.url ?? '/';
     let parsed: URL | undefined;
@@ -64,7 +70,15 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
       fail(error);
     }
   };
-  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 5_000, requestTimeout: 10_000, keepAliveTimeout: 5_000 }, onRequest);
+  const { keepAliveTimeoutMs, headersTimeoutMs, requestTimeoutMs, maxRequestsPerSocket } = ctx.options.connections;
+  const server = createServer(
+    { connectionsCheckingInterval: checkingInterval(headersTimeoutMs), headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, keepAliveTimeout: keepAliveTimeoutMs },
+    onRequest,
+  );
+  // 0: no cap. Past the cap, node answers with `Connection: close` and the client reconnects.
+  server.maxRequestsPerSocket = maxRequestsPerSocket;
+  // A connection that never sends a byte is not followed by the headers timeout: close it after as long.
+  closeSilentConnections(server, headersTimeoutMs);
   // `Expect: 100-continue` with a body declared too large: answer the 413 without inviting the body.
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
     if (Number(request.headers['content-length'] ?? 0) <= MAX_BODY_BYTES) response.writeContinue();
