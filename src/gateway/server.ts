@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { InvalidOptionError, TollgateError } from '../errors.js';
 import { clientIp } from '../http/identity.js';
 import { closeSilentConnections, followConnections } from '../service/http-close.js';
-import type { ServiceOptions } from '../service/options.js';
+import type { ConnectionLimits, ServiceOptions } from '../service/options.js';
 import type { DrainState } from '../service/readiness.js';
 import { createLogger, startService, type RunningService, type ServiceHooks } from '../service/server.js';
 import { watchPath } from '../rules/watch-path.js';
@@ -65,15 +65,7 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
   });
   let state = makeState(options.config, new Upstreams(options.config.upstreams, options.config.connectTimeoutMs));
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => handleRequest(state, req, res);
-  // requestTimeout 0: a proxied upload or stream takes as long as its route allows.
-  const { keepAliveTimeoutMs, headersTimeoutMs, maxRequestsPerSocket } = options.service.connections;
-  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: headersTimeoutMs, requestTimeout: 0, keepAliveTimeout: keepAliveTimeoutMs }, onRequest);
-  server.maxRequestsPerSocket = maxRequestsPerSocket;
-  closeSilentConnections(server, headersTimeoutMs);
-  // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
-  server.on('checkContinue', onRequest);
-  // A connection silent this long is closed (envoy's stream idle timeout); the route timeout covers upstreams.
-  server.timeout = IDLE_TIMEOUT_MS;
+  const server = createProxyServer(options.service.connections, onRequest);
   const http = followConnections(server);
   let port: number;
   try {
@@ -113,6 +105,19 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
     return close();
   };
   return { port, adminPort: service.httpPort, service, state: () => state, close, drain };
+}
+
+/** The proxy's listener, with the service's connection limits (docs/operations.md, "Connections"). */
+function createProxyServer({ keepAliveTimeoutMs, headersTimeoutMs, maxRequestsPerSocket }: ConnectionLimits, onRequest: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  // requestTimeout 0: a proxied upload or stream takes as long as its route allows.
+  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: headersTimeoutMs, requestTimeout: 0, keepAliveTimeout: keepAliveTimeoutMs }, onRequest);
+  server.maxRequestsPerSocket = maxRequestsPerSocket;
+  closeSilentConnections(server, headersTimeoutMs);
+  // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
+  server.on('checkContinue', onRequest);
+  // A connection silent this long is closed (envoy's stream idle timeout); the route timeout covers upstreams.
+  server.timeout = IDLE_TIMEOUT_MS;
+  return server;
 }
 
 async function listen(server: Server, host: string, port: number): Promise<number> {
