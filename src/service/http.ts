@@ -77,7 +77,7 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
   );
   // 0: no cap. Past the cap, node answers with `Connection: close` and the client reconnects.
   server.maxRequestsPerSocket = maxRequestsPerSocket;
-  // A connection that never sends a byte is not followed by the headers timeout: close it after as long.
+  // A connection that never sends a byte is not reliably followed by the headers timeout: close it after as long.
   closeSilentConnections(server, headersTimeoutMs);
   // `Expect: 100-continue` with a body declared too large: answer the 413 without inviting the body.
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
