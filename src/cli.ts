@@ -37,6 +37,10 @@ Commands:
                   --drain-delay MS         on SIGTERM, /readyz says draining and requests are still
                                            served this long before the listeners close (5000; 0..600000)
                   --shutdown-timeout MS    then in-flight requests get this long to finish (10000)
+                  --keep-alive-timeout MS  idle keep-alive connections closed after (65000: above an ALB's 60 s)
+                  --headers-timeout MS     headers within (5000); a connection silent this long is closed
+                  --request-timeout MS     a whole request within (10000)
+                  --max-requests-per-socket N  requests per connection (0: no cap)
                   --settings FILE          YAML/JSON of these settings (flags and env win)
                 when the store fails, is slow or its breaker is open (docs/operations.md):
                   --failure-mode MODE      local (each node enforces limit / --expected-nodes),
@@ -62,7 +66,8 @@ Commands:
                   --host ADDR              both listeners (0.0.0.0)
                   and serve's --redis*, --admin-token, --log-level, --failure-mode, --expected-nodes,
                   --deadline-ms, --fail-closed-status, --local-cache-keys, --merge-domains,
-                  --shadow-mode, --quota-mode, --drain-delay, --shutdown-timeout
+                  --shadow-mode, --quota-mode, --drain-delay, --shutdown-timeout,
+                  --keep-alive-timeout, --headers-timeout, --max-requests-per-socket
   replicate     Carry one region's counts to the other regions (multi-region, docs/scaling.md)
                   --region NAME            this region (the regionStore's region)
                   --redis URL              this region's own Redis

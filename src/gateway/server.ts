@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { InvalidOptionError, TollgateError } from '../errors.js';
 import { clientIp } from '../http/identity.js';
-import { followConnections } from '../service/http-close.js';
-import type { ServiceOptions } from '../service/options.js';
+import { closeSilentConnections, followConnections } from '../service/http-close.js';
+import type { ConnectionLimits, ServiceOptions } from '../service/options.js';
 import type { DrainState } from '../service/readiness.js';
 import { createLogger, startService, type RunningService, type ServiceHooks } from '../service/server.js';
 import { watchPath } from '../rules/watch-path.js';
@@ -63,11 +63,7 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
   void deferral?.sync(state);
   await deferral?.connected(2_000);
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => handleRequest(state, req, res);
-  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 5_000 }, onRequest);
-  // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
-  server.on('checkContinue', onRequest);
-  // A connection silent this long is closed (envoy's stream idle timeout); the route timeout covers upstreams.
-  server.timeout = IDLE_TIMEOUT_MS;
+  const server = createProxyServer(options.service.connections, onRequest);
   const http = followConnections(server);
   let port: number;
   try {
@@ -128,6 +124,19 @@ function stateMaker(options: GatewayOptions, service: RunningService, deferral: 
       deferral: defers ? deferral : undefined,
     };
   };
+}
+
+/** The proxy's listener, with the service's connection limits (docs/operations.md, "Connections"). */
+function createProxyServer({ keepAliveTimeoutMs, headersTimeoutMs, maxRequestsPerSocket }: ConnectionLimits, onRequest: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  // requestTimeout 0: a proxied upload or stream takes as long as its route allows.
+  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: headersTimeoutMs, requestTimeout: 0, keepAliveTimeout: keepAliveTimeoutMs }, onRequest);
+  server.maxRequestsPerSocket = maxRequestsPerSocket;
+  closeSilentConnections(server, headersTimeoutMs);
+  // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
+  server.on('checkContinue', onRequest);
+  // A connection silent this long is closed (envoy's stream idle timeout); the route timeout covers upstreams.
+  server.timeout = IDLE_TIMEOUT_MS;
+  return server;
 }
 
 async function listen(server: Server, host: string, port: number): Promise<number> {

@@ -10,6 +10,7 @@ import type { RulesHolder } from '../rules/ruleset.js';
 import type { RulesSync } from '../rules/sync.js';
 import type { RulesWatcher } from '../rules/watch.js';
 import type { Store } from '../store/types.js';
+import type { AuditLog } from './audit.js';
 import type { BlockList } from './blocks.js';
 import type { ServiceOptions } from './options.js';
 import type { ReadinessReport } from './readiness.js';
@@ -56,6 +57,8 @@ export interface ServiceContext {
   readonly events: EventEmitter<ServiceEvents>;
   /** Keys blocked by an operator. */
   readonly blocks: BlockList;
+  /** One line per admin action and failed admin authentication (audit.ts). */
+  readonly audit: AuditLog;
   readonly startedAt: number;
   /** The service's clock (epoch ms) for answers no store decided (blocked keys); decisions carry their own instant. */
   readonly clock: () => number;

@@ -83,3 +83,20 @@ export function followConnections(server: Server): { close(timeoutMs: number, lo
     });
   return { close };
 }
+
+/**
+ * Closes a connection that sends no byte within `timeoutMs` of being accepted, without an answer.
+ * node:http's headers timeout does not reliably cover a connection on which no request has begun
+ * (on Node 20 some stay open for good), so without this a client can hold descriptors by
+ * connecting and staying silent. One timer per connection, dropped at close;
+ * a connection that has sent anything is left to the headers, request and keep-alive timeouts.
+ */
+export function closeSilentConnections(server: NetServer, timeoutMs: number): void {
+  server.on('connection', (socket: Socket) => {
+    const timer = setTimeout(() => {
+      if (socket.bytesRead === 0) socket.destroy();
+    }, timeoutMs);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  });
+}

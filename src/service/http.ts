@@ -3,7 +3,6 @@
  * node:http with a table of routes: per-request overhead is a map lookup. Other modules (metrics,
  * dashboard) add routes with {@link HttpRoutes.add}.
  */
-import { timingSafeEqual, createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { InvalidCheckError, describeValue } from '../errors.js';
 import { checkHeaders, decisionHeaders } from '../http/headers.js';
@@ -14,6 +13,8 @@ import { compileRules } from '../rules/ruleset.js';
 import type { ServiceContext } from './context.js';
 import { degradedReasonOf } from '../fault/failure-mode.js';
 import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, decideCheck, degradedAnswer } from './decide.js';
+import { adminRoute } from './admin-auth.js';
+import { closeSilentConnections } from './http-close.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from './envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readBody, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
 
@@ -22,6 +23,11 @@ export type RouteHandler = (request: IncomingMessage, response: ServerResponse, 
 
 /** A path made of these characters routes as it is; anything else is normalised by `new URL` first. */
 const PLAIN_PATH = /^(?:\/[A-Za-z0-9_-]+)+$|^\/$/;
+
+/** How often node:http checks the headers and request timeouts: a short configured timeout is kept within a fraction of itself. */
+function checkingInterval(headersTimeoutMs: number): number {
+  return Math.min(1_000, Math.max(50, Math.floor(headersTimeoutMs / 4)));
+}
 
 /** Routes by `METHOD /path`. */
 export class HttpRoutes {
@@ -47,7 +53,7 @@ export class HttpRoutes {
 export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new HttpRoutes()): { server: Server; routes: HttpRoutes } {
   addCoreRoutes(ctx, routes);
   // Slow-loris: a client that trickles its headers or body is cut off (408) instead of holding a
-  // socket; the timeouts are checked every second (Node's default is every 30 s).
+  // socket; the timeouts are checked every second or sooner (Node's default is every 30 s).
   const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
     const target = request.url ?? '/';
     let parsed: URL | undefined;
@@ -64,7 +70,15 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
       fail(error);
     }
   };
-  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: 5_000, requestTimeout: 10_000, keepAliveTimeout: 5_000 }, onRequest);
+  const { keepAliveTimeoutMs, headersTimeoutMs, requestTimeoutMs, maxRequestsPerSocket } = ctx.options.connections;
+  const server = createServer(
+    { connectionsCheckingInterval: checkingInterval(headersTimeoutMs), headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, keepAliveTimeout: keepAliveTimeoutMs },
+    onRequest,
+  );
+  // 0: no cap. Past the cap, node answers with `Connection: close` and the client reconnects.
+  server.maxRequestsPerSocket = maxRequestsPerSocket;
+  // A connection that never sends a byte is not reliably followed by the headers timeout: close it after as long.
+  closeSilentConnections(server, headersTimeoutMs);
   // `Expect: 100-continue` with a body declared too large: answer the 413 without inviting the body.
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
     if (Number(request.headers['content-length'] ?? 0) <= MAX_BODY_BYTES) response.writeContinue();
@@ -183,59 +197,57 @@ function addRulesRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     response.end(ctx.holder.current.dump());
   });
 
-  routes.add('PUT', '/v1/rules', async (request, response) => {
-    requireAdmin(ctx, request);
+  routes.add('PUT', '/v1/rules', adminRoute(ctx, 'rules.push', async (request, response, _url, subject) => {
     const yaml = await readBody(request);
     if (ctx.sync !== undefined) {
       const { version, domains, skipped } = await ctx.sync.publish(yaml, 'PUT /v1/rules');
+      subject.domains = domains;
       if (skipped.length > 0) ctx.logger.warn({ skipped }, 'stored rules documents that every node skips; push those domains again');
       sendJson(response, 200, { pushed: version, domains, version: ctx.holder.current.version, skipped });
       return;
     }
     // No Redis: this node only.
     const parsed = parseRules(yaml, 'PUT /v1/rules');
+    subject.domains = parsed.map((d) => d.domain);
     ctx.holder.replacePushed(ctx.holder.pushedRules().withDomains(compileRules(parsed, [yaml])));
-    sendJson(response, 200, { domains: parsed.map((d) => d.domain), version: ctx.holder.current.version });
-  });
+    sendJson(response, 200, { domains: subject.domains, version: ctx.holder.current.version });
+  }));
 }
 
 /** Inspecting, resetting and blocking keys (admin). */
 function addKeyRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
-  routes.add('GET', '/v1/keys', async (request, response, url) => {
-    requireAdmin(ctx, request);
+  routes.add('GET', '/v1/keys', adminRoute(ctx, undefined, async (_request, response, url) => {
     const { key, policy } = keyQuery(url());
     const decision = await ctx.limiter.peek(key, policy);
     sendJson(response, 200, { key, decision });
-  });
+  }));
 
-  routes.add('GET', '/v1/keys/blocked', (request, response) => {
-    requireAdmin(ctx, request);
+  routes.add('GET', '/v1/keys/blocked', adminRoute(ctx, undefined, (_request, response) => {
     sendJson(response, 200, { blocked: ctx.blocks.list() });
-  });
+  }));
 
-  routes.add('POST', '/v1/keys/block', async (request, response) => {
-    requireAdmin(ctx, request);
+  routes.add('POST', '/v1/keys/block', adminRoute(ctx, 'keys.block', async (request, response, _url, subject) => {
     const body = (await readJson(request)) as { key?: unknown; ttlMs?: unknown } | null;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, `the body must be { key, ttlMs? }, got ${describeValue(body)}`);
     const key = body.key as string;
+    if (typeof key === 'string') subject.key = key;
     const until = ctx.blocks.block(key, body.ttlMs === undefined ? 3_600_000 : (body.ttlMs as number), ctx.clock());
-    ctx.logger.warn({ key, until }, 'key blocked by an operator');
     sendJson(response, 200, { key, blockedUntil: until });
-  });
+  }));
 
-  routes.add('DELETE', '/v1/keys/block', (request, response, url) => {
-    requireAdmin(ctx, request);
+  routes.add('DELETE', '/v1/keys/block', adminRoute(ctx, 'keys.unblock', (_request, response, url, subject) => {
     const key = url().searchParams.get('key');
     if (key === null) throw new HttpError(400, 'give the key to unblock: ?key=...');
+    subject.key = key;
     sendJson(response, 200, { key, unblocked: ctx.blocks.unblock(key) });
-  });
+  }));
 
-  routes.add('DELETE', '/v1/keys', async (request, response, url) => {
-    requireAdmin(ctx, request);
+  routes.add('DELETE', '/v1/keys', adminRoute(ctx, 'keys.reset', async (_request, response, url, subject) => {
     const { key, policy } = keyQuery(url());
+    subject.key = key;
     await ctx.limiter.reset(key, policy);
     sendJson(response, 200, { key, reset: true });
-  });
+  }));
 }
 
 
@@ -274,15 +286,4 @@ function keyQuery(url: URL): { key: string; policy: Policy } {
   const precision = url.searchParams.get('precision');
   const buckets = precision === null ? {} : { precision: /^\d+$/.test(precision) ? Number(precision) : (precision as unknown as number) };
   return { key, policy: { algorithm: algorithm as Policy['algorithm'], limit: Number(limit), window: /^\d+$/.test(window) ? Number(window) : window, ...buckets } };
-}
-
-/** 401 without the admin token (compared in constant time); 403 when no token is configured. */
-function requireAdmin(ctx: ServiceContext, request: IncomingMessage): void {
-  const expected = ctx.options.adminToken;
-  if (expected === undefined) throw new HttpError(403, 'admin endpoints are disabled: start the service with --admin-token (or TOLLGATE_ADMIN_TOKEN)');
-  const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1] ?? '';
-  // Hash both sides so the comparison takes the same time whatever the lengths.
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  if (!timingSafeEqual(a, b)) throw new HttpError(401, 'a valid admin token is required: Authorization: Bearer <token>');
 }

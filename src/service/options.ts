@@ -84,6 +84,24 @@ export interface ServiceOptions {
   readonly drainDelayMs: number;
   /** After the listeners close, how long (ms) in-flight requests may take before their connections are cut (`--shutdown-timeout`). Default 10,000. */
   readonly shutdownTimeoutMs: number;
+  /**
+   * The HTTP listeners' connection limits (docs/operations.md, "Connections"): an idle keep-alive
+   * connection is closed after `keepAliveTimeoutMs` (`--keep-alive-timeout`, default 65,000: above
+   * the 60 s idle timeout of common load balancers, so the balancer closes first); a connection's
+   * request must send its headers within `headersTimeoutMs` (`--headers-timeout`, default 5,000),
+   * and a new connection that sends nothing at all is closed after that long too; a whole request
+   * must arrive within `requestTimeoutMs` (`--request-timeout`, default 10,000); a connection
+   * carries at most `maxRequestsPerSocket` requests (`--max-requests-per-socket`, 0: no cap).
+   */
+  readonly connections: ConnectionLimits;
+}
+
+/** See {@link ServiceOptions.connections}; every duration in ms. */
+export interface ConnectionLimits {
+  readonly keepAliveTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly maxRequestsPerSocket: number;
 }
 
 /** The gRPC servers `--grpc-server` chooses between. */
@@ -122,6 +140,10 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'local-cache-keys': 'TOLLGATE_LOCAL_CACHE_KEYS',
   'drain-delay': 'TOLLGATE_DRAIN_DELAY',
   'shutdown-timeout': 'TOLLGATE_SHUTDOWN_TIMEOUT',
+  'keep-alive-timeout': 'TOLLGATE_KEEP_ALIVE_TIMEOUT',
+  'headers-timeout': 'TOLLGATE_HEADERS_TIMEOUT',
+  'request-timeout': 'TOLLGATE_REQUEST_TIMEOUT',
+  'max-requests-per-socket': 'TOLLGATE_MAX_REQUESTS_PER_SOCKET',
   settings: 'TOLLGATE_SETTINGS',
 };
 
@@ -229,6 +251,30 @@ function shutdownSettings(value: (flag: string) => string | undefined, where: (f
   return { drainDelayMs: ms('drain-delay', 5_000, 0), shutdownTimeoutMs: ms('shutdown-timeout', 10_000, 1) };
 }
 
+/** Longest connection timeout: an hour. */
+export const MAX_CONNECTION_TIMEOUT_MS = 3_600_000;
+
+/** The HTTP listeners' timeouts and per-connection request cap (docs/operations.md, "Connections"). */
+function connectionLimits(value: (flag: string) => string | undefined, where: (flag: string) => string): ConnectionLimits {
+  const whole = (flag: string, fallback: number, min: number, max: number, unit: string): number => {
+    const text = value(flag);
+    if (text === undefined) return fallback;
+    if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) throw new InvalidOptionError(`${where(flag)} must be a whole number of ${unit} from ${min} to ${max}, got ${JSON.stringify(text)}`);
+    return Number(text);
+  };
+  const limits = {
+    keepAliveTimeoutMs: whole('keep-alive-timeout', 65_000, 1, MAX_CONNECTION_TIMEOUT_MS, 'ms'),
+    headersTimeoutMs: whole('headers-timeout', 5_000, 1, MAX_CONNECTION_TIMEOUT_MS, 'ms'),
+    requestTimeoutMs: whole('request-timeout', 10_000, 1, MAX_CONNECTION_TIMEOUT_MS, 'ms'),
+    maxRequestsPerSocket: whole('max-requests-per-socket', 0, 0, 1_000_000_000, 'requests (0: no cap)'),
+  };
+  // node:http refuses a headers timeout longer than the request timeout (the headers are part of the request).
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new InvalidOptionError(`${where('headers-timeout')} (${limits.headersTimeoutMs} ms) must not exceed ${where('request-timeout')} (${limits.requestTimeoutMs} ms): the headers are part of the request`);
+  }
+  return limits;
+}
+
 function responseHeaders(text: string | undefined, where: string): ResponseHeaders {
   const given = text?.toLowerCase() ?? 'off';
   if (given === 'off' || given === 'false' || given === '0') return 'off';
@@ -319,6 +365,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     ...envoySettings(value, where),
     ...faultSettings(value, where),
     ...shutdownSettings(value, where),
+    connections: connectionLimits(value, where),
     ...(config !== undefined ? { config } : {}),
     ...(redis !== undefined ? { redis } : {}),
     ...(redisCluster !== undefined ? { redisCluster } : {}),

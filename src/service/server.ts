@@ -18,6 +18,7 @@ import { RulesSync } from '../rules/sync.js';
 import { watchRules, type RulesWatcher } from '../rules/watch.js';
 import { memoryStore, type MemoryStore } from '../store/memory.js';
 import { redisStore, type RedisStore } from '../store/redis/store.js';
+import { AuditLog } from './audit.js';
 import { BlockList } from './blocks.js';
 import type { ServiceContext, ServiceEvents } from './context.js';
 import { attachDashboard } from './dashboard.js';
@@ -157,6 +158,7 @@ function buildContext({ options, logger, store, holder, watcher, sync, startedAt
     sync,
     events,
     blocks: new BlockList(),
+    audit: new AuditLog(logger, clock ?? Date.now),
     startedAt,
     clock: clock ?? Date.now,
     lifecycle: drain,
@@ -204,6 +206,7 @@ async function closeRest({ context, metrics, dashboard, link, starter }: Service
   starter?.close();
   await context.sync?.close();
   link?.close();
+  await context.audit.close();
   await context.limiter.close();
 }
 

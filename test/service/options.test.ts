@@ -28,7 +28,24 @@ describe('serve settings', () => {
       localCacheKeys: 100_000,
       drainDelayMs: 5_000,
       shutdownTimeoutMs: 10_000,
+      connections: { keepAliveTimeoutMs: 65_000, headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, maxRequestsPerSocket: 0 },
     });
+  });
+
+  it('connection limits: from flags, TOLLGATE_* variables or the settings file; out of range or headers > request refused', () => {
+    expect(resolveServiceOptions({ 'keep-alive-timeout': '70000', 'max-requests-per-socket': '1000' }, { TOLLGATE_HEADERS_TIMEOUT: '2000', TOLLGATE_REQUEST_TIMEOUT: '3000' }).connections).toEqual({
+      keepAliveTimeoutMs: 70_000,
+      headersTimeoutMs: 2_000,
+      requestTimeoutMs: 3_000,
+      maxRequestsPerSocket: 1_000,
+    });
+    expect(() => resolveServiceOptions({ 'keep-alive-timeout': '0' }, {})).toThrow(
+      new InvalidOptionError('--keep-alive-timeout (or TOLLGATE_KEEP_ALIVE_TIMEOUT) must be a whole number of ms from 1 to 3600000, got "0"'),
+    );
+    expect(() => resolveServiceOptions({}, { TOLLGATE_MAX_REQUESTS_PER_SOCKET: '-1' })).toThrow(/--max-requests-per-socket \(or TOLLGATE_MAX_REQUESTS_PER_SOCKET\) must be a whole number of requests \(0: no cap\)/);
+    expect(() => resolveServiceOptions({ 'headers-timeout': '20000' }, {})).toThrow(
+      new InvalidOptionError('--headers-timeout (or TOLLGATE_HEADERS_TIMEOUT) (20000 ms) must not exceed --request-timeout (or TOLLGATE_REQUEST_TIMEOUT) (10000 ms): the headers are part of the request'),
+    );
   });
 
   it('--grpc-server: http2 (default) or grpc-js, from the flag or TOLLGATE_GRPC_SERVER; anything else refused', () => {

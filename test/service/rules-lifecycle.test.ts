@@ -58,6 +58,8 @@ describe('PUT /v1/rules while Redis holds a broken document', () => {
     expect(response.status).toBe(200);
     expect(body).toMatchObject({ domains: ['api'], skipped: [{ domain: 'legacy', error: expect.stringMatching(/^redis:tollgate:\{rules\}:domains#legacy:4:\d+: descriptors\[0\]\.rate_limit\.unit: unit "fortnight"/) }] });
     expect(body.pushed).toBeGreaterThan(7);
+    // The push through Redis leaves its one audit line, naming the domains it replaced.
+    expect(node.logs.filter((line) => line.audit === true)).toEqual([expect.objectContaining({ action: 'rules.push', domains: ['api'], result: 'ok', status: 200 })]);
 
     const rules = await getJson(node.url('/v1/rules'));
     expect(rules.domains).toEqual(['api']);
