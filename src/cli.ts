@@ -34,6 +34,8 @@ Commands:
                   --admin-token TOKEN      enables PUT /v1/rules and the key admin endpoints
                   --log-level LEVEL        fatal|error|warn|info|debug|trace|silent (info)
                   --workers N              N processes on the same ports (needs Redis) (1)
+                  --max-keys N             keys the memory store holds; the least recently used
+                                           is evicted when full (1000000; not with Redis)
                   --drain-delay MS         on SIGTERM, /readyz says draining and requests are still
                                            served this long before the listeners close (5000; 0..600000)
                   --shutdown-timeout MS    then in-flight requests get this long to finish (10000)
@@ -67,7 +69,7 @@ Commands:
                   and serve's --redis*, --admin-token, --log-level, --failure-mode, --expected-nodes,
                   --deadline-ms, --fail-closed-status, --local-cache-keys, --merge-domains,
                   --shadow-mode, --quota-mode, --drain-delay, --shutdown-timeout,
-                  --keep-alive-timeout, --headers-timeout, --max-requests-per-socket
+                  --keep-alive-timeout, --headers-timeout, --max-requests-per-socket, --max-keys
   replicate     Carry one region's counts to the other regions (multi-region, docs/scaling.md)
                   --region NAME            this region (the regionStore's region)
                   --redis URL              this region's own Redis

@@ -22,7 +22,7 @@ const OWN_FLAGS: Readonly<Record<string, string>> = {
 const SHARED_FLAGS = [
   'redis', 'redis-cluster', 'redis-sentinel', 'redis-sentinel-name', 'admin-token', 'log-level', 'merge-domains', 'shadow-mode', 'quota-mode',
   'failure-mode', 'expected-nodes', 'deadline-ms', 'fail-closed-status', 'local-cache-keys', 'drain-delay', 'shutdown-timeout',
-  'keep-alive-timeout', 'headers-timeout', 'max-requests-per-socket',
+  'keep-alive-timeout', 'headers-timeout', 'max-requests-per-socket', 'max-keys',
 ] as const;
 
 /** Every flag `gateway` takes: name → its environment variable. */

@@ -11,6 +11,12 @@ import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../fault/failu
 export interface ServiceOptions {
   /** Rules file or directory (`--config`, `TOLLGATE_CONFIG`). */
   readonly config?: string;
+  /**
+   * Most keys the memory store holds (`--max-keys`, `TOLLGATE_MAX_KEYS`); when full, the least
+   * recently used key is evicted (docs/operations.md, "Memory store bound"). Default 1,000,000.
+   * Refused with a Redis store, which is bounded by Redis's own `maxmemory`.
+   */
+  readonly maxKeys: number;
   /** Redis URL (`--redis`, `TOLLGATE_REDIS`); none of this, `redisCluster` or `redisSentinel`: memory store. */
   readonly redis?: string;
   /** Redis Cluster seed nodes (`--redis-cluster host:port,...`, `TOLLGATE_REDIS_CLUSTER`). */
@@ -144,6 +150,7 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'headers-timeout': 'TOLLGATE_HEADERS_TIMEOUT',
   'request-timeout': 'TOLLGATE_REQUEST_TIMEOUT',
   'max-requests-per-socket': 'TOLLGATE_MAX_REQUESTS_PER_SOCKET',
+  'max-keys': 'TOLLGATE_MAX_KEYS',
   settings: 'TOLLGATE_SETTINGS',
 };
 
@@ -313,6 +320,22 @@ function redisSettings(value: (flag: string) => string | undefined, where: (flag
   };
 }
 
+/** The memory store's own range for maxKeys (src/store/memory.ts). */
+export const MAX_MEMORY_STORE_KEYS = 2 ** 30;
+
+/** `--max-keys`: the memory store's bound; meaningless with Redis (which `maxmemory` bounds), so refused there. */
+function memoryStoreKeys(value: (flag: string) => string | undefined, where: (flag: string) => string, redis: RedisSettings): number {
+  const text = value('max-keys');
+  if (text === undefined) return 1_000_000;
+  if (Object.keys(redis).length > 0) {
+    throw new InvalidOptionError(`${where('max-keys')} bounds the memory store only; with a Redis store, bound memory with Redis's maxmemory instead, and drop --max-keys`);
+  }
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > MAX_MEMORY_STORE_KEYS) {
+    throw new InvalidOptionError(`${where('max-keys')} must be a whole number of keys from 1 to ${MAX_MEMORY_STORE_KEYS}, got ${JSON.stringify(text)}`);
+  }
+  return Number(text);
+}
+
 /** `host:port,host:port,...`. */
 function hostPorts(text: string, where: string): { host: string; port: number }[] {
   return text.split(',').map((node) => {
@@ -340,7 +363,9 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     if (!/^\d+$/.test(text) || number > 65_535) throw new InvalidOptionError(`${where(flag)} must be a port from 0 to 65535, got ${JSON.stringify(text)}`);
     return number;
   };
-  const { redis, redisCluster, redisSentinel } = redisSettings(value, where);
+  const redisGiven = redisSettings(value, where);
+  const { redis, redisCluster, redisSentinel } = redisGiven;
+  const maxKeys = memoryStoreKeys(value, where, redisGiven);
   const logLevel = value('log-level') ?? 'info';
   if (!LOG_LEVELS.has(logLevel)) throw new InvalidOptionError(`${where('log-level')} must be one of ${[...LOG_LEVELS].join(', ')}, got ${JSON.stringify(logLevel)}`);
   const adminToken = value('admin-token');
@@ -362,6 +387,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   }
   return {
     workers,
+    maxKeys,
     ...envoySettings(value, where),
     ...faultSettings(value, where),
     ...shutdownSettings(value, where),

@@ -70,7 +70,7 @@ async function createStoreFromOptions(options: ServiceOptions): Promise<MemorySt
         ? redisStore({ cluster: options.redisCluster, commandTimeoutMs: commandTimeout(options) })
         : options.redisSentinel !== undefined
           ? redisStore({ sentinels: options.redisSentinel.nodes, name: options.redisSentinel.name, commandTimeoutMs: commandTimeout(options) })
-          : memoryStore();
+          : memoryStore({ maxKeys: options.maxKeys });
   return store;
 }
 

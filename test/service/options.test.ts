@@ -15,6 +15,7 @@ describe('serve settings', () => {
       host: '0.0.0.0',
       logLevel: 'info',
       workers: 1,
+      maxKeys: 1_000_000,
       mergeDomains: false,
       responseHeaders: 'off',
       headerNames: { limit: 'RateLimit-Limit', remaining: 'RateLimit-Remaining', reset: 'RateLimit-Reset' },
