@@ -11,6 +11,7 @@
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
+import { LOADER_OPTIONS } from '../dist/service/grpc-messages.js';
 
 const spec = {
   host: '127.0.0.1',
@@ -24,15 +25,8 @@ const spec = {
   ...JSON.parse(process.argv[2] ?? '{}'),
 };
 
-const definition = loadSync(['envoy/service/ratelimit/v3/rls.proto'], {
-  keepCase: true,
-  longs: Number,
-  enums: String,
-  defaults: true,
-  arrays: true,
-  oneofs: true,
-  includeDirs: [spec.protoDir],
-});
+// The service's own loader options (proto names, numbers for longs, enums by name), so both ends agree.
+const definition = loadSync(['envoy/service/ratelimit/v3/rls.proto'], { ...LOADER_OPTIONS, includeDirs: [spec.protoDir] });
 const RateLimitService = grpc.loadPackageDefinition(definition).envoy.service.ratelimit.v3.RateLimitService;
 // A local subchannel pool per client: otherwise grpc-js shares one connection between them.
 const clients = Array.from(

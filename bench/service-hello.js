@@ -30,15 +30,8 @@ if (mode === 'http') {
 } else if (mode === 'grpc') {
   const grpc = await import('@grpc/grpc-js');
   const { loadSync } = await import('@grpc/proto-loader');
-  const definition = loadSync(['envoy/service/ratelimit/v3/rls.proto'], {
-    keepCase: true,
-    longs: Number,
-    enums: String,
-    defaults: true,
-    arrays: true,
-    oneofs: true,
-    includeDirs: [protoDir],
-  });
+  const { LOADER_OPTIONS } = await import('../dist/service/grpc-messages.js');
+  const definition = loadSync(['envoy/service/ratelimit/v3/rls.proto'], { ...LOADER_OPTIONS, includeDirs: [protoDir] });
   // The same shape Tollgate answers with for one matched limit (headers included).
   const reply = {
     overall_code: 'OK',
