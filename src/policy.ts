@@ -387,3 +387,15 @@ export class PolicyCache {
     return compiled;
   }
 }
+
+/**
+ * A leaky bucket cut for shaping: its queue holds what passes at once (`delayAfter`) plus what
+ * drains within `maxDelayMs` (one request per window / limit), so a request that would wait longer
+ * is refused instead of held. Undefined when the policy's own burst is already that small. The
+ * middleware's `shaping` and the gateway's `shaping.max_delay` both cut their buckets here.
+ */
+export function shapedLeakyBucket(policy: CompiledPolicy, maxDelayMs: number, delayAfter = 0): CompiledPolicy | undefined {
+  const queue = delayAfter + Math.floor(maxDelayMs / (policy.windowMs / policy.limit)) + 1;
+  if (queue >= policy.burst) return undefined;
+  return compilePolicy({ algorithm: 'leaky-bucket', limit: policy.limit, window: policy.windowMs, burst: queue, softPercent: policy.softPercent });
+}

@@ -10,7 +10,7 @@ import { checkFailureMode as checkMode, type FailureMode } from '../fault/failur
 import { MAX_LIMITS_PER_CHECK } from '../limiter.js';
 import { checkLease, checkSyncInterval } from '../limiter-checks.js';
 import { countsInWindows, describeState } from '../algorithms/window-add.js';
-import { compilePolicy, type CompiledPolicy, type Policy } from '../policy.js';
+import { compilePolicy, shapedLeakyBucket, type CompiledPolicy, type Policy } from '../policy.js';
 import type { RateLimitDescriptor } from '../rules/check.js';
 import { RuleSet, type RuleSource } from '../rules/ruleset.js';
 import type { MaybePromise, Store } from '../store/types.js';
@@ -291,11 +291,8 @@ export function prepareShaping<Req>(shaping: unknown, limits: readonly PreparedL
   }
   const policy = only.policy;
   const interval = policy.windowMs / policy.limit;
-  const queue = delayAfter + Math.floor(maxDelay / interval) + 1;
-  const limit =
-    queue < policy.burst
-      ? { ...only, policy: compilePolicy({ algorithm: 'leaky-bucket', limit: policy.limit, window: policy.windowMs, burst: queue, softPercent: policy.softPercent }) }
-      : undefined;
+  const shaped = shapedLeakyBucket(policy, maxDelay, delayAfter);
+  const limit = shaped === undefined ? undefined : { ...only, policy: shaped };
   return { limit, shaping: { interval, free: delayAfter } };
 }
 

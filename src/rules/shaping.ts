@@ -1,9 +1,9 @@
 /**
  * Shaping a check (the gateway's `shaping.max_delay`): a leaky-bucket limit whose queue is cut to
  * what drains within the longest wait, so a request that would wait longer is refused instead of
- * held. The middleware cuts its one policy the same way (http/options.ts `prepareShaping`).
+ * held (policy.ts `shapedLeakyBucket`, which the middleware's shaping uses too).
  */
-import { compilePolicy } from '../policy.js';
+import { shapedLeakyBucket } from '../policy.js';
 import type { CompiledRule } from './ruleset.js';
 
 /** Per rule, the shaped copy for the last `maxDelayMs` asked (a route's is fixed, so this is a one-entry cache). */
@@ -19,12 +19,8 @@ export function shapedRule(rule: CompiledRule, maxDelayMs: number): CompiledRule
   if (policy.algorithm !== 'leaky-bucket' || policy.limit === 0) return rule;
   const cached = shapedRules.get(rule);
   if (cached !== undefined && cached.maxDelayMs === maxDelayMs) return cached.rule;
-  const interval = policy.windowMs / policy.limit;
-  const queue = Math.floor(maxDelayMs / interval) + 1;
-  const shaped =
-    queue < policy.burst
-      ? { ...rule, policy: compilePolicy({ algorithm: 'leaky-bucket', limit: policy.limit, window: policy.windowMs, burst: queue, softPercent: policy.softPercent }) }
-      : rule;
+  const cut = shapedLeakyBucket(policy, maxDelayMs);
+  const shaped = cut === undefined ? rule : { ...rule, policy: cut };
   shapedRules.set(rule, { maxDelayMs, rule: shaped });
   return shaped;
 }
