@@ -23,7 +23,7 @@ import {
   type FailureMode,
   type LimiterFailureMode,
 } from './fault/failure-mode.js';
-import { StoreGuard, isOutage, type FallbackCause, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
+import { StoreGuard, fallbackMessage, isOutage, type FallbackCause, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
 import { wellFormedKey } from './keys.js';
 import {
   checkCallOptions,
@@ -39,8 +39,10 @@ import {
 } from './limiter-checks.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './limiter-options.js';
+import { tracedDecide, tracedDecideAll, type TracedLimit } from './limiter-tracing.js';
 import { MemoryStore, memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest, WindowCounts } from './store/types.js';
+import { activeTracer } from './tracing.js';
 
 export type { FailureMode, LimiterFailureMode } from './fault/failure-mode.js';
 export type { BreakerOptions, BreakerState, BreakerTransition } from './fault/breaker.js';
@@ -140,7 +142,7 @@ export class CoreLimiter implements LimiterCore {
     this.guard =
       settings.store instanceof MemoryStore
         ? undefined
-        : new StoreGuard({ breaker: settings.breaker, maxInFlight: settings.maxInFlight, clock: settings.clock ?? currentTime });
+        : new StoreGuard({ breaker: settings.breaker, maxInFlight: settings.maxInFlight, clock: settings.clock ?? currentTime, storeKind: settings.store.name });
     this.cache = settings.overLimitCache === false ? undefined : new OverLimitCache(settings.overLimitCache, settings.clock ?? currentTime);
   }
 
@@ -220,6 +222,13 @@ export class CoreLimiter implements LimiterCore {
   }
 
   decideAll(requests: readonly LimitRequest[], options?: LimitAllOptions, mode: DecideMode = 'limit'): MaybePromise<Decision[]> {
+    const tracer = activeTracer();
+    if (tracer === undefined) return this.decideAllUntraced(requests, options, mode);
+    const limitsOf = (): TracedLimit[] => requests.map((request) => ({ policy: this.policies.get(request.policy), cost: request.cost ?? 1 }));
+    return tracedDecideAll(tracer, this.store.name, mode, Array.isArray(requests) ? requests.length : 0, () => this.decideAllUntraced(requests, options, mode), limitsOf);
+  }
+
+  private decideAllUntraced(requests: readonly LimitRequest[], options: LimitAllOptions | undefined, mode: DecideMode): MaybePromise<Decision[]> {
     if (!Array.isArray(requests) || requests.length > MAX_LIMITS_PER_CHECK) {
       throw new InvalidOptionError(`limitAll takes an array of at most ${MAX_LIMITS_PER_CHECK} { key, policy, cost?, failureMode? }, got ${describeValue(requests)}${Array.isArray(requests) ? ` of ${requests.length}` : ''}`);
     }
@@ -259,6 +268,8 @@ export class CoreLimiter implements LimiterCore {
           const modes = prepared.flatMap((request, i) => (request.policy.limit === 0 ? [] : [requests[i]!.failureMode ?? options?.failureMode ?? this.failureMode]));
           return modes.includes('throw') ? unanswered(cause, error) : this.fallbackAll(decidable, modes as FailureMode[], now, commit);
         },
+        'consume_all',
+        decidable.length,
       );
     }
     // A group that may record changes its keys' state: what the cache remembered of them is stale.
@@ -276,6 +287,13 @@ export class CoreLimiter implements LimiterCore {
 
   /** Decides one request; not async, so a memory-store decision settles without a microtask hop. */
   decide(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions, mode: DecideMode = 'limit'): MaybePromise<Decision> {
+    const tracer = activeTracer();
+    // Off (no SDK): the decision alone, no span and no closure.
+    if (tracer === undefined) return this.decideUntraced(key, policy, options, mode);
+    return tracedDecide(tracer, this.store.name, mode, () => this.decideUntraced(key, policy, options, mode), () => this.policies.get(policy), options?.cost);
+  }
+
+  private decideUntraced(key: string, policy: Policy | CompiledPolicy, options: LimitOptions | undefined, mode: DecideMode): MaybePromise<Decision> {
     key = checkKey(key);
     const compiled = this.policies.get(policy);
     let cost = 1;
@@ -341,7 +359,7 @@ export class CoreLimiter implements LimiterCore {
     const book = (this.localFirst ??= new LocalFirstBook(this.clock ?? currentTime, (adds) => {
       // A tick's syncs are one guarded store call: they take one place among the calls in flight.
       const run = (): MaybePromise<(WindowCounts | Error)[]> => syncWindows(store, adds);
-      return this.guard === undefined ? run() : this.guard.run(run, this.deadlineMs, unanswered);
+      return this.guard === undefined ? run() : this.guard.run(run, this.deadlineMs, unanswered, 'sync', adds.length);
     }));
     const local = book.decide(key, compiled, cost, now, syncMs);
     if (local !== undefined) return local;
@@ -369,6 +387,7 @@ export class CoreLimiter implements LimiterCore {
       () => this.decideOn(this.store, key, compiled, cost, now, mode),
       this.callDeadline(options),
       (cause, error) => (failureMode === 'throw' ? unanswered(cause, error) : this.fallbackOne(key, compiled, cost, now, mode, failureMode)),
+      mode === 'limit' ? 'consume' : 'peek',
     );
   }
 
@@ -406,16 +425,12 @@ export class CoreLimiter implements LimiterCore {
   }
 
   private localStore(): MemoryStore {
-    this.local ??= memoryStore();
-    return this.local;
+    return (this.local ??= memoryStore());
   }
 
   private localPolicy(policy: CompiledPolicy): CompiledPolicy {
     let scaled = this.localPolicies.get(policy);
-    if (scaled === undefined) {
-      scaled = localPolicy(policy, this.expectedNodes);
-      this.localPolicies.set(policy, scaled);
-    }
+    if (scaled === undefined) this.localPolicies.set(policy, (scaled = localPolicy(policy, this.expectedNodes)));
     return scaled;
   }
 
@@ -455,9 +470,7 @@ function syncWindows(store: Store, adds: readonly WindowAdd[]): MaybePromise<(Wi
 
 /** The failure mode `throw`: the store's error, or why the store was not asked. */
 function unanswered(cause: FallbackCause, error: unknown): never {
-  if (error !== undefined) throw error;
-  const why = cause === 'timeout' ? 'did not answer within the deadline' : cause === 'overload' ? 'has too many calls in flight' : 'is failing (circuit breaker open)';
-  throw new StoreUnavailableError(`the rate limit store ${why}`);
+  throw error ?? new StoreUnavailableError(fallbackMessage(cause));
 }
 
 /** Runs `decide` and always answers with a promise: thrown input errors become rejections. */
