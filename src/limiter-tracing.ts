@@ -16,13 +16,21 @@ export function resultOf(allowed: boolean): TracedResult {
   return allowed ? 'allowed' : 'over_limit';
 }
 
+/** How the engine calls a store, for its decisions' spans. */
+export interface TracedStore {
+  /** `tollgate.store.kind`. */
+  readonly kind: string;
+  /** Whether its calls are spans of their own (guarded stores): then the decision's span is their parent. */
+  readonly spans: boolean;
+}
+
 /**
- * Runs `decide` (one decision on `storeKind`) in a `tollgate.decide` span. `policyOf` gives the
+ * Runs `decide` (one decision on `store`) in a `tollgate.decide` span. `policyOf` gives the
  * compiled policy once the decision is made (its input was valid then); `cost` is the call's.
  */
-export function tracedDecide(tracer: Tracer, storeKind: string, mode: DecideMode, decide: () => MaybePromise<Decision>, policyOf: () => CompiledPolicy, cost: number | undefined): MaybePromise<Decision> {
-  const span = startSpan(tracer, SPAN.decide, { [ATTR.operation]: mode, [ATTR.storeKind]: storeKind });
-  return inSpan(span, decide, (traced, decision) => describeDecision(traced, policyOf(), cost ?? 1, decision));
+export function tracedDecide(tracer: Tracer, store: TracedStore, mode: DecideMode, decide: () => MaybePromise<Decision>, policyOf: () => CompiledPolicy, cost: number | undefined): MaybePromise<Decision> {
+  const span = startSpan(tracer, SPAN.decide, { [ATTR.operation]: mode, [ATTR.storeKind]: store.kind });
+  return inSpan(span, decide, (traced, decision) => describeDecision(traced, policyOf(), cost ?? 1, decision), store.spans);
 }
 
 function describeDecision(span: Span, policy: CompiledPolicy, cost: number, decision: Decision): void {
@@ -49,8 +57,8 @@ export interface TracedLimit {
  * call order, arrays of the policy and the decision; overall, the result (over the limit when any
  * limit denied) and the first degraded or special `reason`.
  */
-export function tracedDecideAll(tracer: Tracer, storeKind: string, mode: DecideMode, count: number, decideAll: () => MaybePromise<Decision[]>, limitsOf: () => readonly TracedLimit[]): MaybePromise<Decision[]> {
-  const span = startSpan(tracer, SPAN.decideAll, { [ATTR.operation]: mode, [ATTR.storeKind]: storeKind, [ATTR.limitsCount]: count });
+export function tracedDecideAll(tracer: Tracer, store: TracedStore, mode: DecideMode, count: number, decideAll: () => MaybePromise<Decision[]>, limitsOf: () => readonly TracedLimit[]): MaybePromise<Decision[]> {
+  const span = startSpan(tracer, SPAN.decideAll, { [ATTR.operation]: mode, [ATTR.storeKind]: store.kind, [ATTR.limitsCount]: count });
   return inSpan(span, decideAll, (traced, decisions) => {
     const limits = limitsOf();
     traced.setAttributes({
@@ -65,5 +73,5 @@ export function tracedDecideAll(tracer: Tracer, storeKind: string, mode: DecideM
     });
     const reason = decisions.find((decision) => decision.reason !== undefined)?.reason;
     if (reason !== undefined) traced.setAttribute(ATTR.reason, reason);
-  });
+  }, store.spans);
 }

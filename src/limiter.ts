@@ -39,7 +39,7 @@ import {
 } from './limiter-checks.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './limiter-options.js';
-import { tracedDecide, tracedDecideAll, type TracedLimit } from './limiter-tracing.js';
+import { tracedDecide, tracedDecideAll, type TracedLimit, type TracedStore } from './limiter-tracing.js';
 import { MemoryStore, memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest, WindowCounts } from './store/types.js';
 import { activeTracer } from './tracing.js';
@@ -123,6 +123,7 @@ export class CoreLimiter implements LimiterCore {
   private readonly clock: (() => number) | undefined;
   /** Absent for the memory store: it answers in-process and cannot fail. */
   private readonly guard: StoreGuard | undefined;
+  private readonly traced: TracedStore;
   private readonly failureMode: LimiterFailureMode;
   private readonly deadlineMs: number;
   private readonly expectedNodes: number;
@@ -143,6 +144,7 @@ export class CoreLimiter implements LimiterCore {
       settings.store instanceof MemoryStore
         ? undefined
         : new StoreGuard({ breaker: settings.breaker, maxInFlight: settings.maxInFlight, clock: settings.clock ?? currentTime, storeKind: settings.store.name });
+    this.traced = { kind: settings.store.name, spans: this.guard !== undefined };
     this.cache = settings.overLimitCache === false ? undefined : new OverLimitCache(settings.overLimitCache, settings.clock ?? currentTime);
   }
 
@@ -225,7 +227,7 @@ export class CoreLimiter implements LimiterCore {
     const tracer = activeTracer();
     if (tracer === undefined) return this.decideAllUntraced(requests, options, mode);
     const limitsOf = (): TracedLimit[] => requests.map((request) => ({ policy: this.policies.get(request.policy), cost: request.cost ?? 1 }));
-    return tracedDecideAll(tracer, this.store.name, mode, Array.isArray(requests) ? requests.length : 0, () => this.decideAllUntraced(requests, options, mode), limitsOf);
+    return tracedDecideAll(tracer, this.traced, mode, Array.isArray(requests) ? requests.length : 0, () => this.decideAllUntraced(requests, options, mode), limitsOf);
   }
 
   private decideAllUntraced(requests: readonly LimitRequest[], options: LimitAllOptions | undefined, mode: DecideMode): MaybePromise<Decision[]> {
@@ -290,7 +292,7 @@ export class CoreLimiter implements LimiterCore {
     const tracer = activeTracer();
     // Off (no SDK): the decision alone, no span and no closure.
     if (tracer === undefined) return this.decideUntraced(key, policy, options, mode);
-    return tracedDecide(tracer, this.store.name, mode, () => this.decideUntraced(key, policy, options, mode), () => this.policies.get(policy), options?.cost);
+    return tracedDecide(tracer, this.traced, mode, () => this.decideUntraced(key, policy, options, mode), () => this.policies.get(policy), options?.cost);
   }
 
   private decideUntraced(key: string, policy: Policy | CompiledPolicy, options: LimitOptions | undefined, mode: DecideMode): MaybePromise<Decision> {

@@ -122,14 +122,16 @@ export function startSpan(active: Tracer, name: string, attributes: Attributes):
 }
 
 /**
- * Runs `run` as `span`'s work (the active span, so spans started inside are its children) and ends
- * the span when the result settles: `describe` adds the result's attributes, a throw or a
- * rejection is recorded as the span's error and passed on. A synchronous result stays synchronous.
+ * Runs `run` as `span`'s work and ends the span when the result settles: `describe` adds the
+ * result's attributes, a throw or a rejection is recorded as the span's error and passed on. A
+ * synchronous result stays synchronous. With `parent` (the default) the span is the active one
+ * while `run` runs, so spans started inside are its children; work that starts no span (a
+ * memory-store decision) passes false and skips the context switch, a third of a span's cost.
  */
-export function inSpan<T>(span: Span, run: () => T | Promise<T>, describe: (span: Span, value: T) => void): T | Promise<T> {
+export function inSpan<T>(span: Span, run: () => T | Promise<T>, describe: (span: Span, value: T) => void, parent = true): T | Promise<T> {
   let result: T | Promise<T>;
   try {
-    result = context.with(trace.setSpan(context.active(), span), run);
+    result = parent ? context.with(trace.setSpan(context.active(), span), run) : run();
   } catch (error) {
     endFailed(span, error);
     throw error;

@@ -3,6 +3,8 @@
  * store calls are spans carrying the policy, the rule, the result and the degraded reason, never
  * the caller's key; with none registered, nothing is recorded and every answer is the same.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { context, trace, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
@@ -10,7 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLimiter, memoryStore, redisStore, type Decision, type Limiter, type Store } from '../src/index.js';
 import { compileRules } from '../src/rules/ruleset.js';
 import { parseRules } from '../src/rules/parse.js';
-import { startRedis, type RedisServer } from './support/redis.js';
+import { startRedis, waitFor, type RedisServer } from './support/redis.js';
+import { startServiceProcess } from './support/service.js';
 
 const NOW = 1_700_000_000_000;
 const POLICY = { algorithm: 'token-bucket', limit: 2, window: '1s' } as const;
@@ -233,5 +236,45 @@ describe('tracing with no SDK registered', () => {
     const untraced = await someDecisions();
     expect((await finished())).toHaveLength(0);
     expect(untraced).toEqual(traced);
+  });
+});
+
+/** A span as examples/tracing/otel.mjs writes it, one JSON line on stderr. */
+interface SpanLine {
+  readonly name: string;
+  readonly spanId: string;
+  readonly parentSpanId?: string;
+  readonly attributes: Record<string, unknown>;
+}
+
+const OTEL = new URL('../examples/tracing/otel.mjs', import.meta.url).pathname;
+const spanLines = (text: string): SpanLine[] => text.split('\n').filter((line) => line.startsWith('{"name"')).map((line) => JSON.parse(line) as SpanLine);
+
+describe('examples/tracing (an SDK preloaded with --import, on the built package)', () => {
+  it('traces tollgate serve: a /json check is a tollgate.check span over its decisions', async () => {
+    const service = await startServiceProcess(['--config', 'examples/rules/per-user.yaml'], { NODE_OPTIONS: `--import=${OTEL}` });
+    let stderr = '';
+    service.child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      const body = JSON.stringify({ domain: 'per_user', descriptors: [{ entries: [{ key: 'user_id', value: '42' }] }] });
+      expect((await fetch(service.url('/json'), { method: 'POST', body })).status).toBe(200);
+      await waitFor(() => spanLines(stderr).some((span) => span.name === 'tollgate.check'), 'the check span on stderr');
+      const check = spanLines(stderr).find((span) => span.name === 'tollgate.check')!;
+      expect(check.attributes).toMatchObject({ 'tollgate.rule.domain': 'per_user', 'tollgate.check.rules': ['per_user.user_id'], 'tollgate.decision.result': 'allowed' });
+      await waitFor(() => spanLines(stderr).some((span) => span.parentSpanId === check.spanId), 'its decision span');
+      expect(spanLines(stderr).find((span) => span.parentSpanId === check.spanId)!.attributes).toMatchObject({ 'tollgate.limits.algorithm': ['token-bucket'], 'tollgate.store.kind': 'memory' });
+    } finally {
+      expect(await service.stop()).toBe(0);
+    }
+  });
+
+  it('traces an app: each middleware decision is a child of the request span', async () => {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', OTEL, 'examples/tracing/app.mjs']);
+    expect(stdout.trim()).toBe('200 200 429');
+    const lines = spanLines(stderr);
+    const requests = lines.filter((span) => span.name === 'GET /hello');
+    const decisions = lines.filter((span) => span.name === 'tollgate.decide');
+    expect(decisions.map((span) => span.attributes['tollgate.decision.result'])).toEqual(['allowed', 'allowed', 'over_limit']);
+    expect(decisions.map((span) => span.parentSpanId)).toEqual(requests.map((span) => span.spanId));
   });
 });
