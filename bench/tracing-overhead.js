@@ -2,11 +2,16 @@
 // SDK whose spans are exported (BatchSpanProcessor to an exporter that drops them), and with an SDK
 // that samples nothing; optionally against another build (say main's, before tracing existed).
 //
-//   npm run build && node bench/tracing-overhead.js [--base /path/to/other/dist] [--rounds 7] [--duration 2000]
+//   npm run build && node bench/tracing-overhead.js [--base /path/to/other/dist] [--rounds 7] [--duration 2000] [--slices 60]
 //
 // Each measurement runs in a fresh child process (a fork of this file with `--child <json>`); the
 // rounds are interleaved (every subject once per round, the order rotating), and the median of the
 // rounds is reported, with ratios to the build without tracing (the base, else this build, no SDK).
+//
+// On a shared machine whole-process runs differ by ±40% from one to the next, more than the effect
+// sought without an SDK. So with `--base`, a paired run follows: one child loads both builds (no
+// SDK) and alternates 100 ms slices of the same calls between them, `--slices` of each; the median
+// of the per-pair ratios is the figure, both builds having run through the same noise.
 //
 // Scenarios: `limitSync` (memory store, one hot key, a token bucket that admits everything: the
 // hot path) and `check` (`decideCheck` of one descriptor against rules on the memory store, as the
@@ -48,21 +53,25 @@ async function installSdk(sampled) {
   return { provider, exported: () => exported };
 }
 
-async function child({ scenario, dist, sdk, durationMs }) {
-  const tracing = sdk === 'none' ? undefined : await installSdk(sdk === 'sampled');
+/** One batch of `scenario`'s calls on a new limiter of the build in `dist`. */
+async function makeBatch(scenario, dist) {
   const { createLimiter } = await import(pathToFileURL(join(dist, 'index.js')).href);
   const { compileRules } = await import(pathToFileURL(join(dist, 'rules/ruleset.js')).href);
   const { parseRules } = await import(pathToFileURL(join(dist, 'rules/parse.js')).href);
   const limiter = createLimiter({ rules: compileRules(parseRules(RULES, 'bench.yaml')) });
   const request = { domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'u42' }] }] };
-  const batch =
-    scenario === 'limitSync'
-      ? () => {
-          for (let i = 0; i < BATCH; i++) if (!limiter.limitSync('user:42', POLICY).allowed) throw new Error('denied');
-        }
-      : () => {
-          for (let i = 0; i < BATCH; i++) if (limiter.decideCheck(request).overallCode !== 'OK') throw new Error('denied');
-        };
+  return scenario === 'limitSync'
+    ? () => {
+        for (let i = 0; i < BATCH; i++) if (!limiter.limitSync('user:42', POLICY).allowed) throw new Error('denied');
+      }
+    : () => {
+        for (let i = 0; i < BATCH; i++) if (limiter.decideCheck(request).overallCode !== 'OK') throw new Error('denied');
+      };
+}
+
+async function child({ scenario, dist, sdk, durationMs }) {
+  const tracing = sdk === 'none' ? undefined : await installSdk(sdk === 'sampled');
+  const batch = await makeBatch(scenario, dist);
   const warmUntil = performance.now() + 500;
   while (performance.now() < warmUntil) {
     batch();
@@ -80,6 +89,32 @@ async function child({ scenario, dist, sdk, durationMs }) {
   process.send({ perSecond, exported: tracing?.exported() ?? 0 });
 }
 
+/** Slices of each build, alternating, in one process: the ratio of each pair of neighbours. */
+async function pairedChild({ scenario, dists, slices }) {
+  const batches = [];
+  for (const dist of dists) batches.push(await makeBatch(scenario, dist));
+  const timeSlice = async (batch) => {
+    let decisions = 0;
+    const start = performance.now();
+    while (performance.now() - start < 100) {
+      batch();
+      decisions += BATCH;
+      await nextTurn();
+    }
+    return decisions / ((performance.now() - start) / 1000);
+  };
+  for (let i = 0; i < 10; i++) for (const batch of batches) await timeSlice(batch);
+  const ratios = [];
+  for (let i = 0; i < slices; i++) {
+    // Alternate which build goes first, so neither always follows the other.
+    const order = i % 2 === 0 ? [0, 1] : [1, 0];
+    const rates = [];
+    for (const index of order) rates[index] = await timeSlice(batches[index]);
+    ratios.push(rates[1] / rates[0]);
+  }
+  process.send({ ratios });
+}
+
 function measure(spec) {
   return new Promise((resolveRun, reject) => {
     const worker = fork(SCRIPT, ['--child', JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -93,8 +128,11 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 const format = (n) => Math.round(n).toLocaleString('en-US');
 
 async function main() {
-  const { values } = parseArgs({ options: { base: { type: 'string' }, rounds: { type: 'string', default: '7' }, duration: { type: 'string', default: '2000' }, child: { type: 'string' } } });
-  if (values.child !== undefined) return child(JSON.parse(values.child));
+  const { values } = parseArgs({ options: { base: { type: 'string' }, rounds: { type: 'string', default: '7' }, duration: { type: 'string', default: '2000' }, slices: { type: 'string', default: '60' }, child: { type: 'string' } } });
+  if (values.child !== undefined) {
+    const spec = JSON.parse(values.child);
+    return spec.dists === undefined ? child(spec) : pairedChild(spec);
+  }
   const here = join(ROOT, 'dist');
   const subjects = [
     ...(values.base === undefined ? [] : [{ label: 'base build (no tracing code)', dist: resolve(values.base), sdk: 'none' }]),
@@ -124,6 +162,13 @@ async function main() {
       const paired = runs[1].map((run, round) => run / runs[0][round]);
       console.log(`  no SDK / base, paired by round: median ×${median(paired).toFixed(3)} (${paired.map((r) => r.toFixed(3)).join(' ')})`);
     }
+  }
+  if (values.base === undefined) return;
+  for (const scenario of SCENARIOS) {
+    const { ratios } = await measure({ scenario, dists: [resolve(values.base), here], slices: Number(values.slices) });
+    const sorted = [...ratios].sort((a, b) => a - b);
+    const quartile = (q) => sorted[Math.floor(q * (sorted.length - 1))].toFixed(3);
+    console.log(`\n${scenario}, paired in one process (this build, no SDK / base; ${ratios.length} pairs of 100 ms): median ×${median(ratios).toFixed(3)}, quartiles ×${quartile(0.25)} – ×${quartile(0.75)}`);
   }
 }
 
