@@ -4,6 +4,7 @@
  * the caller's key; with none registered, nothing is recorded and every answer is the same.
  */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { context, trace, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -12,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLimiter, memoryStore, redisStore, type Decision, type Limiter, type Store } from '../src/index.js';
 import { compileRules } from '../src/rules/ruleset.js';
 import { parseRules } from '../src/rules/parse.js';
+import { ATTR, SPAN } from '../src/tracing.js';
 import { startRedis, waitFor, type RedisServer } from './support/redis.js';
 import { startServiceProcess } from './support/service.js';
 
@@ -276,5 +278,14 @@ describe('examples/tracing (an SDK preloaded with --import, on the built package
     const decisions = lines.filter((span) => span.name === 'tollgate.decide');
     expect(decisions.map((span) => span.attributes['tollgate.decision.result'])).toEqual(['allowed', 'allowed', 'over_limit']);
     expect(decisions.map((span) => span.parentSpanId)).toEqual(requests.map((span) => span.spanId));
+  });
+});
+
+describe('docs/operations.md, "Tracing"', () => {
+  it('names every span and attribute Tollgate records', () => {
+    const docs = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8');
+    const section = docs.slice(docs.indexOf('## Tracing'), docs.indexOf('\n## ', docs.indexOf('## Tracing') + 1));
+    const missing = [...Object.values(SPAN), ...Object.values(ATTR)].filter((name) => !section.includes(`\`${name}\``));
+    expect(missing).toEqual([]);
   });
 });

@@ -7,6 +7,9 @@
  * A reply that arrives after its deadline is dropped: the answer already given stands. Whatever
  * the late call wrote in the store (it ran atomically there) is kept; nothing is retried, so
  * nothing is counted twice.
+ *
+ * While an OpenTelemetry SDK is registered, each call is a `tollgate.store` span (tracing.ts):
+ * one per call rather than per Redis batch, since a batch carries requests of several traces.
  */
 import { StoreDataError, StoreUnavailableError, TollgateError } from '../errors.js';
 import type { MaybePromise } from '../store/types.js';
