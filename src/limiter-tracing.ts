@@ -5,8 +5,8 @@
  * span in fault/guard.ts.
  */
 import type { Decision } from './decision.js';
-import type { DecideMode } from './limiter-checks.js';
-import type { CompiledPolicy } from './policy.js';
+import type { DecideMode, LimitRequest } from './limiter-checks.js';
+import type { CompiledPolicy, Policy } from './policy.js';
 import type { MaybePromise } from './store/types.js';
 import { ATTR, SPAN, inSpan, startSpan, type TracedResult } from './tracing.js';
 import type { Span, Tracer } from '@opentelemetry/api';
@@ -46,21 +46,17 @@ function describeDecision(span: Span, policy: CompiledPolicy, cost: number, deci
   if (decision.reason !== undefined) span.setAttribute(ATTR.reason, decision.reason);
 }
 
-/** One limit of a `decideAll` call, as its span describes it. */
-export interface TracedLimit {
-  readonly policy: CompiledPolicy;
-  readonly cost: number;
-}
-
 /**
- * Runs `decideAll` (`count` limits on `storeKind`) in a `tollgate.decide_all` span: per limit, in
- * call order, arrays of the policy and the decision; overall, the result (over the limit when any
- * limit denied) and the first degraded or special `reason`.
+ * Runs `decideAll` (`requests` on `store`) in a `tollgate.decide_all` span: per limit, in call
+ * order, arrays of the policy (`compile` gives it once the limits are decided, their input valid)
+ * and the decision; overall, the result (over the limit when any limit denied) and the first
+ * degraded or special `reason`.
  */
-export function tracedDecideAll(tracer: Tracer, store: TracedStore, mode: DecideMode, count: number, decideAll: () => MaybePromise<Decision[]>, limitsOf: () => readonly TracedLimit[]): MaybePromise<Decision[]> {
+export function tracedDecideAll(tracer: Tracer, store: TracedStore, mode: DecideMode, requests: readonly LimitRequest[], decideAll: () => MaybePromise<Decision[]>, compile: (policy: Policy | CompiledPolicy) => CompiledPolicy): MaybePromise<Decision[]> {
+  const count = Array.isArray(requests) ? requests.length : 0;
   const span = startSpan(tracer, SPAN.decideAll, { [ATTR.operation]: mode, [ATTR.storeKind]: store.kind, [ATTR.limitsCount]: count });
   return inSpan(span, decideAll, (traced, decisions) => {
-    const limits = limitsOf();
+    const limits = requests.map((request) => ({ policy: compile(request.policy), cost: request.cost ?? 1 }));
     traced.setAttributes({
       [ATTR.limitsAlgorithm]: limits.map((limit) => limit.policy.algorithm),
       [ATTR.limitsLimit]: limits.map((limit) => limit.policy.limit),

@@ -9,7 +9,7 @@
 import { limitZero } from './algorithms/outcome.js';
 import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
-import { InvalidKeyError, InvalidOptionError, StoreUnavailableError, describeValue } from './errors.js';
+import { InvalidKeyError, InvalidOptionError, describeValue } from './errors.js';
 import { LeaseBook, leasable } from './cache/leases.js';
 import { LocalFirstBook, type LocalFirstStats, type WindowAdd } from './cache/local-first.js';
 import { countsInWindows, describeState } from './algorithms/window-add.js';
@@ -23,7 +23,7 @@ import {
   type FailureMode,
   type LimiterFailureMode,
 } from './fault/failure-mode.js';
-import { StoreGuard, fallbackMessage, isOutage, type FallbackCause, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
+import { StoreGuard, isOutage, unanswered, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
 import { wellFormedKey } from './keys.js';
 import {
   checkCallOptions,
@@ -39,10 +39,11 @@ import {
 } from './limiter-checks.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './limiter-options.js';
-import { tracedDecide, tracedDecideAll, type TracedLimit, type TracedStore } from './limiter-tracing.js';
+import { tracedDecide, tracedDecideAll, type TracedStore } from './limiter-tracing.js';
 import { MemoryStore, memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest, WindowCounts } from './store/types.js';
 import { activeTracer } from './tracing.js';
+import type { Tracer } from '@opentelemetry/api';
 
 export type { FailureMode, LimiterFailureMode } from './fault/failure-mode.js';
 export type { BreakerOptions, BreakerState, BreakerTransition } from './fault/breaker.js';
@@ -140,11 +141,9 @@ export class CoreLimiter implements LimiterCore {
     this.failureMode = settings.failureMode;
     this.deadlineMs = settings.deadlineMs;
     this.expectedNodes = settings.expectedNodes;
-    this.guard =
-      settings.store instanceof MemoryStore
-        ? undefined
-        : new StoreGuard({ breaker: settings.breaker, maxInFlight: settings.maxInFlight, clock: settings.clock ?? currentTime, storeKind: settings.store.name });
-    this.traced = { kind: settings.store.name, spans: this.guard !== undefined };
+    const guarded = !(settings.store instanceof MemoryStore);
+    this.guard = guarded ? new StoreGuard({ breaker: settings.breaker, maxInFlight: settings.maxInFlight, clock: settings.clock ?? currentTime, storeKind: settings.store.name }) : undefined;
+    this.traced = { kind: settings.store.name, spans: guarded };
     this.cache = settings.overLimitCache === false ? undefined : new OverLimitCache(settings.overLimitCache, settings.clock ?? currentTime);
   }
 
@@ -225,9 +224,12 @@ export class CoreLimiter implements LimiterCore {
 
   decideAll(requests: readonly LimitRequest[], options?: LimitAllOptions, mode: DecideMode = 'limit'): MaybePromise<Decision[]> {
     const tracer = activeTracer();
-    if (tracer === undefined) return this.decideAllUntraced(requests, options, mode);
-    const limitsOf = (): TracedLimit[] => requests.map((request) => ({ policy: this.policies.get(request.policy), cost: request.cost ?? 1 }));
-    return tracedDecideAll(tracer, this.traced, mode, Array.isArray(requests) ? requests.length : 0, () => this.decideAllUntraced(requests, options, mode), limitsOf);
+    return tracer === undefined ? this.decideAllUntraced(requests, options, mode) : this.decideAllTraced(tracer, requests, options, mode);
+  }
+
+  /** Apart from `decideAll`, so an untraced call captures nothing for closures. */
+  private decideAllTraced(tracer: Tracer, requests: readonly LimitRequest[], options: LimitAllOptions | undefined, mode: DecideMode): MaybePromise<Decision[]> {
+    return tracedDecideAll(tracer, this.traced, mode, requests, () => this.decideAllUntraced(requests, options, mode), (policy) => this.policies.get(policy));
   }
 
   private decideAllUntraced(requests: readonly LimitRequest[], options: LimitAllOptions | undefined, mode: DecideMode): MaybePromise<Decision[]> {
@@ -290,8 +292,11 @@ export class CoreLimiter implements LimiterCore {
   /** Decides one request; not async, so a memory-store decision settles without a microtask hop. */
   decide(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions, mode: DecideMode = 'limit'): MaybePromise<Decision> {
     const tracer = activeTracer();
-    // Off (no SDK): the decision alone, no span and no closure.
-    if (tracer === undefined) return this.decideUntraced(key, policy, options, mode);
+    // Off (no SDK): the decision alone, no span, no closure, no captured context.
+    return tracer === undefined ? this.decideUntraced(key, policy, options, mode) : this.decideTraced(tracer, key, policy, options, mode);
+  }
+
+  private decideTraced(tracer: Tracer, key: string, policy: Policy | CompiledPolicy, options: LimitOptions | undefined, mode: DecideMode): MaybePromise<Decision> {
     return tracedDecide(tracer, this.traced, mode, () => this.decideUntraced(key, policy, options, mode), () => this.policies.get(policy), options?.cost);
   }
 
@@ -468,11 +473,6 @@ function syncWindows(store: Store, adds: readonly WindowAdd[]): MaybePromise<(Wi
   const answers = adds.map((add) => store.addToWindow!(add.key, add.policy, add.units, add.now));
   if (!answers.some((answer) => answer instanceof Promise)) return answers as WindowCounts[];
   return Promise.all(answers.map((answer) => Promise.resolve(answer).catch((error: unknown) => (isOutage(error) ? Promise.reject(error) : (error as Error)))));
-}
-
-/** The failure mode `throw`: the store's error, or why the store was not asked. */
-function unanswered(cause: FallbackCause, error: unknown): never {
-  throw error ?? new StoreUnavailableError(fallbackMessage(cause));
 }
 
 /** Runs `decide` and always answers with a promise: thrown input errors become rejections. */

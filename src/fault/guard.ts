@@ -29,6 +29,11 @@ export function fallbackMessage(cause: FallbackCause): string {
   return `the rate limit store ${why}`;
 }
 
+/** The failure mode `throw`: the store's error, or why the store was not asked. */
+export function unanswered(cause: FallbackCause, error: unknown): never {
+  throw error ?? new StoreUnavailableError(fallbackMessage(cause));
+}
+
 /** A snapshot of the store's health as the limiter sees it. */
 export interface StoreHealthSnapshot {
   readonly breaker: BreakerState;

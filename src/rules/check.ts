@@ -10,7 +10,7 @@ import { InvalidCheckError, describeValue } from '../errors.js';
 import type { LimiterCore } from '../limiter.js';
 import { resultOf } from '../limiter-tracing.js';
 import { ATTR, SPAN, activeTracer, inSpan, startSpan } from '../tracing.js';
-import type { Span } from '@opentelemetry/api';
+import type { Span, Tracer } from '@opentelemetry/api';
 import type { MaybePromise } from '../store/types.js';
 import { RULE_UNITS } from '../units.js';
 import { decideMatched, planCheck } from './check-decide.js';
@@ -35,8 +35,11 @@ export function checkRules(
   options: CheckOptions = {},
 ): MaybePromise<CheckResult> {
   const tracer = activeTracer();
-  // Off (no SDK): the check alone, no span and no closure.
-  if (tracer === undefined) return checkUntraced(limiter, rules, request, clock, options);
+  // Off (no SDK): the check alone, no span, no closure, no captured context.
+  return tracer === undefined ? checkUntraced(limiter, rules, request, clock, options) : checkTraced(tracer, limiter, rules, request, clock, options);
+}
+
+function checkTraced(tracer: Tracer, limiter: LimiterCore, rules: RuleSet, request: CheckRequest, clock: () => number, options: CheckOptions): MaybePromise<CheckResult> {
   const span = startSpan(tracer, SPAN.check, { [ATTR.operation]: options.spend === false ? 'look' : 'check' });
   if (typeof request?.domain === 'string') span.setAttribute(ATTR.domain, request.domain);
   return inSpan(span, () => checkUntraced(limiter, rules, request, clock, options), (traced, result) => describeCheck(traced, result, options));
