@@ -2,7 +2,7 @@
 // SDK whose spans are exported (BatchSpanProcessor to an exporter that drops them), and with an SDK
 // that samples nothing; optionally against another build (say main's, before tracing existed).
 //
-//   npm run build && node bench/tracing-overhead.js [--base /path/to/other/dist] [--rounds 7] [--duration 2000] [--slices 60]
+//   npm run build && flock /tmp/tollgate-bench.lock node bench/tracing-overhead.js [--base /path/to/other/dist] [--rounds 9] [--duration 2000]
 //
 // Rates are decisions per second of the process's own CPU time (user + system), not of wall time:
 // on a shared machine wall time also counts the time other processes held the CPU.
@@ -11,12 +11,9 @@
 // rounds are interleaved (every subject once per round, the order rotating), and the median of the
 // rounds is reported, with ratios to the build without tracing (the base, else this build, no SDK).
 //
-// On a shared machine whole-process runs differ by ±40% from one to the next, more than the effect
-// sought without an SDK. So with `--base`, a paired run follows: one child loads both builds (no
-// SDK) and alternates 100 ms slices of the same calls between them, `--slices` of each; the median
-// of the per-pair ratios is the figure, both builds having run through the same noise. The build
-// loaded second runs at a somewhat different speed, so it is done in both orders and the geometric
-// mean of the two medians is the result.
+// Measured this way, two runs of the same build differ by under 1% (median of 9 rounds). Both builds
+// in one process, alternating, was tried and dropped: the copy loaded second ran up to 18% slower
+// than the first even when both were the same build.
 //
 // Scenarios: `limitSync` (memory store, one hot key, a token bucket that admits everything: the
 // hot path) and `check` (`decideCheck` of one descriptor against rules on the memory store, as the
@@ -104,33 +101,6 @@ function perCpuSecond(decisions, cpu) {
   return decisions / ((used.user + used.system) / 1e6);
 }
 
-/** Slices of each build, alternating, in one process: the ratio of each pair of neighbours. */
-async function pairedChild({ scenario, dists, slices }) {
-  const batches = [];
-  for (const dist of dists) batches.push(await makeBatch(scenario, dist));
-  const timeSlice = async (batch) => {
-    let decisions = 0;
-    const start = performance.now();
-    const cpu = process.cpuUsage();
-    while (performance.now() - start < 100) {
-      batch();
-      decisions += BATCH;
-      await nextTurn();
-    }
-    return perCpuSecond(decisions, cpu);
-  };
-  for (let i = 0; i < 10; i++) for (const batch of batches) await timeSlice(batch);
-  const ratios = [];
-  for (let i = 0; i < slices; i++) {
-    // Alternate which build goes first, so neither always follows the other.
-    const order = i % 2 === 0 ? [0, 1] : [1, 0];
-    const rates = [];
-    for (const index of order) rates[index] = await timeSlice(batches[index]);
-    ratios.push(rates[1] / rates[0]);
-  }
-  process.send({ ratios });
-}
-
 function measure(spec) {
   return new Promise((resolveRun, reject) => {
     const worker = fork(SCRIPT, ['--child', JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -144,11 +114,8 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 const format = (n) => Math.round(n).toLocaleString('en-US');
 
 async function main() {
-  const { values } = parseArgs({ options: { base: { type: 'string' }, rounds: { type: 'string', default: '7' }, duration: { type: 'string', default: '2000' }, slices: { type: 'string', default: '60' }, child: { type: 'string' } } });
-  if (values.child !== undefined) {
-    const spec = JSON.parse(values.child);
-    return spec.dists === undefined ? child(spec) : pairedChild(spec);
-  }
+  const { values } = parseArgs({ options: { base: { type: 'string' }, rounds: { type: 'string', default: '9' }, duration: { type: 'string', default: '2000' }, child: { type: 'string' } } });
+  if (values.child !== undefined) return child(JSON.parse(values.child));
   const here = join(ROOT, 'dist');
   const subjects = [
     ...(values.base === undefined ? [] : [{ label: 'base build (no tracing code)', dist: resolve(values.base), sdk: 'none' }]),
@@ -178,20 +145,6 @@ async function main() {
       const paired = runs[1].map((run, round) => run / runs[0][round]);
       console.log(`  no SDK / base, paired by round: median ×${median(paired).toFixed(3)} (${paired.map((r) => r.toFixed(3)).join(' ')})`);
     }
-  }
-  if (values.base === undefined) return;
-  for (const scenario of SCENARIOS) {
-    // The build loaded second in a process runs at a different speed: both orders, then their geometric mean.
-    const medians = [];
-    for (const baseFirst of [true, false]) {
-      const dists = baseFirst ? [resolve(values.base), here] : [here, resolve(values.base)];
-      const { ratios } = await measure({ scenario, dists, slices: Number(values.slices) });
-      const sorted = ratios.map((ratio) => (baseFirst ? ratio : 1 / ratio)).sort((a, b) => a - b);
-      const quartile = (q) => sorted[Math.floor(q * (sorted.length - 1))].toFixed(3);
-      medians.push(median(sorted));
-      console.log(`\n${scenario}, paired in one process, ${baseFirst ? 'base' : 'this build'} loaded first (this build, no SDK / base; ${sorted.length} pairs of 100 ms): median ×${median(sorted).toFixed(3)}, quartiles ×${quartile(0.25)} – ×${quartile(0.75)}`);
-    }
-    console.log(`${scenario}, paired, both orders: ×${Math.sqrt(medians[0] * medians[1]).toFixed(3)}`);
   }
 }
 
