@@ -126,7 +126,7 @@ export function startSpan(active: Tracer, name: string, attributes: Attributes):
  * result's attributes, a throw or a rejection is recorded as the span's error and passed on. A
  * synchronous result stays synchronous. With `parent` (the default) the span is the active one
  * while `run` runs, so spans started inside are its children; work that starts no span (a
- * memory-store decision) passes false and skips the context switch, a third of a span's cost.
+ * memory-store decision) passes false and skips the context switch.
  */
 export function inSpan<T>(span: Span, run: () => T | Promise<T>, describe: (span: Span, value: T) => void, parent = true): T | Promise<T> {
   let result: T | Promise<T>;
