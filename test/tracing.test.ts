@@ -210,6 +210,13 @@ describe('tracing a Redis store', () => {
     for (const span of stores) expect(span.attributes).toMatchObject({ 'tollgate.store.operation': 'consume', 'tollgate.batch.size': 3 });
   });
 
+  it('names a local-first sync as its own store call', async () => {
+    const decision = await limiter.limit('lf:1', { algorithm: 'fixed-window', limit: 100, window: '1m' }, { syncIntervalMs: 1_000 });
+    expect(decision.allowed).toBe(true);
+    const operations = (await spans('tollgate.store')).map((span) => span.attributes['tollgate.store.operation']);
+    expect(operations.sort()).toEqual(['consume', 'sync']);
+  });
+
   it('marks the store span failed and the decision degraded when the server is gone', async () => {
     process.kill(server.pid, 'SIGKILL');
     const decision = await limiter.limit('user:7', POLICY, { deadlineMs: 200 });
