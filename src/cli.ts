@@ -24,14 +24,20 @@ import { runSimulateCommand } from './simulate/command.js';
 const USAGE = `Usage: tollgate <command> [options]
 
 Commands:
-  serve         Run the decision service (HTTP JSON on --port, envoy gRPC on --grpc-port)
+  serve         Run the decision service (HTTP JSON on --port, envoy gRPC on --grpc-port; the
+                dashboard, /metrics, /v1/events and the admin API on --admin-port)
                   --config FILE|DIR        rules (YAML), watched and reloaded live
                   --redis URL              share counters and rules through Redis
                   --redis-cluster H:P,...  ... or through a Redis Cluster (default: memory store)
                   --redis-sentinel H:P,... ... or a Sentinel-watched primary (--redis-sentinel-name, mymaster)
                   --port N (8080) --grpc-port N (8081) --host ADDR (0.0.0.0)
                   --grpc-server S          what serves gRPC: http2 (node:http2) or grpc-js (http2)
+                  --admin-port N           the admin listener: dashboard, metrics, events, rules,
+                                           admin API (6070); --port answers 404 for those
+                  --admin-bind ADDR        its address (127.0.0.1: loopback; 0.0.0.0 to open it)
                   --admin-token TOKEN      enables PUT /v1/rules and the key admin endpoints
+                  --metrics-token TOKEN    required for /metrics, /dashboard, /v1/events, GET /v1/rules
+                                           (Bearer; the admin token also opens them)
                   --log-level LEVEL        fatal|error|warn|info|debug|trace|silent (info)
                   --workers N              N processes on the same ports (needs Redis) (1)
                   --max-keys N             keys the memory store holds; the least recently used
@@ -64,9 +70,10 @@ Commands:
                                            reloaded live; errors as file:line:col (exit 2)
                   --port N                 where the proxy listens (the file's listen, else 8888)
                   --admin-port N           /metrics, /dashboard, /readyz, /v1/rules, admin API (9901)
+                  --admin-bind ADDR        the admin port's address (127.0.0.1)
                   --rules FILE|DIR         the rules (overrides the file's rules:)
-                  --host ADDR              both listeners (0.0.0.0)
-                  and serve's --redis*, --admin-token, --log-level, --failure-mode, --expected-nodes,
+                  --host ADDR              the proxy's address (0.0.0.0)
+                  and serve's --redis*, --admin-token, --metrics-token, --log-level, --failure-mode, --expected-nodes,
                   --deadline-ms, --fail-closed-status, --local-cache-keys, --merge-domains,
                   --shadow-mode, --quota-mode, --drain-delay, --shutdown-timeout,
                   --keep-alive-timeout, --headers-timeout, --max-requests-per-socket, --max-keys
@@ -99,7 +106,8 @@ Commands:
                 (exit 0 OK, 1 OVER_LIMIT, 2 bad flags, 3 service unreachable or erroring)
   rules         get [--domain D] | push FILE|DIR | diff FILE|DIR: the running service's rules
   keys          inspect|reset|block|unblock|blocked: the running service's key admin endpoints
-                these three: --url URL (http://127.0.0.1:8080, TOLLGATE_URL), admin token from
+                these three: --url URL (check: http://127.0.0.1:8080, TOLLGATE_URL; rules, keys:
+                the admin listener http://127.0.0.1:6070, TOLLGATE_ADMIN_URL), admin token from
                 TOLLGATE_ADMIN_TOKEN or --token-file FILE, --json, --timeout MS; each has --help
                 (docs/service.md, "Command line for the admin API")
   help          Show this help (as does --help after any command)

@@ -1,6 +1,7 @@
 /**
  * `tollgate gateway`: the decision service (store, rules with hot reload, metrics, dashboard, admin
- * API) runs on the admin port, exactly as `tollgate serve` runs it but without gRPC; the proxy
+ * API) runs its admin plane on the admin port (`--admin-port` on `--admin-bind`), exactly as
+ * `tollgate serve` runs it but without the decision listener and gRPC; the proxy
  * listens on its own port and decides every request through the service's context, so both count
  * in the same metrics. The gateway configuration is reloaded when its file changes (routes and
  * upstreams; a broken file keeps the last good one).
@@ -30,7 +31,7 @@ export interface GatewayOptions {
   /** Where the proxy listens. */
   readonly host: string;
   readonly port: number;
-  /** The service's settings: its `port` is the admin port, its `config` the rules. */
+  /** The service's settings: its `adminPort` and `adminHost` are the admin listener's, its `config` the rules. */
   readonly service: ServiceOptions;
 }
 
@@ -55,7 +56,7 @@ const RELOAD_SETTLE_MS = 100;
 
 /** Starts the service on the admin port, then the proxy; resolves once both listen. */
 export async function startGateway(options: GatewayOptions, logger: Logger = createLogger(options.service.logLevel), hooks: ServiceHooks = {}): Promise<RunningGateway> {
-  const service = await startService(options.service, logger, { ...hooks, grpc: false });
+  const service = await startService(options.service, logger, { ...hooks, grpc: false, decisions: false });
   // With Redis, the deferral is ready for defer routes (its connection opens once one exists).
   const deferral = hasRedis(options.service) ? new GatewayDeferral(options.service, service.registry, logger) : undefined;
   const makeState = stateMaker(options, service, deferral);
@@ -72,7 +73,7 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
     await service.close();
     throw error;
   }
-  logger.info({ port, adminPort: service.httpPort, routes: options.config.routes.length }, `gateway listening on ${options.host}:${port}; admin (metrics, dashboard, rules) on port ${service.httpPort}`);
+  logger.info({ port, adminPort: service.adminPort, routes: options.config.routes.length }, `gateway listening on ${options.host}:${port}; admin (metrics, dashboard, rules) on ${options.service.adminHost}:${service.adminPort}`);
 
   const stopWatching = watchConfig(options.configPath, logger, (config) => {
     const previous = state.upstreams;
@@ -105,7 +106,7 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
     }
     return close();
   };
-  return { port, adminPort: service.httpPort, service, state: () => state, close, drain };
+  return { port, adminPort: service.adminPort, service, state: () => state, close, drain };
 }
 
 /** Builds the state a configuration gives; a defer route without Redis is refused (at a reload too: the last good one stays). */

@@ -4,6 +4,7 @@
  * variable, never a silent default.
  */
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../errors.js';
 import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../fault/failure-mode.js';
@@ -40,6 +41,23 @@ export interface ServiceOptions {
   readonly host: string;
   /** Bearer token for the admin endpoints (`--admin-token`, `TOLLGATE_ADMIN_TOKEN`); unset: admin disabled. */
   readonly adminToken?: string;
+  /**
+   * The admin listener (docs/service.md, "Planes"): the dashboard, `/metrics`, `/v1/events`, the
+   * rules in force and the admin API, away from the decisions. Port `--admin-port`
+   * (`TOLLGATE_ADMIN_PORT`, default 6070: envoyproxy/ratelimit's debug port, which serves the same
+   * kind of things, and not Envoy's 9901, which an Envoy sidecar beside the service already holds);
+   * address `--admin-bind` (`TOLLGATE_ADMIN_BIND`, default 127.0.0.1: loopback, as Envoy's admin
+   * interface is usually bound, because these pages show callers' addresses and ids).
+   */
+  readonly adminPort: number;
+  readonly adminHost: string;
+  /**
+   * Bearer token for the read-only observability endpoints on the admin listener (`--metrics-token`,
+   * `TOLLGATE_METRICS_TOKEN`): `/metrics`, `/dashboard`, `/v1/events`, `GET /v1/rules`, `/rlconfig`.
+   * Unset: they answer anyone who reaches the admin listener. The admin token opens them too.
+   */
+  readonly metricsToken?: string;
+
   /** pino level (`--log-level`, `TOLLGATE_LOG_LEVEL`), default info. */
   readonly logLevel: string;
   /** Processes serving the same ports (`--workers`, `TOLLGATE_WORKERS`), default 1; > 1 needs Redis. */
@@ -129,6 +147,9 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'grpc-server': 'TOLLGATE_GRPC_SERVER',
   host: 'TOLLGATE_HOST',
   'admin-token': 'TOLLGATE_ADMIN_TOKEN',
+  'admin-port': 'TOLLGATE_ADMIN_PORT',
+  'admin-bind': 'TOLLGATE_ADMIN_BIND',
+  'metrics-token': 'TOLLGATE_METRICS_TOKEN',
   'log-level': 'TOLLGATE_LOG_LEVEL',
   workers: 'TOLLGATE_WORKERS',
   'merge-domains': 'TOLLGATE_MERGE_DOMAINS',
@@ -336,6 +357,36 @@ function memoryStoreKeys(value: (flag: string) => string | undefined, where: (fl
   return Number(text);
 }
 
+type PlaneSettings = Pick<ServiceOptions, 'adminPort' | 'adminHost' | 'metricsToken'>;
+
+/** envoyproxy/ratelimit's DEBUG_PORT: the admin listener's default port. */
+export const DEFAULT_ADMIN_PORT = 6070;
+
+/** Shortest admin and metrics token: guessing one must not be practical. */
+const MIN_TOKEN_LENGTH = 16;
+
+/**
+ * The admin listener's port and address and the observability token (docs/service.md, "Planes").
+ * The admin port must differ from the decision and gRPC ports (0, a free port, excepted).
+ */
+function planeSettings(value: (flag: string) => string | undefined, where: (flag: string) => string, ports: { port: (flag: string, fallback: number) => number; http: number; grpc: number }): PlaneSettings {
+  const adminPort = ports.port('admin-port', DEFAULT_ADMIN_PORT);
+  for (const [flag, taken] of [['port', ports.http], ['grpc-port', ports.grpc]] as const) {
+    if (adminPort !== 0 && adminPort === taken) {
+      throw new InvalidOptionError(`${where('admin-port')} is ${adminPort}, the same port as ${where(flag)}: the admin listener needs a port of its own (default ${DEFAULT_ADMIN_PORT})`);
+    }
+  }
+  const adminHost = value('admin-bind') ?? '127.0.0.1';
+  if (isIP(adminHost) === 0 && adminHost !== 'localhost') {
+    throw new InvalidOptionError(`${where('admin-bind')} must be an IP address such as 127.0.0.1 (loopback, the default), 0.0.0.0 or ::, got ${JSON.stringify(adminHost)}`);
+  }
+  const metricsToken = value('metrics-token');
+  if (metricsToken !== undefined && metricsToken.length < MIN_TOKEN_LENGTH) {
+    throw new InvalidOptionError(`${where('metrics-token')} must be at least ${MIN_TOKEN_LENGTH} characters (it guards the dashboard and /metrics, which show callers' addresses)`);
+  }
+  return { adminPort, adminHost, ...(metricsToken !== undefined ? { metricsToken } : {}) };
+}
+
 /** `host:port,host:port,...`. */
 function hostPorts(text: string, where: string): { host: string; port: number }[] {
   return text.split(',').map((node) => {
@@ -369,8 +420,8 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   const logLevel = value('log-level') ?? 'info';
   if (!LOG_LEVELS.has(logLevel)) throw new InvalidOptionError(`${where('log-level')} must be one of ${[...LOG_LEVELS].join(', ')}, got ${JSON.stringify(logLevel)}`);
   const adminToken = value('admin-token');
-  if (adminToken !== undefined && adminToken.length < 16) {
-    throw new InvalidOptionError(`${where('admin-token')} must be at least 16 characters (it guards rule changes and key resets)`);
+  if (adminToken !== undefined && adminToken.length < MIN_TOKEN_LENGTH) {
+    throw new InvalidOptionError(`${where('admin-token')} must be at least ${MIN_TOKEN_LENGTH} characters (it guards rule changes and key resets)`);
   }
   const config = value('config');
   const grpcServer = value('grpc-server') ?? 'http2';
@@ -385,9 +436,12 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   if (workers > 1 && redis === undefined && redisCluster === undefined && redisSentinel === undefined) {
     throw new InvalidOptionError(`${where('workers')} above 1 needs --redis, --redis-cluster or --redis-sentinel: each worker's memory store would count on its own`);
   }
+  const httpPort = port('port', 8080);
+  const grpcPort = port('grpc-port', 8081);
   return {
     workers,
     maxKeys,
+    ...planeSettings(value, where, { port, http: httpPort, grpc: grpcPort }),
     ...envoySettings(value, where),
     ...faultSettings(value, where),
     ...shutdownSettings(value, where),
@@ -397,8 +451,8 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     ...(redisCluster !== undefined ? { redisCluster } : {}),
     ...(redisSentinel !== undefined ? { redisSentinel } : {}),
     ...(adminToken !== undefined ? { adminToken } : {}),
-    port: port('port', 8080),
-    grpcPort: port('grpc-port', 8081),
+    port: httpPort,
+    grpcPort,
     grpcServer: grpcServer as GrpcServerKind,
     host: value('host') ?? '0.0.0.0',
     logLevel,

@@ -15,9 +15,15 @@ import { rejectionReason } from '../../src/service/metrics.js';
 
 const LOGIN_RULE = 'classic.action=login.user';
 
+/** Each started service's admin listener (metrics, dashboard, events), by its decision URL. */
+const adminBases = new Map<string, string>();
+const admin = (base: string): string => adminBases.get(base)!;
+
 async function start(config = 'examples/rules'): Promise<{ service: RunningService; base: string }> {
-  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config, 'log-level': 'silent' }, {}));
-  return { service, base: `http://127.0.0.1:${service.httpPort}` };
+  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', config, 'log-level': 'silent' }, {}));
+  const base = `http://127.0.0.1:${service.httpPort!}`;
+  adminBases.set(base, `http://127.0.0.1:${service.adminPort}`);
+  return { service, base };
 }
 
 async function post(base: string, path: string, body: unknown): Promise<number> {
@@ -49,7 +55,7 @@ function parse(text: string): Sample[] {
 }
 
 async function scrape(base: string): Promise<{ text: string; samples: Sample[] }> {
-  const response = await fetch(`${base}/metrics`);
+  const response = await fetch(`${admin(base)}/metrics`);
   expect(response.status).toBe(200);
   const text = await response.text();
   return { text, samples: parse(text) };
@@ -78,7 +84,7 @@ describe('GET /metrics', () => {
   });
 
   it('serves the Prometheus text format from a registry of its own, with process metrics', async () => {
-    const response = await fetch(`${base}/metrics`);
+    const response = await fetch(`${admin(base)}/metrics`);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const samples = parse(await response.text());
     expect(series(samples, 'process_cpu_user_seconds_total')).toHaveLength(1);
