@@ -38,6 +38,10 @@ Commands:
                   --admin-token TOKEN      enables PUT /v1/rules and the key admin endpoints
                   --metrics-token TOKEN    required for /metrics, /dashboard, /v1/events, GET /v1/rules
                                            (Bearer; the admin token also opens them)
+                  --tls-cert FILE          HTTPS and gRPC over TLS on every listener: the PEM
+                  --tls-key FILE           certificate chain and its key, reloaded when they change
+                  --tls-client-ca FILE     mutual TLS on the decision listeners (HTTP and gRPC):
+                                           clients need a certificate this CA signed
                   --log-level LEVEL        fatal|error|warn|info|debug|trace|silent (info)
                   --workers N              N processes on the same ports (needs Redis) (1)
                   --max-keys N             keys the memory store holds; the least recently used

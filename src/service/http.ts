@@ -4,7 +4,9 @@
  * `/v1/limit`, and health. The admin plane's routes (rules, keys, metrics, dashboard) are added to
  * their own table by planes.ts; each route says who may call it ({@link RouteAccess}).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { TlsOptions } from 'node:tls';
 import { InvalidCheckError, describeValue } from '../errors.js';
 import { checkHeaders, decisionHeaders } from '../http/headers.js';
 import { compilePolicy, type Policy } from '../policy.js';
@@ -78,8 +80,11 @@ export function decisionRoutes(ctx: ServiceContext): HttpRoutes {
   return routes;
 }
 
-/** Creates an HTTP server for one listener's routes. */
-export function createHttpServer(ctx: ServiceContext, plan: ListenerPlan): Server {
+/** An HTTP listener's server: node:http, or node:https with TLS. */
+export type HttpServer = Server | HttpsServer;
+
+/** Creates an HTTP server for one listener's routes; HTTPS with `tls` (tls.ts's secure-context options). */
+export function createHttpServer(ctx: ServiceContext, plan: ListenerPlan, tls?: TlsOptions): HttpServer {
   const { routes, observeGuard } = plan;
   // Slow-loris: a client that trickles its headers or body is cut off (408) instead of holding a
   // socket; the timeouts are checked every second or sooner (Node's default is every 30 s).
@@ -102,10 +107,9 @@ export function createHttpServer(ctx: ServiceContext, plan: ListenerPlan): Serve
     }
   };
   const { keepAliveTimeoutMs, headersTimeoutMs, requestTimeoutMs, maxRequestsPerSocket } = ctx.options.connections;
-  const server = createServer(
-    { connectionsCheckingInterval: checkingInterval(headersTimeoutMs), headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, keepAliveTimeout: keepAliveTimeoutMs },
-    onRequest,
-  );
+  const httpOptions: ServerOptions = { connectionsCheckingInterval: checkingInterval(headersTimeoutMs), headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, keepAliveTimeout: keepAliveTimeoutMs };
+  // A TLS handshake must end within the headers timeout too: a client stalling in it holds a socket.
+  const server = tls === undefined ? createServer(httpOptions, onRequest) : createHttpsServer({ ...httpOptions, ...tls, handshakeTimeout: headersTimeoutMs }, onRequest);
   // 0: no cap. Past the cap, node answers with `Connection: close` and the client reconnects.
   server.maxRequestsPerSocket = maxRequestsPerSocket;
   // A connection that never sends a byte is not reliably followed by the headers timeout: close it after as long.

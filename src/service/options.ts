@@ -4,10 +4,12 @@
  * variable, never a silent default.
  */
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../errors.js';
 import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../fault/failure-mode.js';
+import { planeSettings, tlsFiles, token, type TlsFiles } from './listener-options.js';
+
+export { DEFAULT_ADMIN_PORT, type TlsFiles } from './listener-options.js';
 
 export interface ServiceOptions {
   /** Rules file or directory (`--config`, `TOLLGATE_CONFIG`). */
@@ -57,6 +59,8 @@ export interface ServiceOptions {
    * Unset: they answer anyone who reaches the admin listener. The admin token opens them too.
    */
   readonly metricsToken?: string;
+  /** HTTPS and gRPC over TLS (`--tls-cert`, `--tls-key`, `--tls-client-ca`): see {@link TlsFiles}; unset: plain text. */
+  readonly tls?: TlsFiles;
 
   /** pino level (`--log-level`, `TOLLGATE_LOG_LEVEL`), default info. */
   readonly logLevel: string;
@@ -150,6 +154,9 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'admin-port': 'TOLLGATE_ADMIN_PORT',
   'admin-bind': 'TOLLGATE_ADMIN_BIND',
   'metrics-token': 'TOLLGATE_METRICS_TOKEN',
+  'tls-cert': 'TOLLGATE_TLS_CERT',
+  'tls-key': 'TOLLGATE_TLS_KEY',
+  'tls-client-ca': 'TOLLGATE_TLS_CLIENT_CA',
   'log-level': 'TOLLGATE_LOG_LEVEL',
   workers: 'TOLLGATE_WORKERS',
   'merge-domains': 'TOLLGATE_MERGE_DOMAINS',
@@ -357,36 +364,6 @@ function memoryStoreKeys(value: (flag: string) => string | undefined, where: (fl
   return Number(text);
 }
 
-type PlaneSettings = Pick<ServiceOptions, 'adminPort' | 'adminHost' | 'metricsToken'>;
-
-/** envoyproxy/ratelimit's DEBUG_PORT: the admin listener's default port. */
-export const DEFAULT_ADMIN_PORT = 6070;
-
-/** Shortest admin and metrics token: guessing one must not be practical. */
-const MIN_TOKEN_LENGTH = 16;
-
-/**
- * The admin listener's port and address and the observability token (docs/service.md, "Planes").
- * The admin port must differ from the decision and gRPC ports (0, a free port, excepted).
- */
-function planeSettings(value: (flag: string) => string | undefined, where: (flag: string) => string, ports: { port: (flag: string, fallback: number) => number; http: number; grpc: number }): PlaneSettings {
-  const adminPort = ports.port('admin-port', DEFAULT_ADMIN_PORT);
-  for (const [flag, taken] of [['port', ports.http], ['grpc-port', ports.grpc]] as const) {
-    if (adminPort !== 0 && adminPort === taken) {
-      throw new InvalidOptionError(`${where('admin-port')} is ${adminPort}, the same port as ${where(flag)}: the admin listener needs a port of its own (default ${DEFAULT_ADMIN_PORT})`);
-    }
-  }
-  const adminHost = value('admin-bind') ?? '127.0.0.1';
-  if (isIP(adminHost) === 0 && adminHost !== 'localhost') {
-    throw new InvalidOptionError(`${where('admin-bind')} must be an IP address such as 127.0.0.1 (loopback, the default), 0.0.0.0 or ::, got ${JSON.stringify(adminHost)}`);
-  }
-  const metricsToken = value('metrics-token');
-  if (metricsToken !== undefined && metricsToken.length < MIN_TOKEN_LENGTH) {
-    throw new InvalidOptionError(`${where('metrics-token')} must be at least ${MIN_TOKEN_LENGTH} characters (it guards the dashboard and /metrics, which show callers' addresses)`);
-  }
-  return { adminPort, adminHost, ...(metricsToken !== undefined ? { metricsToken } : {}) };
-}
-
 /** `host:port,host:port,...`. */
 function hostPorts(text: string, where: string): { host: string; port: number }[] {
   return text.split(',').map((node) => {
@@ -419,10 +396,6 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   const maxKeys = memoryStoreKeys(value, where, redisGiven);
   const logLevel = value('log-level') ?? 'info';
   if (!LOG_LEVELS.has(logLevel)) throw new InvalidOptionError(`${where('log-level')} must be one of ${[...LOG_LEVELS].join(', ')}, got ${JSON.stringify(logLevel)}`);
-  const adminToken = value('admin-token');
-  if (adminToken !== undefined && adminToken.length < MIN_TOKEN_LENGTH) {
-    throw new InvalidOptionError(`${where('admin-token')} must be at least ${MIN_TOKEN_LENGTH} characters (it guards rule changes and key resets)`);
-  }
   const config = value('config');
   const grpcServer = value('grpc-server') ?? 'http2';
   if (!(GRPC_SERVERS as readonly string[]).includes(grpcServer)) {
@@ -436,6 +409,8 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   if (workers > 1 && redis === undefined && redisCluster === undefined && redisSentinel === undefined) {
     throw new InvalidOptionError(`${where('workers')} above 1 needs --redis, --redis-cluster or --redis-sentinel: each worker's memory store would count on its own`);
   }
+  const tls = tlsFiles(value, where);
+  const adminToken = token(value, where, 'admin-token', 'it guards rule changes and key resets');
   const httpPort = port('port', 8080);
   const grpcPort = port('grpc-port', 8081);
   return {
@@ -451,6 +426,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     ...(redisCluster !== undefined ? { redisCluster } : {}),
     ...(redisSentinel !== undefined ? { redisSentinel } : {}),
     ...(adminToken !== undefined ? { adminToken } : {}),
+    ...(tls !== undefined ? { tls } : {}),
     port: httpPort,
     grpcPort,
     grpcServer: grpcServer as GrpcServerKind,

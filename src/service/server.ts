@@ -6,7 +6,7 @@
  * requests finish and closes Redis last.
  */
 import { EventEmitter } from 'node:events';
-import type { Server } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -22,9 +22,10 @@ import { AuditLog } from './audit.js';
 import { BlockList } from './blocks.js';
 import type { ServiceContext, ServiceEvents } from './context.js';
 import { startGrpcServer, type GrpcServer } from './grpc.js';
-import { createHttpServer } from './http.js';
+import { createHttpServer, type HttpServer } from './http.js';
 import { followConnections } from './http-close.js';
 import { buildPlanes } from './planes.js';
+import { TlsReloader, secureContextOptions } from './tls.js';
 import { breakerCheck, logStoreHealth } from './store-health.js';
 import type { ServiceOptions } from './options.js';
 import { DrainState, evaluateReadiness, rulesCheck, type ReadinessCheck } from './readiness.js';
@@ -179,16 +180,16 @@ function readinessChecks(holder: RulesHolder, watcher: RulesWatcher | undefined,
 
 /** One HTTP listener, and the way to close it without dropping an accepted request (http-close.ts). */
 interface HttpListener {
-  readonly server: Server;
+  readonly server: HttpServer;
   readonly connections: ReturnType<typeof followConnections>;
 }
 
-function httpListener(server: Server): HttpListener {
+function httpListener(server: HttpServer): HttpListener {
   return { server, connections: followConnections(server) };
 }
 
 /** Listens on `host:port`; resolves with the port (the one given, or the one chosen for 0). */
-async function listenHttp(server: Server, host: string, port: number, what: string): Promise<number> {
+async function listenHttp(server: HttpServer, host: string, port: number, what: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(new InvalidOptionError(`${what} cannot listen on ${host}:${port}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`)),
@@ -207,10 +208,13 @@ interface ServiceParts {
   readonly dashboard: { close(): void };
   readonly link: StoreLink | undefined;
   readonly starter: RulesSyncStarter | undefined;
+  /** Follows the certificate files (with TLS). */
+  readonly tls: TlsReloader | undefined;
 }
 
 /** Closes the rules watcher and sync, metrics, the dashboard and the store link, then the store. */
-async function closeRest({ context, metrics, dashboard, link, starter }: ServiceParts): Promise<void> {
+async function closeRest({ context, metrics, dashboard, link, starter, tls }: ServiceParts): Promise<void> {
+  tls?.close();
   context.watcher?.close();
   metrics.close();
   dashboard.close();
@@ -255,11 +259,22 @@ async function openListeners(parts: ServiceParts, hooks: ServiceHooks): Promise<
     httpPort = await listenHttp(listeners.decision.server, options.host, options.port, 'HTTP').catch((error: unknown) => abandon(parts, error));
     logger.info({ port: httpPort, store: context.store.name, rules: context.holder.current.version }, `HTTP listening on ${options.host}:${httpPort}`);
   }
-  const grpc = hooks.grpc === false ? undefined : await startGrpcServer(context, options.host, options.grpcPort).catch((error: unknown) =>
+  const grpc = hooks.grpc === false ? undefined : await startGrpcServer(context, options.host, options.grpcPort, parts.tls).catch((error: unknown) =>
     abandon(parts, error instanceof Error && !(error instanceof InvalidOptionError) ? new InvalidOptionError(error.message) : error),
   );
   if (grpc !== undefined) logger.info({ port: grpc.port }, `gRPC listening on ${options.host}:${grpc.port}`);
   return { httpPort, adminPort, grpc };
+}
+
+/**
+ * Makes an HTTP server, over TLS when `tls` is given, and keeps its certificate current. Client
+ * certificates are verified (with --tls-client-ca) where `verifyClients`: the decision listener.
+ */
+function secureServer(tls: TlsReloader | undefined, verifyClients: boolean, make: (secure: ReturnType<typeof secureContextOptions> | undefined) => HttpServer): HttpServer {
+  if (tls === undefined) return make(undefined);
+  const server = make(secureContextOptions(tls.material, verifyClients));
+  tls.subscribe((material) => (server as HttpsServer).setSecureContext(secureContextOptions(material, verifyClients)));
+  return server;
 }
 
 /** What an embedding program (or a test) may give the service beyond its options. */
@@ -275,6 +290,8 @@ export interface ServiceHooks {
 /** Starts the service; resolves once every listener is up. */
 export async function startService(options: ServiceOptions, logger: Logger = createLogger(options.logLevel), hooks: ServiceHooks = {}): Promise<RunningService> {
   const startedAt = Date.now();
+  // First: a certificate problem stops the start (exit 2) before anything opens.
+  const tls = options.tls === undefined ? undefined : new TlsReloader(options.tls, logger);
   const store = await createStoreFromOptions(options);
   const holder = await loadInitialRules(options);
   const events = new EventEmitter<ServiceEvents>();
@@ -290,10 +307,11 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
 
   const planes = buildPlanes(context);
   const listeners = {
-    decision: hooks.decisions === false ? undefined : httpListener(createHttpServer(context, planes.decision)),
-    admin: httpListener(createHttpServer(context, planes.admin)),
+    decision: hooks.decisions === false ? undefined : httpListener(secureServer(tls, true, (secure) => createHttpServer(context, planes.decision, secure))),
+    admin: httpListener(secureServer(tls, false, (secure) => createHttpServer(context, planes.admin, secure))),
   };
-  const parts: ServiceParts = { context, listeners, metrics: planes.metrics, dashboard: planes.dashboard, link, starter: pushed?.starter };
+  tls?.watch();
+  const parts: ServiceParts = { context, listeners, metrics: planes.metrics, dashboard: planes.dashboard, link, starter: pushed?.starter, tls };
   const { httpPort, adminPort, grpc } = await openListeners(parts, hooks);
 
   let closing: Promise<void> | undefined;
