@@ -42,6 +42,7 @@ Commands:
                   --tls-key FILE           certificate chain and its key, reloaded when they change
                   --tls-client-ca FILE     mutual TLS on the decision listeners (HTTP and gRPC):
                                            clients need a certificate this CA signed
+                  --tls-client-san NAME    ... and carrying NAME among its alternative names
                   --log-level LEVEL        fatal|error|warn|info|debug|trace|silent (info)
                   --workers N              N processes on the same ports (needs Redis) (1)
                   --max-keys N             keys the memory store holds; the least recently used

@@ -17,7 +17,7 @@ import { DEGRADED_HEADER } from './decide.js';
 import { loadGrpcCodecs, type GrpcCodecs } from './grpc-codec.js';
 import { FramingError, MessageReader, OK_TRAILERS, RESPONSE_HEADERS, decompress, failureHeaders, failureTrailers, frame, parseTimeout, type RawMessage } from './grpc-framing.js';
 import { HealthWatchers, type HealthStream } from './grpc-health.js';
-import { secureContextOptions, type TlsReloader } from './tls.js';
+import { requireClientName, secureContextOptions, type TlsReloader } from './tls.js';
 import { GRPC_STATUS, HEALTH_SERVICE, RATE_LIMIT_SERVICE, SHUTDOWN_GRACE_MS, answerShouldRateLimit, shutDownWithin, type GrpcFailure, type GrpcServer, type ShouldRateLimitAnswer } from './grpc-messages.js';
 
 const SHOULD_RATE_LIMIT_PATH = `/${RATE_LIMIT_SERVICE}/ShouldRateLimit`;
@@ -36,6 +36,7 @@ function h2Server(ctx: ServiceContext, tls: TlsReloader | undefined): Http2Serve
   if (tls === undefined) return createServer(options);
   const server = createSecureServer({ ...options, ...secureContextOptions(tls.material, true), allowHTTP1: false, handshakeTimeout: ctx.options.connections.headersTimeoutMs });
   tls.subscribe((material) => server.setSecureContext(secureContextOptions(material, true)));
+  requireClientName(server, tls.files, ctx.logger);
   return server;
 }
 

@@ -3,9 +3,9 @@
  * grpc.health.v1, with grpc-js doing the protocol. The node:http2 server (grpc-h2.ts) is the
  * default; this one stays as the reference implementation the other is compared with, byte for byte.
  */
-import { Metadata, Server, ServerCredentials } from '@grpc/grpc-js';
+import type { PeerCertificate } from 'node:tls';
+import { Metadata, Server, ServerCredentials, experimental, status } from '@grpc/grpc-js';
 import type { sendUnaryData, ServerUnaryCall, ServerWritableStream, ServiceDefinition, ServiceError } from '@grpc/grpc-js';
-import { experimental } from '@grpc/grpc-js';
 import { load } from '@grpc/proto-loader';
 import type { ServiceContext } from './context.js';
 import { DEGRADED_HEADER } from './decide.js';
@@ -24,7 +24,7 @@ import {
   type GrpcRateLimitResponse,
   type GrpcServer,
 } from './grpc-messages.js';
-import type { TlsMaterial, TlsReloader } from './tls.js';
+import { certificateNames, type TlsMaterial, type TlsReloader } from './tls.js';
 
 type CertificateProvider = experimental.CertificateProvider;
 type CaListener = experimental.CaCertificateUpdateListener;
@@ -90,6 +90,18 @@ function credentials(tls: TlsReloader | undefined): ServerCredentials {
   return experimental.createCertificateProviderServerCredentials(provider, mutual ? provider : null, mutual);
 }
 
+/**
+ * --tls-client-san on grpc-js, which gives no hook on its connections: each call checks its peer's
+ * certificate and is refused UNAUTHENTICATED when the name is missing (node:http2 and HTTPS close
+ * the connection instead, tls.ts's requireClientName).
+ */
+function refusedPeer(ctx: ServiceContext, call: { getAuthContext(): { sslPeerCertificate?: PeerCertificate } | null; getPeer(): string }): Partial<ServiceError> | undefined {
+  const name = ctx.options.tls?.clientSan;
+  if (name === undefined || certificateNames(call.getAuthContext()?.sslPeerCertificate, name)) return undefined;
+  ctx.logger.warn({ peer: call.getPeer() }, `TLS client refused: its certificate does not name ${name} (--tls-client-san)`);
+  return { code: status.UNAUTHENTICATED, details: `the client certificate does not name ${name}` };
+}
+
 /** Starts the grpc-js listener on `host:port` (0: a free port), over TLS with `tls`; resolves once it is bound. */
 export async function startGrpcJsServer(ctx: ServiceContext, host: string, port: number, tls?: TlsReloader): Promise<GrpcServer> {
   const definition = await load([...PROTO_FILES], LOADER_OPTIONS);
@@ -101,14 +113,22 @@ export async function startGrpcJsServer(ctx: ServiceContext, host: string, port:
 
   server.addService(definition[RATE_LIMIT_SERVICE] as unknown as ServiceDefinition, {
     ShouldRateLimit: (call: ServerUnaryCall<GrpcRateLimitRequest, GrpcRateLimitResponse>, callback: sendUnaryData<GrpcRateLimitResponse>) => {
-      void shouldRateLimit(ctx, call, callback);
+      const refused = refusedPeer(ctx, call);
+      if (refused !== undefined) callback(refused);
+      else void shouldRateLimit(ctx, call, callback);
     },
   });
   server.addService(definition[HEALTH_SERVICE] as unknown as ServiceDefinition, {
     Check: (call: ServerUnaryCall<{ service: string }, { status: string }>, callback: sendUnaryData<{ status: string }>) => {
+      const refused = refusedPeer(ctx, call);
+      if (refused !== undefined) return callback(refused);
       void health.check(call.request.service ?? '').then((answer) => ('failure' in answer ? callback(serviceError(answer.failure)) : callback(null, answer)));
     },
-    Watch: (call: ServerWritableStream<{ service: string }, { status: string }>) => health.watch(watchStream(call)),
+    Watch: (call: ServerWritableStream<{ service: string }, { status: string }>) => {
+      const refused = refusedPeer(ctx, call);
+      if (refused !== undefined) call.emit('error', Object.assign(new Error(refused.details), refused));
+      else health.watch(watchStream(call));
+    },
   });
 
   const address = host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;

@@ -18,6 +18,12 @@ export interface TlsFiles {
   readonly key: string;
   /** PEM CA certificates clients' certificates must chain to (`--tls-client-ca`, `TOLLGATE_TLS_CLIENT_CA`). */
   readonly clientCa?: string;
+  /**
+   * A name clients' certificates must carry among their subject alternative names (`DNS:`, `URI:`,
+   * `IP Address:` ... the part after the colon), as envoy's GRPC_CLIENT_TLS_SAN (`--tls-client-san`,
+   * `TOLLGATE_TLS_CLIENT_SAN`); with `clientCa` only.
+   */
+  readonly clientSan?: string;
 }
 
 /** The admin listener's settings (see ServiceOptions). */
@@ -67,11 +73,13 @@ export function tlsFiles(value: (flag: string) => string | undefined, where: (fl
   const cert = value('tls-cert');
   const key = value('tls-key');
   const clientCa = value('tls-client-ca');
+  const clientSan = value('tls-client-san');
+  if (clientSan !== undefined && clientCa === undefined) throw new InvalidOptionError(`${where('tls-client-san')} goes with ${where('tls-client-ca')}: a client certificate's names are checked once the CA has verified it`);
   if (cert === undefined && key === undefined) {
     if (clientCa !== undefined) throw new InvalidOptionError(`${where('tls-client-ca')} goes with ${where('tls-cert')} and ${where('tls-key')}: client certificates are asked for in a TLS handshake`);
     return undefined;
   }
   if (cert === undefined) throw new InvalidOptionError(`${where('tls-key')} is given without ${where('tls-cert')}: give the certificate file too`);
   if (key === undefined) throw new InvalidOptionError(`${where('tls-cert')} is given without ${where('tls-key')}: give the certificate's private key file too`);
-  return { cert, key, ...(clientCa !== undefined ? { clientCa } : {}) };
+  return { cert, key, ...(clientCa !== undefined ? { clientCa } : {}), ...(clientSan !== undefined ? { clientSan } : {}) };
 }

@@ -157,6 +157,7 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'tls-cert': 'TOLLGATE_TLS_CERT',
   'tls-key': 'TOLLGATE_TLS_KEY',
   'tls-client-ca': 'TOLLGATE_TLS_CLIENT_CA',
+  'tls-client-san': 'TOLLGATE_TLS_CLIENT_SAN',
   'log-level': 'TOLLGATE_LOG_LEVEL',
   workers: 'TOLLGATE_WORKERS',
   'merge-domains': 'TOLLGATE_MERGE_DOMAINS',

@@ -25,7 +25,7 @@ import { startGrpcServer, type GrpcServer } from './grpc.js';
 import { createHttpServer, type HttpServer } from './http.js';
 import { followConnections } from './http-close.js';
 import { buildPlanes } from './planes.js';
-import { TlsReloader, secureContextOptions } from './tls.js';
+import { TlsReloader, requireClientName, secureContextOptions } from './tls.js';
 import { breakerCheck, logStoreHealth } from './store-health.js';
 import type { ServiceOptions } from './options.js';
 import { DrainState, evaluateReadiness, rulesCheck, type ReadinessCheck } from './readiness.js';
@@ -273,6 +273,7 @@ async function openListeners(parts: ServiceParts, hooks: ServiceHooks): Promise<
 function secureServer(tls: TlsReloader | undefined, verifyClients: boolean, make: (secure: ReturnType<typeof secureContextOptions> | undefined) => HttpServer): HttpServer {
   if (tls === undefined) return make(undefined);
   const server = make(secureContextOptions(tls.material, verifyClients));
+  if (verifyClients) requireClientName(server as HttpsServer, tls.files, tls.logger);
   tls.subscribe((material) => (server as HttpsServer).setSecureContext(secureContextOptions(material, verifyClients)));
   return server;
 }

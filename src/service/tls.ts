@@ -8,7 +8,7 @@
  */
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createSecureContext, type SecureContextOptions } from 'node:tls';
+import { createSecureContext, type PeerCertificate, type SecureContextOptions, type Server as TlsServer, type TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import { InvalidOptionError } from '../errors.js';
 import { watchPath } from '../rules/watch-path.js';
@@ -24,13 +24,13 @@ export interface TlsMaterial {
 }
 
 /** The flag (and variable) each file comes from, for messages. */
-const FLAG_OF: Readonly<Record<keyof TlsFiles, string>> = {
+const FLAG_OF: Readonly<Record<'cert' | 'key' | 'clientCa', string>> = {
   cert: '--tls-cert (or TOLLGATE_TLS_CERT)',
   key: '--tls-key (or TOLLGATE_TLS_KEY)',
   clientCa: '--tls-client-ca (or TOLLGATE_TLS_CLIENT_CA)',
 };
 
-function readPem(files: TlsFiles, which: keyof TlsFiles): Buffer {
+function readPem(files: TlsFiles, which: keyof typeof FLAG_OF): Buffer {
   const path = files[which]!;
   try {
     return readFileSync(path);
@@ -41,7 +41,7 @@ function readPem(files: TlsFiles, which: keyof TlsFiles): Buffer {
 }
 
 /** Parses with `parse`, or throws an error naming the flag and the file. */
-function parsed<T>(files: TlsFiles, which: keyof TlsFiles, what: string, parse: () => T): T {
+function parsed<T>(files: TlsFiles, which: keyof typeof FLAG_OF, what: string, parse: () => T): T {
   try {
     return parse();
   } catch (error) {
@@ -78,6 +78,27 @@ export function secureContextOptions(material: TlsMaterial, verifyClients: boole
   return { cert: material.cert, key: material.key, ...(mutual ? { ca: material.clientCa } : {}), requestCert: mutual, rejectUnauthorized: mutual };
 }
 
+/** Whether a client certificate carries `name` among its subject alternative names (`DNS:name`, `URI:name`, ...). */
+export function certificateNames(certificate: PeerCertificate | undefined, name: string): boolean {
+  const names = (certificate?.subjectaltname ?? '').split(', ');
+  return names.some((entry) => entry.slice(entry.indexOf(':') + 1) === name);
+}
+
+/**
+ * --tls-client-san on a node:https or node:http2 server: a connection whose verified client
+ * certificate does not carry the name is closed as soon as its handshake ends, before any request.
+ */
+export function requireClientName(server: TlsServer, files: TlsFiles | undefined, logger: Logger): void {
+  const name = files?.clientSan;
+  if (name === undefined) return;
+  server.on('secureConnection', (socket: TLSSocket) => {
+    const certificate = socket.getPeerCertificate();
+    if (certificateNames(certificate, name)) return;
+    logger.warn({ remoteAddress: socket.remoteAddress, subject: certificate.subject?.CN, names: certificate.subjectaltname }, `TLS client refused: its certificate does not name ${name} (--tls-client-san)`);
+    socket.destroy();
+  });
+}
+
 /** How long a change is left to settle (a cert and its key are often written one after the other). */
 const SETTLE_MS = 200;
 /** Files are also read this often, in case a change was not seen (network file systems, Kubernetes' symlink swaps). */
@@ -94,8 +115,8 @@ export class TlsReloader {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly files: TlsFiles,
-    private readonly logger: Logger,
+    readonly files: TlsFiles,
+    readonly logger: Logger,
   ) {
     this.current = readTlsMaterial(files);
   }

@@ -40,7 +40,7 @@ beforeAll(() => {
 afterAll(() => certs?.close());
 
 /** A service with TLS from `files`; its log lines are kept. */
-async function start(files: { cert: string; key: string; clientCa?: string }, grpcServer: GrpcServerKind = 'http2'): Promise<{ service: RunningService; logs: Record<string, unknown>[] }> {
+async function start(files: { cert: string; key: string; clientCa?: string; clientSan?: string }, grpcServer: GrpcServerKind = 'http2'): Promise<{ service: RunningService; logs: Record<string, unknown>[] }> {
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -48,7 +48,7 @@ async function start(files: { cert: string; key: string; clientCa?: string }, gr
       done();
     },
   });
-  const flags = { port: '0', 'grpc-port': '0', 'admin-port': '0', host: '127.0.0.1', config: 'examples/rules', 'drain-delay': '0', 'grpc-server': grpcServer, 'tls-cert': files.cert, 'tls-key': files.key, ...(files.clientCa !== undefined ? { 'tls-client-ca': files.clientCa } : {}) };
+  const flags = { port: '0', 'grpc-port': '0', 'admin-port': '0', host: '127.0.0.1', config: 'examples/rules', 'drain-delay': '0', 'grpc-server': grpcServer, 'tls-cert': files.cert, 'tls-key': files.key, ...(files.clientCa !== undefined ? { 'tls-client-ca': files.clientCa } : {}), ...(files.clientSan !== undefined ? { 'tls-client-san': files.clientSan } : {}) };
   const service = await startService(resolveServiceOptions(flags, {}), pino({ level: 'info' }, sink));
   return { service, logs };
 }
@@ -150,6 +150,31 @@ describe('mutual TLS (--tls-client-ca)', () => {
   }
 });
 
+describe('--tls-client-san: the client certificate must carry a name (envoy\'s GRPC_CLIENT_TLS_SAN)', () => {
+  for (const grpcServer of ['http2', 'grpc-js'] as const) {
+    it(`accepts a certificate naming it, refuses another of the same CA (--grpc-server ${grpcServer})`, async () => {
+      const otherClient = certs.issue(ca, `other-client-${grpcServer}`, 'client');
+      const { service, logs } = await start({ cert: server.cert, key: server.key, clientCa: ca.cert, clientSan: 'envoy-client' }, grpcServer);
+      const named = { ca: ca.certPem, cert: client.certPem, key: client.keyPem };
+      const unnamed = { ca: ca.certPem, cert: otherClient.certPem, key: otherClient.keyPem };
+      const ok = rateLimitClient(service.grpcPort!, credentials.createSsl(ca.certPem, client.keyPem, client.certPem));
+      const refused = rateLimitClient(service.grpcPort!, credentials.createSsl(ca.certPem, otherClient.keyPem, otherClient.certPem));
+      try {
+        expect(await postJson(service.httpPort!, named)).toBe(200);
+        await expect(postJson(service.httpPort!, unnamed)).rejects.toMatchObject({ code: expect.stringMatching(/ECONNRESET|EPIPE/) });
+        expect(await ok.health()).toBe('SERVING');
+        // node:http2 closes the connection (UNAVAILABLE); grpc-js refuses each call (UNAUTHENTICATED).
+        await expect(refused.health()).rejects.toMatchObject({ code: grpcServer === 'http2' ? 14 : 16 });
+        expect(logs.some((line) => String(line.msg).includes('does not name envoy-client (--tls-client-san)'))).toBe(true);
+      } finally {
+        ok.close();
+        refused.close();
+        await service.close();
+      }
+    }, 30_000);
+  }
+});
+
 describe('certificate reload on file change', () => {
   for (const grpcServer of ['http2', 'grpc-js'] as const) {
     it(`a new connection sees the new certificate, without a restart; a broken replacement keeps the last good one (--grpc-server ${grpcServer})`, async () => {
@@ -211,6 +236,7 @@ describe('the certificate files are checked at start', () => {
       [['--tls-cert', server.cert], '--tls-cert (or TOLLGATE_TLS_CERT) is given without --tls-key (or TOLLGATE_TLS_KEY)'],
       [['--tls-key', server.key], '--tls-key (or TOLLGATE_TLS_KEY) is given without --tls-cert (or TOLLGATE_TLS_CERT)'],
       [['--tls-client-ca', ca.cert], '--tls-client-ca (or TOLLGATE_TLS_CLIENT_CA) goes with --tls-cert'],
+      [['--tls-cert', server.cert, '--tls-key', server.key, '--tls-client-san', 'envoy'], '--tls-client-san (or TOLLGATE_TLS_CLIENT_SAN) goes with --tls-client-ca'],
     ];
     const results = await Promise.all(cases.map(([args]) => serveExit(args)));
     results.forEach(({ code, stderr }, i) => {
