@@ -494,7 +494,7 @@ describe.each(GRPC_SERVERS)('--grpc-server %s', (grpcServer) => {
 
   describe('tollgate serve (the real CLI in a child process)', () => {
     it('logs its gRPC port, decides over gRPC, and exits 0 on SIGTERM', async () => {
-      const child = spawn(process.execPath, ['dist/cli.js', 'serve', '--config', 'examples/rules', '--port', '0', '--grpc-port', '0', '--host', '127.0.0.1', '--response-headers', 'full', '--grpc-server', grpcServer], {
+      const child = spawn(process.execPath, ['dist/cli.js', 'serve', '--config', 'examples/rules', '--port', '0', '--grpc-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--response-headers', 'full', '--grpc-server', grpcServer], {
         env: { ...process.env, TOLLGATE_LOG_LEVEL: 'info' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

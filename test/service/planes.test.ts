@@ -6,8 +6,10 @@
  * bad plane flags exit 2 with a message naming the flag.
  */
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resolveGatewayOptions } from '../../src/gateway/options.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
@@ -140,7 +142,16 @@ describe('plane flags are validated', () => {
     expect(stderr).toContain(message);
   }, 20_000);
 
-  it('reads every plane setting from flags, TOLLGATE_* variables and defaults', () => {
+  it('reads every plane setting from flags, TOLLGATE_* variables, the settings file and defaults', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-planes-'));
+    try {
+      const settings = join(dir, 'settings.yaml');
+      writeFileSync(settings, `admin-port: 7443\nadmin-bind: "::1"\nmetrics-token: ${METRICS_TOKEN}\n`);
+      expect(resolveServiceOptions({ settings }, {})).toMatchObject({ adminPort: 7443, adminHost: '::1', metricsToken: METRICS_TOKEN });
+      expect(resolveServiceOptions({ settings, 'admin-port': '7444' }, { TOLLGATE_ADMIN_BIND: '0.0.0.0' })).toMatchObject({ adminPort: 7444, adminHost: '0.0.0.0' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
     expect(resolveServiceOptions({}, {})).toMatchObject({ adminPort: 6070, adminHost: '127.0.0.1' });
     expect(resolveServiceOptions({}, {})).not.toHaveProperty('metricsToken');
     expect(resolveServiceOptions({ 'admin-port': '0', 'admin-bind': '::' }, { TOLLGATE_METRICS_TOKEN: METRICS_TOKEN })).toMatchObject({ adminPort: 0, adminHost: '::', metricsToken: METRICS_TOKEN });
