@@ -77,6 +77,8 @@ describe('tollgate serve with --admin-token and --metrics-token', () => {
       expect((await statusOf(service.admin(path), bearer(ADMIN_TOKEN))).status, path).toBe(200);
       expect((await statusOf(service.admin(path), basic(METRICS_TOKEN))).status, path).toBe(200);
     }
+    // Refusals are audit lines, as failed admin logins are (rate limited per address).
+    await expect.poll(() => service.logs.some((line) => line.action === 'auth.failed' && line.target === 'GET /metrics' && line.reason === 'metrics token: no Authorization header')).toBe(true);
   });
 
   it('admin endpoints: 401 without the admin token and with the metrics token, served with the admin token', async () => {
