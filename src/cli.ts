@@ -16,6 +16,7 @@ import { startGateway } from './gateway/server.js';
 import { GatewayConfigError, TollgateError } from './errors.js';
 import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from './service/options.js';
 import { startService } from './service/server.js';
+import { startReportsPrimary } from './service/cluster-primary.js';
 import { REPLICATE_FLAGS, startReplicateCommand } from './service/replicate.js';
 import { checkRuleFiles } from './rules/files.js';
 import { countDescriptors } from './rules/parse.js';
@@ -258,6 +259,8 @@ async function gateway(args: string[]): Promise<number> {
  */
 async function runWorkers(count: number): Promise<number> {
   let stopping = false;
+  // /metrics and the dashboard sum the workers' counts, including those of workers that exited.
+  const reports = startReportsPrimary();
   const fork = (): void => {
     cluster.fork().once('exit', (code) => {
       if (!stopping) {
@@ -287,6 +290,7 @@ async function runWorkers(count: number): Promise<number> {
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
+  reports.stop();
   return 0;
 }
 
