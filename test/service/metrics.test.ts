@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
 import { rejectionReason } from '../../src/service/metrics.js';
+import { parseMetrics as parse, sampleSum as value, type Sample } from '../support/observability.js';
 
 const LOGIN_RULE = 'classic.action=login.user';
 
@@ -28,38 +29,11 @@ async function post(base: string, path: string, body: unknown): Promise<number> 
 
 const check = (base: string, descriptors: unknown[], domain = 'classic'): Promise<number> => post(base, '/v1/check', { domain, descriptors });
 
-interface Sample {
-  readonly name: string;
-  readonly labels: Record<string, string>;
-  readonly value: number;
-}
-
-/** Parses the Prometheus text format (enough of it for these tests). */
-function parse(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (match === null) throw new Error(`unparsable metrics line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const [, key, value] of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[key!] = value!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
-    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
-  }
-  return samples;
-}
-
 async function scrape(base: string): Promise<{ text: string; samples: Sample[] }> {
   const response = await fetch(`${base}/metrics`);
   expect(response.status).toBe(200);
   const text = await response.text();
   return { text, samples: parse(text) };
-}
-
-/** Sum of the samples named `name` whose labels include `labels` (0 when none). */
-function value(samples: readonly Sample[], name: string, labels: Record<string, string> = {}): number {
-  return samples
-    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-    .reduce((sum, s) => sum + s.value, 0);
 }
 
 function series(samples: readonly Sample[], name: string): Sample[] {
