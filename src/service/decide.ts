@@ -67,7 +67,7 @@ function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult 
   const statuses = request.descriptors.map((descriptor): DescriptorStatus => {
     let longest = 0;
     for (const entry of Array.isArray(descriptor?.entries) ? descriptor.entries : []) {
-      longest = Math.max(longest, ctx.blocks.remaining(`${entry?.key}=${entry?.value}`, now));
+      longest = Math.max(longest, ctx.blocks.remaining(`${entry?.key}=${entry?.value}`, now, request.domain));
     }
     if (longest === 0) return { code: 'OK', limitRemaining: 0, durationUntilReset: 0 };
     blocked = true;
