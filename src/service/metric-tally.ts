@@ -147,7 +147,10 @@ export class LatencyWindow {
   constructor(
     readonly bounds: readonly number[],
     private readonly read: () => number[],
-  ) {}
+  ) {
+    // The first second counts from now.
+    this.readings.push(read());
+  }
 
   /** Takes the second's reading. */
   roll(): void {

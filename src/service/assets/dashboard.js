@@ -431,11 +431,11 @@
     setValue('latency-p99', seen ? lat.p99Ms : 0, seen ? millis(lat.p99Ms) : '-');
   }
 
-  // A latency in ms, read at a glance: 12 µs, 0.85 ms, 37 ms.
+  // A latency in ms, with the digits that matter: 0.012, 0.85, 37.
   function millis(ms) {
-    if (ms < 0.1) return Math.round(ms * 1000) + ' \u00b5s';
-    if (ms < 10) return ms.toFixed(2) + ' ms';
-    return Math.round(ms) + ' ms';
+    if (ms < 0.1) return ms.toFixed(3);
+    if (ms < 10) return ms.toFixed(2);
+    return String(Math.round(ms));
   }
 
   // One row per worker (--workers N), hidden with one process.
