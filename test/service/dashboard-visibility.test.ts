@@ -14,6 +14,11 @@ import { observabilityUrl } from '../support/observability.js';
 
 const TOKEN = 'dashboard-visibility-token';
 
+// The functions given to the page run in the browser; the project is type-checked without the DOM
+// library, so the browser globals they use are declared here (in this module only).
+declare const document: { getElementById(id: string): { getAttribute(name: string): string | null } | null };
+type HTMLElement = { hidden: boolean };
+
 async function post(service: RunningService, path: string, body: unknown, headers: Record<string, string> = {}): Promise<number> {
   const response = await fetch(`http://127.0.0.1:${service.httpPort}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   await response.arrayBuffer();

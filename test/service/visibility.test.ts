@@ -17,6 +17,18 @@ async function start(): Promise<RunningService> {
   return startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config: 'examples/rules', 'log-level': 'silent', 'admin-token': TOKEN }, {}));
 }
 
+/** Starts a service before the suite's tests, closes it after them. */
+function serviceForSuite(): () => RunningService {
+  let service: RunningService | undefined;
+  beforeAll(async () => {
+    service = await start();
+  });
+  afterAll(async () => {
+    await service?.close();
+  });
+  return () => service!;
+}
+
 async function post(service: RunningService, path: string, body: unknown, headers: Record<string, string> = {}): Promise<number> {
   const response = await fetch(`http://127.0.0.1:${service.httpPort}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   await response.arrayBuffer();
@@ -33,12 +45,10 @@ function grew(before: readonly Sample[], after: readonly Sample[], name: string,
 }
 
 describe('metrics: /v1/limit and unknown domains', () => {
+  const running = serviceForSuite();
   let service: RunningService;
-  beforeAll(async () => {
-    service = await start();
-  });
-  afterAll(async () => {
-    await service.close();
+  beforeAll(() => {
+    service = running();
   });
 
   it('counts every /v1/limit decision: checks by result, decisions by reason, latency', async () => {
@@ -92,12 +102,10 @@ describe('metrics: unknown domains are capped', () => {
 });
 
 describe('dashboard snapshot: cards that add up, nothing invisible', () => {
+  const running = serviceForSuite();
   let service: RunningService;
-  beforeAll(async () => {
-    service = await start();
-  });
-  afterAll(async () => {
-    await service.close();
+  beforeAll(() => {
+    service = running();
   });
 
   it('reconciles checks and decisions, and shows /v1/limit, unknown domains and latency', async () => {
@@ -132,12 +140,10 @@ describe('dashboard snapshot: cards that add up, nothing invisible', () => {
 });
 
 describe('block scope', () => {
+  const running = serviceForSuite();
   let service: RunningService;
-  beforeAll(async () => {
-    service = await start();
-  });
-  afterAll(async () => {
-    await service.close();
+  beforeAll(() => {
+    service = running();
   });
 
   it('a block of one domain denies that domain only; an all-domains block also /v1/limit', async () => {
