@@ -255,7 +255,8 @@ async function gateway(args: string[]): Promise<number> {
 
 /**
  * `--workers N`: N processes (node:cluster) share the HTTP and gRPC ports and one Redis. The primary
- * restarts a worker that dies unexpectedly and forwards SIGTERM/SIGINT for a graceful stop.
+ * restarts a worker that dies unexpectedly and forwards SIGTERM/SIGINT for a graceful stop; it also
+ * collects the workers' metrics and dashboard counts (cluster-primary.ts), keeping a dead worker's.
  */
 async function runWorkers(count: number): Promise<number> {
   let stopping = false;
