@@ -27,7 +27,8 @@ export const KEYS_HELP = `Usage: tollgate keys inspect|reset|block|unblock|block
                      forget K's count under that policy (DELETE /v1/keys)
   block   --key K [--domain D] [--for DURATION]
                      deny K at once for DURATION (1h; at most 1w): a /v1/limit key (user:42) or a
-                     descriptor entry written key=value (remote_address=203.0.113.7), on this node;
+                     descriptor entry written key=value (remote_address=203.0.113.7), on this node
+                     (all its workers);
                      in checks of domain D only, or without --domain in every domain (and /v1/limit)
   unblock --key K [--domain D]
                      lift the block of K in D, or without --domain its all-domains block

@@ -5,9 +5,11 @@
  *
  * Every block has a scope: one domain (only checks of that domain are denied), or all domains
  * ({@link ALL_DOMAINS}, the default; the only scope `/v1/limit`, which has no domain, looks at).
- * Bounded (at most MAX_BLOCKS), and local to the process that received it.
+ * Bounded (at most MAX_BLOCKS). With `--workers N` every change is shared with the other workers
+ * through the primary, which also gives a new worker the blocks in force ({@link shareBlocks}).
  */
 import { InvalidOptionError, describeValue } from '../errors.js';
+import { workerLink, type BlockChange } from './cluster.js';
 
 const MAX_BLOCKS = 10_000;
 const MAX_BLOCK_MS = 7 * 24 * 3_600_000;
@@ -38,6 +40,19 @@ export function blockScope(domain: unknown): string {
 
 export class BlockList {
   private readonly until = new Map<string, Block>();
+  private readonly listeners: ((change: BlockChange) => void)[] = [];
+
+  /** Hears every block set and lifted through {@link block} and {@link unblock} (not {@link apply}). */
+  onChange(listener: (change: BlockChange) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Applies a change made elsewhere (another worker), without telling the listeners. */
+  apply(change: BlockChange, now = Date.now()): void {
+    const id = scoped(change.domain, change.key);
+    if (change.op === 'unblock') this.until.delete(id);
+    else if (change.until > now && (this.until.has(id) || this.until.size < MAX_BLOCKS)) this.until.set(id, { key: change.key, domain: change.domain, until: change.until });
+  }
 
   /** Blocks `key` for `ttlMs` in `domain` (default: all domains); refuses a bad duration or a full list. */
   block(key: string, ttlMs: number, now = Date.now(), domain: string = ALL_DOMAINS): number {
@@ -56,12 +71,15 @@ export class BlockList {
     }
     const expires = now + ttlMs;
     this.until.set(id, { key, domain: scope, until: expires });
+    for (const listener of this.listeners) listener({ op: 'block', key, domain: scope, until: expires });
     return expires;
   }
 
   /** Lifts the block of `key` in `domain` (default: the all-domains one); whether there was one. */
   unblock(key: string, domain: string = ALL_DOMAINS): boolean {
-    return this.until.delete(scoped(domain, key));
+    const lifted = this.until.delete(scoped(domain, key));
+    if (lifted) for (const listener of this.listeners) listener({ op: 'unblock', key, domain });
+    return lifted;
   }
 
   /** ms left on `key`'s block for a check of `domain` (all-domains blocks only, when absent), or 0. */
@@ -94,4 +112,17 @@ export class BlockList {
   private prune(now: number): void {
     for (const [id, block] of this.until) if (block.until <= now) this.until.delete(id);
   }
+}
+
+/**
+ * `--workers N`: shares `blocks` with the other workers (a block or unblock received by one worker
+ * applies in all), and asks the primary for the blocks in force (a worker started in place of one
+ * that died gets them). Nothing with one process.
+ */
+export function shareBlocks(blocks: BlockList, workers: number): void {
+  const link = workerLink(workers);
+  if (link === undefined) return;
+  link.onBlockChange((change) => blocks.apply(change));
+  blocks.onChange((change) => link.sendBlockChange(change));
+  link.askForBlocks();
 }

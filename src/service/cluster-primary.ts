@@ -5,6 +5,7 @@
  * primary starts another in its place. See cluster.ts for the messages.
  */
 import cluster, { type Worker } from 'node:cluster';
+import { BlockList } from './blocks.js';
 import { isClusterMessage, type ClusterMessage, type CollectedReports, type ReportKind, type WorkerReport } from './cluster.js';
 import { ClusterDashboard, foldDashboardReports } from './dashboard-cluster.js';
 import { foldMetricReports } from './metrics-cluster.js';
@@ -87,14 +88,23 @@ function sendTo(worker: Worker, message: ClusterMessage): void {
 export const DASHBOARD_TICK_MS = 1_000;
 
 /**
- * Starts the primary's part: answers the workers' `collect`, keeps exited workers' counts, and
- * sends every worker the dashboard's merged second once a second. Returns what stops it.
+ * Starts the primary's part: answers the workers' `collect`, keeps exited workers' counts, sends
+ * every worker the dashboard's merged second once a second, and relays blocks set on one worker to
+ * the others (keeping them for workers started later). Returns what stops it.
  */
 export function startReportsPrimary(): { stop(): void } {
   const reports = new WorkerReports();
+  const blocks = new BlockList();
   const onMessage = (worker: Worker, message: unknown): void => {
     if (!isClusterMessage(message)) return;
     if (message.tollgate === 'reported') reports.reported(worker, message.id, message.kind, message.data);
+    else if (message.tollgate === 'block-change') {
+      // The primary keeps the blocks in force, for workers started later.
+      blocks.apply(message.change);
+      for (const other of liveWorkers()) if (other !== worker) sendTo(other, message);
+    } else if (message.tollgate === 'blocks-please') {
+      for (const block of blocks.list()) sendTo(worker, { tollgate: 'block-change', change: { op: 'block', ...block } });
+    }
     else if (message.tollgate === 'collect') {
       void reports.collect(message.kind).then((collected) => sendTo(worker, { tollgate: 'collected', id: message.id, reports: collected }));
     }

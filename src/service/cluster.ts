@@ -28,13 +28,22 @@ export interface CollectedReports {
   readonly exited: unknown;
 }
 
+/** A block set or lifted (blocks.ts), as shared between workers. `domain` is a domain or `*`. */
+export type BlockChange =
+  | { readonly op: 'block'; readonly key: string; readonly domain: string; readonly until: number }
+  | { readonly op: 'unblock'; readonly key: string; readonly domain: string };
+
 /** Messages between the primary and a worker; `tollgate` tells them apart from other IPC. */
 export type ClusterMessage =
   | { readonly tollgate: 'collect'; readonly id: number; readonly kind: ReportKind }
   | { readonly tollgate: 'report'; readonly id: number; readonly kind: ReportKind }
   | { readonly tollgate: 'reported'; readonly id: number; readonly kind: ReportKind; readonly data: unknown }
   | { readonly tollgate: 'collected'; readonly id: number; readonly reports: CollectedReports }
-  | { readonly tollgate: 'dashboard-second'; readonly data: unknown };
+  | { readonly tollgate: 'dashboard-second'; readonly data: unknown }
+  /** A block set or lifted on one worker (to the primary, then from it to the others). */
+  | { readonly tollgate: 'block-change'; readonly change: BlockChange }
+  /** A worker that starts asks for the blocks in force (answered with `block-change`s). */
+  | { readonly tollgate: 'blocks-please' };
 
 export function isClusterMessage(message: unknown): message is ClusterMessage {
   return typeof message === 'object' && message !== null && typeof (message as { tollgate?: unknown }).tollgate === 'string';
@@ -48,6 +57,7 @@ export class WorkerLink {
   private readonly producers = new Map<ReportKind, () => unknown>();
   private readonly waiting = new Map<number, (reports: CollectedReports) => void>();
   private readonly listeners = new Set<(data: unknown) => void>();
+  private readonly blockListeners = new Set<(change: BlockChange) => void>();
   private nextId = 1;
 
   constructor() {
@@ -64,6 +74,21 @@ export class WorkerLink {
   onDashboardSecond(listener: (data: unknown) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Hears blocks set or lifted on other workers. */
+  onBlockChange(listener: (change: BlockChange) => void): void {
+    this.blockListeners.add(listener);
+  }
+
+  /** Tells the other workers (through the primary) of a block set or lifted here. */
+  sendBlockChange(change: BlockChange): void {
+    send({ tollgate: 'block-change', change });
+  }
+
+  /** Asks the primary for the blocks in force (they arrive as block changes). */
+  askForBlocks(): void {
+    send({ tollgate: 'blocks-please' });
   }
 
   /** Every worker's last report of `kind`; rejects after {@link COLLECT_TIMEOUT_MS}. */
@@ -92,6 +117,8 @@ export class WorkerLink {
       void this.report(message.id, message.kind);
     } else if (message.tollgate === 'dashboard-second') {
       for (const listener of this.listeners) listener(message.data);
+    } else if (message.tollgate === 'block-change') {
+      for (const listener of this.blockListeners) listener(message.change);
     }
   }
 

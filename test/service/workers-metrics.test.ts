@@ -2,27 +2,33 @@
  * `tollgate serve --workers 2` as real processes on a real Redis: whichever worker answers,
  * /metrics and the dashboard's event stream give the sum over the workers; `?by=worker` and the
  * dashboard's worker rows add up to it; a worker killed by PID (the primary starts another) takes
- * nothing away from the counters.
+ * nothing away from the counters. A block sent to one worker applies in all, and in a worker started
+ * later.
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firstSnapshot, observabilityUrl, sampleSum, scrapeMetrics } from '../support/observability.js';
+import { firstSnapshot, getFresh, observabilityUrl, sampleSum, scrapeMetrics } from '../support/observability.js';
 import { startRedis, waitFor, type RedisServer } from '../support/redis.js';
 import { startServiceProcess, type ServiceProcess } from '../support/service.js';
 
 const CHECKS = 'tollgate_checks_total';
 
-/** One check on a connection of its own, so the primary deals the checks out to both workers. */
-function check(service: ServiceProcess, user: string): Promise<number> {
-  const body = JSON.stringify({ domain: 'classic', descriptors: [{ action: 'login', user }] });
+const TOKEN = 'workers-admin-token';
+
+/** One request on a connection of its own, so the primary deals them out to both workers. */
+function send(url: string, method: string, body: string, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(service.url('/v1/check'), { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (response) => {
+    const req = request(url, { method, agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (response) => {
       response.resume();
       response.on('end', () => resolve(response.statusCode ?? 0));
     });
     req.on('error', reject);
     req.end(body);
   });
+}
+
+function check(service: ServiceProcess, user: string): Promise<number> {
+  return send(service.url('/v1/check'), 'POST', JSON.stringify({ domain: 'classic', descriptors: [{ action: 'login', user }] }));
 }
 
 /** The PIDs of the workers that said they listen, in order. */
@@ -40,7 +46,7 @@ describe('tollgate serve --workers 2: metrics and dashboard across workers', () 
 
   beforeAll(async () => {
     redis = await startRedis();
-    service = await startServiceProcess(['--config', 'examples/rules', '--redis', redis.url, '--workers', '2']);
+    service = await startServiceProcess(['--config', 'examples/rules', '--redis', redis.url, '--workers', '2', '--admin-token', TOKEN]);
     await waitFor(() => workerPids(service).length === 2, 'both workers listening');
   }, 30_000);
   afterAll(async () => {
@@ -89,6 +95,43 @@ describe('tollgate serve --workers 2: metrics and dashboard across workers', () 
     expect(await checksOnMetrics(service)).toBe(sent + 10);
     const later = await firstSnapshot(service, (s) => (s.totals as { checks: number }).checks === sent + 10);
     expect((later.workers as { worker: number | string }[]).map((row) => row.worker)).toContain('exited');
+  });
+
+  it('applies a block received by one worker in every worker, and in one started later', { timeout: 30_000 }, async () => {
+    const admin = { authorization: `Bearer ${TOKEN}` };
+    const blockedCheck = (): Promise<number> => send(service.url('/v1/check'), 'POST', JSON.stringify({ domain: 'per_ip', descriptors: [{ remote_address: '203.0.113.99' }] }));
+    const eightChecks = async (): Promise<number[]> => {
+      const codes: number[] = [];
+      for (let i = 0; i < 8; i++) codes.push(await blockedCheck());
+      return codes;
+    };
+    /** Until six answers in a row (the primary deals connections round-robin: every worker) list the block, or none does. */
+    const everyWorkerLists = async (listed: boolean): Promise<void> => {
+      let inRow = 0;
+      const deadline = Date.now() + 5_000;
+      while (inRow < 6) {
+        if (Date.now() > deadline) throw new Error(`the workers did not all ${listed ? 'list' : 'drop'} the block`);
+        const { text } = await getFresh(service, '/v1/keys/blocked', admin);
+        inRow = text.includes('203.0.113.99') === listed ? inRow + 1 : 0;
+      }
+    };
+    const blockUrl = observabilityUrl(service, '/v1/keys/block');
+    expect(await send(blockUrl, 'POST', JSON.stringify({ key: 'remote_address=203.0.113.99', domain: 'per_ip', ttlMs: 60_000 }), admin)).toBe(200);
+    // The block reaches the other worker through the primary: every check is refused, whichever worker takes it.
+    await everyWorkerLists(true);
+    expect(await eightChecks()).toEqual(new Array(8).fill(429));
+
+    // A worker started in place of a killed one asks the primary for the blocks in force.
+    const pids = workerPids(service);
+    process.kill(pids.at(-1)!, 'SIGKILL');
+    await waitFor(() => workerPids(service).length === pids.length + 1, 'a new worker listening', 15_000);
+    await everyWorkerLists(true);
+    expect(await eightChecks()).toEqual(new Array(8).fill(429));
+
+    // Lifted on one worker, lifted everywhere.
+    expect(await send(`${blockUrl}?key=remote_address%3D203.0.113.99&domain=per_ip`, 'DELETE', '', admin)).toBe(200);
+    await everyWorkerLists(false);
+    expect(await eightChecks()).toEqual(new Array(8).fill(200));
   });
 
   it('refuses a breakdown it does not know, with a 400', async () => {

@@ -9,7 +9,7 @@ import { expect } from 'vitest';
 /** A running service: in this process (`startService`) or a `tollgate serve` child process. */
 export type AnyService = { readonly httpPort: number };
 
-/** The URL of `path` (e.g. `/metrics`) on the listener that serves the observability endpoints. */
+/** The URL of `path` (e.g. `/metrics`, or an admin endpoint) on the listener that serves the observability and admin endpoints. */
 export function observabilityUrl(service: AnyService, path: string): string {
   return `http://127.0.0.1:${service.httpPort}${path}`;
 }
@@ -38,9 +38,9 @@ export function parseMetrics(text: string): Sample[] {
  * GET `path` on a connection of its own (as a Prometheus scrape: with workers, whichever worker
  * the connection lands on answers; a pooled connection could belong to a worker since killed).
  */
-export function getFresh(service: AnyService, path: string): Promise<{ status: number; text: string }> {
+export function getFresh(service: AnyService, path: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    get(observabilityUrl(service, path), { agent: false }, (response) => {
+    get(observabilityUrl(service, path), { agent: false, headers }, (response) => {
       let text = '';
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => (text += chunk));
