@@ -5,8 +5,11 @@
  * so a sum never goes back), and answers with them all. Every second the primary also collects the
  * dashboard's reports and sends the merged second to every worker (dashboard-cluster.ts).
  *
- * Nothing here runs on a decision: messages flow only when /metrics is scraped and once a second for
- * the dashboard, and only with more than one worker (one worker never enters this file).
+ * Blocks set or lifted on one worker are relayed to the others the same way (blocks.ts).
+ *
+ * Nothing here runs on a decision: messages flow only when /metrics is scraped, once a second for
+ * the dashboard, and on an admin block, and only with more than one worker (one worker never enters
+ * this file).
  */
 import cluster from 'node:cluster';
 
