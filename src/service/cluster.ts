@@ -117,7 +117,7 @@ export class WorkerLink {
       this.waiting.delete(message.id);
       resolve?.(message.reports);
     } else if (message.tollgate === 'report') {
-      void this.report(message.id, message.kind);
+      this.report(message.id, message.kind);
     } else if (message.tollgate === 'dashboard-second') {
       for (const listener of this.listeners) listener(message.data);
     } else if (message.tollgate === 'block-change') {
@@ -125,14 +125,22 @@ export class WorkerLink {
     }
   }
 
-  private async report(id: number, kind: ReportKind): Promise<void> {
+  /**
+   * Reports one after the other, so they reach the primary in the order their counts were read:
+   * the primary keeps the last one it receives, and a sum must never go back.
+   */
+  private reporting: Promise<void> = Promise.resolve();
+
+  private report(id: number, kind: ReportKind): void {
     const producer = this.producers.get(kind);
     if (producer === undefined) return;
-    try {
-      send({ tollgate: 'reported', id, kind, data: await producer() });
-    } catch {
-      // Not reported: the primary keeps this worker's previous report.
-    }
+    this.reporting = this.reporting.then(async () => {
+      try {
+        send({ tollgate: 'reported', id, kind, data: await producer() });
+      } catch {
+        // Not reported: the primary keeps this worker's previous report.
+      }
+    });
   }
 }
 
