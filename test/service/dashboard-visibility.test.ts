@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
 import { ARTIFACTS, haveChromium, launchChromium, watchProblems } from '../support/chromium.js';
-import { observabilityUrl } from '../support/observability.js';
+import { decisionUrl, observabilityUrl, postJson } from '../support/observability.js';
 
 const TOKEN = 'dashboard-visibility-token';
 
@@ -19,15 +19,11 @@ const TOKEN = 'dashboard-visibility-token';
 declare const document: { getElementById(id: string): { getAttribute(name: string): string | null } | null };
 type HTMLElement = { hidden: boolean };
 
-async function post(service: RunningService, path: string, body: unknown, headers: Record<string, string> = {}): Promise<number> {
-  const response = await fetch(`http://127.0.0.1:${service.httpPort}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  await response.arrayBuffer();
-  return response.status;
-}
+const post = (service: RunningService, path: string, body: unknown): Promise<number> => postJson(decisionUrl(service, path), body);
 
 /** A few seconds of mixed traffic; returns what was sent. */
 async function traffic(service: RunningService): Promise<{ checks: number; throttledChecks: number; limitCalls: number; unknown: number }> {
-  expect(await post(service, '/v1/keys/block', { key: 'remote_address=198.51.100.66', ttlMs: 60_000 }, { authorization: `Bearer ${TOKEN}` })).toBe(200);
+  expect(await postJson(observabilityUrl(service, '/v1/keys/block'), { key: 'remote_address=198.51.100.66', ttlMs: 60_000 }, { authorization: `Bearer ${TOKEN}` })).toBe(200);
   const sent = { checks: 0, throttledChecks: 0, limitCalls: 0, unknown: 0 };
   const count = (status: number): void => {
     sent.checks += 1;

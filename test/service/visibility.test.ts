@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UNKNOWN_DOMAIN_CAP } from '../../src/service/outcomes.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
-import { firstSnapshot, sampleSum, scrapeMetrics, type Sample } from '../support/observability.js';
+import { decisionUrl, firstSnapshot, observabilityUrl, postJson, sampleSum, scrapeMetrics, type Sample } from '../support/observability.js';
 
 const TOKEN = 'visibility-admin-token';
 const LIMIT_POLICY = { algorithm: 'fixed-window', limit: 3, window: '1h' };
@@ -29,15 +29,9 @@ function serviceForSuite(): () => RunningService {
   return () => service!;
 }
 
-async function post(service: RunningService, path: string, body: unknown, headers: Record<string, string> = {}): Promise<number> {
-  const response = await fetch(`http://127.0.0.1:${service.httpPort}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  await response.arrayBuffer();
-  return response.status;
-}
-
-const check = (service: RunningService, domain: string, descriptors: Record<string, string>[]): Promise<number> => post(service, '/v1/check', { domain, descriptors });
-const limit = (service: RunningService, key: string): Promise<number> => post(service, '/v1/limit', { key, policy: LIMIT_POLICY });
-const block = (service: RunningService, body: Record<string, unknown>): Promise<number> => post(service, '/v1/keys/block', body, { authorization: `Bearer ${TOKEN}` });
+const check = (service: RunningService, domain: string, descriptors: Record<string, string>[]): Promise<number> => postJson(decisionUrl(service, '/v1/check'), { domain, descriptors });
+const limit = (service: RunningService, key: string): Promise<number> => postJson(decisionUrl(service, '/v1/limit'), { key, policy: LIMIT_POLICY });
+const block = (service: RunningService, body: Record<string, unknown>): Promise<number> => postJson(observabilityUrl(service, '/v1/keys/block'), body, { authorization: `Bearer ${TOKEN}` });
 
 /** How much `name{labels}` grew between two scrapes. */
 function grew(before: readonly Sample[], after: readonly Sample[], name: string, labels: Record<string, string>): number {
@@ -154,7 +148,7 @@ describe('block scope', () => {
     expect(await limit(service, 'user:scoped')).toBe(200);
     expect(await block(service, { key: 'user:everywhere', ttlMs: 60_000 })).toBe(200);
     expect(await limit(service, 'user:everywhere')).toBe(429);
-    const listed = (await (await fetch(`http://127.0.0.1:${service.httpPort}/v1/keys/blocked`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { blocked: { key: string; domain: string }[] };
+    const listed = (await (await fetch(observabilityUrl(service, '/v1/keys/blocked'), { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { blocked: { key: string; domain: string }[] };
     expect(listed.blocked.map(({ key, domain }) => `${domain} ${key}`).sort()).toEqual(['* user:everywhere', 'per_ip remote_address=203.0.113.50', 'per_ip user:scoped']);
   });
 

@@ -14,6 +14,18 @@ export function observabilityUrl(service: AnyService, path: string): string {
   return `http://127.0.0.1:${service.httpPort}${path}`;
 }
 
+/** The URL of `path` on the listener that answers decisions (`/json`, `/v1/check`, `/v1/limit`). */
+export function decisionUrl(service: AnyService, path: string): string {
+  return `http://127.0.0.1:${service.httpPort}${path}`;
+}
+
+/** POSTs `body` as JSON to `url`; resolves with the status (the body is read and dropped). */
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<number> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  await response.arrayBuffer();
+  return response.status;
+}
+
 export interface Sample {
   readonly name: string;
   readonly labels: Record<string, string>;
