@@ -237,6 +237,7 @@ function addKeyRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     if (typeof key === 'string') subject.key = key;
     // A block names its domain, or applies to all of them ("*", the default).
     const domain = blockScope(body.domain);
+    subject.domains = [domain];
     const until = ctx.blocks.block(key, body.ttlMs === undefined ? 3_600_000 : (body.ttlMs as number), ctx.clock(), domain);
     sendJson(response, 200, { key, domain, blockedUntil: until });
   }));
@@ -246,6 +247,7 @@ function addKeyRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     if (key === null) throw new HttpError(400, 'give the key to unblock: ?key=... (and &domain=... for a block of one domain)');
     subject.key = key;
     const domain = blockScope(url().searchParams.get('domain') ?? undefined);
+    subject.domains = [domain];
     sendJson(response, 200, { key, domain, unblocked: ctx.blocks.unblock(key, domain) });
   }));
 
