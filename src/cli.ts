@@ -16,6 +16,7 @@ import { startGateway } from './gateway/server.js';
 import { GatewayConfigError, TollgateError } from './errors.js';
 import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from './service/options.js';
 import { startService } from './service/server.js';
+import { startReportsPrimary } from './service/cluster-primary.js';
 import { REPLICATE_FLAGS, startReplicateCommand } from './service/replicate.js';
 import { checkRuleFiles } from './rules/files.js';
 import { countDescriptors } from './rules/parse.js';
@@ -267,10 +268,13 @@ async function gateway(args: string[]): Promise<number> {
 
 /**
  * `--workers N`: N processes (node:cluster) share the HTTP and gRPC ports and one Redis. The primary
- * restarts a worker that dies unexpectedly and forwards SIGTERM/SIGINT for a graceful stop.
+ * restarts a worker that dies unexpectedly and forwards SIGTERM/SIGINT for a graceful stop; it also
+ * collects the workers' metrics and dashboard counts (cluster-primary.ts), keeping a dead worker's.
  */
 async function runWorkers(count: number): Promise<number> {
   let stopping = false;
+  // /metrics and the dashboard sum the workers' counts, including those of workers that exited.
+  const reports = startReportsPrimary();
   const fork = (): void => {
     cluster.fork().once('exit', (code) => {
       if (!stopping) {
@@ -300,6 +304,7 @@ async function runWorkers(count: number): Promise<number> {
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
+  reports.stop();
   return 0;
 }
 

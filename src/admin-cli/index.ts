@@ -60,8 +60,8 @@ const ACTION_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'rules diff': [],
   'keys inspect': ['key', 'algorithm', 'limit', 'window', 'precision'],
   'keys reset': ['key', 'algorithm', 'limit', 'window', 'precision'],
-  'keys block': ['key', 'for'],
-  'keys unblock': ['key'],
+  'keys block': ['key', 'for', 'domain'],
+  'keys unblock': ['key', 'domain'],
   'keys blocked': [],
 };
 

@@ -8,6 +8,7 @@ import { parseRules } from '../rules/parse.js';
 import { compileRules } from '../rules/ruleset.js';
 import { describeValue } from '../errors.js';
 import { adminRoute } from './admin-auth.js';
+import { blockScope } from './blocks.js';
 import type { ServiceContext } from './context.js';
 import type { HttpRoutes } from './http.js';
 import { HttpError, readBody, readJson, sendJson } from './http-util.js';
@@ -66,19 +67,24 @@ function addKeyRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   }), 'admin');
 
   routes.add('POST', '/v1/keys/block', adminRoute(ctx, 'keys.block', async (request, response, _url, subject) => {
-    const body = (await readJson(request)) as { key?: unknown; ttlMs?: unknown } | null;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, `the body must be { key, ttlMs? }, got ${describeValue(body)}`);
+    const body = (await readJson(request)) as { key?: unknown; ttlMs?: unknown; domain?: unknown } | null;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, `the body must be { key, ttlMs?, domain? }, got ${describeValue(body)}`);
     const key = body.key as string;
     if (typeof key === 'string') subject.key = key;
-    const until = ctx.blocks.block(key, body.ttlMs === undefined ? 3_600_000 : (body.ttlMs as number), ctx.clock());
-    sendJson(response, 200, { key, blockedUntil: until });
+    // A block names its domain, or applies to all of them ("*", the default).
+    const domain = blockScope(body.domain);
+    subject.domains = [domain];
+    const until = ctx.blocks.block(key, body.ttlMs === undefined ? 3_600_000 : (body.ttlMs as number), ctx.clock(), domain);
+    sendJson(response, 200, { key, domain, blockedUntil: until });
   }), 'admin');
 
   routes.add('DELETE', '/v1/keys/block', adminRoute(ctx, 'keys.unblock', (_request, response, url, subject) => {
     const key = url().searchParams.get('key');
-    if (key === null) throw new HttpError(400, 'give the key to unblock: ?key=...');
+    if (key === null) throw new HttpError(400, 'give the key to unblock: ?key=... (and &domain=... for a block of one domain)');
     subject.key = key;
-    sendJson(response, 200, { key, unblocked: ctx.blocks.unblock(key) });
+    const domain = blockScope(url().searchParams.get('domain') ?? undefined);
+    subject.domains = [domain];
+    sendJson(response, 200, { key, domain, unblocked: ctx.blocks.unblock(key, domain) });
   }), 'admin');
 
   routes.add('DELETE', '/v1/keys', adminRoute(ctx, 'keys.reset', async (_request, response, url, subject) => {

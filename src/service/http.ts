@@ -13,7 +13,7 @@ import { compilePolicy, type Policy } from '../policy.js';
 import type { CheckRequest } from '../rules/check.js';
 import type { ServiceContext } from './context.js';
 import { degradedReasonOf } from '../fault/failure-mode.js';
-import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, decideCheck, degradedAnswer } from './decide.js';
+import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, decideCheck, degradedAnswer } from './decide.js';
 import { closeSilentConnections } from './http-close.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from './envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
@@ -193,14 +193,17 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     const { key, policy, cost, ...rest } = body as { key?: unknown; policy?: unknown; cost?: unknown };
     if (Object.keys(rest).length > 0) throw new HttpError(400, `unknown field ${JSON.stringify(Object.keys(rest)[0])}; the fields are key, policy, cost`);
     const compiled = compilePolicy(policy as Policy);
+    const started = performance.now();
     const blockedFor = typeof key === 'string' ? ctx.blocks.remaining(key, ctx.clock()) : 0;
     if (blockedFor > 0) {
       const now = ctx.clock();
       const blocked = { allowed: false, limit: compiled.nominalCapacity, remaining: 0, resetAt: now + blockedFor, retryAfter: blockedFor, now };
+      announceLimit(ctx, key as string, blocked, started, true);
       sendJson(response, 429, { ...blocked, reason: 'blocked' }, decisionHeaders(blocked, compiled.windowMs, key as string));
       return;
     }
     const decision = await ctx.limiter.limit(key as string, compiled, cost === undefined ? {} : { cost: cost as number });
+    announceLimit(ctx, key as string, decision, started);
     const degraded = degradedAnswer(ctx, degradedReasonOf(decision));
     if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
     const headers = decisionHeaders(decision, compiled.windowMs, key as string);

@@ -19,7 +19,7 @@ import { watchRules, type RulesWatcher } from '../rules/watch.js';
 import { memoryStore, type MemoryStore } from '../store/memory.js';
 import { redisStore, type RedisStore } from '../store/redis/store.js';
 import { AuditLog } from './audit.js';
-import { BlockList } from './blocks.js';
+import { BlockList, shareBlocks } from './blocks.js';
 import type { ServiceContext, ServiceEvents } from './context.js';
 import { startGrpcServer, type GrpcServer } from './grpc.js';
 import { createHttpServer, type HttpServer } from './http.js';
@@ -304,6 +304,7 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   const checks = readinessChecks(holder, watcher, store, link, drain);
   const context = buildContext({ options, logger, store, holder, watcher, sync: pushed?.sync, startedAt, events, drain, checks, clock: hooks.clock });
   logStoreHealth(context);
+  shareBlocks(context.blocks, options.workers);
   checks.push(breakerCheck(context.limiter, () => events.emit('readiness')));
 
   const planes = buildPlanes(context);

@@ -296,12 +296,26 @@ describe('tollgate keys', () => {
     const check = ['--domain', 'per_ip', '--descriptor', 'remote_address=198.51.100.9'];
     const blocked = await run('keys', ['block', '--key', 'remote_address=198.51.100.9', '--for', '10m']);
     expect(blocked.code).toBe(0);
-    expect(blocked.stdout).toMatch(/^blocked remote_address=198\.51\.100\.9 for 10m \(until \d{4}-/);
+    expect(blocked.stdout).toMatch(/^blocked remote_address=198\.51\.100\.9 in all domains for 10m \(until \d{4}-/);
     expect((await run('check', check)).code).toBe(1);
-    expect(JSON.parse((await run('keys', ['blocked', '--json'])).stdout)).toMatchObject({ blocked: [{ key: 'remote_address=198.51.100.9' }] });
-    expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.9'])).toMatchObject({ code: 0, stdout: 'unblocked remote_address=198.51.100.9\n' });
+    expect(JSON.parse((await run('keys', ['blocked', '--json'])).stdout)).toMatchObject({ blocked: [{ key: 'remote_address=198.51.100.9', domain: '*' }] });
+    expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.9'])).toMatchObject({ code: 0, stdout: 'unblocked remote_address=198.51.100.9 in all domains\n' });
     expect((await run('check', check)).code).toBe(0);
-    expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.9'])).toMatchObject({ code: 1, stdout: 'remote_address=198.51.100.9 was not blocked\n' });
+    expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.9'])).toMatchObject({ code: 1, stdout: 'remote_address=198.51.100.9 was not blocked in all domains\n' });
+  });
+
+  it('block --domain D denies the entry in D only; unblock --domain D lifts that block', async () => {
+    const inDomain = ['--domain', 'per_ip', '--descriptor', 'remote_address=198.51.100.10'];
+    const elsewhere = ['--domain', 'classic', '--descriptor', 'remote_address=198.51.100.10'];
+    const blocked = await run('keys', ['block', '--key', 'remote_address=198.51.100.10', '--domain', 'per_ip', '--for', '10m']);
+    expect(blocked.stdout).toMatch(/^blocked remote_address=198\.51\.100\.10 in domain per_ip for 10m/);
+    expect((await run('check', inDomain)).code).toBe(1);
+    expect((await run('check', elsewhere)).code).toBe(0);
+    expect(JSON.parse((await run('keys', ['blocked', '--json'])).stdout)).toMatchObject({ blocked: [{ key: 'remote_address=198.51.100.10', domain: 'per_ip' }] });
+    // The all-domains block is another block: not there.
+    expect((await run('keys', ['unblock', '--key', 'remote_address=198.51.100.10'])).code).toBe(1);
+    expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.10', '--domain', 'per_ip'])).toMatchObject({ code: 0, stdout: 'unblocked remote_address=198.51.100.10 in domain per_ip\n' });
+    expect((await run('check', inDomain)).code).toBe(0);
   });
 
   it.each([
@@ -313,7 +327,7 @@ describe('tollgate keys', () => {
     [['block'], /needs --key/],
     [['purge', '--key', 'k'], /keys takes inspect, reset, block, unblock or blocked/],
     [['blocked', 'now'], /takes flags only/],
-    [['unblock', '--key', 'k', '--for', '1h'], /--for is not a flag of keys unblock \(its flags: --key\)/],
+    [['unblock', '--key', 'k', '--for', '1h'], /--for is not a flag of keys unblock \(its flags: --key, --domain\)/],
   ])('bad flags %j: exit 2', async (args, reason) => {
     const result = await run('keys', args);
     expect(result.code).toBe(2);

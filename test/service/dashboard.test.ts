@@ -7,12 +7,11 @@
  * failure mode and fallbacks per second, a growing time since the store was healthy; then healthy.
  */
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { get, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Script } from 'node:vm';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckEvent, ServiceContext } from '../../src/service/context.js';
 import { DashboardAggregate, HISTORY_SECONDS, KEY_SLOTS, MAX_CLIENTS, MAX_RULES, OTHER_RULES, TopKeys } from '../../src/service/dashboard.js';
@@ -25,10 +24,9 @@ import { startService, type RunningService } from '../../src/service/server.js';
 import { compileRules } from '../../src/rules/ruleset.js';
 import { parseRules } from '../../src/rules/parse.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { ARTIFACTS, haveChromium, launchChromium, watchProblems } from '../support/chromium.js';
 
 const LOGIN_RULE = 'classic.action=login.user';
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 
 /** Each started service's admin listener (metrics, dashboard, events), by its decision URL. */
 const adminBases = new Map<string, string>();
@@ -442,27 +440,6 @@ describe('dashboard while the store fails (real Redis, SIGKILLed, restarted)', (
     }
   });
 });
-
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) console.warn(`dashboard browser test skipped: ${CHROMIUM} is missing (install Debian's chromium: apt-get install -y chromium)`);
-
-async function launchChromium(): Promise<Browser> {
-  const { chromium } = await import('playwright-core');
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-}
-
-/** Page errors, console errors and CSP reports, as they come. */
-function watchProblems(page: Page): string[] {
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error' || /Content.Security.Policy/i.test(message.text())) problems.push(`console: ${message.text()}`);
-  });
-  return problems;
-}
 
 describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
   let dir: string;
