@@ -68,7 +68,14 @@ function get(port: number, path: string, tls: TlsClient, headers: Record<string,
 
 describe('HTTPS on the proxy and the admin listener', () => {
   let running: TestGateway;
-  beforeAll(async () => void (running = await startTls({ 'tls-cert': server.cert, 'tls-key': server.key })), 20_000);
+  // :scheme (envoy's pseudo-header) says https: every route below asks for it, and the plain-only one leads nowhere.
+  const config = () => `listen: 0
+upstreams: { app: "${upstream.url}", nowhere: "http://127.0.0.1:9" }
+routes:
+  - { match: { prefix: /plain-only, headers: [{ name: ":scheme", exact_match: http }] }, upstream: nowhere }
+  - { match: { prefix: /, headers: [{ name: ":scheme", exact_match: https }] }, upstream: app }
+`;
+  beforeAll(async () => void (running = await startTls({ 'tls-cert': server.cert, 'tls-key': server.key }, config())), 20_000);
   afterAll(async () => running?.close());
 
   it('forwards over HTTPS to a plain upstream for a client that trusts the CA, saying X-Forwarded-Proto: https', async () => {
@@ -76,6 +83,8 @@ describe('HTTPS on the proxy and the admin listener', () => {
     expect(answer).toMatchObject({ status: 200, body: 'upstream GET /hello' });
     expect(upstream.requests.at(-1)!.headers['x-forwarded-proto']).toBe('https');
     expect((await get(running.gateway.adminPort, '/healthz', { ca: ca.certPem })).status).toBe(200);
+    expect((await get(running.gateway.port, '/plain-only', { ca: ca.certPem })).status).toBe(200); // the https route, not the plain one
+    expect(upstream.requests.at(-1)!.url).toBe('/plain-only');
   });
 
   it('is refused by a client that trusts another CA, and does not speak plain HTTP', async () => {
