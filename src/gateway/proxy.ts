@@ -1,5 +1,6 @@
 /**
- * Forwarding an admitted request to its upstream with undici (a pooled `Pool` per upstream):
+ * Forwarding an admitted request to its upstream with undici (a pooled `Pool` per upstream; an
+ * https:// one verified with its `tls` settings, under its own name):
  * bodies streamed both ways (never buffered), hop-by-hop headers dropped both ways,
  * `X-Forwarded-For` appended and `X-Forwarded-Proto` / `X-Forwarded-Host` set, upstream failures
  * answered 502 (refused, reset) or 504 (timed out) with a small JSON body, and a client that goes
