@@ -6,7 +6,7 @@
  * connection sees the new fingerprint on both listeners); bad files refused at start (exit 2
  * naming the flag and the file); and https:// upstreams: a private CA trusted through `tls.ca_file`,
  * refused without it, verified under `server_name` and never under the client's `Host`, and
- * reached by deferred requests too (Redis).
+ * reached by deferred requests too (Redis), whose scheme comes from their socket, never a header.
  */
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer, request as httpsRequest, type Server as HttpsServer } from 'node:https';
@@ -17,6 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestCertificates, badCertificateFlags, cliExit, peerFingerprint, type CertPair } from '../support/certs.js';
 import { send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
 import { useRedisServer } from '../support/redis-topologies.js';
+import type { DeferredEntry } from '../../src/gateway/defer/index.js';
+import { deliveryHeaders, replayFacts, storedHeaders } from '../../src/gateway/replay.js';
 
 let certs: TestCertificates;
 let ca: CertPair;
@@ -263,5 +265,20 @@ routes:
         await running.close();
       }
     }, 30_000);
+  });
+});
+
+describe('a deferred request over TLS', () => {
+  it("keeps a deferred request's scheme from its socket, never from a client's header", () => {
+    const entry = (encrypted: boolean, raw: string[]): DeferredEntry => {
+      const req = { rawHeaders: raw, socket: { remoteAddress: '192.0.2.7', encrypted } } as unknown as Parameters<typeof storedHeaders>[0];
+      return { method: 'GET', path: '/', headers: storedHeaders(req), body: Buffer.alloc(0), queueName: 'q', ticket: 't', id: '1-0', enqueuedAt: 0, attempt: 1 } as DeferredEntry;
+    };
+    const proto = (stored: DeferredEntry) => deliveryHeaders(stored).find(([name]) => name === 'x-forwarded-proto')![1];
+    const spoofed = entry(false, ['Host', 'a.example', 'X-Tollgate-Client-Scheme', 'https']);
+    expect(replayFacts(spoofed).socket.encrypted).toBe(false);
+    expect(proto(spoofed)).toBe('http');
+    expect(proto(entry(true, ['Host', 'a.example']))).toBe('https');
+    expect(deliveryHeaders(entry(true, [])).some(([name]) => name.toLowerCase() === 'x-tollgate-client-scheme')).toBe(false);
   });
 });
