@@ -79,6 +79,10 @@ Commands:
                   --admin-bind ADDR        the admin port's address (127.0.0.1)
                   --rules FILE|DIR         the rules (overrides the file's rules:)
                   --host ADDR              the proxy's address (0.0.0.0)
+                  --tls-cert FILE          HTTPS on the proxy and the admin port: the PEM certificate
+                  --tls-key FILE           chain and its key, reloaded when they change
+                  --tls-client-ca FILE     mutual TLS on the proxy: clients need a certificate this CA
+                  --tls-client-san NAME    signed (... and carrying NAME among its alternative names)
                   and serve's --redis*, --admin-token, --metrics-token, --log-level, --failure-mode, --expected-nodes,
                   --deadline-ms, --fail-closed-status, --local-cache-keys, --merge-domains,
                   --shadow-mode, --quota-mode, --drain-delay, --shutdown-timeout,

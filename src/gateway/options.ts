@@ -1,7 +1,7 @@
 /**
  * `tollgate gateway` settings: `--config FILE` (the gateway configuration, required), where the
  * proxy and the admin port listen, and the service's own flags (Redis, admin token, failure modes,
- * drain), read and validated by the service's `resolveServiceOptions` so both commands agree.
+ * drain, TLS), read and validated by the service's `resolveServiceOptions` so both commands agree.
  */
 import { InvalidOptionError } from '../errors.js';
 import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/options.js';
@@ -23,6 +23,8 @@ const SHARED_FLAGS = [
   'redis', 'redis-cluster', 'redis-sentinel', 'redis-sentinel-name', 'admin-token', 'admin-bind', 'metrics-token', 'log-level', 'merge-domains', 'shadow-mode', 'quota-mode',
   'failure-mode', 'expected-nodes', 'deadline-ms', 'fail-closed-status', 'local-cache-keys', 'drain-delay', 'shutdown-timeout',
   'keep-alive-timeout', 'headers-timeout', 'max-requests-per-socket', 'max-keys',
+  // TLS: the proxy listener (mutual with --tls-client-ca) and the admin listener serve the certificate.
+  'tls-cert', 'tls-key', 'tls-client-ca', 'tls-client-san',
 ] as const;
 
 /** Every flag `gateway` takes: name → its environment variable. */

@@ -6,7 +6,6 @@
  * requests finish and closes Redis last.
  */
 import { EventEmitter } from 'node:events';
-import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -25,7 +24,7 @@ import { startGrpcServer, type GrpcServer } from './grpc.js';
 import { createHttpServer, type HttpServer } from './http.js';
 import { followConnections } from './http-close.js';
 import { buildPlanes } from './planes.js';
-import { TlsReloader, requireClientName, secureContextOptions } from './tls.js';
+import { TlsReloader, secureServer } from './tls.js';
 import { breakerCheck, logStoreHealth } from './store-health.js';
 import type { ServiceOptions } from './options.js';
 import { DrainState, evaluateReadiness, rulesCheck, type ReadinessCheck } from './readiness.js';
@@ -41,6 +40,8 @@ export interface RunningService {
   readonly context: ServiceContext;
   /** The registry GET /metrics prints: embedders (the gateway) add their own families to it. */
   readonly registry: Registry;
+  /** The certificate files in force and their reloads (with TLS): embedders (the gateway) serve them on listeners of their own. */
+  readonly tls: TlsReloader | undefined;
   /** Graceful, at once: stops accepting, lets in-flight requests finish (up to --shutdown-timeout), closes the store. */
   close(): Promise<void>;
   /**
@@ -266,18 +267,6 @@ async function openListeners(parts: ServiceParts, hooks: ServiceHooks): Promise<
   return { httpPort, adminPort, grpc };
 }
 
-/**
- * Makes an HTTP server, over TLS when `tls` is given, and keeps its certificate current. Client
- * certificates are verified (with --tls-client-ca) where `verifyClients`: the decision listener.
- */
-function secureServer(tls: TlsReloader | undefined, verifyClients: boolean, make: (secure: ReturnType<typeof secureContextOptions> | undefined) => HttpServer): HttpServer {
-  if (tls === undefined) return make(undefined);
-  const server = make(secureContextOptions(tls.material, verifyClients));
-  if (verifyClients) requireClientName(server as HttpsServer, tls.files, tls.logger);
-  tls.subscribe((material) => (server as HttpsServer).setSecureContext(secureContextOptions(material, verifyClients)));
-  return server;
-}
-
 /** What an embedding program (or a test) may give the service beyond its options. */
 export interface ServiceHooks {
   /** The clock (epoch ms) every decision reads instead of the store's: replays and tests. */
@@ -335,5 +324,5 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
     }
     return close();
   };
-  return { httpPort, adminPort, grpcPort: grpc?.port, context, registry: parts.metrics.registry, close, drain: drainThenClose };
+  return { httpPort, adminPort, grpcPort: grpc?.port, context, registry: parts.metrics.registry, tls, close, drain: drainThenClose };
 }

@@ -8,6 +8,8 @@
  */
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { Server as HttpServer } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import { createSecureContext, type PeerCertificate, type SecureContextOptions, type Server as TlsServer, type TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import { InvalidOptionError } from '../errors.js';
@@ -97,6 +99,19 @@ export function requireClientName(server: TlsServer, files: TlsFiles | undefined
     logger.warn({ remoteAddress: socket.remoteAddress, subject: certificate.subject?.CN, names: certificate.subjectaltname }, `TLS client refused: its certificate does not name ${name} (--tls-client-san)`);
     socket.destroy();
   });
+}
+
+/**
+ * Makes an HTTP server, over TLS when `tls` is given, and keeps its certificate current. Client
+ * certificates are verified (with --tls-client-ca, and --tls-client-san's name required) where
+ * `verifyClients`: the decision listener of `tollgate serve`, the proxy of `tollgate gateway`.
+ */
+export function secureServer<S extends HttpServer | HttpsServer>(tls: TlsReloader | undefined, verifyClients: boolean, make: (secure: ReturnType<typeof secureContextOptions> | undefined) => S): S {
+  if (tls === undefined) return make(undefined);
+  const server = make(secureContextOptions(tls.material, verifyClients));
+  if (verifyClients) requireClientName(server as HttpsServer, tls.files, tls.logger);
+  tls.subscribe((material) => (server as HttpsServer).setSecureContext(secureContextOptions(material, verifyClients)));
+  return server;
 }
 
 /** How long a change is left to settle (a cert and its key are often written one after the other). */

@@ -6,20 +6,17 @@
  * change (a new connection sees the new fingerprint, no restart; a broken replacement keeps the
  * old one), and the files checked at start (exit 2 naming the flag and the file).
  */
-import { execFile } from 'node:child_process';
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { connect as tlsConnect } from 'node:tls';
 import { Writable } from 'node:stream';
 import { credentials } from '@grpc/grpc-js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServiceOptions, type GrpcServerKind } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
-import { TestCertificates, type CertPair } from '../support/certs.js';
+import { TestCertificates, badCertificateFlags, cliExit, peerFingerprint, type CertPair } from '../support/certs.js';
 import { rateLimitClient } from '../support/grpc-client.js';
 
-const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
 const CHECK = JSON.stringify({ domain: 'per_ip', descriptors: [{ entries: [{ key: 'remote_address', value: '198.51.100.20' }] }] });
 
 let certs: TestCertificates;
@@ -68,21 +65,6 @@ function postJson(port: number, tls: TlsClient, path = '/json', method = 'POST')
     });
     req.on('error', reject);
     req.end(method === 'POST' ? CHECK : undefined);
-  });
-}
-
-/** A new TLS connection's view of the server certificate (its SHA-256 fingerprint), or the handshake's error code. */
-function peerFingerprint(port: number, tls: Partial<TlsClient> = {}, alpn?: string[]): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false, ...tls, ...(alpn !== undefined ? { ALPNProtocols: alpn } : {}) }, () => {
-      // With TLS 1.3 a refused client certificate shows after the handshake: read a byte's worth.
-      setTimeout(() => {
-        const fingerprint = socket.getPeerCertificate().fingerprint256;
-        socket.destroy();
-        resolve(fingerprint);
-      }, 50);
-    });
-    socket.on('error', (error: NodeJS.ErrnoException) => resolve(`error: ${error.code ?? error.message}`));
   });
 }
 
@@ -214,31 +196,10 @@ describe('certificate reload on file change', () => {
   }
 });
 
-/** Runs `tollgate serve` with `args`; resolves with its exit code and stderr. */
-function serveExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, 'serve', '--log-level', 'silent', '--port', '0', '--grpc-port', '0', '--admin-port', '0', ...args], { timeout: 15_000 }, (error, _stdout, stderr) => {
-      resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? null), stderr });
-    });
-  });
-}
-
 describe('the certificate files are checked at start', () => {
   it('exits 2 naming the flag and the file: missing, unreadable, not PEM, a key of another certificate, a half pair', async () => {
-    const garbage = certs.file('garbage.pem', 'hello\n');
-    const cases: [string[], string][] = [
-      [['--tls-cert', `${certs.dir}/missing.crt`, '--tls-key', server.key], `--tls-cert (or TOLLGATE_TLS_CERT) file ${certs.dir}/missing.crt cannot be read (ENOENT)`],
-      [['--tls-cert', server.cert, '--tls-key', certs.dir], `--tls-key (or TOLLGATE_TLS_KEY) file ${certs.dir} cannot be read (EISDIR)`],
-      [['--tls-cert', garbage, '--tls-key', server.key], `--tls-cert (or TOLLGATE_TLS_CERT) file ${garbage} is not a PEM certificate`],
-      [['--tls-cert', server.cert, '--tls-key', garbage], `--tls-key (or TOLLGATE_TLS_KEY) file ${garbage} is not a PEM private key`],
-      [['--tls-cert', server.cert, '--tls-key', client.key], `--tls-key (or TOLLGATE_TLS_KEY) file ${client.key} is not the private key of the certificate in --tls-cert (or TOLLGATE_TLS_CERT) file ${server.cert}`],
-      [['--tls-cert', server.cert, '--tls-key', server.key, '--tls-client-ca', garbage], `--tls-client-ca (or TOLLGATE_TLS_CLIENT_CA) file ${garbage} is not a PEM CA certificate`],
-      [['--tls-cert', server.cert], '--tls-cert (or TOLLGATE_TLS_CERT) is given without --tls-key (or TOLLGATE_TLS_KEY)'],
-      [['--tls-key', server.key], '--tls-key (or TOLLGATE_TLS_KEY) is given without --tls-cert (or TOLLGATE_TLS_CERT)'],
-      [['--tls-client-ca', ca.cert], '--tls-client-ca (or TOLLGATE_TLS_CLIENT_CA) goes with --tls-cert'],
-      [['--tls-cert', server.cert, '--tls-key', server.key, '--tls-client-san', 'envoy'], '--tls-client-san (or TOLLGATE_TLS_CLIENT_SAN) goes with --tls-client-ca'],
-    ];
-    const results = await Promise.all(cases.map(([args]) => serveExit(args)));
+    const cases = badCertificateFlags(certs, { ca, server, client });
+    const results = await Promise.all(cases.map(([args]) => cliExit(['serve', '--log-level', 'silent', '--port', '0', '--grpc-port', '0', '--admin-port', '0', ...args])));
     results.forEach(({ code, stderr }, i) => {
       expect(stderr, cases[i]![0].join(' ')).toContain(cases[i]![1]);
       expect(code, cases[i]![0].join(' ')).toBe(2);

@@ -1,13 +1,16 @@
 /**
  * Certificates made for a test with the `openssl` command line: a CA, server certificates for
  * 127.0.0.1 / localhost signed by it, client certificates, and a second CA whose certificates the
- * service must refuse. EC P-256 keys: quick to make. Files go in a temporary directory.
+ * service must refuse. EC P-256 keys: quick to make. Files go in a temporary directory. Also what
+ * the TLS tests of `serve` and `gateway` share: a new connection's view of the certificate, and
+ * the bad certificate flags both refuse at start.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 
 const OPENSSL = '/usr/bin/openssl';
 
@@ -65,4 +68,52 @@ export class TestCertificates {
 function pair(cert: string, key: string): CertPair {
   const certPem = readFileSync(cert);
   return { cert, key, certPem, keyPem: readFileSync(key), fingerprint: new X509Certificate(certPem).fingerprint256 };
+}
+
+/**
+ * A new TLS connection's view of the server certificate (its SHA-256 fingerprint), or the handshake's
+ * error code. With TLS 1.3 a refused client certificate shows after the handshake: it waits a little.
+ */
+export function peerFingerprint(port: number, tls: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {}, alpn?: string[]): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false, ...tls, ...(alpn !== undefined ? { ALPNProtocols: alpn } : {}) }, () => {
+      setTimeout(() => {
+        const fingerprint = socket.getPeerCertificate().fingerprint256;
+        socket.destroy();
+        resolve(fingerprint);
+      }, 50);
+    });
+    socket.on('error', (error: NodeJS.ErrnoException) => resolve(`error: ${error.code ?? error.message}`));
+  });
+}
+
+const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
+
+/** Runs the built `tollgate` with `args`; resolves with its exit code and stderr. */
+export function cliExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { timeout: 15_000 }, (error, _stdout, stderr) => {
+      resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? null), stderr });
+    });
+  });
+}
+
+/**
+ * Certificate flags a command must refuse at start (exit 2), each with the message that names the
+ * flag and the file: missing, unreadable, not PEM, a key of another certificate, a half pair.
+ */
+export function badCertificateFlags(certs: TestCertificates, { ca, server, client }: { ca: CertPair; server: CertPair; client: CertPair }): [string[], string][] {
+  const garbage = certs.file('garbage.pem', 'hello\n');
+  return [
+    [['--tls-cert', `${certs.dir}/missing.crt`, '--tls-key', server.key], `--tls-cert (or TOLLGATE_TLS_CERT) file ${certs.dir}/missing.crt cannot be read (ENOENT)`],
+    [['--tls-cert', server.cert, '--tls-key', certs.dir], `--tls-key (or TOLLGATE_TLS_KEY) file ${certs.dir} cannot be read (EISDIR)`],
+    [['--tls-cert', garbage, '--tls-key', server.key], `--tls-cert (or TOLLGATE_TLS_CERT) file ${garbage} is not a PEM certificate`],
+    [['--tls-cert', server.cert, '--tls-key', garbage], `--tls-key (or TOLLGATE_TLS_KEY) file ${garbage} is not a PEM private key`],
+    [['--tls-cert', server.cert, '--tls-key', client.key], `--tls-key (or TOLLGATE_TLS_KEY) file ${client.key} is not the private key of the certificate in --tls-cert (or TOLLGATE_TLS_CERT) file ${server.cert}`],
+    [['--tls-cert', server.cert, '--tls-key', server.key, '--tls-client-ca', garbage], `--tls-client-ca (or TOLLGATE_TLS_CLIENT_CA) file ${garbage} is not a PEM CA certificate`],
+    [['--tls-cert', server.cert], '--tls-cert (or TOLLGATE_TLS_CERT) is given without --tls-key (or TOLLGATE_TLS_KEY)'],
+    [['--tls-key', server.key], '--tls-key (or TOLLGATE_TLS_KEY) is given without --tls-cert (or TOLLGATE_TLS_CERT)'],
+    [['--tls-client-ca', ca.cert], '--tls-client-ca (or TOLLGATE_TLS_CLIENT_CA) goes with --tls-cert'],
+    [['--tls-cert', server.cert, '--tls-key', server.key, '--tls-client-san', 'envoy'], '--tls-client-san (or TOLLGATE_TLS_CLIENT_SAN) goes with --tls-client-ca'],
+  ];
 }
