@@ -90,7 +90,7 @@ async function main() {
   const redisPort = await freePort();
   const pidFile = join(workDir, 'redis.pid');
   execFileSync('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--pidfile', pidFile, '--dir', workDir]);
-  const serve = (extra) => (port) => [join(ROOT, 'dist', 'cli.js'), 'serve', '--config', join(ROOT, 'examples', 'rules'), '--port', String(port), '--grpc-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra];
+  const serve = (extra) => (port) => [join(ROOT, 'dist', 'cli.js'), 'serve', '--config', join(ROOT, 'examples', 'rules'), '--port', String(port), '--grpc-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra];
   const subjects = [
     { id: 'hello', args: (port) => [join(HERE, 'service-hello.js'), 'http', String(port)] },
     { id: 'same-response', args: (port) => [join(HERE, 'service-variants.js'), 'same-response', String(port)] },

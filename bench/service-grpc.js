@@ -115,7 +115,7 @@ async function startSubjects(workDir, redisPort) {
   writeFileSync(join(rules, 'bench.yaml'), 'domain: bench\ndescriptors:\n  - key: client\n    rate_limit: { unit: second, requests_per_unit: 4294967295 }\n');
   const serve = (name, extra) => async () => {
     const [http, grpcPort] = [await freePort(), await freePort()];
-    const child = startChild(name, process.execPath, [join(ROOT, 'dist', 'cli.js'), 'serve', '--config', rules, '--port', String(http), '--grpc-port', String(grpcPort), '--host', '127.0.0.1', '--log-level', 'silent', ...extra]);
+    const child = startChild(name, process.execPath, [join(ROOT, 'dist', 'cli.js'), 'serve', '--config', rules, '--port', String(http), '--grpc-port', String(grpcPort), '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra]);
     await waitForPort(child, grpcPort);
     return Object.assign(child, { grpcPort });
   };

@@ -46,7 +46,7 @@ function memoryOf(pid) {
 }
 
 /** wrk's thread:stop() ends sending, not the run: so wrk is stopped (SIGINT, by PID) once the store has seen KEYS keys. */
-async function runWrk(port, script) {
+async function runWrk(port, adminPort, script) {
   const started = Date.now();
   const wrk = execFile('wrk', [`-t${THREADS}`, '-c64', '-d600s', '-s', script, `http://127.0.0.1:${port}/json`]);
   children.set(wrk.pid, { name: 'wrk', proc: wrk });
@@ -55,7 +55,7 @@ async function runWrk(port, script) {
   let seen = 0;
   while (seen < KEYS && wrk.exitCode === null && Date.now() - started < MAX_SECONDS * 1000) {
     await sleep(500);
-    seen = (await metric(port, 'tollgate_memory_store_keys')) + (await metric(port, 'tollgate_memory_store_evictions_total'));
+    seen = (await metric(adminPort, 'tollgate_memory_store_keys')) + (await metric(adminPort, 'tollgate_memory_store_evictions_total'));
   }
   const seconds = (Date.now() - started) / 1000;
   wrk.kill('SIGINT');
@@ -63,22 +63,24 @@ async function runWrk(port, script) {
   return { seconds, perSecond: seen / seconds };
 }
 
-async function metric(port, name) {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+/** A sample from /metrics, on the admin listener. */
+async function metric(adminPort, name) {
+  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
   return Number(text.split('\n').find((line) => line.startsWith(`${name} `))?.split(' ')[1]);
 }
 
 async function flood(maxKeys, script) {
   const port = await freePort();
-  const args = ['dist/cli.js', 'serve', '--config', 'examples/rules', '--port', String(port), '--grpc-port', '0', '--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', '--max-keys', String(maxKeys)];
+  const adminPort = await freePort();
+  const args = ['dist/cli.js', 'serve', '--config', 'examples/rules', '--port', String(port), '--grpc-port', '0', '--admin-port', String(adminPort), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', '--max-keys', String(maxKeys)];
   const child = startChild(`serve --max-keys ${maxKeys}`, process.execPath, args, { cwd: ROOT });
   try {
     await waitForPort(child, port);
     const before = memoryOf(child.pid);
-    const load = await runWrk(port, script);
+    const load = await runWrk(port, adminPort, script);
     const after = memoryOf(child.pid);
-    const keys = await metric(port, 'tollgate_memory_store_keys');
-    const evictions = await metric(port, 'tollgate_memory_store_evictions_total');
+    const keys = await metric(adminPort, 'tollgate_memory_store_keys');
+    const evictions = await metric(adminPort, 'tollgate_memory_store_evictions_total');
     return { maxKeys, before, after, load, keys, evictions, sent: keys + evictions };
   } finally {
     await stopChild(child);

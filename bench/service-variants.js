@@ -87,7 +87,7 @@ if (mode === 'same-response') {
 } else if (mode === 'serve-no-listeners') {
   const { startService, createLogger } = await load('service/server.js');
   const { resolveServiceOptions } = await load('service/options.js');
-  const options = resolveServiceOptions({ config: rulesDir, port: String(port), 'grpc-port': '0', host: '127.0.0.1', 'log-level': 'silent' }, {});
+  const options = resolveServiceOptions({ config: rulesDir, port: String(port), 'grpc-port': '0', 'admin-port': '0', host: '127.0.0.1', 'log-level': 'silent' }, {});
   const service = await startService(options, createLogger('silent'));
   const removed = service.context.events.listenerCount('check');
   service.context.events.removeAllListeners('check');

@@ -268,7 +268,7 @@ function snapshotDist(workDir) {
 async function startTollgate(name, dist, { redis, nodeArgs = [], workers } = {}) {
   const port = await freePort();
   const grpcPort = await freePort();
-  const args = [...nodeArgs, dist.cli, 'serve', '--config', dist.rules, '--port', String(port), '--grpc-port', String(grpcPort), '--host', '127.0.0.1', '--log-level', 'silent'];
+  const args = [...nodeArgs, dist.cli, 'serve', '--config', dist.rules, '--port', String(port), '--grpc-port', String(grpcPort), '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent'];
   if (redis !== undefined) args.push('--redis', `redis://127.0.0.1:${redis}`);
   if (workers !== undefined) args.push('--workers', String(workers));
   const child = startChild(name, process.execPath, args);

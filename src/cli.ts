@@ -16,6 +16,7 @@ import { startGateway } from './gateway/server.js';
 import { GatewayConfigError, TollgateError } from './errors.js';
 import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from './service/options.js';
 import { startService } from './service/server.js';
+import { startReportsPrimary } from './service/cluster-primary.js';
 import { REPLICATE_FLAGS, startReplicateCommand } from './service/replicate.js';
 import { checkRuleFiles } from './rules/files.js';
 import { countDescriptors } from './rules/parse.js';
@@ -24,14 +25,25 @@ import { runSimulateCommand } from './simulate/command.js';
 const USAGE = `Usage: tollgate <command> [options]
 
 Commands:
-  serve         Run the decision service (HTTP JSON on --port, envoy gRPC on --grpc-port)
+  serve         Run the decision service (HTTP JSON on --port, envoy gRPC on --grpc-port; the
+                dashboard, /metrics, /v1/events and the admin API on --admin-port)
                   --config FILE|DIR        rules (YAML), watched and reloaded live
                   --redis URL              share counters and rules through Redis
                   --redis-cluster H:P,...  ... or through a Redis Cluster (default: memory store)
                   --redis-sentinel H:P,... ... or a Sentinel-watched primary (--redis-sentinel-name, mymaster)
                   --port N (8080) --grpc-port N (8081) --host ADDR (0.0.0.0)
                   --grpc-server S          what serves gRPC: http2 (node:http2) or grpc-js (http2)
+                  --admin-port N           the admin listener: dashboard, metrics, events, rules,
+                                           admin API (6070); --port answers 404 for those
+                  --admin-bind ADDR        its address (127.0.0.1: loopback; 0.0.0.0 to open it)
                   --admin-token TOKEN      enables PUT /v1/rules and the key admin endpoints
+                  --metrics-token TOKEN    required for /metrics, /dashboard, /v1/events, GET /v1/rules
+                                           (Bearer; the admin token also opens them)
+                  --tls-cert FILE          HTTPS and gRPC over TLS on every listener: the PEM
+                  --tls-key FILE           certificate chain and its key, reloaded when they change
+                  --tls-client-ca FILE     mutual TLS on the decision listeners (HTTP and gRPC):
+                                           clients need a certificate this CA signed
+                  --tls-client-san NAME    ... and carrying NAME among its alternative names
                   --log-level LEVEL        fatal|error|warn|info|debug|trace|silent (info)
                   --workers N              N processes on the same ports (needs Redis) (1)
                   --max-keys N             keys the memory store holds; the least recently used
@@ -64,9 +76,14 @@ Commands:
                                            reloaded live; errors as file:line:col (exit 2)
                   --port N                 where the proxy listens (the file's listen, else 8888)
                   --admin-port N           /metrics, /dashboard, /readyz, /v1/rules, admin API (9901)
+                  --admin-bind ADDR        the admin port's address (127.0.0.1)
                   --rules FILE|DIR         the rules (overrides the file's rules:)
-                  --host ADDR              both listeners (0.0.0.0)
-                  and serve's --redis*, --admin-token, --log-level, --failure-mode, --expected-nodes,
+                  --host ADDR              the proxy's address (0.0.0.0)
+                  --tls-cert FILE          HTTPS on the proxy and the admin port: the PEM certificate
+                  --tls-key FILE           chain and its key, reloaded when they change
+                  --tls-client-ca FILE     mutual TLS on the proxy: clients need a certificate this CA
+                  --tls-client-san NAME    signed (... and carrying NAME among its alternative names)
+                  and serve's --redis*, --admin-token, --metrics-token, --log-level, --failure-mode, --expected-nodes,
                   --deadline-ms, --fail-closed-status, --local-cache-keys, --merge-domains,
                   --shadow-mode, --quota-mode, --drain-delay, --shutdown-timeout,
                   --keep-alive-timeout, --headers-timeout, --max-requests-per-socket, --max-keys
@@ -99,7 +116,8 @@ Commands:
                 (exit 0 OK, 1 OVER_LIMIT, 2 bad flags, 3 service unreachable or erroring)
   rules         get [--domain D] | push FILE|DIR | diff FILE|DIR: the running service's rules
   keys          inspect|reset|block|unblock|blocked: the running service's key admin endpoints
-                these three: --url URL (http://127.0.0.1:8080, TOLLGATE_URL), admin token from
+                these three: --url URL (check: http://127.0.0.1:8080, TOLLGATE_URL; rules, keys:
+                the admin listener http://127.0.0.1:6070, TOLLGATE_ADMIN_URL), admin token from
                 TOLLGATE_ADMIN_TOKEN or --token-file FILE, --json, --timeout MS; each has --help
                 (docs/service.md, "Command line for the admin API")
   help          Show this help (as does --help after any command)
@@ -254,10 +272,13 @@ async function gateway(args: string[]): Promise<number> {
 
 /**
  * `--workers N`: N processes (node:cluster) share the HTTP and gRPC ports and one Redis. The primary
- * restarts a worker that dies unexpectedly and forwards SIGTERM/SIGINT for a graceful stop.
+ * restarts a worker that dies unexpectedly and forwards SIGTERM/SIGINT for a graceful stop; it also
+ * collects the workers' metrics and dashboard counts (cluster-primary.ts), keeping a dead worker's.
  */
 async function runWorkers(count: number): Promise<number> {
   let stopping = false;
+  // /metrics and the dashboard sum the workers' counts, including those of workers that exited.
+  const reports = startReportsPrimary();
   const fork = (): void => {
     cluster.fork().once('exit', (code) => {
       if (!stopping) {
@@ -287,6 +308,7 @@ async function runWorkers(count: number): Promise<number> {
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
+  reports.stop();
   return 0;
 }
 

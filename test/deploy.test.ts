@@ -259,7 +259,7 @@ describe('health checks and probes ask endpoints the running service answers', (
   beforeAll(async () => {
     for (const [name, body] of Object.entries(at(k8s('ConfigMap'), 'data') as Record<string, string>)) writeFileSync(join(rulesDir, name), body);
     const { env } = k8sLaunch(); // the Deployment's own settings, with its ConfigMap's rules
-    service = await startServiceProcess(['--config', rulesDir, '--log-level', 'info'], { ...env, TOLLGATE_DRAIN_DELAY: '0' });
+    service = await startServiceProcess(['--config', rulesDir, '--log-level', 'info'], { ...env, TOLLGATE_DRAIN_DELAY: '0', TOLLGATE_ADMIN_PORT: '0' });
   }, 20_000);
   afterAll(async () => {
     await service?.stop();
@@ -279,10 +279,14 @@ describe('health checks and probes ask endpoints the running service answers', (
     const container = k8sContainer();
     const ports = Object.fromEntries((container.ports as { name: string; containerPort: number }[]).map((p) => [p.name, p.containerPort]));
     const options = resolveLaunch(k8sLaunch());
-    expect(ports).toEqual({ http: options.port, grpc: options.grpcPort });
+    expect(ports).toEqual({ http: options.port, grpc: options.grpcPort, admin: options.adminPort });
+    // The admin listener is on the pod's addresses for Prometheus, which the annotations point at.
+    expect(options.adminHost).toBe('0.0.0.0');
+    expect(at(k8s('Deployment'), 'spec', 'template', 'metadata', 'annotations')).toMatchObject({ 'prometheus.io/port': String(options.adminPort), 'prometheus.io/path': '/metrics' });
     expect(at(container, 'readinessProbe', 'httpGet')).toEqual({ path: '/readyz', port: 'http' });
     expect(at(container, 'livenessProbe', 'httpGet')).toEqual({ path: '/healthz', port: 'http' });
     for (const path of ['/readyz', '/healthz']) expect((await fetch(service.url(path))).status, path).toBe(200);
+    expect((await fetch(service.admin('/metrics'))).status).toBe(200);
     expect((await fetch(service.url('/no-such-probe'))).status).toBe(404);
   });
 

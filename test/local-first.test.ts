@@ -223,15 +223,15 @@ describe('local-first on Redis', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-local-first-'));
     writeFileSync(join(dir, 'api.yaml'), 'domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 30, sync_interval_ms: 100 }\n');
     const service = await startService(
-      resolveServiceOptions({ port: '0', 'grpc-port': '0', config: dir, redis: redis.url, 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0' }, {}),
+      resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', config: dir, redis: redis.url, 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0' }, {}),
     );
     try {
       const body = JSON.stringify({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value: unique('alice') }] }] });
       const codes = [];
-      for (let i = 0; i < 40; i++) codes.push((await fetch(`http://127.0.0.1:${service.httpPort}/json`, { method: 'POST', body })).status);
+      for (let i = 0; i < 40; i++) codes.push((await fetch(`http://127.0.0.1:${service.httpPort!}/json`, { method: 'POST', body })).status);
       expect(codes.filter((code) => code === 200)).toHaveLength(30);
       expect(codes.slice(30).every((code) => code === 429)).toBe(true);
-      const metrics = await (await fetch(`http://127.0.0.1:${service.httpPort}/metrics`)).text();
+      const metrics = await (await fetch(`http://127.0.0.1:${service.adminPort}/metrics`)).text();
       const value = (name: string): number => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(metrics)?.[1]);
       expect(value('tollgate_local_first_decisions_total')).toBeGreaterThanOrEqual(30);
       expect(value('tollgate_local_first_views')).toBe(1);

@@ -111,7 +111,7 @@ describe('headers come from the instant of the decision (Redis time)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-instant-'));
     writeFileSync(join(dir, 'rules.yaml'), 'domain: api\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: second, requests_per_unit: 1000000 }\n');
     const service = await startService(
-      resolveServiceOptions({ port: '0', 'grpc-port': '0', config: dir, 'log-level': 'silent', host: '127.0.0.1', redis: redis.url, 'response-headers': 'full' }, {}),
+      resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', config: dir, 'log-level': 'silent', host: '127.0.0.1', redis: redis.url, 'response-headers': 'full' }, {}),
     );
     try {
       const body = JSON.stringify({ domain: 'api', descriptors: [{ entries: [{ key: 'tenant', value: 't1' }] }] });

@@ -121,7 +121,7 @@ describe('over-limit cache on Redis', () => {
 
 describe('over-limit cache in tollgate serve (on by default)', () => {
   const start = (flags: Record<string, string> = {}) =>
-    startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0', ...flags }, {}));
+    startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0', ...flags }, {}));
   const check = async (port: number): Promise<{ status: number; body: { statuses: { code: string; durationUntilReset: number }[] } }> => {
     const body = JSON.stringify({ domain: 'classic', descriptors: [{ entries: [{ key: 'action', value: 'login' }, { key: 'user', value: 'mallory' }] }] });
     const response = await fetch(`http://127.0.0.1:${port}/json`, { method: 'POST', body });
@@ -137,13 +137,13 @@ describe('over-limit cache in tollgate serve (on by default)', () => {
     const off = await start({ 'local-cache-keys': '0' });
     try {
       const answers = [];
-      for (let i = 0; i < 10; i++) answers.push(await check(service.httpPort));
+      for (let i = 0; i < 10; i++) answers.push(await check(service.httpPort!));
       const denied = answers.filter((answer) => answer.status === 429);
       expect(denied.length).toBeGreaterThan(2);
       expect(denied.every((answer) => answer.body.statuses[0]!.code === 'OVER_LIMIT')).toBe(true);
-      expect(await cacheHits(service.httpPort)).toBe(denied.length - 1);
-      for (let i = 0; i < 10; i++) await check(off.httpPort);
-      expect(await cacheHits(off.httpPort)).toBeUndefined();
+      expect(await cacheHits(service.adminPort)).toBe(denied.length - 1);
+      for (let i = 0; i < 10; i++) await check(off.httpPort!);
+      expect(await cacheHits(off.adminPort)).toBeUndefined();
     } finally {
       await Promise.all([service.close(), off.close()]);
     }

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { AdminApiError, InvalidOptionError, describeValue } from '../errors.js';
+import { DEFAULT_ADMIN_PORT } from '../service/options.js';
 
 /** Where and how to talk to the service. */
 export interface Connection {
@@ -25,13 +26,17 @@ export const CONNECTION_FLAGS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+/** The decision listener's default address (`tollgate check`). */
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
+/** The admin listener's default address (`rules`, `keys`): serve's --admin-port default on loopback. */
+export const DEFAULT_ADMIN_URL = `http://127.0.0.1:${DEFAULT_ADMIN_PORT}`;
 const DEFAULT_TIMEOUT_MS = 5_000;
 const MAX_TIMEOUT_MS = 600_000;
 
 /**
- * Which listener a command talks to: decisions (`check`) or the admin API (`rules`, `keys`), which
- * may listen apart (`TOLLGATE_ADMIN_URL`, else `TOLLGATE_URL`).
+ * Which listener a command talks to: decisions (`check`: `TOLLGATE_URL`, default port 8080) or the
+ * admin API (`rules`, `keys`: `TOLLGATE_ADMIN_URL`, default the admin port 6070), which listen
+ * apart (docs/service.md, "Planes").
  */
 export type Plane = 'decisions' | 'admin';
 
@@ -44,14 +49,16 @@ export function resolveConnection(values: Record<string, unknown>, env: NodeJS.P
 }
 
 function resolveUrl(flag: string | undefined, env: NodeJS.ProcessEnv, plane: Plane): string {
-  const variable = [...(plane === 'admin' ? ['TOLLGATE_ADMIN_URL'] : []), 'TOLLGATE_URL'].find((name) => env[name] !== undefined && env[name] !== '');
-  const given = flag ?? (variable !== undefined ? env[variable]! : DEFAULT_URL);
+  const name = plane === 'admin' ? 'TOLLGATE_ADMIN_URL' : 'TOLLGATE_URL';
+  const variable = env[name] !== undefined && env[name] !== '' ? name : undefined;
+  const fallback = plane === 'admin' ? DEFAULT_ADMIN_URL : DEFAULT_URL;
+  const given = flag ?? (variable !== undefined ? env[variable]! : fallback);
   const where = flag !== undefined ? '--url' : (variable ?? 'the default URL');
   let parsed: URL;
   try {
     parsed = new URL(given);
   } catch {
-    throw new InvalidOptionError(`${where} ${describeValue(given)} is not a URL: write the service's address, e.g. ${DEFAULT_URL}`);
+    throw new InvalidOptionError(`${where} ${describeValue(given)} is not a URL: write the service's address, e.g. ${fallback}`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InvalidOptionError(`${where} must be an http:// or https:// URL, got ${describeValue(given)}`);
   if (parsed.search !== '' || parsed.hash !== '') throw new InvalidOptionError(`${where} is the service's base URL, without a query or fragment; got ${describeValue(given)}`);
@@ -116,7 +123,7 @@ export async function callService(connection: Connection, request: ApiRequest): 
     response = await fetch(`${connection.url}${request.path}`, { method: request.method, headers, body: request.body, signal: AbortSignal.timeout(connection.timeoutMs) });
     text = await response.text();
   } catch (error) {
-    throw new AdminApiError(`cannot reach the service at ${connection.url}: ${networkProblem(error, connection.timeoutMs)}; is \`tollgate serve\` running there? (set --url, or TOLLGATE_URL / TOLLGATE_ADMIN_URL)`);
+    throw new AdminApiError(`cannot reach the service at ${connection.url}: ${networkProblem(error, connection.timeoutMs)}; is \`tollgate serve\` running there? (set --url, or TOLLGATE_URL for check, TOLLGATE_ADMIN_URL for rules and keys)`);
   }
   const body = parseBody(text, response.headers.get('content-type'));
   const ok = (response.status >= 200 && response.status < 300) || (request.accept ?? []).includes(response.status);
@@ -161,6 +168,6 @@ function serviceMessage(body: unknown): string {
 
 function hintFor(status: number): string {
   if (status === 401) return ' (the token from TOLLGATE_ADMIN_TOKEN or --token-file is not the service\'s --admin-token)';
-  if (status === 404) return ' (is --url the service, or its admin listener when the planes are separated?)';
+  if (status === 404) return ' (check goes to the decision port, rules and keys to the admin listener, --admin-port: is --url the right one?)';
   return '';
 }

@@ -7,7 +7,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AdminApiError, InvalidOptionError, TollgateError } from '../errors.js';
 import { CHECK_FLAGS, CHECK_HELP, runCheck } from './check.js';
-import { CONNECTION_FLAGS, DEFAULT_URL, resolveConnection } from './connection.js';
+import { CONNECTION_FLAGS, DEFAULT_URL, DEFAULT_ADMIN_URL, resolveConnection } from './connection.js';
 import { KEYS_FLAGS, KEYS_HELP, runKeys } from './keys.js';
 import type { CommandOutput } from './output.js';
 import { RULES_FLAGS, RULES_HELP, runRulesDiff, runRulesGet, runRulesPush } from './rules.js';
@@ -19,8 +19,8 @@ export type AdminCommand = (typeof ADMIN_COMMANDS)[number];
 
 const COMMON_HELP = `
 Options (every command):
-  --url URL          the service (${DEFAULT_URL}; or TOLLGATE_URL; rules and keys read
-                     TOLLGATE_ADMIN_URL first, for an admin listener apart from decisions)
+  --url URL          check: the decision listener (${DEFAULT_URL}; or TOLLGATE_URL);
+                     rules, keys: the admin listener (${DEFAULT_ADMIN_URL}; or TOLLGATE_ADMIN_URL)
   --token-file FILE  a file holding the admin token (else TOLLGATE_ADMIN_TOKEN); --token is
                      refused: the command line shows in \`ps\`
   --json             the service's answer as JSON
@@ -60,8 +60,8 @@ const ACTION_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'rules diff': [],
   'keys inspect': ['key', 'algorithm', 'limit', 'window', 'precision'],
   'keys reset': ['key', 'algorithm', 'limit', 'window', 'precision'],
-  'keys block': ['key', 'for'],
-  'keys unblock': ['key'],
+  'keys block': ['key', 'for', 'domain'],
+  'keys unblock': ['key', 'domain'],
   'keys blocked': [],
 };
 

@@ -16,6 +16,7 @@ export const KEYS_FLAGS = {
   window: { type: 'string' },
   precision: { type: 'string' },
   for: { type: 'string' },
+  domain: { type: 'string' },
 } as const;
 
 export const KEYS_HELP = `Usage: tollgate keys inspect|reset|block|unblock|blocked [flags] [options]   (needs the admin token)
@@ -24,11 +25,14 @@ export const KEYS_HELP = `Usage: tollgate keys inspect|reset|block|unblock|block
                      what a request on K would get now (GET /v1/keys; nothing is counted)
   reset   --key K --algorithm A --limit N --window W [--precision P]
                      forget K's count under that policy (DELETE /v1/keys)
-  block   --key K [--for DURATION]
+  block   --key K [--domain D] [--for DURATION]
                      deny K at once for DURATION (1h; at most 1w): a /v1/limit key (user:42) or a
                      descriptor entry written key=value (remote_address=203.0.113.7), on this node
-  unblock --key K    lift a block (DELETE /v1/keys/block)
-  blocked            the keys blocked now (GET /v1/keys/blocked)
+                     (all its workers);
+                     in checks of domain D only, or without --domain in every domain (and /v1/limit)
+  unblock --key K [--domain D]
+                     lift the block of K in D, or without --domain its all-domains block
+  blocked            the keys blocked now, each with its domain ("*": all domains)
 Exit codes: 0 done (unblock: the key was blocked), 1 unblock: the key was not blocked, 2 bad flags,
 3 service unreachable or answering an error.
 `;
@@ -77,9 +81,11 @@ export async function runKeys(connection: Connection, action: string | undefined
   if (action === 'block') return block(connection, values, output);
   if (action === 'unblock') {
     const key = requireKey(values, action);
-    const answer = (await callService(connection, { method: 'DELETE', path: `/v1/keys/block?${new URLSearchParams({ key }).toString()}`, shape: { unblocked: 'boolean' } })).body as { unblocked: boolean };
+    const domain = values.domain as string | undefined;
+    const query = new URLSearchParams({ key, ...(domain !== undefined ? { domain } : {}) });
+    const answer = (await callService(connection, { method: 'DELETE', path: `/v1/keys/block?${query.toString()}`, shape: { unblocked: 'boolean' } })).body as { unblocked: boolean };
     if (connection.json) printJson(output, answer);
-    else output.stdout(answer.unblocked ? `unblocked ${key}\n` : `${key} was not blocked\n`);
+    else output.stdout(answer.unblocked ? `unblocked ${key} ${scopeText(domain)}\n` : `${key} was not blocked ${scopeText(domain)}\n`);
     return answer.unblocked ? 0 : 1;
   }
   if (action === 'blocked') {
@@ -96,10 +102,17 @@ async function block(connection: Connection, values: Record<string, unknown>, ou
   const written = values.for as string | undefined;
   const ttlMs = written === undefined ? ONE_HOUR_MS : parseDuration(/^\d+$/.test(written) ? Number(written) : written);
   if (typeof ttlMs === 'string') throw new InvalidOptionError(`--for ${ttlMs}`);
-  const answer = (await callService(connection, { method: 'POST', path: '/v1/keys/block', body: JSON.stringify({ key, ttlMs }), contentType: 'application/json', shape: { blockedUntil: 'number' } })).body as { blockedUntil: number };
+  const domain = values.domain as string | undefined;
+  const body = JSON.stringify({ key, ttlMs, ...(domain !== undefined ? { domain } : {}) });
+  const answer = (await callService(connection, { method: 'POST', path: '/v1/keys/block', body, contentType: 'application/json', shape: { blockedUntil: 'number' } })).body as { blockedUntil: number };
   if (connection.json) printJson(output, answer);
-  else output.stdout(`blocked ${key} for ${readableMs(ttlMs)} (until ${new Date(answer.blockedUntil).toISOString()})\n`);
+  else output.stdout(`blocked ${key} ${scopeText(domain)} for ${readableMs(ttlMs)} (until ${new Date(answer.blockedUntil).toISOString()})\n`);
   return 0;
+}
+
+/** Where a block applies, in words: a block names its domain or applies to all. */
+function scopeText(domain: string | undefined): string {
+  return domain === undefined || domain === '*' ? 'in all domains' : `in domain ${domain}`;
 }
 
 /** The reset is relative to the decision's own `now`, not to this machine's clock. */

@@ -154,9 +154,12 @@ export class GatewayDeferral implements DeferralPort {
   /** Sends the stored request to the route's upstream as it is configured now, with the X-Forwarded-* a live forward carries. */
   private deliver(entry: DeferredEntry, idempotencyKey: string, signal: AbortSignal): Promise<DeliveryResponse> {
     const route = this.routes.get(entry.queueName);
-    const origin = route === undefined ? undefined : this.state?.upstreams.origins.get(route.upstream);
+    const upstreams = this.state?.upstreams;
+    const origin = route === undefined ? undefined : upstreams?.origin(route.upstream);
     if (route === undefined || origin === undefined) return Promise.reject(new Error(`queue ${entry.queueName} has no defer route any more`));
-    return upstreamDeliverer(origin.origin, { timeoutMs: route.timeoutMs })({ ...entry, headers: deliveryHeaders(entry) }, idempotencyKey, signal);
+    // Through the upstream's pool: its connections, and for https:// its CA and server name.
+    const dispatcher = upstreams!.pool(route.upstream);
+    return upstreamDeliverer(origin, { timeoutMs: route.timeoutMs, dispatcher })({ ...entry, headers: deliveryHeaders(entry) }, idempotencyKey, signal);
   }
 
   /**

@@ -1,7 +1,7 @@
 /**
  * `tollgate gateway` settings: `--config FILE` (the gateway configuration, required), where the
  * proxy and the admin port listen, and the service's own flags (Redis, admin token, failure modes,
- * drain), read and validated by the service's `resolveServiceOptions` so both commands agree.
+ * drain, TLS), read and validated by the service's `resolveServiceOptions` so both commands agree.
  */
 import { InvalidOptionError } from '../errors.js';
 import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/options.js';
@@ -20,9 +20,11 @@ const OWN_FLAGS: Readonly<Record<string, string>> = {
 
 /** The service flags the gateway passes on as they are. */
 const SHARED_FLAGS = [
-  'redis', 'redis-cluster', 'redis-sentinel', 'redis-sentinel-name', 'admin-token', 'log-level', 'merge-domains', 'shadow-mode', 'quota-mode',
+  'redis', 'redis-cluster', 'redis-sentinel', 'redis-sentinel-name', 'admin-token', 'admin-bind', 'metrics-token', 'log-level', 'merge-domains', 'shadow-mode', 'quota-mode',
   'failure-mode', 'expected-nodes', 'deadline-ms', 'fail-closed-status', 'local-cache-keys', 'drain-delay', 'shutdown-timeout',
   'keep-alive-timeout', 'headers-timeout', 'max-requests-per-socket', 'max-keys',
+  // TLS: the proxy listener (mutual with --tls-client-ca) and the admin listener serve the certificate.
+  'tls-cert', 'tls-key', 'tls-client-ca', 'tls-client-san',
 ] as const;
 
 /** Every flag `gateway` takes: name → its environment variable. */
@@ -36,7 +38,7 @@ export const GATEWAY_SWITCHES: ReadonlySet<string> = new Set([...SWITCH_FLAGS].f
 
 /** The proxy's port when neither `--port` nor the configuration's `listen` gives one (envoy's examples use it). */
 const DEFAULT_PORT = 8888;
-/** envoy's admin port. */
+/** envoy's admin port: the gateway stands in for Envoy (serve's default is envoyproxy/ratelimit's 6070). */
 const DEFAULT_ADMIN_PORT = 9901;
 
 /**
@@ -60,8 +62,9 @@ export function resolveGatewayOptions(flags: Readonly<Record<string, string | un
   };
   const host = value('host') ?? config.listen?.host ?? '0.0.0.0';
   const rules = value('rules') ?? config.rules;
-  // The service reads only what is given here: its own environment variables (TOLLGATE_PORT, ...) are serve's.
-  const serviceFlags: Record<string, string | undefined> = { host, port: String(port('admin-port', DEFAULT_ADMIN_PORT)), 'grpc-port': '0', ...(rules !== undefined ? { config: rules } : {}) };
+  // The service reads only what is given here: its own environment variables (TOLLGATE_PORT, ...) are
+  // serve's. It runs its admin plane only (no decision or gRPC listener): `port` and `grpc-port` are unused.
+  const serviceFlags: Record<string, string | undefined> = { host, port: '0', 'grpc-port': '0', 'admin-port': String(port('admin-port', DEFAULT_ADMIN_PORT)), ...(rules !== undefined ? { config: rules } : {}) };
   const serviceEnv: NodeJS.ProcessEnv = {};
   for (const flag of SHARED_FLAGS) {
     serviceFlags[flag] = flags[flag];
@@ -70,5 +73,9 @@ export function resolveGatewayOptions(flags: Readonly<Record<string, string | un
   const service = resolveServiceOptions(serviceFlags, serviceEnv);
   const deferring = config.routes.find((route) => route.onLimit === 'defer');
   if (deferring !== undefined && !hasRedis(service)) throw new InvalidOptionError(`${deferring.where}: ${deferNeedsRedis()}`);
-  return { configPath, config, host, port: port('port', config.listen?.port ?? DEFAULT_PORT), service };
+  const proxyPort = port('port', config.listen?.port ?? DEFAULT_PORT);
+  if (proxyPort !== 0 && proxyPort === service.adminPort) {
+    throw new InvalidOptionError(`${where('admin-port')} is ${proxyPort}, the same port as the proxy's (--port or the file's listen): give the admin listener a port of its own (default ${DEFAULT_ADMIN_PORT})`);
+  }
+  return { configPath, config, host, port: proxyPort, service };
 }

@@ -1,13 +1,16 @@
 /**
- * Forwarding an admitted request to its upstream with undici (a pooled `Pool` per upstream):
+ * Forwarding an admitted request to its upstream with undici (a pooled `Pool` per upstream; an
+ * https:// one verified with its `tls` settings, under its own name):
  * bodies streamed both ways (never buffered), hop-by-hop headers dropped both ways,
  * `X-Forwarded-For` appended and `X-Forwarded-Proto` / `X-Forwarded-Host` set, upstream failures
  * answered 502 (refused, reset) or 504 (timed out) with a small JSON body, and a client that goes
  * away aborts the upstream request.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Pool, errors, type Dispatcher } from 'undici';
+import { isIP } from 'node:net';
+import { Pool, buildConnector, errors, type Dispatcher } from 'undici';
 import type { HeaderList } from '../http/report.js';
+import type { UpstreamConfig } from './config/types.js';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1, and the ones proxies have always dropped): never forwarded. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'trailers', 'transfer-encoding', 'upgrade']);
@@ -27,21 +30,61 @@ export interface ForwardOptions {
 /** One pooled connection set per upstream. */
 export class Upstreams {
   private readonly pools = new Map<string, Pool>();
+  private readonly dispatchers = new Map<string, Dispatcher>();
 
-  constructor(readonly origins: ReadonlyMap<string, URL>, connectTimeoutMs: number) {
-    const upstreams = origins;
-    for (const [name, url] of upstreams) {
-      this.pools.set(name, new Pool(url.origin, { connect: { timeout: connectTimeoutMs }, connections: 256, pipelining: 1 }));
+  constructor(readonly configs: ReadonlyMap<string, UpstreamConfig>, connectTimeoutMs: number) {
+    for (const [name, upstream] of configs) {
+      const pool = new Pool(upstream.url.origin, { connect: upstream.url.protocol === 'https:' ? tlsConnector(upstream, connectTimeoutMs) : { timeout: connectTimeoutMs }, connections: 256, pipelining: 1 });
+      this.pools.set(name, pool);
+      this.dispatchers.set(name, upstream.url.protocol === 'https:' ? pool.compose(pinnedServerName(upstream)) : pool);
     }
   }
 
-  pool(name: string): Pool {
-    return this.pools.get(name)!;
+  /** The upstream's origin (`https://host:port`). */
+  origin(name: string): string | undefined {
+    return this.configs.get(name)?.url.origin;
+  }
+
+  /** Where requests to the upstream go: live ones (proxy.ts) and deferred ones (the deferral). */
+  pool(name: string): Dispatcher {
+    return this.dispatchers.get(name)!;
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((pool) => pool.destroy()));
   }
+}
+
+/**
+ * The name an https:// upstream is reached by: sent as SNI and checked against its certificate.
+ * `server_name`, else the URL's host name; none for an address (RFC 6066 has no SNI for those: the
+ * certificate must carry the address).
+ */
+function serverNameOf(upstream: UpstreamConfig): string | undefined {
+  const host = upstream.url.hostname.replace(/^\[|\]$/g, '');
+  return upstream.tls?.serverName ?? (isIP(host) === 0 ? host : undefined);
+}
+
+/**
+ * Connects to an https:// upstream, trusting its `ca_file` (instead of Node's bundled CAs) when given,
+ * and always by the upstream's own name: undici would otherwise take the SNI (and the name the
+ * certificate is checked against) from each request's `Host`, which is the client's.
+ */
+function tlsConnector(upstream: UpstreamConfig, timeout: number): buildConnector.connector {
+  const connect = buildConnector({ timeout, ...(upstream.tls?.ca !== undefined ? { ca: upstream.tls.ca } : {}) });
+  const servername = serverNameOf(upstream);
+  return (options, callback) => connect({ ...options, servername }, callback);
+}
+
+/**
+ * Every request to an https:// upstream under one server name: undici closes a connection when a
+ * request's name (from its `Host`) differs from the connection's, so clients with different hosts
+ * would never share one. The name itself is set by {@link tlsConnector}.
+ */
+function pinnedServerName(upstream: UpstreamConfig): Dispatcher.DispatcherComposeInterceptor {
+  const name = serverNameOf(upstream) ?? upstream.url.host;
+  // undici reads `servername` from a request's options (core/request.js), though its types leave it out.
+  return (dispatch) => (options, handler) => dispatch({ ...options, servername: name } as Dispatcher.DispatchOptions, handler);
 }
 
 /** The names listed in `Connection` (also hop-by-hop), lower-case. */
@@ -64,7 +107,7 @@ export function upstreamHeaders(request: IncomingMessage): string[] {
   const peer = request.socket.remoteAddress ?? 'unknown';
   const forwarded = request.headers['x-forwarded-for'];
   headers.push('x-forwarded-for', forwarded === undefined || forwarded === '' ? peer : `${forwarded}, ${peer}`);
-  headers.push('x-forwarded-proto', 'http');
+  headers.push('x-forwarded-proto', (request.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http');
   if (request.headers.host !== undefined) headers.push('x-forwarded-host', request.headers.host);
   return headers;
 }
@@ -94,7 +137,7 @@ function hasBody(request: IncomingMessage): boolean {
  * Forwards `request` to `pool` and streams the answer to `response`. Resolves once the exchange is
  * over, whatever its outcome (an upstream failure is answered, not thrown).
  */
-export function forward(pool: Pool, request: IncomingMessage, response: ServerResponse, options: ForwardOptions): Promise<void> {
+export function forward(pool: Dispatcher, request: IncomingMessage, response: ServerResponse, options: ForwardOptions): Promise<void> {
   return new Promise<void>((resolve) => {
     const body = hasBody(request);
     const relay = new Relay(request, response, options, resolve);

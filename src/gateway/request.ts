@@ -11,7 +11,8 @@ export interface RequestFacts {
   readonly method?: string | undefined;
   readonly url?: string | undefined;
   readonly headers: IncomingHttpHeaders;
-  readonly socket: { readonly remoteAddress?: string | undefined };
+  /** `encrypted`: the request came over TLS (a node:tls socket says so), `:scheme` is then https. */
+  readonly socket: { readonly remoteAddress?: string | undefined; readonly encrypted?: boolean | undefined };
 }
 
 /** The request's facts routes and actions read; built once per request. */
@@ -39,7 +40,7 @@ export class GatewayRequest {
       if (name === ':path') return this.target;
       if (name === ':method') return this.method;
       if (name === ':authority') return this.incoming.headers.host;
-      if (name === ':scheme') return 'http';
+      if (name === ':scheme') return this.incoming.socket.encrypted === true ? 'https' : 'http';
       return undefined;
     }
     const value = this.incoming.headers[name];

@@ -1,11 +1,13 @@
 /**
  * `tollgate gateway`: the decision service (store, rules with hot reload, metrics, dashboard, admin
- * API) runs on the admin port, exactly as `tollgate serve` runs it but without gRPC; the proxy
+ * API) runs its admin plane on the admin port (`--admin-port` on `--admin-bind`), exactly as
+ * `tollgate serve` runs it but without the decision listener and gRPC; the proxy
  * listens on its own port and decides every request through the service's context, so both count
  * in the same metrics. The gateway configuration is reloaded when its file changes (routes and
  * upstreams; a broken file keeps the last good one).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { InvalidOptionError, TollgateError } from '../errors.js';
@@ -14,6 +16,7 @@ import { closeSilentConnections, followConnections } from '../service/http-close
 import type { ConnectionLimits, ServiceOptions } from '../service/options.js';
 import type { DrainState } from '../service/readiness.js';
 import { createLogger, startService, type RunningService, type ServiceHooks } from '../service/server.js';
+import { secureServer, type secureContextOptions } from '../service/tls.js';
 import { watchPath } from '../rules/watch-path.js';
 import { loadGatewayConfig } from './config/read.js';
 import type { GatewayConfig } from './config/types.js';
@@ -30,7 +33,7 @@ export interface GatewayOptions {
   /** Where the proxy listens. */
   readonly host: string;
   readonly port: number;
-  /** The service's settings: its `port` is the admin port, its `config` the rules. */
+  /** The service's settings: its `adminPort` and `adminHost` are the admin listener's, its `config` the rules. */
   readonly service: ServiceOptions;
 }
 
@@ -55,7 +58,7 @@ const RELOAD_SETTLE_MS = 100;
 
 /** Starts the service on the admin port, then the proxy; resolves once both listen. */
 export async function startGateway(options: GatewayOptions, logger: Logger = createLogger(options.service.logLevel), hooks: ServiceHooks = {}): Promise<RunningGateway> {
-  const service = await startService(options.service, logger, { ...hooks, grpc: false });
+  const service = await startService(options.service, logger, { ...hooks, grpc: false, decisions: false });
   // With Redis, the deferral is ready for defer routes (its connection opens once one exists).
   const deferral = hasRedis(options.service) ? new GatewayDeferral(options.service, service.registry, logger) : undefined;
   const makeState = stateMaker(options, service, deferral);
@@ -63,7 +66,8 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
   void deferral?.sync(state);
   await deferral?.connected(2_000);
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => handleRequest(state, req, res);
-  const server = createProxyServer(options.service.connections, onRequest);
+  // With --tls-cert the proxy is HTTPS (mutual with --tls-client-ca), reloaded with the admin listener's certificate.
+  const server = secureServer(service.tls, true, (secure) => createProxyServer(options.service.connections, onRequest, secure));
   const http = followConnections(server);
   let port: number;
   try {
@@ -72,7 +76,8 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
     await service.close();
     throw error;
   }
-  logger.info({ port, adminPort: service.httpPort, routes: options.config.routes.length }, `gateway listening on ${options.host}:${port}; admin (metrics, dashboard, rules) on port ${service.httpPort}`);
+  const scheme = service.tls === undefined ? 'http' : 'https';
+  logger.info({ port, adminPort: service.adminPort, routes: options.config.routes.length, tls: service.tls?.material.fingerprint }, `gateway listening on ${scheme}://${options.host}:${port}; admin (metrics, dashboard, rules) on ${options.service.adminHost}:${service.adminPort}`);
 
   const stopWatching = watchConfig(options.configPath, logger, (config) => {
     const previous = state.upstreams;
@@ -105,7 +110,7 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
     }
     return close();
   };
-  return { port, adminPort: service.httpPort, service, state: () => state, close, drain };
+  return { port, adminPort: service.adminPort, service, state: () => state, close, drain };
 }
 
 /** Builds the state a configuration gives; a defer route without Redis is refused (at a reload too: the last good one stays). */
@@ -126,10 +131,16 @@ function stateMaker(options: GatewayOptions, service: RunningService, deferral: 
   };
 }
 
-/** The proxy's listener, with the service's connection limits (docs/operations.md, "Connections"). */
-function createProxyServer({ keepAliveTimeoutMs, headersTimeoutMs, maxRequestsPerSocket }: ConnectionLimits, onRequest: (req: IncomingMessage, res: ServerResponse) => void): Server {
+/** The proxy's listener, with the service's connection limits (docs/operations.md, "Connections"); HTTPS with `tls`. */
+function createProxyServer(
+  { keepAliveTimeoutMs, headersTimeoutMs, maxRequestsPerSocket }: ConnectionLimits,
+  onRequest: (req: IncomingMessage, res: ServerResponse) => void,
+  tls: ReturnType<typeof secureContextOptions> | undefined,
+): Server | HttpsServer {
   // requestTimeout 0: a proxied upload or stream takes as long as its route allows.
-  const server = createServer({ connectionsCheckingInterval: 1_000, headersTimeout: headersTimeoutMs, requestTimeout: 0, keepAliveTimeout: keepAliveTimeoutMs }, onRequest);
+  const httpOptions: ServerOptions = { connectionsCheckingInterval: 1_000, headersTimeout: headersTimeoutMs, requestTimeout: 0, keepAliveTimeout: keepAliveTimeoutMs };
+  // A TLS handshake must end within the headers timeout too, as on the service's listeners.
+  const server = tls === undefined ? createServer(httpOptions, onRequest) : createHttpsServer({ ...httpOptions, ...tls, handshakeTimeout: headersTimeoutMs }, onRequest);
   server.maxRequestsPerSocket = maxRequestsPerSocket;
   closeSilentConnections(server, headersTimeoutMs);
   // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
@@ -139,7 +150,7 @@ function createProxyServer({ keepAliveTimeoutMs, headersTimeoutMs, maxRequestsPe
   return server;
 }
 
-async function listen(server: Server, host: string, port: number): Promise<number> {
+async function listen(server: Server | HttpsServer, host: string, port: number): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(new InvalidOptionError(`the gateway cannot listen on ${host}:${port}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`)),

@@ -15,14 +15,17 @@ import type { BlockList } from './blocks.js';
 import type { ServiceOptions } from './options.js';
 import type { ReadinessReport } from './readiness.js';
 
-/** One answered check (HTTP /json, /v1/check or gRPC). */
+/** One answered check (HTTP /json, /v1/check or gRPC, the gateway, or one key's decision at /v1/limit). */
 export interface CheckEvent {
   readonly domain: string;
   readonly result: CheckResult;
   /** Counter key per status (absent where no limit applied), for "most throttled keys". */
   readonly keys: readonly (string | undefined)[];
-  /** How the check arrived (`gateway`: a request `tollgate gateway` decided before proxying it). */
-  readonly via: 'json' | 'check' | 'grpc' | 'gateway';
+  /**
+   * How the check arrived (`gateway`: a request `tollgate gateway` decided before proxying it;
+   * `limit`: `POST /v1/limit`, one key and a policy, no domain or rules).
+   */
+  readonly via: 'json' | 'check' | 'grpc' | 'gateway' | 'limit';
   /** Time spent deciding, in ms. */
   readonly durationMs: number;
 }

@@ -35,9 +35,13 @@ const BODY = `
 <main>
   <section id="trouble" class="trouble" role="alert" hidden><b id="trouble-title">-</b> <span id="trouble-detail"></span></section>
   <section class="cards" aria-label="Counters">
-    <div class="card"><div class="label">Checks / s</div><div class="value" id="rate-checks">-</div><div class="sub">total <span id="checks-total">-</span></div></div>
-    <div class="card ok"><div class="label">Allowed / s</div><div class="value" id="rate-allowed">-</div><div class="sub">total <span id="allowed-total">-</span></div></div>
-    <div class="card bad"><div class="label">Throttled / s</div><div class="value" id="rate-throttled">-</div><div class="sub">total <span id="throttled-total">-</span></div></div>
+    <div class="card" title="A check is one request (/json, /v1/check, gRPC, the gateway, /v1/limit), allowed or throttled as a whole"><div class="label">Checks / s (requests)</div><div class="value" id="rate-checks">-</div><div class="sub" id="checks-split">-</div><div class="sub">total <span id="checks-total">-</span></div></div>
+    <div class="card ok"><div class="label">Allowed checks / s</div><div class="value" id="rate-allowed-checks">-</div><div class="sub">total <span id="allowed-checks-total">-</span></div></div>
+    <div class="card bad"><div class="label">Throttled checks / s</div><div class="value" id="rate-throttled-checks">-</div><div class="sub">total <span id="throttled-checks-total">-</span></div></div>
+    <div class="card" title="A decision is one limit applied to one descriptor: a check can carry several descriptors, or none that a limit applies to"><div class="label">Limit decisions / s</div><div class="value" id="rate-decisions">-</div><div class="sub">allowed <span id="rate-allowed">-</span> + over limit <span id="rate-throttled">-</span></div><div class="sub">total <span id="decisions-total">-</span> = <span id="allowed-total">-</span> + <span id="throttled-total">-</span></div></div>
+    <div class="card" title="Time to decide a check (rules and store), all transports, last 10 s"><div class="label">Decision latency p50, ms</div><div class="value" id="latency-p50">-</div><div class="sub">p99 <span id="latency-p99">-</span> ms (last 10 s)</div></div>
+    <div class="card"><div class="label">/v1/limit checks / s</div><div class="value" id="rate-limit-api">-</div><div class="sub">total <span id="limit-api-total">-</span> (included in checks)</div></div>
+    <div class="card" id="unknown-card" title="Checks naming a domain that is not in the rules: no limit applies. The first sign of a misconfigured Envoy."><div class="label">Unknown domain / s</div><div class="value" id="rate-unknown">-</div><div class="sub">total <span id="unknown-total">-</span> (included in checks)</div></div>
     <div class="card warn"><div class="label">Near limit (&le; 20% left)</div><div class="value" id="near-total">-</div><div class="sub" id="near-rate">-</div></div>
     <div class="card shadow"><div class="label">Shadow-mode hits</div><div class="value" id="shadow-total">-</div><div class="sub" id="shadow-rate">-</div></div>
     <div class="card"><div class="label">Malformed requests</div><div class="value" id="rejected-total">-</div><div class="sub">store errors <span id="store-errors-total">-</span></div></div>
@@ -47,7 +51,7 @@ const BODY = `
   </section>
   <section class="chart">
     <div class="chart-head">
-      <h2>Allowed vs throttled per second</h2>
+      <h2>Limit decisions per second: allowed vs over limit</h2>
       <select id="rule-select" aria-label="Rule shown in the chart"><option value="">All rules</option></select>
       <span class="legend"><span><i class="a"></i>allowed</span><span><i class="t"></i>throttled</span><span><i class="d"></i>degraded (all rules)</span><span><i class="e"></i>store errors</span><span><i class="o"></i>breaker open</span><span><i class="h"></i>half-open</span></span>
       <span class="legend" id="degraded-split">-</span>
@@ -63,7 +67,12 @@ const BODY = `
   </section>
   <section class="third"><h2>Most throttled keys</h2><ol id="top-keys"><li class="empty">Waiting for data...</li></ol></section>
   <section class="third"><h2>Most throttled rules</h2><ol id="top-rules"><li class="empty">Waiting for data...</li></ol></section>
+  <section class="third"><h2>Unknown domains (checks)</h2><ol id="unknown-domains"><li class="empty">Waiting for data...</li></ol></section>
   <section class="third"><h2>Rules</h2><dl id="rules-info"></dl><h2 class="gap">Store</h2><dl id="store-info"></dl></section>
+  <section class="workers" id="workers" hidden>
+    <h2>Workers (the numbers above are their sum)</h2>
+    <table><thead><tr><th>Worker</th><th>PID</th><th>Checks/s</th><th>Checks</th><th>Allowed</th><th>Throttled</th><th>Decisions</th><th>Breaker</th><th>Viewers</th></tr></thead><tbody id="workers-body"></tbody></table>
+  </section>
 </main>
 `;
 

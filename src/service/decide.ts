@@ -2,7 +2,8 @@
  * One check as the service answers it, over HTTP or gRPC: blocked entries first (denied without
  * touching the store), then the limiter, then an event for metrics and the dashboard.
  */
-import type { DegradedReason } from '../fault/failure-mode.js';
+import type { Decision } from '../decision.js';
+import { degradedReasonOf, type DegradedReason } from '../fault/failure-mode.js';
 import type { CheckOptions, CheckRequest, CheckResult, DescriptorStatus } from '../rules/check.js';
 import type { MaybePromise } from '../store/types.js';
 import type { CheckEvent, ServiceContext } from './context.js';
@@ -39,6 +40,25 @@ function announce(ctx: ServiceContext, request: CheckRequest, result: CheckResul
   return result;
 }
 
+/**
+ * Tells the listeners about a `POST /v1/limit` decision, as a check of one status (`via: 'limit'`;
+ * metrics and the dashboard label it `(v1/limit)`): the key is the caller's, never a label.
+ */
+export function announceLimit(ctx: ServiceContext, key: string, decision: Decision, started: number, blocked = false): void {
+  const status: DescriptorStatus = {
+    code: decision.allowed ? 'OK' : 'OVER_LIMIT',
+    // Only requestsPerUnit is read (near-limit); the unit is not the policy's.
+    currentLimit: { requestsPerUnit: decision.limit, unit: 'second', unitMultiplier: 1 },
+    limitRemaining: decision.remaining,
+    durationUntilReset: Math.max(0, decision.resetAt - decision.now),
+    rule: blocked ? 'blocked' : undefined,
+    key,
+  };
+  const degraded = degradedReasonOf(decision);
+  const result: CheckResult = { overallCode: status.code, statuses: [status], now: decision.now, ...(degraded !== undefined ? { degraded } : {}) };
+  announce(ctx, { domain: '', descriptors: [] }, result, 'limit', started);
+}
+
 /** The answer when an entry of the request is blocked: every blocked descriptor over limit. */
 function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult | undefined {
   if (ctx.blocks.size === 0 || !Array.isArray(request.descriptors)) return undefined;
@@ -47,7 +67,7 @@ function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult 
   const statuses = request.descriptors.map((descriptor): DescriptorStatus => {
     let longest = 0;
     for (const entry of Array.isArray(descriptor?.entries) ? descriptor.entries : []) {
-      longest = Math.max(longest, ctx.blocks.remaining(`${entry?.key}=${entry?.value}`, now));
+      longest = Math.max(longest, ctx.blocks.remaining(`${entry?.key}=${entry?.value}`, now, request.domain));
     }
     if (longest === 0) return { code: 'OK', limitRemaining: 0, durationUntilReset: 0 };
     blocked = true;

@@ -11,24 +11,39 @@
  * flagged (identity, deflate, gzip); then the answer, or a trailers-only error. Nothing a client
  * sends (garbage, a truncated frame, a reset) can throw out of a handler.
  */
-import { createServer, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import { createSecureServer, createServer, type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { ServiceContext } from './context.js';
 import { DEGRADED_HEADER } from './decide.js';
 import { loadGrpcCodecs, type GrpcCodecs } from './grpc-codec.js';
 import { FramingError, MessageReader, OK_TRAILERS, RESPONSE_HEADERS, decompress, failureHeaders, failureTrailers, frame, parseTimeout, type RawMessage } from './grpc-framing.js';
 import { HealthWatchers, type HealthStream } from './grpc-health.js';
+import { requireClientName, secureContextOptions, type TlsReloader } from './tls.js';
 import { GRPC_STATUS, HEALTH_SERVICE, RATE_LIMIT_SERVICE, SHUTDOWN_GRACE_MS, answerShouldRateLimit, shutDownWithin, type GrpcFailure, type GrpcServer, type ShouldRateLimitAnswer } from './grpc-messages.js';
 
 const SHOULD_RATE_LIMIT_PATH = `/${RATE_LIMIT_SERVICE}/ShouldRateLimit`;
 const HEALTH_CHECK_PATH = `/${HEALTH_SERVICE}/Check`;
 const HEALTH_WATCH_PATH = `/${HEALTH_SERVICE}/Watch`;
 
-/** Starts the node:http2 gRPC listener on `host:port` (0: a free port); resolves once it is bound. */
-export async function startGrpcH2Server(ctx: ServiceContext, host: string, port: number): Promise<GrpcServer> {
-  const codecs = loadGrpcCodecs();
+/**
+ * The HTTP/2 server: plain (h2c, as Envoy's `http2_protocol_options` cluster speaks by default), or
+ * over TLS with ALPN `h2` only (no HTTP/1.1 fallback: gRPC needs HTTP/2), mutual with
+ * --tls-client-ca, its certificate kept current by `tls`.
+ */
+function h2Server(ctx: ServiceContext, tls: TlsReloader | undefined): Http2Server | Http2SecureServer {
   // As grpc-js: no limit on header blocks sent; Node's 10 MB per connection raised to 64 MB, so
   // many calls of up to 1 MiB in flight on one connection are not refused (still a bound).
-  const server = createServer({ maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER, maxSessionMemory: 64 });
+  const options = { maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER, maxSessionMemory: 64 };
+  if (tls === undefined) return createServer(options);
+  const server = createSecureServer({ ...options, ...secureContextOptions(tls.material, true), allowHTTP1: false, handshakeTimeout: ctx.options.connections.headersTimeoutMs });
+  tls.subscribe((material) => server.setSecureContext(secureContextOptions(material, true)));
+  requireClientName(server, tls.files, ctx.logger);
+  return server;
+}
+
+/** Starts the node:http2 gRPC listener on `host:port` (0: a free port), over TLS with `tls`; resolves once it is bound. */
+export async function startGrpcH2Server(ctx: ServiceContext, host: string, port: number, tls?: TlsReloader): Promise<GrpcServer> {
+  const codecs = loadGrpcCodecs();
+  const server = h2Server(ctx, tls);
   const sessions = new Set<ServerHttp2Session>();
   let closing: Promise<void> | undefined;
   const health = new HealthWatchers(ctx, () => closing !== undefined);

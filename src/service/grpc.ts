@@ -15,10 +15,14 @@ import type { ServiceContext } from './context.js';
 import { startGrpcH2Server } from './grpc-h2.js';
 import { startGrpcJsServer } from './grpc-js-server.js';
 import type { GrpcServer } from './grpc-messages.js';
+import type { TlsReloader } from './tls.js';
 
 export * from './grpc-messages.js';
 
-/** Starts the gRPC listener `ctx.options.grpcServer` names on `host:port` (0: a free port); resolves once it is bound. */
-export async function startGrpcServer(ctx: ServiceContext, host: string, port: number): Promise<GrpcServer | undefined> {
-  return ctx.options.grpcServer === 'grpc-js' ? startGrpcJsServer(ctx, host, port) : startGrpcH2Server(ctx, host, port);
+/**
+ * Starts the gRPC listener `ctx.options.grpcServer` names on `host:port` (0: a free port), over TLS
+ * (mutual with --tls-client-ca, the certificate kept current) when `tls` is given; resolves once it is bound.
+ */
+export async function startGrpcServer(ctx: ServiceContext, host: string, port: number, tls?: TlsReloader): Promise<GrpcServer | undefined> {
+  return ctx.options.grpcServer === 'grpc-js' ? startGrpcJsServer(ctx, host, port, tls) : startGrpcH2Server(ctx, host, port, tls);
 }

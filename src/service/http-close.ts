@@ -10,6 +10,8 @@
  */
 import { Server as NetServer, type Socket } from 'node:net';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
+import { Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
 
 /** How long a connection accepted before the close may take to send its first request. */
@@ -31,10 +33,11 @@ interface ConnectionState {
 }
 
 /** Follows `server`'s connections from now on; `close` stops accepting and resolves once all are gone. */
-export function followConnections(server: Server): { close(timeoutMs: number, logger: Logger): Promise<void> } {
+export function followConnections(server: Server | HttpsServer): { close(timeoutMs: number, logger: Logger): Promise<void> } {
   const connections = new Map<Socket, ConnectionState>();
   let closing = false;
-  server.on('connection', (socket: Socket) => {
+  // With TLS, requests arrive on the TLS socket, made once the handshake is done: follow that one.
+  server.on(server instanceof TlsServer ? 'secureConnection' : 'connection', (socket: Socket) => {
     connections.set(socket, { open: new Set(), served: 0, lastAt: Date.now() });
     socket.once('close', () => connections.delete(socket));
   });

@@ -1,22 +1,22 @@
 /**
- * The HTTP API: envoy's `/json`, Tollgate's `/v1/check` and `/v1/limit`, health, rules and admin.
- * node:http with a table of routes: per-request overhead is a map lookup. Other modules (metrics,
- * dashboard) add routes with {@link HttpRoutes.add}.
+ * The HTTP listeners: a table of routes served by node:http (per-request overhead is a map
+ * lookup), and the decision plane's routes: envoy's `/json`, Tollgate's `/v1/check` and
+ * `/v1/limit`, and health. The admin plane's routes (rules, keys, metrics, dashboard) are added to
+ * their own table by planes.ts; each route says who may call it ({@link RouteAccess}).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { TlsOptions } from 'node:tls';
 import { InvalidCheckError, describeValue } from '../errors.js';
 import { checkHeaders, decisionHeaders } from '../http/headers.js';
 import { compilePolicy, type Policy } from '../policy.js';
 import type { CheckRequest } from '../rules/check.js';
-import { parseRules } from '../rules/parse.js';
-import { compileRules } from '../rules/ruleset.js';
 import type { ServiceContext } from './context.js';
 import { degradedReasonOf } from '../fault/failure-mode.js';
-import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, decideCheck, degradedAnswer } from './decide.js';
-import { adminRoute } from './admin-auth.js';
+import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, decideCheck, degradedAnswer } from './decide.js';
 import { closeSilentConnections } from './http-close.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from './envoy.js';
-import { HttpError, MAX_BODY_BYTES, errorReply, readBody, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
+import { HttpError, MAX_BODY_BYTES, errorReply, readJson, sendJson, sendJsonAndLinger } from './http-util.js';
 
 /** A route's handler; `url()` parses the request's URL (its query) when the handler needs it. */
 export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: () => URL) => Promise<void> | void;
@@ -29,15 +29,29 @@ function checkingInterval(headersTimeoutMs: number): number {
   return Math.min(1_000, Math.max(50, Math.floor(headersTimeoutMs / 4)));
 }
 
+/**
+ * Who may call a route: `public` (decisions, health: anyone who reaches the listener), `observe`
+ * (read-only pages that show callers: the metrics token when one is set, or the admin token), or
+ * `admin` (the handler checks the admin token itself, admin-auth.ts). A route added without saying
+ * is `observe`, so a new page is never left open by accident.
+ */
+export type RouteAccess = 'public' | 'observe' | 'admin';
+
+/** A route: its handler and who may call it. */
+export interface Route {
+  readonly handler: RouteHandler;
+  readonly access: RouteAccess;
+}
+
 /** Routes by `METHOD /path`. */
 export class HttpRoutes {
-  private readonly routes = new Map<string, RouteHandler>();
+  private readonly routes = new Map<string, Route>();
 
-  add(method: string, path: string, handler: RouteHandler): void {
-    this.routes.set(`${method} ${path}`, handler);
+  add(method: string, path: string, handler: RouteHandler, access: RouteAccess = 'observe'): void {
+    this.routes.set(`${method} ${path}`, { handler, access });
   }
 
-  find(method: string, path: string): RouteHandler | undefined {
+  find(method: string, path: string): Route | undefined {
     return this.routes.get(`${method} ${path}`);
   }
 
@@ -49,9 +63,29 @@ export class HttpRoutes {
   }
 }
 
-/** Creates the HTTP server with the core routes. */
-export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new HttpRoutes()): { server: Server; routes: HttpRoutes } {
-  addCoreRoutes(ctx, routes);
+/** What one listener serves: its routes, and how `observe` routes are let in. */
+export interface ListenerPlan {
+  readonly routes: HttpRoutes;
+  /** Refuses an `observe` request (401) or lets it in (undefined); none: `observe` routes are open. */
+  readonly observeGuard?: (request: IncomingMessage) => HttpError | undefined;
+  /** Routes another listener serves: a request for one gets a 404 saying where it is served. */
+  readonly elsewhere?: { readonly routes: HttpRoutes; readonly where: string };
+}
+
+/** The decision plane: envoy's `/json`, `/v1/check`, `/v1/limit`, and health. */
+export function decisionRoutes(ctx: ServiceContext): HttpRoutes {
+  const routes = new HttpRoutes();
+  addDecisionRoutes(ctx, routes);
+  addHealthRoutes(ctx, routes);
+  return routes;
+}
+
+/** An HTTP listener's server: node:http, or node:https with TLS. */
+export type HttpServer = Server | HttpsServer;
+
+/** Creates an HTTP server for one listener's routes; HTTPS with `tls` (tls.ts's secure-context options). */
+export function createHttpServer(ctx: ServiceContext, plan: ListenerPlan, tls?: TlsOptions): HttpServer {
+  const { routes, observeGuard } = plan;
   // Slow-loris: a client that trickles its headers or body is cut off (408) instead of holding a
   // socket; the timeouts are checked every second or sooner (Node's default is every 30 s).
   const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
@@ -61,20 +95,21 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
     const query = target.indexOf('?');
     const path = query === -1 ? target : target.slice(0, query);
     const pathname = PLAIN_PATH.test(path) ? path : url().pathname;
-    const handler = routes.find(request.method ?? 'GET', pathname);
-    if (handler === undefined) return notServed(routes, request, response, pathname);
+    const route = routes.find(request.method ?? 'GET', pathname);
+    if (route === undefined) return notServed(plan, request, response, pathname);
+    const refused = route.access === 'observe' ? observeGuard?.(request) : undefined;
+    if (refused !== undefined) return refuse(request, response, refused);
     const fail = (error: unknown): void => answerError(ctx, response, request, pathname, error);
     try {
-      handler(request, response, url)?.catch(fail);
+      route.handler(request, response, url)?.catch(fail);
     } catch (error) {
       fail(error);
     }
   };
   const { keepAliveTimeoutMs, headersTimeoutMs, requestTimeoutMs, maxRequestsPerSocket } = ctx.options.connections;
-  const server = createServer(
-    { connectionsCheckingInterval: checkingInterval(headersTimeoutMs), headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, keepAliveTimeout: keepAliveTimeoutMs },
-    onRequest,
-  );
+  const httpOptions: ServerOptions = { connectionsCheckingInterval: checkingInterval(headersTimeoutMs), headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, keepAliveTimeout: keepAliveTimeoutMs };
+  // A TLS handshake must end within the headers timeout too: a client stalling in it holds a socket.
+  const server = tls === undefined ? createServer(httpOptions, onRequest) : createHttpsServer({ ...httpOptions, ...tls, handshakeTimeout: headersTimeoutMs }, onRequest);
   // 0: no cap. Past the cap, node answers with `Connection: close` and the client reconnects.
   server.maxRequestsPerSocket = maxRequestsPerSocket;
   // A connection that never sends a byte is not reliably followed by the headers timeout: close it after as long.
@@ -84,16 +119,28 @@ export function createHttpServer(ctx: ServiceContext, routes: HttpRoutes = new H
     if (Number(request.headers['content-length'] ?? 0) <= MAX_BODY_BYTES) response.writeContinue();
     onRequest(request, response);
   });
-  return { server, routes };
+  return server;
 }
 
-/** 404 for a path no route serves, 405 (with Allow) for a method its routes do not take. */
-function notServed(routes: HttpRoutes, request: IncomingMessage, response: ServerResponse, pathname: string): void {
+/** 401 for an observability page without its token; the challenge lets a browser ask for it (Basic, the token as password). */
+function refuse(request: IncomingMessage, response: ServerResponse, error: HttpError): void {
+  sendJson(response, error.status, error.body(), { 'www-authenticate': 'Basic realm="tollgate", charset="UTF-8"' });
+  request.resume();
+}
+
+/**
+ * 404 for a path no route serves (saying which listener serves it, when another does), 405 (with
+ * Allow) for a method its routes do not take.
+ */
+function notServed({ routes, elsewhere }: ListenerPlan, request: IncomingMessage, response: ServerResponse, pathname: string): void {
   const methods = routes.methods(pathname);
+  const servedElsewhere = elsewhere !== undefined && elsewhere.routes.methods(pathname).length > 0;
   const error =
     methods.length > 0
       ? new HttpError(405, `${request.method} ${pathname} is not served; ${pathname} takes ${methods.join(', ')}`)
-      : new HttpError(404, `${request.method} ${pathname} is not served; see docs/service.md for the endpoints`);
+      : servedElsewhere
+        ? new HttpError(404, `${request.method} ${pathname} is not served on this port: it is on ${elsewhere.where} (docs/service.md, "Planes")`)
+        : new HttpError(404, `${request.method} ${pathname} is not served; see docs/service.md for the endpoints`);
   sendJson(response, error.status, error.body(), methods.length > 0 ? { allow: methods.join(', ') } : {});
   request.resume();
 }
@@ -112,13 +159,6 @@ function answerError(ctx: ServiceContext, response: ServerResponse, request: Inc
   else sendJson(response, status, body);
 }
 
-function addCoreRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
-  addDecisionRoutes(ctx, routes);
-  addHealthRoutes(ctx, routes);
-  addRulesRoutes(ctx, routes);
-  addKeyRoutes(ctx, routes);
-}
-
 /** The decisions: envoy's `/json`, the friendlier `/v1/check`, and `/v1/limit` for one key. */
 function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   // envoy's /json: the RateLimitResponse as its body, 429 when over the limit; rate-limit headers
@@ -135,7 +175,7 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     if (envoyOptions.headers !== undefined) for (const { key, value } of responseHeadersOf(result, envoyOptions)) headers[key] = value;
     if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
     sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result, checkRequest, envoyOptions), headers);
-  });
+ }, 'public');
 
   routes.add('POST', '/v1/check', async (request, response) => {
     const result = await decideCheck(ctx, friendlyCheck(await readJson(request)), 'check');
@@ -145,7 +185,7 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     const headers = checkHeaders(result);
     if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
     sendJson(response, overallCode === 'OK' ? 200 : 429, { overallCode, statuses, ...(degraded !== undefined ? { degraded: degraded.reason } : {}) }, headers);
-  });
+ }, 'public');
 
   routes.add('POST', '/v1/limit', async (request, response) => {
     const body = await readJson(request);
@@ -153,103 +193,34 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     const { key, policy, cost, ...rest } = body as { key?: unknown; policy?: unknown; cost?: unknown };
     if (Object.keys(rest).length > 0) throw new HttpError(400, `unknown field ${JSON.stringify(Object.keys(rest)[0])}; the fields are key, policy, cost`);
     const compiled = compilePolicy(policy as Policy);
+    const started = performance.now();
     const blockedFor = typeof key === 'string' ? ctx.blocks.remaining(key, ctx.clock()) : 0;
     if (blockedFor > 0) {
       const now = ctx.clock();
       const blocked = { allowed: false, limit: compiled.nominalCapacity, remaining: 0, resetAt: now + blockedFor, retryAfter: blockedFor, now };
+      announceLimit(ctx, key as string, blocked, started, true);
       sendJson(response, 429, { ...blocked, reason: 'blocked' }, decisionHeaders(blocked, compiled.windowMs, key as string));
       return;
     }
     const decision = await ctx.limiter.limit(key as string, compiled, cost === undefined ? {} : { cost: cost as number });
+    announceLimit(ctx, key as string, decision, started);
     const degraded = degradedAnswer(ctx, degradedReasonOf(decision));
     if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
     const headers = decisionHeaders(decision, compiled.windowMs, key as string);
     if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
     sendJson(response, decision.allowed ? 200 : 429, decision, headers);
-  });
+ }, 'public');
 }
 
-/** Liveness and readiness. */
-function addHealthRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
-  routes.add('GET', '/healthz', (_request, response) => sendJson(response, 200, { status: 'ok', uptimeMs: Date.now() - ctx.startedAt }));
+/** Liveness and readiness: on both listeners, for probes that reach the pod's address. */
+export function addHealthRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
+  routes.add('GET', '/healthz', (_request, response) => sendJson(response, 200, { status: 'ok', uptimeMs: Date.now() - ctx.startedAt }), 'public');
 
   routes.add('GET', '/readyz', async (_request, response) => {
     const { ready, status, notReady, details } = await ctx.readiness();
     sendJson(response, ready ? 200 : 503, { status, ...(ready ? {} : { notReady }), ...details });
-  });
+ }, 'public');
 }
-
-/** The rules in force, and replacing domains (admin). */
-function addRulesRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
-  routes.add('GET', '/v1/rules', (_request, response) => {
-    const rules = ctx.holder.current;
-    sendJson(response, 200, {
-      version: rules.version,
-      domains: rules.domainNames(),
-      ...(ctx.watcher !== undefined ? { files: ctx.watcher.status() } : {}),
-      ...(ctx.sync !== undefined ? { pushed: ctx.sync.status() } : {}),
-    });
-  });
-
-  // envoy's /rlconfig: the limits in force, one per line.
-  routes.add('GET', '/rlconfig', (_request, response) => {
-    response.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
-    response.end(ctx.holder.current.dump());
-  });
-
-  routes.add('PUT', '/v1/rules', adminRoute(ctx, 'rules.push', async (request, response, _url, subject) => {
-    const yaml = await readBody(request);
-    if (ctx.sync !== undefined) {
-      const { version, domains, skipped } = await ctx.sync.publish(yaml, 'PUT /v1/rules');
-      subject.domains = domains;
-      if (skipped.length > 0) ctx.logger.warn({ skipped }, 'stored rules documents that every node skips; push those domains again');
-      sendJson(response, 200, { pushed: version, domains, version: ctx.holder.current.version, skipped });
-      return;
-    }
-    // No Redis: this node only.
-    const parsed = parseRules(yaml, 'PUT /v1/rules');
-    subject.domains = parsed.map((d) => d.domain);
-    ctx.holder.replacePushed(ctx.holder.pushedRules().withDomains(compileRules(parsed, [yaml])));
-    sendJson(response, 200, { domains: subject.domains, version: ctx.holder.current.version });
-  }));
-}
-
-/** Inspecting, resetting and blocking keys (admin). */
-function addKeyRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
-  routes.add('GET', '/v1/keys', adminRoute(ctx, undefined, async (_request, response, url) => {
-    const { key, policy } = keyQuery(url());
-    const decision = await ctx.limiter.peek(key, policy);
-    sendJson(response, 200, { key, decision });
-  }));
-
-  routes.add('GET', '/v1/keys/blocked', adminRoute(ctx, undefined, (_request, response) => {
-    sendJson(response, 200, { blocked: ctx.blocks.list() });
-  }));
-
-  routes.add('POST', '/v1/keys/block', adminRoute(ctx, 'keys.block', async (request, response, _url, subject) => {
-    const body = (await readJson(request)) as { key?: unknown; ttlMs?: unknown } | null;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, `the body must be { key, ttlMs? }, got ${describeValue(body)}`);
-    const key = body.key as string;
-    if (typeof key === 'string') subject.key = key;
-    const until = ctx.blocks.block(key, body.ttlMs === undefined ? 3_600_000 : (body.ttlMs as number), ctx.clock());
-    sendJson(response, 200, { key, blockedUntil: until });
-  }));
-
-  routes.add('DELETE', '/v1/keys/block', adminRoute(ctx, 'keys.unblock', (_request, response, url, subject) => {
-    const key = url().searchParams.get('key');
-    if (key === null) throw new HttpError(400, 'give the key to unblock: ?key=...');
-    subject.key = key;
-    sendJson(response, 200, { key, unblocked: ctx.blocks.unblock(key) });
-  }));
-
-  routes.add('DELETE', '/v1/keys', adminRoute(ctx, 'keys.reset', async (_request, response, url, subject) => {
-    const { key, policy } = keyQuery(url());
-    subject.key = key;
-    await ctx.limiter.reset(key, policy);
-    sendJson(response, 200, { key, reset: true });
-  }));
-}
-
 
 /**
  * `/v1/check` takes envoy's shape, or a friendlier one where a descriptor is a plain object of
@@ -272,18 +243,4 @@ function friendlyCheck(body: unknown): CheckRequest {
     }),
     ...(hits !== undefined ? { hits: hits as number } : {}),
   };
-}
-
-function keyQuery(url: URL): { key: string; policy: Policy } {
-  const key = url.searchParams.get('key');
-  const algorithm = url.searchParams.get('algorithm');
-  const limit = url.searchParams.get('limit');
-  const window = url.searchParams.get('window');
-  if (key === null || algorithm === null || limit === null || window === null) {
-    throw new HttpError(400, 'give key, algorithm, limit and window as query parameters, e.g. ?key=user:42&algorithm=token-bucket&limit=10&window=1s');
-  }
-  // precision (sliding-window's buckets) is optional: compilePolicy refuses what is not a number in range.
-  const precision = url.searchParams.get('precision');
-  const buckets = precision === null ? {} : { precision: /^\d+$/.test(precision) ? Number(precision) : (precision as unknown as number) };
-  return { key, policy: { algorithm: algorithm as Policy['algorithm'], limit: Number(limit), window: /^\d+$/.test(window) ? Number(window) : window, ...buckets } };
 }

@@ -4,149 +4,30 @@
  *
  * Counters follow the service's event stream (`ctx.events`); the rest (rules version, reloads,
  * memory-store keys and evictions) is read at scrape time. Label values come from the rules
- * (domains, rule paths) or from small fixed sets, never from a request: a request cannot create a
- * new series, so cardinality is bounded by the configuration.
+ * (domains, rule paths) or from small fixed sets; the one exception, the domains of checks whose
+ * domain is not in the rules, is capped ({@link UNKNOWN_DOMAIN_CAP}), so cardinality stays bounded.
+ *
+ * With `--workers N` a scrape answers the sum over the workers (metrics-cluster.ts).
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CheckEvent, RejectedEvent, ServiceContext, StoreErrorEvent } from './context.js';
 import type { HttpRoutes } from './http.js';
-import type { CompiledRule, RuleNode, RuleSet } from '../rules/ruleset.js';
-import type { DescriptorStatus } from '../rules/check.js';
+import {
+  classifyCheck,
+  LIMIT_API,
+  NEAR_LIMIT_SHARE,
+  ruleIndex,
+  UNKNOWN_DOMAIN,
+  UNKNOWN_DOMAIN_CAP,
+  type DescriptorReason,
+  type DescriptorResult,
+} from './outcomes.js';
 import type { MemoryStoreStats } from '../store/memory.js';
 import { defineStoreHealthMetrics } from './store-health.js';
-import { FastHistogram, Tally } from './metric-tally.js';
-
-/** A limit is "near" when an admitted decision leaves at most this share of its quota. */
-export const NEAR_LIMIT_SHARE = 0.2;
-
-/** Label used when a descriptor matched no limit, and for a domain that is not in the rules. */
-export const NO_RULE = '(none)';
-export const UNKNOWN_DOMAIN = '(unknown)';
-/** The rule of a status denied by a block set by hand (see decide.ts). */
-export const BLOCKED_RULE = 'blocked';
-/** Label for a status whose rule is neither in the rules nor a block. */
-export const OTHER_RULE = '(other)';
-
-/** Per-descriptor result: the status code, with shadow-mode excesses apart. */
-export type DescriptorResult = 'ok' | 'over_limit' | 'shadow_over_limit';
-
-/**
- * Why a descriptor got its result:
- * - `within_limit`: a limit applied and admitted it;
- * - `limit_exceeded`: its own limit denied it;
- * - `other_limit_exceeded`: its limit would have admitted it, but another limit of the same request
- *   denied the request (all-or-nothing: nothing was recorded);
- * - `shadow_mode`: a shadow-mode limit was exceeded (reported, not enforced);
- * - `blocked`: an entry of the descriptor is blocked by hand (rule `blocked`);
- * - `no_rule`: no limit applied (no match, unlimited, or replaced);
- * - `unknown_domain`: the request's domain is not in the rules.
- */
-export type DescriptorReason = 'within_limit' | 'limit_exceeded' | 'other_limit_exceeded' | 'shadow_mode' | 'blocked' | 'no_rule' | 'unknown_domain';
-
-/** One descriptor of a check, reduced to bounded labels (plus the key, for the dashboard only). */
-export interface DescriptorOutcome {
-  /** The domain, or {@link UNKNOWN_DOMAIN} when it is not in the rules. */
-  readonly domain: string;
-  /** The rule path (from the configuration), or {@link NO_RULE}. */
-  readonly rule: string;
-  readonly result: DescriptorResult;
-  readonly reason: DescriptorReason;
-  /** Admitted with at most {@link NEAR_LIMIT_SHARE} of the quota left. */
-  readonly near: boolean;
-  /** Whether the limit is in shadow mode. */
-  readonly shadow: boolean;
-  /** The event's key for this status (may hold request values: never a metric label). */
-  readonly key: string | undefined;
-}
-
-const ruleIndexes = new WeakMap<RuleSet, Map<string, CompiledRule>>();
-
-/** Every rule of `rules` by path (built once per rule set, so a reload is picked up). */
-export function ruleIndex(rules: RuleSet): Map<string, CompiledRule> {
-  let index = ruleIndexes.get(rules);
-  if (index !== undefined) return index;
-  index = new Map();
-  const visit = (node: RuleNode): void => {
-    if (node.rule !== undefined) index!.set(node.rule.path, node.rule);
-    for (const values of node.exact.values()) for (const child of values.values()) visit(child);
-    for (const list of node.wildcards.values()) for (const child of list) visit(child.node);
-    for (const child of node.keyOnly.values()) visit(child);
-  };
-  for (const name of rules.domainNames()) visit(rules.domain(name)!);
-  ruleIndexes.set(rules, index);
-  return index;
-}
-
-/**
- * The last event classified, and its outcomes: the metrics and the dashboard hear each event one
- * after the other, so the second listener finds the first one's work here (a WeakMap per event
- * cost more than the classification it saved).
- */
-let lastEvent: CheckEvent | undefined;
-let lastOutcomes: DescriptorOutcome[] = [];
-
-/** Classifies each status of a check (shared by the metrics and the dashboard; computed once per event). */
-export function classifyCheck(rules: RuleSet, event: CheckEvent): DescriptorOutcome[] {
-  if (event !== lastEvent) {
-    lastOutcomes = classifyOnce(rules, event);
-    lastEvent = event;
-  }
-  return lastOutcomes;
-}
-
-function classifyOnce(rules: RuleSet, event: CheckEvent): DescriptorOutcome[] {
-  const knownDomain = rules.domain(event.domain) !== undefined;
-  const denied = event.result.overallCode === 'OVER_LIMIT';
-  const index = ruleIndex(rules);
-  return event.result.statuses.map((status, i) => classifyStatus(status, event.domain, knownDomain, denied, index, event.keys[i]));
-}
-
-function classifyStatus(
-  status: DescriptorStatus,
-  domain: string,
-  knownDomain: boolean,
-  denied: boolean,
-  index: Map<string, CompiledRule>,
-  key: string | undefined,
-): DescriptorOutcome {
-  const domainLabel = knownDomain ? domain : UNKNOWN_DOMAIN;
-  if (status.rule === undefined) {
-    return { domain: domainLabel, rule: NO_RULE, result: 'ok', reason: knownDomain ? 'no_rule' : 'unknown_domain', near: false, shadow: false, key };
-  }
-  // Denied by a block set by hand (POST /v1/blocks), before any rule.
-  if (status.rule === BLOCKED_RULE) {
-    return { domain: domainLabel, rule: BLOCKED_RULE, result: 'over_limit', reason: 'blocked', near: false, shadow: false, key };
-  }
-  const compiled = index.get(status.rule);
-  // A path the rules no longer hold (reloaded between the decision and now) is still a configured
-  // path when it is under the request's known domain; anything else is not trusted as a label.
-  const path = compiled !== undefined || (knownDomain && status.rule.startsWith(`${domain}.`)) ? status.rule : OTHER_RULE;
-  const rule = compiled?.detailedMetric === true && key !== undefined ? detailedLabel(path, key) : path;
-  const shadow = compiled?.shadowMode ?? false;
-  if (status.shadowOverLimit === true) return { domain, rule, result: 'shadow_over_limit', reason: 'shadow_mode', near: false, shadow: true, key };
-  if (status.code === 'OVER_LIMIT') return { domain, rule, result: 'over_limit', reason: 'limit_exceeded', near: false, shadow, key };
-  if (denied && !shadow) return { domain, rule, result: 'ok', reason: 'other_limit_exceeded', near: false, shadow, key };
-  const capacity = compiled?.policy.nominalCapacity ?? status.currentLimit?.requestsPerUnit ?? 0;
-  const near = capacity > 0 && status.limitRemaining <= capacity * NEAR_LIMIT_SHARE;
-  return { domain, rule, result: 'ok', reason: 'within_limit', near, shadow, key };
-}
-
-/** Distinct labels `detailed_metric` rules may add (each request value is one), before they fall back to the rule's path. */
-export const MAX_DETAILED_LABELS = 10_000;
-const detailedLabels = new Set<string>();
-
-/**
- * envoy's `detailed_metric`: the rule's label names the request's values (`rl.unspec=some_value`,
- * from its counter key `rl|unspec=some_value`), as envoy's stats key does; bounded, since every
- * value is a new series.
- */
-function detailedLabel(path: string, key: string): string {
-  const label = key.split('|').join('.');
-  if (detailedLabels.has(label)) return label;
-  if (detailedLabels.size >= MAX_DETAILED_LABELS) return path;
-  detailedLabels.add(label);
-  return label;
-}
+import { BoundedCounts, FastHistogram, OVERFLOW_LABEL, Tally } from './metric-tally.js';
+import { workerLink, type WorkerLink } from './cluster.js';
+import { mergeWorkerMetrics, WORKER_LABEL } from './metrics-cluster.js';
+import { HttpError, sendJson } from './http-util.js';
 
 /** A listener for each of the service's events (the metrics and the dashboard each have one set). */
 export interface EventListeners {
@@ -202,6 +83,12 @@ const RESULT_OF: Readonly<Record<DescriptorReason, DescriptorResult>> = {
 const NEAR_INDEX = REASONS.length;
 const SHADOW_INDEX = REASONS.length + 1;
 
+/**
+ * The check-duration histogram's buckets, in seconds. From 10 µs: a memory-store decision takes a
+ * few µs, and the dashboard's p50 / p99 are read from this histogram.
+ */
+export const CHECK_DURATION_BOUNDS: readonly number[] = [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
 /** The counters fed by the event stream (the rest of the metrics is read at scrape time). */
 type EventMetrics = ReturnType<typeof defineEventMetrics>;
 
@@ -218,7 +105,7 @@ function defineEventMetrics(registers: Registry[]) {
     ...defineRuleCounters(registers, byRule),
     checks: new Counter({
       name: 'tollgate_checks_total',
-      help: 'Answered check requests by domain, transport (json, check, grpc, gateway) and overall result (ok, over_limit).',
+      help: `Answered check requests by domain ("${UNKNOWN_DOMAIN}" when not in the rules, "${LIMIT_API}" for POST /v1/limit), transport (json, check, grpc, gateway, limit) and overall result (ok, over_limit).`,
       labelNames: ['domain', 'transport', 'result'] as const,
       registers,
       collect() {
@@ -229,9 +116,10 @@ function defineEventMetrics(registers: Registry[]) {
       'tollgate_check_duration_seconds',
       'Time to decide a check (rules lookup and store round trip), by transport.',
       'transport',
-      [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      CHECK_DURATION_BOUNDS,
       registers,
     ),
+    unknownDomains: defineUnknownDomainCounter(registers),
     rejected: new Counter({
       name: 'tollgate_rejected_requests_total',
       help: 'Requests refused as malformed (HTTP 400/413, gRPC INVALID_ARGUMENT), by transport and reason (invalid_json, body_too_large, invalid_rules, invalid_request).',
@@ -247,13 +135,35 @@ function defineEventMetrics(registers: Registry[]) {
   };
 }
 
+/**
+ * Checks naming a domain not in the rules, by that domain: the first sign of a misconfigured
+ * Envoy. The domain comes from the request, so distinct values are capped ({@link UNKNOWN_DOMAIN_CAP}).
+ */
+function defineUnknownDomainCounter(registers: Registry[]): BoundedCounts {
+  const counts = new BoundedCounts(UNKNOWN_DOMAIN_CAP);
+  const seen = new Map<string, number>();
+  new Counter({
+    name: 'tollgate_unknown_domain_checks_total',
+    help: `Checks whose domain is not in the rules, by that domain (the first ${UNKNOWN_DOMAIN_CAP} distinct domains per process; later ones as "${OVERFLOW_LABEL}").`,
+    labelNames: ['domain'] as const,
+    registers,
+    collect() {
+      for (const [domain, total] of counts.entries()) {
+        this.inc({ domain }, total - (seen.get(domain) ?? 0));
+        seen.set(domain, total);
+      }
+    },
+  });
+  return counts;
+}
+
 /** The counters by (domain, rule): decisions by result and reason, near-limit decisions, shadow-mode hits. */
 function defineRuleCounters(registers: Registry[], byRule: Tally) {
   // Registered in this order, the order of the families at /metrics: decisions is scraped first,
   // and its collect hands the near-limit and shadow-mode columns of the rows to the two after it.
   const decisions = new Counter({
     name: 'tollgate_decisions_total',
-    help: 'Descriptor decisions by domain, rule path, result (ok, over_limit, shadow_over_limit) and reason (within_limit, limit_exceeded, other_limit_exceeded, shadow_mode, blocked, no_rule, unknown_domain).',
+    help: 'Descriptor decisions (POST /v1/limit: domain and rule "(v1/limit)") by domain, rule path, result (ok, over_limit, shadow_over_limit) and reason (within_limit, limit_exceeded, other_limit_exceeded, shadow_mode, blocked, no_rule, unknown_domain).',
     labelNames: ['domain', 'rule', 'result', 'reason'] as const,
     registers,
     collect() {
@@ -408,7 +318,12 @@ function subscribeMetrics(ctx: ServiceContext, metrics: EventMetrics): () => voi
       if (outcome.near) metrics.byRule.add(outcome.domain, outcome.rule, NEAR_INDEX);
       if (outcome.result === 'shadow_over_limit') metrics.byRule.add(outcome.domain, outcome.rule, SHADOW_INDEX);
     }
-    const domain = ctx.holder.current.domain(event.domain) !== undefined ? event.domain : UNKNOWN_DOMAIN;
+    let domain = event.domain;
+    if (event.via === 'limit') domain = LIMIT_API;
+    else if (ctx.holder.current.domain(event.domain) === undefined) {
+      domain = UNKNOWN_DOMAIN;
+      metrics.unknownDomains.add(event.domain);
+    }
     metrics.byDomain.add(domain, event.via, event.result.overallCode === 'OK' ? 0 : 1);
     metrics.duration.observe(event.via, event.durationMs / 1_000);
   };
@@ -427,21 +342,58 @@ function subscribeMetrics(ctx: ServiceContext, metrics: EventMetrics): () => voi
   return listenToEvents(ctx, { check: onCheck, rejected: onRejected, storeError: onStoreError });
 }
 
-/** Registers the metrics on a new registry and serves them at GET /metrics. */
+/**
+ * The registry a scrape is answered from: this process's own (one process), or every worker's
+ * merged by the primary (`--workers N`; undefined when the primary did not answer: a partial sum
+ * would look like a counter reset). `byWorker`: one series per worker, labelled `worker`.
+ */
+async function registryToShow(registry: Registry, link: WorkerLink | undefined, byWorker: boolean): Promise<Registry | undefined> {
+  if (link === undefined) {
+    if (!byWorker) return registry;
+    return mergeWorkerMetrics({ live: [{ worker: 0, pid: process.pid, data: await registry.getMetricsAsJSON() }], exited: undefined }, true);
+  }
+  try {
+    return mergeWorkerMetrics(await link.collect('metrics'), byWorker);
+  } catch {
+    return undefined;
+  }
+}
+
+const checkDurations = new WeakMap<ServiceContext, FastHistogram>();
+
+/**
+ * The check-duration histogram of `ctx`'s metrics (the dashboard reads its latency from it, so a
+ * check is observed once), or undefined before the metrics are attached.
+ */
+export function checkDurationOf(ctx: ServiceContext): FastHistogram | undefined {
+  return checkDurations.get(ctx);
+}
+
+/** Registers the metrics on a new registry and serves them at GET /metrics (`?by=worker`: per worker). */
 export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { readonly registry: Registry; close(): void } {
   const registry = new Registry();
   const registers = [registry];
   // The order of registration is the order of the families at GET /metrics.
   collectDefaultMetrics({ register: registry });
   const eventMetrics = defineEventMetrics(registers);
+  checkDurations.set(ctx, eventMetrics.duration);
   defineRulesMetrics(ctx, registers);
   defineReloadMetrics(ctx, registers);
   defineMemoryStoreMetrics(ctx, registers);
   const stopHealth = defineStoreHealthMetrics(ctx, registers);
   const unsubscribe = subscribeMetrics(ctx, eventMetrics);
 
-  routes.add('GET', '/metrics', async (_request, response) => {
-    const text = await registry.metrics();
+  const link = workerLink(ctx.options.workers);
+  link?.produce('metrics', () => registry.getMetricsAsJSON());
+  routes.add('GET', '/metrics', async (_request, response, url) => {
+    const by = url().searchParams.get('by');
+    if (by !== null && by !== WORKER_LABEL) throw new HttpError(400, `by must be "${WORKER_LABEL}" (one series per worker) or absent (the sum over the workers), got ${JSON.stringify(by)}`);
+    const shown = await registryToShow(registry, link, by === WORKER_LABEL);
+    if (shown === undefined) {
+      sendJson(response, 503, { error: 'workers_unavailable', code: 'ERR_TOLLGATE_INTERNAL', message: 'the primary did not collect the workers\' metrics in time; scrape again' }, { 'retry-after': '1' });
+      return;
+    }
+    const text = await shown.metrics();
     response.writeHead(200, { 'content-type': registry.contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
     response.end(text);
   });

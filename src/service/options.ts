@@ -7,6 +7,9 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../errors.js';
 import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../fault/failure-mode.js';
+import { planeSettings, tlsFiles, token, type TlsFiles } from './listener-options.js';
+
+export { DEFAULT_ADMIN_PORT, type TlsFiles } from './listener-options.js';
 
 export interface ServiceOptions {
   /** Rules file or directory (`--config`, `TOLLGATE_CONFIG`). */
@@ -40,6 +43,25 @@ export interface ServiceOptions {
   readonly host: string;
   /** Bearer token for the admin endpoints (`--admin-token`, `TOLLGATE_ADMIN_TOKEN`); unset: admin disabled. */
   readonly adminToken?: string;
+  /**
+   * The admin listener (docs/service.md, "Planes"): the dashboard, `/metrics`, `/v1/events`, the
+   * rules in force and the admin API, away from the decisions. Port `--admin-port`
+   * (`TOLLGATE_ADMIN_PORT`, default 6070: envoyproxy/ratelimit's debug port, which serves the same
+   * kind of things, and not Envoy's 9901, which an Envoy sidecar beside the service already holds);
+   * address `--admin-bind` (`TOLLGATE_ADMIN_BIND`, default 127.0.0.1: loopback, as Envoy's admin
+   * interface is usually bound, because these pages show callers' addresses and ids).
+   */
+  readonly adminPort: number;
+  readonly adminHost: string;
+  /**
+   * Bearer token for the read-only observability endpoints on the admin listener (`--metrics-token`,
+   * `TOLLGATE_METRICS_TOKEN`): `/metrics`, `/dashboard`, `/v1/events`, `GET /v1/rules`, `/rlconfig`.
+   * Unset: they answer anyone who reaches the admin listener. The admin token opens them too.
+   */
+  readonly metricsToken?: string;
+  /** HTTPS and gRPC over TLS (`--tls-cert`, `--tls-key`, `--tls-client-ca`): see {@link TlsFiles}; unset: plain text. */
+  readonly tls?: TlsFiles;
+
   /** pino level (`--log-level`, `TOLLGATE_LOG_LEVEL`), default info. */
   readonly logLevel: string;
   /** Processes serving the same ports (`--workers`, `TOLLGATE_WORKERS`), default 1; > 1 needs Redis. */
@@ -129,6 +151,13 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'grpc-server': 'TOLLGATE_GRPC_SERVER',
   host: 'TOLLGATE_HOST',
   'admin-token': 'TOLLGATE_ADMIN_TOKEN',
+  'admin-port': 'TOLLGATE_ADMIN_PORT',
+  'admin-bind': 'TOLLGATE_ADMIN_BIND',
+  'metrics-token': 'TOLLGATE_METRICS_TOKEN',
+  'tls-cert': 'TOLLGATE_TLS_CERT',
+  'tls-key': 'TOLLGATE_TLS_KEY',
+  'tls-client-ca': 'TOLLGATE_TLS_CLIENT_CA',
+  'tls-client-san': 'TOLLGATE_TLS_CLIENT_SAN',
   'log-level': 'TOLLGATE_LOG_LEVEL',
   workers: 'TOLLGATE_WORKERS',
   'merge-domains': 'TOLLGATE_MERGE_DOMAINS',
@@ -368,10 +397,6 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   const maxKeys = memoryStoreKeys(value, where, redisGiven);
   const logLevel = value('log-level') ?? 'info';
   if (!LOG_LEVELS.has(logLevel)) throw new InvalidOptionError(`${where('log-level')} must be one of ${[...LOG_LEVELS].join(', ')}, got ${JSON.stringify(logLevel)}`);
-  const adminToken = value('admin-token');
-  if (adminToken !== undefined && adminToken.length < 16) {
-    throw new InvalidOptionError(`${where('admin-token')} must be at least 16 characters (it guards rule changes and key resets)`);
-  }
   const config = value('config');
   const grpcServer = value('grpc-server') ?? 'http2';
   if (!(GRPC_SERVERS as readonly string[]).includes(grpcServer)) {
@@ -385,9 +410,14 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   if (workers > 1 && redis === undefined && redisCluster === undefined && redisSentinel === undefined) {
     throw new InvalidOptionError(`${where('workers')} above 1 needs --redis, --redis-cluster or --redis-sentinel: each worker's memory store would count on its own`);
   }
+  const tls = tlsFiles(value, where);
+  const adminToken = token(value, where, 'admin-token', 'it guards rule changes and key resets');
+  const httpPort = port('port', 8080);
+  const grpcPort = port('grpc-port', 8081);
   return {
     workers,
     maxKeys,
+    ...planeSettings(value, where, { port, http: httpPort, grpc: grpcPort }),
     ...envoySettings(value, where),
     ...faultSettings(value, where),
     ...shutdownSettings(value, where),
@@ -397,8 +427,9 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     ...(redisCluster !== undefined ? { redisCluster } : {}),
     ...(redisSentinel !== undefined ? { redisSentinel } : {}),
     ...(adminToken !== undefined ? { adminToken } : {}),
-    port: port('port', 8080),
-    grpcPort: port('grpc-port', 8081),
+    ...(tls !== undefined ? { tls } : {}),
+    port: httpPort,
+    grpcPort,
     grpcServer: grpcServer as GrpcServerKind,
     host: value('host') ?? '0.0.0.0',
     logLevel,

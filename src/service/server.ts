@@ -1,12 +1,11 @@
 /**
  * `tollgate serve`: the decision service. Wires the store (memory, Redis or Redis Cluster), the
- * rules (files with hot reload, pushes through Redis), the HTTP and gRPC listeners, metrics and
- * the dashboard. Starts with Redis down and follows its connection (store-link.ts); on SIGTERM
+ * rules (files with hot reload, pushes through Redis), the listeners (decisions over HTTP and gRPC;
+ * the admin plane, planes.ts), metrics and the dashboard. Starts with Redis down and follows its connection (store-link.ts); on SIGTERM
  * drains (not ready, still serving for the drain delay), then stops accepting, lets in-flight
  * requests finish and closes Redis last.
  */
 import { EventEmitter } from 'node:events';
-import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -19,13 +18,13 @@ import { watchRules, type RulesWatcher } from '../rules/watch.js';
 import { memoryStore, type MemoryStore } from '../store/memory.js';
 import { redisStore, type RedisStore } from '../store/redis/store.js';
 import { AuditLog } from './audit.js';
-import { BlockList } from './blocks.js';
+import { BlockList, shareBlocks } from './blocks.js';
 import type { ServiceContext, ServiceEvents } from './context.js';
-import { attachDashboard } from './dashboard.js';
 import { startGrpcServer, type GrpcServer } from './grpc.js';
-import { createHttpServer } from './http.js';
+import { createHttpServer, type HttpServer } from './http.js';
 import { followConnections } from './http-close.js';
-import { attachMetrics } from './metrics.js';
+import { buildPlanes } from './planes.js';
+import { TlsReloader, secureServer } from './tls.js';
 import { breakerCheck, logStoreHealth } from './store-health.js';
 import type { ServiceOptions } from './options.js';
 import { DrainState, evaluateReadiness, rulesCheck, type ReadinessCheck } from './readiness.js';
@@ -33,11 +32,16 @@ import { RulesSyncStarter, StoreLink, probeAddress } from './store-link.js';
 
 /** A running service. */
 export interface RunningService {
-  readonly httpPort: number;
+  /** The decision listener's port (undefined without one: the gateway runs the admin plane only). */
+  readonly httpPort: number | undefined;
+  /** The admin listener's port (dashboard, metrics, events, rules, admin API). */
+  readonly adminPort: number;
   readonly grpcPort: number | undefined;
   readonly context: ServiceContext;
   /** The registry GET /metrics prints: embedders (the gateway) add their own families to it. */
   readonly registry: Registry;
+  /** The certificate files in force and their reloads (with TLS): embedders (the gateway) serve them on listeners of their own. */
+  readonly tls: TlsReloader | undefined;
   /** Graceful, at once: stops accepting, lets in-flight requests finish (up to --shutdown-timeout), closes the store. */
   close(): Promise<void>;
   /**
@@ -175,31 +179,43 @@ function readinessChecks(holder: RulesHolder, watcher: RulesWatcher | undefined,
   ];
 }
 
-/** Listens on --host and --port; resolves with the port (the one given, or the one chosen for 0). */
-async function listenHttp(server: Server, options: ServiceOptions): Promise<number> {
+/** One HTTP listener, and the way to close it without dropping an accepted request (http-close.ts). */
+interface HttpListener {
+  readonly server: HttpServer;
+  readonly connections: ReturnType<typeof followConnections>;
+}
+
+function httpListener(server: HttpServer): HttpListener {
+  return { server, connections: followConnections(server) };
+}
+
+/** Listens on `host:port`; resolves with the port (the one given, or the one chosen for 0). */
+async function listenHttp(server: HttpServer, host: string, port: number, what: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(new InvalidOptionError(`HTTP cannot listen on ${options.host}:${options.port}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`)),
+      reject(new InvalidOptionError(`${what} cannot listen on ${host}:${port}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`)),
     );
-    server.listen(options.port, options.host, () => resolve());
+    server.listen(port, host, () => resolve());
   });
   return (server.address() as AddressInfo).port;
 }
 
-/** What runs once the HTTP server is made, and must be closed. */
+/** What runs once the HTTP servers are made, and must be closed. */
 interface ServiceParts {
   readonly context: ServiceContext;
-  readonly server: Server;
-  /** Closes `server` without dropping an accepted request (http-close.ts). */
-  readonly http: ReturnType<typeof followConnections>;
+  /** The decision listener (none in the gateway) and the admin listener. */
+  readonly listeners: { readonly decision: HttpListener | undefined; readonly admin: HttpListener };
   readonly metrics: { readonly registry: Registry; close(): void };
   readonly dashboard: { close(): void };
   readonly link: StoreLink | undefined;
   readonly starter: RulesSyncStarter | undefined;
+  /** Follows the certificate files (with TLS). */
+  readonly tls: TlsReloader | undefined;
 }
 
 /** Closes the rules watcher and sync, metrics, the dashboard and the store link, then the store. */
-async function closeRest({ context, metrics, dashboard, link, starter }: ServiceParts): Promise<void> {
+async function closeRest({ context, metrics, dashboard, link, starter, tls }: ServiceParts): Promise<void> {
+  tls?.close();
   context.watcher?.close();
   metrics.close();
   dashboard.close();
@@ -212,21 +228,43 @@ async function closeRest({ context, metrics, dashboard, link, starter }: Service
 
 /** A listener could not start: closes what already runs, so the process can exit, and throws `error`. */
 async function abandon(parts: ServiceParts, error: unknown): Promise<never> {
-  parts.server.close();
+  parts.listeners.decision?.server.close();
+  parts.listeners.admin.server.close();
   await closeRest(parts);
   throw error;
 }
 
 /** Stops accepting, lets in-flight requests finish, then closes the rest and the store last. */
 async function shutDown(parts: ServiceParts, grpc: GrpcServer | undefined): Promise<void> {
-  const { context } = parts;
+  const { context, listeners } = parts;
   const started = Date.now();
   const timeoutMs = context.options.shutdownTimeoutMs;
   // Event streams never finish on their own: end them first so the server can close at once.
   parts.dashboard.close();
-  await Promise.all([parts.http.close(timeoutMs, context.logger), grpc?.close(timeoutMs)]);
+  await Promise.all([listeners.decision?.connections.close(timeoutMs, context.logger), listeners.admin.connections.close(timeoutMs, context.logger), grpc?.close(timeoutMs)]);
   await closeRest(parts);
   context.logger.info({ closingMs: Date.now() - started, drainedMs: Date.now() - (context.lifecycle.drainingSince ?? started) }, 'stopped');
+}
+
+/**
+ * Opens the admin listener, then the decision listener (so the admin plane is up once `HTTP
+ * listening` is logged), then gRPC; on a failure closes what runs and throws.
+ */
+async function openListeners(parts: ServiceParts, hooks: ServiceHooks): Promise<{ httpPort: number | undefined; adminPort: number; grpc: GrpcServer | undefined }> {
+  const { context, listeners } = parts;
+  const { options, logger } = context;
+  const adminPort = await listenHttp(listeners.admin.server, options.adminHost, options.adminPort, 'the admin listener').catch((error: unknown) => abandon(parts, error));
+  logger.info({ port: adminPort }, `Admin listening on ${options.adminHost}:${adminPort} (dashboard, metrics, rules, admin API)`);
+  let httpPort: number | undefined;
+  if (listeners.decision !== undefined) {
+    httpPort = await listenHttp(listeners.decision.server, options.host, options.port, 'HTTP').catch((error: unknown) => abandon(parts, error));
+    logger.info({ port: httpPort, store: context.store.name, rules: context.holder.current.version }, `HTTP listening on ${options.host}:${httpPort}`);
+  }
+  const grpc = hooks.grpc === false ? undefined : await startGrpcServer(context, options.host, options.grpcPort, parts.tls).catch((error: unknown) =>
+    abandon(parts, error instanceof Error && !(error instanceof InvalidOptionError) ? new InvalidOptionError(error.message) : error),
+  );
+  if (grpc !== undefined) logger.info({ port: grpc.port }, `gRPC listening on ${options.host}:${grpc.port}`);
+  return { httpPort, adminPort, grpc };
 }
 
 /** What an embedding program (or a test) may give the service beyond its options. */
@@ -235,11 +273,15 @@ export interface ServiceHooks {
   readonly clock?: () => number;
   /** false: no gRPC listener (`tollgate gateway` runs the service for its admin port only). Default true. */
   readonly grpc?: boolean;
+  /** false: no decision listener, the admin plane only (`tollgate gateway`: its proxy decides). Default true. */
+  readonly decisions?: boolean;
 }
 
 /** Starts the service; resolves once every listener is up. */
 export async function startService(options: ServiceOptions, logger: Logger = createLogger(options.logLevel), hooks: ServiceHooks = {}): Promise<RunningService> {
   const startedAt = Date.now();
+  // First: a certificate problem stops the start (exit 2) before anything opens.
+  const tls = options.tls === undefined ? undefined : new TlsReloader(options.tls, logger);
   const store = await createStoreFromOptions(options);
   const holder = await loadInitialRules(options);
   const events = new EventEmitter<ServiceEvents>();
@@ -251,16 +293,17 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   const checks = readinessChecks(holder, watcher, store, link, drain);
   const context = buildContext({ options, logger, store, holder, watcher, sync: pushed?.sync, startedAt, events, drain, checks, clock: hooks.clock });
   logStoreHealth(context);
+  shareBlocks(context.blocks, options.workers);
   checks.push(breakerCheck(context.limiter, () => events.emit('readiness')));
 
-  const { server, routes } = createHttpServer(context);
-  const parts: ServiceParts = { context, server, http: followConnections(server), metrics: attachMetrics(context, routes), dashboard: attachDashboard(context, routes), link, starter: pushed?.starter };
-  const httpPort = await listenHttp(server, options).catch((error: unknown) => abandon(parts, error));
-  logger.info({ port: httpPort, store: store.name, rules: holder.current.version }, `HTTP listening on ${options.host}:${httpPort}`);
-  const grpc = hooks.grpc === false ? undefined : await startGrpcServer(context, options.host, options.grpcPort).catch((error: unknown) =>
-    abandon(parts, error instanceof Error && !(error instanceof InvalidOptionError) ? new InvalidOptionError(error.message) : error),
-  );
-  if (grpc !== undefined) logger.info({ port: grpc.port }, `gRPC listening on ${options.host}:${grpc.port}`);
+  const planes = buildPlanes(context);
+  const listeners = {
+    decision: hooks.decisions === false ? undefined : httpListener(secureServer(tls, true, (secure) => createHttpServer(context, planes.decision, secure))),
+    admin: httpListener(secureServer(tls, false, (secure) => createHttpServer(context, planes.admin, secure))),
+  };
+  tls?.watch();
+  const parts: ServiceParts = { context, listeners, metrics: planes.metrics, dashboard: planes.dashboard, link, starter: pushed?.starter, tls };
+  const { httpPort, adminPort, grpc } = await openListeners(parts, hooks);
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -281,5 +324,5 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
     }
     return close();
   };
-  return { httpPort, grpcPort: grpc?.port, context, registry: parts.metrics.registry, close, drain: drainThenClose };
+  return { httpPort, adminPort, grpcPort: grpc?.port, context, registry: parts.metrics.registry, tls, close, drain: drainThenClose };
 }

@@ -19,11 +19,14 @@ const TOKEN = 'admin-token-for-the-cli-test';
 
 let service: RunningService;
 let url: string;
+/** The admin listener's URL (rules, keys). */
+let adminUrl: string;
 let dir: string;
 
 beforeAll(async () => {
-  service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0', 'admin-token': TOKEN }, {}));
-  url = `http://127.0.0.1:${service.httpPort}`;
+  service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0', 'admin-token': TOKEN }, {}));
+  url = `http://127.0.0.1:${service.httpPort!}`;
+  adminUrl = `http://127.0.0.1:${service.adminPort}`;
   dir = mkdtempSync(join(tmpdir(), 'tollgate-admin-cli-'));
 }, 20_000);
 
@@ -42,7 +45,7 @@ interface Run {
 async function run(command: AdminCommand, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   let stdout = '';
   let stderr = '';
-  const code = await runAdminCommand(command, args, { stdout: (text) => (stdout += text), stderr: (text) => (stderr += text) }, { TOLLGATE_URL: url, TOLLGATE_ADMIN_TOKEN: TOKEN, ...env });
+  const code = await runAdminCommand(command, args, { stdout: (text) => (stdout += text), stderr: (text) => (stderr += text) }, { TOLLGATE_URL: url, TOLLGATE_ADMIN_URL: adminUrl, TOLLGATE_ADMIN_TOKEN: TOKEN, ...env });
   return { code, stdout, stderr };
 }
 
@@ -51,6 +54,7 @@ function runProcess(args: string[], env: Record<string, string> = {}): Promise<R
   const inherited = { ...process.env };
   delete inherited.TOLLGATE_ADMIN_TOKEN;
   delete inherited.TOLLGATE_URL;
+  delete inherited.TOLLGATE_ADMIN_URL;
   return new Promise((resolve) => {
     execFile(process.execPath, [CLI, ...args], { env: { ...inherited, ...env }, timeout: 15_000 }, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : Number((error as { code?: number }).code), stdout, stderr });
@@ -73,8 +77,8 @@ describe('tollgate check|rules|keys as a process', () => {
     const port = await closedPort();
     const [ok, wrongToken, unreachable, help, commands] = await Promise.all([
       runProcess(['check', '--url', url, '--domain', 'per_ip', '--descriptor', 'remote_address=198.51.100.1']),
-      runProcess(['keys', 'blocked', '--url', url], { TOLLGATE_ADMIN_TOKEN: 'not-the-admin-token' }),
-      runProcess(['rules', 'get'], { TOLLGATE_URL: `http://127.0.0.1:${port}` }),
+      runProcess(['keys', 'blocked', '--url', adminUrl], { TOLLGATE_ADMIN_TOKEN: 'not-the-admin-token' }),
+      runProcess(['rules', 'get'], { TOLLGATE_ADMIN_URL: `http://127.0.0.1:${port}` }),
       runProcess(['keys', '--help']),
       runProcess(['--help']),
     ]);
@@ -110,13 +114,18 @@ describe('the connection flags', () => {
     expect(missing.stderr).toContain('cannot be read (ENOENT)');
   });
 
-  it('rules and keys read TOLLGATE_ADMIN_URL before TOLLGATE_URL; check reads TOLLGATE_URL', async () => {
-    const env = { TOLLGATE_URL: `http://127.0.0.1:${await closedPort()}`, TOLLGATE_ADMIN_URL: url };
+  it('rules and keys read TOLLGATE_ADMIN_URL (the admin listener), never TOLLGATE_URL; check reads TOLLGATE_URL', async () => {
+    const env = { TOLLGATE_URL: `http://127.0.0.1:${await closedPort()}`, TOLLGATE_ADMIN_URL: adminUrl };
     expect((await run('keys', ['blocked'], env)).code).toBe(0);
     expect((await run('rules', ['get'], env)).code).toBe(0);
     const check = await run('check', ['--domain', 'per_ip', '--descriptor', 'remote_address=198.51.100.3'], env);
     expect(check.code).toBe(3);
     expect(check.stderr).toContain(`cannot reach the service at ${env.TOLLGATE_URL}`);
+    // The decision port does not serve the admin API: a 404 that says where to look.
+    const decisionPort = await run('rules', ['get'], { TOLLGATE_ADMIN_URL: url });
+    expect(decisionPort.code).toBe(3);
+    expect(decisionPort.stderr).toContain('answered 404');
+    expect(decisionPort.stderr).toContain('the admin listener (--admin-port)');
     const bad = await run('keys', ['blocked'], { TOLLGATE_ADMIN_URL: 'not a url' });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('TOLLGATE_ADMIN_URL "not a url" is not a URL');
@@ -185,7 +194,8 @@ describe('tollgate check', () => {
     const other = createHttpServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"hello":"world"}'));
     await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
     try {
-      const env = { TOLLGATE_URL: `http://127.0.0.1:${(other.address() as { port: number }).port}` };
+      const otherUrl = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
+      const env = { TOLLGATE_URL: otherUrl, TOLLGATE_ADMIN_URL: otherUrl };
       for (const [command, args] of [['check', ['--domain', 'd', '--descriptor', 'a=1']], ['rules', ['get']], ['keys', ['blocked']]] as const) {
         const result = await run(command, [...args], env);
         expect(result.code).toBe(3);
@@ -239,7 +249,7 @@ describe('tollgate rules', () => {
     const bad = join(dir, 'bad.yaml');
     writeFileSync(bad, 'domain: cli_bad\ndescriptors:\n  - key: k\n    rate_limit: { unit: minutes, requests_per_unit: 3 }\n');
     const version = service.context.holder.current.version;
-    const result = await run('rules', ['push', bad], { TOLLGATE_URL: `http://127.0.0.1:${await closedPort()}` });
+    const result = await run('rules', ['push', bad], { TOLLGATE_ADMIN_URL: `http://127.0.0.1:${await closedPort()}` });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`${bad}:4:25: descriptors[0].rate_limit.unit: unit "minutes" is not one of`);
     expect(result.stderr).toContain('nothing was sent');
@@ -286,12 +296,26 @@ describe('tollgate keys', () => {
     const check = ['--domain', 'per_ip', '--descriptor', 'remote_address=198.51.100.9'];
     const blocked = await run('keys', ['block', '--key', 'remote_address=198.51.100.9', '--for', '10m']);
     expect(blocked.code).toBe(0);
-    expect(blocked.stdout).toMatch(/^blocked remote_address=198\.51\.100\.9 for 10m \(until \d{4}-/);
+    expect(blocked.stdout).toMatch(/^blocked remote_address=198\.51\.100\.9 in all domains for 10m \(until \d{4}-/);
     expect((await run('check', check)).code).toBe(1);
-    expect(JSON.parse((await run('keys', ['blocked', '--json'])).stdout)).toMatchObject({ blocked: [{ key: 'remote_address=198.51.100.9' }] });
-    expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.9'])).toMatchObject({ code: 0, stdout: 'unblocked remote_address=198.51.100.9\n' });
+    expect(JSON.parse((await run('keys', ['blocked', '--json'])).stdout)).toMatchObject({ blocked: [{ key: 'remote_address=198.51.100.9', domain: '*' }] });
+    expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.9'])).toMatchObject({ code: 0, stdout: 'unblocked remote_address=198.51.100.9 in all domains\n' });
     expect((await run('check', check)).code).toBe(0);
-    expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.9'])).toMatchObject({ code: 1, stdout: 'remote_address=198.51.100.9 was not blocked\n' });
+    expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.9'])).toMatchObject({ code: 1, stdout: 'remote_address=198.51.100.9 was not blocked in all domains\n' });
+  });
+
+  it('block --domain D denies the entry in D only; unblock --domain D lifts that block', async () => {
+    const inDomain = ['--domain', 'per_ip', '--descriptor', 'remote_address=198.51.100.10'];
+    const elsewhere = ['--domain', 'classic', '--descriptor', 'remote_address=198.51.100.10'];
+    const blocked = await run('keys', ['block', '--key', 'remote_address=198.51.100.10', '--domain', 'per_ip', '--for', '10m']);
+    expect(blocked.stdout).toMatch(/^blocked remote_address=198\.51\.100\.10 in domain per_ip for 10m/);
+    expect((await run('check', inDomain)).code).toBe(1);
+    expect((await run('check', elsewhere)).code).toBe(0);
+    expect(JSON.parse((await run('keys', ['blocked', '--json'])).stdout)).toMatchObject({ blocked: [{ key: 'remote_address=198.51.100.10', domain: 'per_ip' }] });
+    // The all-domains block is another block: not there.
+    expect((await run('keys', ['unblock', '--key', 'remote_address=198.51.100.10'])).code).toBe(1);
+    expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.10', '--domain', 'per_ip'])).toMatchObject({ code: 0, stdout: 'unblocked remote_address=198.51.100.10 in domain per_ip\n' });
+    expect((await run('check', inDomain)).code).toBe(0);
   });
 
   it.each([
@@ -303,7 +327,7 @@ describe('tollgate keys', () => {
     [['block'], /needs --key/],
     [['purge', '--key', 'k'], /keys takes inspect, reset, block, unblock or blocked/],
     [['blocked', 'now'], /takes flags only/],
-    [['unblock', '--key', 'k', '--for', '1h'], /--for is not a flag of keys unblock \(its flags: --key\)/],
+    [['unblock', '--key', 'k', '--for', '1h'], /--for is not a flag of keys unblock \(its flags: --key, --domain\)/],
   ])('bad flags %j: exit 2', async (args, reason) => {
     const result = await run('keys', args);
     expect(result.code).toBe(2);

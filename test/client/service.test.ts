@@ -18,7 +18,7 @@ let base: string;
 let serviceClock: () => number = time.now;
 
 beforeAll(async () => {
-  service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config: 'examples/rules', 'log-level': 'silent' }, {}), undefined, { clock: () => serviceClock() });
+  service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', config: 'examples/rules', 'log-level': 'silent' }, {}), undefined, { clock: () => serviceClock() });
   base = `http://127.0.0.1:${service.httpPort}`;
 }, 20_000);
 
@@ -28,7 +28,7 @@ afterAll(async () => {
 
 /** Checks the service has answered for the classic domain over /v1/check, from its metrics. */
 async function checksAnswered(): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
+  const text = await (await fetch(`http://127.0.0.1:${service.adminPort}/metrics`)).text();
   let total = 0;
   for (const match of text.matchAll(/^tollgate_checks_total\{([^}]*)\} (\d+)$/gm)) {
     if (match[1]!.includes('domain="classic"') && match[1]!.includes('transport="check"')) total += Number(match[2]);

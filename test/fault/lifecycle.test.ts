@@ -172,12 +172,12 @@ describe('start with Redis down', () => {
     // Pushed from another node: this node learns of it only through its own sync.
     const pusher = await startServiceProcess(['--redis', `redis://127.0.0.1:${redisPort}`, '--admin-token', TOKEN, '--host', '127.0.0.1']);
     try {
-      const put = await fetch(pusher.url('/v1/rules'), { method: 'PUT', headers: { authorization: `Bearer ${TOKEN}` }, body: PUSHED });
+      const put = await fetch(pusher.admin('/v1/rules'), { method: 'PUT', headers: { authorization: `Bearer ${TOKEN}` }, body: PUSHED });
       expect(put.status).toBe(200);
       const by = Date.now() + 2_000;
       let domains: string[] = [];
       while (!domains.includes('pushed') && Date.now() < by) {
-        domains = (JSON.parse((await send(service.httpPort, 'GET', '/v1/rules')).body) as { domains: string[] }).domains;
+        domains = (JSON.parse((await send(service.adminPort, 'GET', '/v1/rules')).body) as { domains: string[] }).domains;
         await sleep(20);
       }
       expect(domains).toEqual(expect.arrayContaining(['life', 'pushed']));

@@ -45,7 +45,7 @@ describe('Redis stalled (SIGSTOP 4 s) and its scripts flushed, under load', () =
     const inFlight: number[] = [];
     for (let i = 0; i < 6; i++) {
       await sleep(600);
-      for (const node of nodes) inFlight.push(metricValue(await (await fetch(node.url('/metrics'))).text(), 'tollgate_store_calls_in_flight') ?? -1);
+      for (const node of nodes) inFlight.push(metricValue(await (await fetch(node.admin('/metrics'))).text(), 'tollgate_store_calls_in_flight') ?? -1);
     }
     process.kill(redis.pid, 'SIGCONT');
     const resumedAt = Date.now();

@@ -36,7 +36,7 @@ function problemsOf(fixture: string): string[] {
   try {
     loadGatewayConfig(fixture);
   } catch (error) {
-    if (error instanceof GatewayConfigError) return error.errors.map((problem) => problem.message.replace(INVALID, ''));
+    if (error instanceof GatewayConfigError) return error.errors.map((problem) => problem.message.replaceAll(INVALID, ''));
     throw error;
   }
   return [];
@@ -45,6 +45,15 @@ function problemsOf(fixture: string): string[] {
 const FIXTURES: Readonly<Record<string, readonly string[]>> = {
   'unknown-upstream.yaml': ['unknown-upstream.yaml:4:15: routes[0].upstream: unknown upstream "mok"; did you mean "mock"? (the upstreams are mock)'],
   'upstream-not-http.yaml': ['upstream-not-http.yaml:1:20: upstreams.mock: "ftp://127.0.0.1:9999": the URL must start with http:// or https://, got ftp://'],
+  'upstream-tls.yaml': [
+    'upstream-tls.yaml:2:42: upstreams.plain.tls: tls applies to an https:// upstream, and "http://127.0.0.1:9001" is http://: write the URL with https://, or remove tls',
+    'upstream-tls.yaml:3:58: upstreams.lost.tls.ca_file: ca_file no-such-ca.crt cannot be read (ENOENT)',
+    'upstream-tls.yaml:4:60: upstreams.notpem.tls.ca_file: ca_file upstream-tls.yaml is not a PEM CA certificate: error:0480006C:PEM routines::no start line',
+    'upstream-tls.yaml:5:61: upstreams.byip.tls.server_name: server_name must be a DNS name, got the address 10.0.0.7: an address is not sent as SNI; write it in the url, whose address the certificate must then carry',
+    'upstream-tls.yaml:6:46: upstreams.misplaced.ca_file: "ca_file" belongs in tls (tls: { ca_file: ./ca.crt })',
+    "upstream-tls.yaml:7:47: upstreams.empty.tls: give ca_file (the CA that signed the upstream's certificate) and / or server_name, or remove tls",
+    'upstream-tls.yaml:8:10: upstreams.nourl.url: missing url: give the upstream\'s URL, e.g. url: "https://10.0.0.7:8443"',
+  ],
   'upstream-with-path.yaml': ['upstream-with-path.yaml:1:20: upstreams.mock: "http://127.0.0.1:9999/api": give the origin only (scheme, host and port): request paths are forwarded as they are'],
   'unknown-action.yaml': ['unknown-action.yaml:8:13: routes[0].rate_limits[0].actions[0].request_header: unknown key "request_header"; did you mean "request_headers"?'],
   'unsupported-action.yaml': [

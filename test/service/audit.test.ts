@@ -32,8 +32,8 @@ async function start(flags: Record<string, string>): Promise<{ service: RunningS
       done();
     },
   });
-  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', host: '127.0.0.1', ...flags }, {}), pino({ level: 'info' }, sink), { grpc: false });
-  return { service, logs, raw, url: (path) => `http://127.0.0.1:${service.httpPort}${path}` };
+  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', host: '127.0.0.1', ...flags }, {}), pino({ level: 'info' }, sink), { grpc: false });
+  return { service, logs, raw, url: (path) => `http://127.0.0.1:${service.adminPort}${path}` }; // the admin listener: rules, metrics, admin API (and health)
 }
 
 const auditLines = (logs: Line[]): Line[] => logs.filter((line) => line.audit === true);

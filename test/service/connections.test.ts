@@ -19,16 +19,16 @@ describe('the service closes silent and idle connections', () => {
 
   beforeAll(async () => {
     const flags = {
-      port: '0', 'grpc-port': '0', host: '127.0.0.1', config: 'examples/rules',
+      port: '0', 'grpc-port': '0', 'admin-port': '0', host: '127.0.0.1', config: 'examples/rules',
       'headers-timeout': String(HEADERS_TIMEOUT_MS), 'keep-alive-timeout': String(KEEP_ALIVE_TIMEOUT_MS), 'request-timeout': String(REQUEST_TIMEOUT_MS), 'max-requests-per-socket': '2',
     };
     service = await startService(resolveServiceOptions(flags, {}), pino({ level: 'silent' }));
   }, 20_000);
   afterAll(async () => service?.close());
 
-  it('closes 50 connections that never send a byte within the headers timeout', async () => {
+  it('closes 50 connections that never send a byte within the headers timeout, on the decision and the admin listener', async () => {
     const started = Date.now();
-    const sockets = await Promise.all(Array.from({ length: 50 }, () => opened(service.httpPort)));
+    const sockets = await Promise.all(Array.from({ length: 50 }, (_, i) => opened(i % 2 === 0 ? service.httpPort! : service.adminPort)));
     const closes = await Promise.all(sockets.map((socket) => closedBy(socket, started)));
     for (const { afterMs, received } of closes) {
       expect(received).toBe('');
@@ -40,7 +40,7 @@ describe('the service closes silent and idle connections', () => {
   }, 15_000);
 
   it('keeps an idle keep-alive connection past the headers timeout, and closes it after the keep-alive timeout', async () => {
-    const socket = await opened(service.httpPort);
+    const socket = await opened(service.httpPort!);
     const closed = closedBy(socket, Date.now());
     socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     const answeredAt = Date.now();
@@ -57,7 +57,7 @@ describe('the service closes silent and idle connections', () => {
 
   it('lets a slow but progressing upload finish within the request timeout', async () => {
     const body = JSON.stringify({ domain: 'api', descriptors: [{ user: 'slow-upload' }] }).padEnd(60, ' ');
-    const socket = await opened(service.httpPort);
+    const socket = await opened(service.httpPort!);
     const closed = closedBy(socket, Date.now());
     socket.write(`POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
     // 60 bytes, one every 25 ms: 1.5 s, three times the headers timeout, well inside the request timeout.
@@ -71,7 +71,7 @@ describe('the service closes silent and idle connections', () => {
   }, 15_000);
 
   it('answers the last request a connection may carry with Connection: close', async () => {
-    const socket = await opened(service.httpPort);
+    const socket = await opened(service.httpPort!);
     socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     let received = '';
     await new Promise<void>((resolve) => {

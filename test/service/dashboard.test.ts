@@ -7,12 +7,11 @@
  * failure mode and fallbacks per second, a growing time since the store was healthy; then healthy.
  */
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { get, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Script } from 'node:vm';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckEvent, ServiceContext } from '../../src/service/context.js';
 import { DashboardAggregate, HISTORY_SECONDS, KEY_SLOTS, MAX_CLIENTS, MAX_RULES, OTHER_RULES, TopKeys } from '../../src/service/dashboard.js';
@@ -25,14 +24,19 @@ import { startService, type RunningService } from '../../src/service/server.js';
 import { compileRules } from '../../src/rules/ruleset.js';
 import { parseRules } from '../../src/rules/parse.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { ARTIFACTS, haveChromium, launchChromium, watchProblems } from '../support/chromium.js';
 
 const LOGIN_RULE = 'classic.action=login.user';
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
+
+/** Each started service's admin listener (metrics, dashboard, events), by its decision URL. */
+const adminBases = new Map<string, string>();
+const admin = (base: string): string => adminBases.get(base)!;
 
 async function start(config = 'examples/rules', extra: Record<string, string> = {}): Promise<{ service: RunningService; base: string }> {
-  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config, 'log-level': 'silent', ...extra }, {}));
-  return { service, base: `http://127.0.0.1:${service.httpPort}` };
+  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', config, 'log-level': 'silent', ...extra }, {}));
+  const base = `http://127.0.0.1:${service.httpPort!}`;
+  adminBases.set(base, `http://127.0.0.1:${service.adminPort}`);
+  return { service, base };
 }
 
 async function check(base: string, domain: string, descriptors: unknown[]): Promise<number> {
@@ -88,7 +92,7 @@ class EventStream {
   static open(base: string): Promise<EventStream> {
     const stream = new EventStream();
     return new Promise((resolve, reject) => {
-      const request = get(`${base}/v1/events`, (response) => {
+      const request = get(`${admin(base)}/v1/events`, (response) => {
         stream.response = response;
         response.setEncoding('utf8');
         response.on('data', (chunk: string) => stream.feed(chunk));
@@ -166,7 +170,7 @@ describe('GET /dashboard', () => {
   });
 
   it('is one self-contained page: inline style and script allowed by hash, no external URL', async () => {
-    const response = await fetch(`${base}/dashboard`);
+    const response = await fetch(`${admin(base)}/dashboard`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const html = await response.text();
@@ -257,7 +261,7 @@ describe('GET /dashboard', () => {
     const more: EventStream[] = [];
     try {
       for (let i = 1; i < MAX_CLIENTS; i++) more.push(await EventStream.open(base));
-      const refused = await fetch(`${base}/v1/events`);
+      const refused = await fetch(`${admin(base)}/v1/events`);
       expect(refused.status).toBe(503);
       expect(await refused.json()).toEqual({
         error: 'too_many_clients',
@@ -437,27 +441,6 @@ describe('dashboard while the store fails (real Redis, SIGKILLed, restarted)', (
   });
 });
 
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) console.warn(`dashboard browser test skipped: ${CHROMIUM} is missing (install Debian's chromium: apt-get install -y chromium)`);
-
-async function launchChromium(): Promise<Browser> {
-  const { chromium } = await import('playwright-core');
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-}
-
-/** Page errors, console errors and CSP reports, as they come. */
-function watchProblems(page: Page): string[] {
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error' || /Content.Security.Policy/i.test(message.text())) problems.push(`console: ${message.text()}`);
-  });
-  return problems;
-}
-
 describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
   let dir: string;
   let service: RunningService;
@@ -483,7 +466,7 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
       const requests: string[] = [];
       page.on('request', (request) => requests.push(request.url()));
 
-      await page.goto(`${base}/dashboard`);
+      await page.goto(`${admin(base)}/dashboard`);
       await page.waitForFunction(() => document.getElementById('connection')?.getAttribute('data-value') === 'live');
       await page.waitForFunction(() => Number(document.body.getAttribute('data-snapshots') ?? 0) >= 1, undefined, { timeout: 5_000 });
       const numberOf = (id: string) => page.$eval(`#${id}`, (el) => Number(el.getAttribute('data-value')));
@@ -575,7 +558,7 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
       await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
       expect(problems).toEqual([]);
       // Nothing but the service was asked for.
-      expect(requests.filter((url) => !url.startsWith(base) && !url.startsWith('data:'))).toEqual([]);
+      expect(requests.filter((url) => !url.startsWith(admin(base)) && !url.startsWith('data:'))).toEqual([]);
     } finally {
       await browser.close();
     }
@@ -602,7 +585,7 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium while Redis is do
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
       const problems = watchProblems(page);
-      await page.goto(`${base}/dashboard`);
+      await page.goto(`${admin(base)}/dashboard`);
       for (let i = 0; i < 3; i++) await check(base, 'per_ip', [{ remote_address: '198.51.100.9' }]);
       await page.waitForFunction(() => document.getElementById('breaker')?.getAttribute('data-value') === 'closed' && document.getElementById('since-healthy')?.getAttribute('data-value') !== '', undefined, { timeout: 5_000 });
       expect(await page.$eval('#trouble', (el) => (el as HTMLElement).hidden)).toBe(true);

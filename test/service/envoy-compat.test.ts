@@ -21,10 +21,10 @@ interface Running {
 }
 
 async function start(flags: Record<string, string>): Promise<Running> {
-  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'log-level': 'silent', host: '127.0.0.1', config: COMPAT, ...flags }, {}));
+  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', 'log-level': 'silent', host: '127.0.0.1', config: COMPAT, ...flags }, {}));
   const grpc = rateLimitClient(service.grpcPort!);
   const json = async (body: unknown) => {
-    const response = await fetch(`http://127.0.0.1:${service.httpPort}/json`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+    const response = await fetch(`http://127.0.0.1:${service.httpPort!}/json`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
     return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
   };
   return { service, grpc, json };
@@ -185,7 +185,7 @@ describe("envoy's settings", () => {
   it('GET /rlconfig dumps the limits in force, one per line, as envoy does', async () => {
     const run = await start({});
     try {
-      const text = await (await fetch(`http://127.0.0.1:${run.service.httpPort}/rlconfig`)).text();
+      const text = await (await fetch(`http://127.0.0.1:${run.service.adminPort}/rlconfig`)).text();
       expect(text).toContain('compat.service_tokens: unit=MINUTE requests_per_unit=2, shadow_mode: false, quota_mode: true, algorithm: fixed-window\n');
       expect(text).toContain('compat.shady: unit=MINUTE requests_per_unit=1, shadow_mode: true, quota_mode: false');
       expect(text).toContain('compat.internal: unit=UNKNOWN requests_per_unit=0, shadow_mode: false, quota_mode: false, unlimited: true');

@@ -44,7 +44,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const start = (grpcServer: 'http2' | 'grpc-js', flags: Record<string, string> = {}): Promise<RunningService> =>
   startService(
     resolveServiceOptions(
-      { port: '0', 'grpc-port': '0', config: dir, 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0', 'response-headers': 'full', 'response-dynamic-metadata': 'true', 'grpc-server': grpcServer, ...flags },
+      { port: '0', 'grpc-port': '0', 'admin-port': '0', config: dir, 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0', 'response-headers': 'full', 'response-dynamic-metadata': 'true', 'grpc-server': grpcServer, ...flags },
       {},
     ),
   );

@@ -28,7 +28,7 @@ import { startRedis } from '../support/redis.js';
 // Every test runs against both gRPC servers: node:http2 (the default) and grpc-js.
 describe.each(GRPC_SERVERS)('--grpc-server %s', (grpcServer) => {
   const start = (flags: Record<string, string> = {}, hooks: ServiceHooks = {}): Promise<RunningService> =>
-    startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', 'response-headers': 'full', 'grpc-server': grpcServer, ...flags }, {}), undefined, hooks);
+    startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', 'response-headers': 'full', 'grpc-server': grpcServer, ...flags }, {}), undefined, hooks);
 
   const entries = (pairs: Record<string, string>) => Object.entries(pairs).map(([key, value]) => ({ key, value }));
   const login = (user: string): RateLimitRequestMessage => ({ domain: 'classic', descriptors: [{ entries: entries({ action: 'login', user }) }] });
@@ -494,7 +494,7 @@ describe.each(GRPC_SERVERS)('--grpc-server %s', (grpcServer) => {
 
   describe('tollgate serve (the real CLI in a child process)', () => {
     it('logs its gRPC port, decides over gRPC, and exits 0 on SIGTERM', async () => {
-      const child = spawn(process.execPath, ['dist/cli.js', 'serve', '--config', 'examples/rules', '--port', '0', '--grpc-port', '0', '--host', '127.0.0.1', '--response-headers', 'full', '--grpc-server', grpcServer], {
+      const child = spawn(process.execPath, ['dist/cli.js', 'serve', '--config', 'examples/rules', '--port', '0', '--grpc-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--response-headers', 'full', '--grpc-server', grpcServer], {
         env: { ...process.env, TOLLGATE_LOG_LEVEL: 'info' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

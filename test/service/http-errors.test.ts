@@ -215,7 +215,7 @@ describe('tollgate serve: error answers', () => {
     ['a block key of 1025 characters', 'POST', '/v1/keys/block', JSON.stringify({ key: 'k'.repeat(1025) }), { authorization: `Bearer ${TOKEN}` }, 400, 'bad_request', 'ERR_TOLLGATE_INVALID_OPTION', /^key must be a non-empty string of at most 1024 characters, got 1025 characters$/],
     ['a check of an unknown shape', 'POST', '/v1/check', '{"domain":"d","descriptors":[],"x":1}', {}, 400, 'bad_request', 'ERR_TOLLGATE_INVALID_CHECK', /unknown field "x"/],
   ] as const)('%s is answered { error, code, message }', async (_name, method, path, body, headers, status, error, code, message) => {
-    const response = await fetch(service.url(path), { method, headers, ...(body !== undefined ? { body } : {}) });
+    const response = await fetch(path.startsWith('/v1/keys') ? service.admin(path) : service.url(path), { method, headers, ...(body !== undefined ? { body } : {}) });
     expect(response.status).toBe(status);
     expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
     const json = (await response.json()) as Record<string, unknown>;
@@ -242,11 +242,11 @@ describe('tollgate serve: error answers', () => {
     const block = (key: string) => JSON.stringify({ key, ttlMs: 60_000 });
     // 10,000 requests pipelined on one connection: quicker than 10,000 round trips.
     const answers = await pipeline(
-      service.httpPort,
+      service.adminPort,
       Array.from({ length: 10_000 }, (_, i) => ({ method: 'POST', path: '/v1/keys/block', headers: { authorization: `Bearer ${TOKEN}` }, body: block(`full-${i}`) })),
     );
     expect(answers.filter((answer) => answer === 200)).toHaveLength(10_000);
-    const refused = await fetch(service.url('/v1/keys/block'), { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: block('one-more') });
+    const refused = await fetch(service.admin('/v1/keys/block'), { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: block('one-more') });
     expect(refused.status).toBe(400);
     expect(await refused.json()).toEqual({
       error: 'bad_request',
@@ -272,7 +272,7 @@ describe('tollgate serve without --config or --admin-token', () => {
   });
 
   it('admin endpoints are refused with 403 and a code', async () => {
-    const response = await fetch(service.url('/v1/keys/blocked'));
+    const response = await fetch(service.admin('/v1/keys/blocked'));
     expect(response.status).toBe(403);
     expect(await response.json()).toEqual({ error: 'forbidden', code: 'ERR_TOLLGATE_ADMIN_DISABLED', message: expect.stringMatching(/--admin-token/) });
   });

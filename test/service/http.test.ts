@@ -11,8 +11,9 @@ import { startServiceProcess, type ServiceProcess } from '../support/service.js'
 const TOKEN = 'test-admin-token-0123456789';
 const login = (user: string) => ({ domain: 'classic', descriptors: [{ entries: [{ key: 'action', value: 'login' }, { key: 'user', value: user }] }] });
 
+/** POSTs JSON to the decision listener, or to the admin listener for the admin API (`/v1/keys...`). */
 async function post(service: ServiceProcess, path: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(service.url(path), {
+  const response = await fetch(path.startsWith('/v1/keys') ? service.admin(path) : service.url(path), {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
@@ -81,17 +82,17 @@ describe('tollgate serve, memory store', () => {
   it('PUT /v1/rules needs the admin token, refuses invalid YAML whole, and applies valid domains', async () => {
     const yaml = 'domain: extra\ndescriptors:\n  - key: k\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n';
     const put = (body: string, token?: string) =>
-      fetch(service.url('/v1/rules'), { method: 'PUT', headers: { 'content-type': 'application/yaml', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body });
+      fetch(service.admin('/v1/rules'), { method: 'PUT', headers: { 'content-type': 'application/yaml', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body });
     expect((await put(yaml)).status).toBe(401);
     expect((await put(yaml, 'wrong-token-0123456789')).status).toBe(401);
-    const before = (await (await fetch(service.url('/v1/rules'))).json()) as { version: string };
+    const before = (await (await fetch(service.admin('/v1/rules'))).json()) as { version: string };
     const invalid = await put(yaml.replace('minute', 'fortnight'), TOKEN);
     expect(invalid.status).toBe(400);
     expect(((await invalid.json()) as { message: string }).message).toMatch(/PUT \/v1\/rules:4:\d+: descriptors\[0\]\.rate_limit\.unit/);
-    expect(((await (await fetch(service.url('/v1/rules'))).json()) as { version: string }).version).toBe(before.version);
+    expect(((await (await fetch(service.admin('/v1/rules'))).json()) as { version: string }).version).toBe(before.version);
     const applied = await put(yaml, TOKEN);
     expect(applied.status).toBe(200);
-    const rules = (await (await fetch(service.url('/v1/rules'))).json()) as { domains: string[] };
+    const rules = (await (await fetch(service.admin('/v1/rules'))).json()) as { domains: string[] };
     expect(rules.domains).toContain('extra');
     expect(rules.domains).toContain('classic');
     const extra = { domain: 'extra', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] };
@@ -101,11 +102,11 @@ describe('tollgate serve, memory store', () => {
 
   it('admin key endpoints: 401 without the token, inspect and reset with it', async () => {
     const query = '/v1/keys?key=k&algorithm=token-bucket&limit=1&window=1m';
-    expect((await fetch(service.url(query))).status).toBe(401);
+    expect((await fetch(service.admin(query))).status).toBe(401);
     const auth = { authorization: `Bearer ${TOKEN}` };
-    const inspected = (await (await fetch(service.url(query), { headers: auth })).json()) as { decision: { allowed: boolean } };
+    const inspected = (await (await fetch(service.admin(query), { headers: auth })).json()) as { decision: { allowed: boolean } };
     expect(inspected.decision.allowed).toBe(false);
-    expect((await fetch(service.url(query), { method: 'DELETE', headers: auth })).status).toBe(200);
+    expect((await fetch(service.admin(query), { method: 'DELETE', headers: auth })).status).toBe(200);
     expect((await post(service, '/v1/limit', { key: 'k', policy: { algorithm: 'token-bucket', limit: 1, window: '1m' } })).status).toBe(200);
   });
 
@@ -113,7 +114,7 @@ describe('tollgate serve, memory store', () => {
     const policy = { algorithm: 'sliding-window', limit: 2, window: '1h', precision: 60 };
     expect((await post(service, '/v1/limit', { key: 'p', policy })).body).toMatchObject({ allowed: true, remaining: 1 });
     const auth = { authorization: `Bearer ${TOKEN}` };
-    const look = async (precision: string) => fetch(service.url(`/v1/keys?key=p&algorithm=sliding-window&limit=2&window=1h${precision}`), { headers: auth });
+    const look = async (precision: string) => fetch(service.admin(`/v1/keys?key=p&algorithm=sliding-window&limit=2&window=1h${precision}`), { headers: auth });
     // A look of cost 1: the 60-bucket state holds one hit, precision 1 is another state, still whole.
     expect(((await (await look('&precision=60')).json()) as { decision: { remaining: number } }).decision.remaining).toBe(0);
     expect(((await (await look('')).json()) as { decision: { remaining: number } }).decision.remaining).toBe(1);
@@ -133,9 +134,9 @@ describe('tollgate serve, memory store', () => {
     const limit = await post(service, '/v1/limit', { key: 'abuser', policy: { algorithm: 'gcra', limit: 100, window: '1s' } });
     expect(limit.status).toBe(429);
     expect(limit.body).toMatchObject({ allowed: false, reason: 'blocked' });
-    const list = (await (await fetch(service.url('/v1/keys/blocked'), { headers: auth })).json()) as { blocked: { key: string }[] };
+    const list = (await (await fetch(service.admin('/v1/keys/blocked'), { headers: auth })).json()) as { blocked: { key: string }[] };
     expect(list.blocked.map((b) => b.key).sort()).toEqual(['abuser', 'user=mallory']);
-    expect((await fetch(service.url('/v1/keys/block?key=user%3Dmallory'), { method: 'DELETE', headers: auth })).status).toBe(200);
+    expect((await fetch(service.admin('/v1/keys/block?key=user%3Dmallory'), { method: 'DELETE', headers: auth })).status).toBe(200);
     expect((await post(service, '/json', login('mallory'))).status).toBe(200);
   });
 
@@ -208,7 +209,7 @@ describe('tollgate serve, two nodes sharing Redis', () => {
 
   it('rules replaced on node A are enforced by node B within 1 s', async () => {
     const yaml = 'domain: pushed\ndescriptors:\n  - key: k\n    rate_limit: { unit: minute, requests_per_unit: 2 }\n';
-    const put = await fetch(a.url('/v1/rules'), { method: 'PUT', headers: { authorization: `Bearer ${TOKEN}` }, body: yaml });
+    const put = await fetch(a.admin('/v1/rules'), { method: 'PUT', headers: { authorization: `Bearer ${TOKEN}` }, body: yaml });
     expect(put.status).toBe(200);
     const pushed = { domain: 'pushed', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] };
     await expect
@@ -224,7 +225,7 @@ describe('tollgate serve, two nodes sharing Redis', () => {
 });
 
 describe('tollgate serve --workers 2 on Redis', () => {
-  it('two worker processes share the ports and the counters, and stop gracefully', async () => {
+  it('two worker processes share the ports (decision and admin) and the counters, and stop gracefully', async () => {
     const redis = await startRedis();
     try {
       const service = await startServiceProcess(['--config', 'examples/rules', '--redis', redis.url, '--workers', '2']);
@@ -232,6 +233,10 @@ describe('tollgate serve --workers 2 on Redis', () => {
       await expect.poll(started, { timeout: 10_000 }).toBe(2);
       const pids = new Set(service.logs.filter((line) => String(line.msg).startsWith('HTTP listening')).map((line) => line.pid));
       expect(pids.size).toBe(2);
+      // Both workers share the admin listener too (node:cluster gives port 0 one port for all).
+      const adminPorts = new Set(service.logs.filter((line) => String(line.msg).startsWith('Admin listening')).map((line) => line.port));
+      expect([...adminPorts]).toEqual([service.adminPort]);
+      expect((await fetch(service.admin('/healthz'))).status).toBe(200);
       const codes: number[] = [];
       for (let i = 0; i < 8; i++) codes.push((await post(service, '/json', login('workers'))).status);
       expect(codes).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);

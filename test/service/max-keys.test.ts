@@ -39,7 +39,7 @@ describe('tollgate serve --max-keys', () => {
       for (let i = 0; i < 150; i += 10) {
         await Promise.all(Array.from({ length: 10 }, (_, j) => login(service, `user-${i + j}`)));
       }
-      const metrics = await (await fetch(service.url('/metrics'))).text();
+      const metrics = await (await fetch(service.admin('/metrics'))).text();
       expect(gauge(metrics, 'tollgate_memory_store_max_keys')).toBe(100);
       expect(gauge(metrics, 'tollgate_memory_store_keys')).toBe(100);
       expect(gauge(metrics, 'tollgate_memory_store_evictions_total')).toBe(50);

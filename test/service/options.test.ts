@@ -13,6 +13,8 @@ describe('serve settings', () => {
       grpcPort: 8081,
       grpcServer: 'http2',
       host: '0.0.0.0',
+      adminPort: 6070,
+      adminHost: '127.0.0.1',
       logLevel: 'info',
       workers: 1,
       maxKeys: 1_000_000,

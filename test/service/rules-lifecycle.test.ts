@@ -27,8 +27,8 @@ async function start(flags: Record<string, string>): Promise<{ service: RunningS
       done();
     },
   });
-  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-token': TOKEN, ...flags }, {}), pino({ level: 'info' }, sink));
-  return { service, logs, url: (path) => `http://127.0.0.1:${service.httpPort}${path}` };
+  const service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', 'admin-token': TOKEN, ...flags }, {}), pino({ level: 'info' }, sink));
+  return { service, logs, url: (path) => `http://127.0.0.1:${service.adminPort}${path}` }; // the admin listener: rules, metrics, admin API (and health)
 }
 
 const put = (url: string, body: string) => fetch(url, { method: 'PUT', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/yaml' }, body });

@@ -39,7 +39,7 @@ export const valueOf = (i: number, key: string): string => (key === 'user' ? `v$
 export const ping = (redis: RedisServer): boolean => spawnSync('redis-cli', ['-p', String(redis.port), 'PING'], { encoding: 'utf8' }).stdout.trim() === 'PONG';
 
 export async function rss(node: ServiceProcess): Promise<number> {
-  return metricValue(await (await fetch(node.url('/metrics'))).text(), 'process_resident_memory_bytes') ?? 0;
+  return metricValue(await (await fetch(node.admin('/metrics'))).text(), 'process_resident_memory_bytes') ?? 0;
 }
 
 /** A Redis and `count` service nodes on it (rules above), started before the file's tests, stopped after. */
@@ -100,7 +100,7 @@ export function modeCounts(outage: readonly Sample[]) {
  * answer built: what the deadline bounds, without the load generator's own delays).
  */
 export async function checksSlowerThan(node: ServiceProcess, seconds: string): Promise<number> {
-  const page = await (await fetch(node.url('/metrics'))).text();
+  const page = await (await fetch(node.admin('/metrics'))).text();
   const value = (pattern: RegExp): number => Number(pattern.exec(page)?.[1] ?? Number.NaN);
   const total = value(/^tollgate_check_duration_seconds_count\{transport="check"\} (\d+)$/m);
   const within = value(new RegExp(`^tollgate_check_duration_seconds_bucket\\{le="${seconds.replace('.', '\\.')}",transport="check"\\} (\\d+)$`, 'm'));

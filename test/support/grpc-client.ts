@@ -4,7 +4,7 @@
  * that send and receive bytes as they are on the wire (hand-encoded requests, oversized or garbage
  * messages), and a tiny protobuf reader to check field numbers independently of the .proto files.
  */
-import { Client, credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { Client, credentials, Metadata, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { LOADER_OPTIONS, PROTO_FILES } from '../../src/service/grpc.js';
 
@@ -60,9 +60,9 @@ export interface RateLimitClient {
   close(): void;
 }
 
-/** A client for `127.0.0.1:port` (insecure, as Envoy talks to a sidecar). */
-export function rateLimitClient(port: number): RateLimitClient {
-  const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
+/** A client for `127.0.0.1:port`: insecure (as Envoy talks to a sidecar) unless credentials are given (TLS). */
+export function rateLimitClient(port: number, channelCredentials: ChannelCredentials = credentials.createInsecure()): RateLimitClient {
+  const client = new Client(`127.0.0.1:${port}`, channelCredentials);
   const deadline = () => Date.now() + 10_000;
   const unary = <T>(path: string, serialize: (value: never) => Buffer, deserialize: (bytes: Buffer) => unknown, request: unknown): Promise<T> =>
     new Promise((resolve, reject) => {

@@ -10,21 +10,28 @@ const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
 
 export interface ServiceProcess {
   readonly httpPort: number;
+  /** The admin listener's port (dashboard, metrics, events, rules, admin API). */
+  readonly adminPort: number;
   readonly grpcPort: number | undefined;
   readonly child: ChildProcessWithoutNullStreams;
   readonly logs: Record<string, unknown>[];
+  /** A URL on the decision listener. */
   url(path: string): string;
+  /** A URL on the admin listener. */
+  admin(path: string): string;
   /** SIGTERM, then resolves with the exit code. */
   stop(): Promise<number | null>;
 }
 
 /**
- * Starts `tollgate serve --port 0 --grpc-port 0 ...args`. Without a drain delay in `args` or `env`,
- * `--drain-delay 0` is added so SIGTERM stops at once (the default 5 s would slow every suite).
+ * Starts `tollgate serve --port 0 --grpc-port 0 --admin-port 0 ...args`. Without a drain delay in
+ * `args` or `env`, `--drain-delay 0` is added so SIGTERM stops at once (the default 5 s would slow
+ * every suite); without an admin port, a free one is taken (the default 6070 would be shared).
  */
 export async function startServiceProcess(args: string[], env: Record<string, string> = {}): Promise<ServiceProcess> {
   const drain = args.includes('--drain-delay') || env.TOLLGATE_DRAIN_DELAY !== undefined ? [] : ['--drain-delay', '0'];
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', ...drain, ...args], {
+  const admin = args.includes('--admin-port') || env.TOLLGATE_ADMIN_PORT !== undefined ? [] : ['--admin-port', '0'];
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', ...admin, ...drain, ...args], {
     env: { ...process.env, ...env },
   });
   const logs: Record<string, unknown>[] = [];
@@ -49,13 +56,16 @@ export async function startServiceProcess(args: string[], env: Record<string, st
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   const httpPort = Number(logs.find((line) => String(line.msg).startsWith('HTTP listening'))!.port);
+  const adminPort = Number(logs.find((line) => String(line.msg).startsWith('Admin listening'))!.port);
   const grpcLine = logs.find((line) => String(line.msg).startsWith('gRPC listening'));
   return {
     httpPort,
+    adminPort,
     grpcPort: grpcLine === undefined ? undefined : Number(grpcLine.port),
     child,
     logs,
     url: (path) => `http://127.0.0.1:${httpPort}${path}`,
+    admin: (path) => `http://127.0.0.1:${adminPort}${path}`,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       return exited;

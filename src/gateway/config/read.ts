@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { LineCounter, isMap, isScalar, isSeq, type YAMLMap } from 'yaml';
+import { LineCounter, isScalar, isSeq, type YAMLMap } from 'yaml';
 import { GatewayConfigError, type RulesError } from '../../errors.js';
 import { clientIp } from '../../http/identity.js';
 import { HEADER_STYLES, type HeaderStyle } from '../../http/report.js';
@@ -16,6 +16,7 @@ import { readRateLimits } from './actions.js';
 import { readMappings, readWords } from './lists.js';
 import { readHeaderMatchers, readRegex } from './matchers.js';
 import { readDeferBlock, checkDeferRoutes } from './defer.js';
+import { declaredNames, readUpstreams } from './upstreams.js';
 import { readDuration } from './values.js';
 import type { GatewayConfig, OnLimit, RouteConfig, RouteMatch } from './types.js';
 
@@ -82,7 +83,7 @@ function readTop(reader: DocumentReader, node: NonNullable<Entry['value']>, base
   const map = reader.mapping(node, '', 'a mapping with upstreams and routes');
   if (map === undefined) return undefined;
   const fields = reader.entries(map, '', TOP_FIELDS);
-  const upstreams = readUpstreams(reader, fields.get('upstreams'));
+  const upstreams = readUpstreams(reader, fields.get('upstreams'), base);
   const upstreamNames = declaredNames(fields.get('upstreams'));
   if (!fields.has('upstreams')) reportMissing(reader, map, '', 'upstreams', 'name the servers to forward to, e.g. upstreams: { api: "http://127.0.0.1:9000" }');
   if (!fields.has('routes')) reportMissing(reader, map, '', 'routes', 'list the routes, e.g. routes: [{ match: { prefix: / }, upstream: api }]');
@@ -114,57 +115,6 @@ function readListen(reader: DocumentReader, entry: Entry | undefined): GatewayCo
     return undefined;
   }
   return { ...(match[1] !== undefined ? { host: match[1].replace(/^\[|\]$/g, '') } : {}), port: Number(match[2]) };
-}
-
-/** The names written under `upstreams` (a route naming one whose URL is wrong is not told it is unknown). */
-function declaredNames(entry: Entry | undefined): Set<string> {
-  const names = new Set<string>();
-  if (entry?.value !== undefined && isMap(entry.value)) for (const pair of entry.value.items) if (isScalar(pair.key)) names.add(String(pair.key.value));
-  return names;
-}
-
-/** `upstreams: { name: "http://host:port" }`. */
-function readUpstreams(reader: DocumentReader, entry: Entry | undefined): Map<string, URL> {
-  const upstreams = new Map<string, URL>();
-  if (entry?.value === undefined) return upstreams;
-  const map = reader.mapping(entry.value, entry.path, 'a mapping of names to URLs, e.g. { api: "http://127.0.0.1:9000" }');
-  if (map === undefined) return upstreams;
-  for (const pair of map.items) {
-    const name = isScalar(pair.key) ? String(pair.key.value) : undefined;
-    if (name === undefined || !/^[A-Za-z0-9_.-]+$/.test(name)) {
-      reader.report(pair.key as NonNullable<Entry['value']>, entry.path, 'an upstream name is letters, digits, _ . and -, e.g. api');
-      continue;
-    }
-    const path = `${entry.path}.${name}`;
-    const url = readUpstreamUrl(reader, { name, key: pair.key as NonNullable<Entry['value']>, value: reader.resolve(pair.value as NonNullable<Entry['value']>, path), path });
-    if (url !== undefined) upstreams.set(name, url);
-  }
-  return upstreams;
-}
-
-function readUpstreamUrl(reader: DocumentReader, entry: Entry): URL | undefined {
-  const text = readText(reader, entry);
-  if (text === undefined) {
-    if (entry.value === undefined) reader.report(entry.key, entry.path, 'give the upstream\'s URL, e.g. "http://127.0.0.1:9000"');
-    return undefined;
-  }
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    reader.report(entry.value, entry.path, `${JSON.stringify(text)} is not a URL; write it like "http://127.0.0.1:9000"`);
-    return undefined;
-  }
-  const problem =
-    url.protocol !== 'http:' && url.protocol !== 'https:' ? `the URL must start with http:// or https://, got ${url.protocol}//`
-    : url.username !== '' || url.password !== '' ? 'the URL must not carry a user or password'
-    : (url.pathname !== '/' && url.pathname !== '') || url.search !== '' || url.hash !== '' ? 'give the origin only (scheme, host and port): request paths are forwarded as they are'
-    : undefined;
-  if (problem !== undefined) {
-    reader.report(entry.value, entry.path, `${JSON.stringify(text)}: ${problem}`);
-    return undefined;
-  }
-  return url;
 }
 
 function readRoutes(reader: DocumentReader, entry: Entry | undefined, upstreams: ReadonlySet<string>, defaults: { domain: string | undefined; timeoutMs: number }): RouteConfig[] {

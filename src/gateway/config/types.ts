@@ -99,13 +99,31 @@ export interface RouteConfig {
   readonly where: string;
 }
 
+/** One upstream (`upstreams: { name: URL }`, or `{ url, tls }`). */
+export interface UpstreamConfig {
+  /** The origin: scheme, host and port. */
+  readonly url: URL;
+  /** https:// only: a private CA, a name to verify; absent: Node's bundled CAs and the URL's host name. */
+  readonly tls?: UpstreamTls;
+}
+
+/** How an https:// upstream's certificate is verified (envoy's UpstreamTlsContext `trusted_ca`, `sni`). */
+export interface UpstreamTls {
+  /** `ca_file`, resolved against the configuration's folder. */
+  readonly caFile?: string;
+  /** Its PEM certificates, read at load: trusted instead of Node's bundled CAs. */
+  readonly ca?: Buffer;
+  /** `server_name`: sent as SNI, and the name the certificate must carry (default: the URL's host name). */
+  readonly serverName?: string;
+}
+
 export interface GatewayConfig {
   /** Where the gateway listens (`listen: 8888` or `listen: "127.0.0.1:8888"`); flags win. */
   readonly listen: { readonly host?: string; readonly port: number } | undefined;
   /** The value of `source_cluster` (envoy's `--service-cluster`). */
   readonly sourceCluster: string;
-  /** Upstream name → its origin (`http://host:port`). */
-  readonly upstreams: ReadonlyMap<string, URL>;
+  /** Upstream name → its origin (`http://host:port`) and, for https://, how its certificate is verified. */
+  readonly upstreams: ReadonlyMap<string, UpstreamConfig>;
   /** The rules file or directory, resolved against the config file's folder. */
   readonly rules: string | undefined;
   readonly routes: readonly RouteConfig[];

@@ -406,14 +406,65 @@
     return pairs;
   }
 
-  function render(snap) {
-    var sec = snap.second, tot = snap.totals;
+  // Checks (requests) = allowed checks + throttled checks; decisions = allowed + over limit.
+  function renderCards(sec, tot, lat) {
     setValue('rate-checks', sec.checks);
+    setText('checks-split', 'allowed ' + fmt(sec.allowedChecks) + ' + throttled ' + fmt(sec.deniedChecks));
+    setValue('checks-total', tot.checks);
+    setValue('rate-allowed-checks', sec.allowedChecks);
+    setValue('allowed-checks-total', tot.allowedChecks);
+    setValue('rate-throttled-checks', sec.deniedChecks);
+    setValue('throttled-checks-total', tot.deniedChecks);
+    setValue('rate-decisions', sec.allowed + sec.throttled);
     setValue('rate-allowed', sec.allowed);
     setValue('rate-throttled', sec.throttled);
-    setValue('checks-total', tot.checks);
+    setValue('decisions-total', tot.allowed + tot.throttled);
     setValue('allowed-total', tot.allowed);
     setValue('throttled-total', tot.throttled);
+    setValue('rate-limit-api', sec.limitChecks);
+    setValue('limit-api-total', tot.limitChecks);
+    setValue('rate-unknown', sec.unknownDomain);
+    setValue('unknown-total', tot.unknownDomain);
+    $('unknown-card').className = 'card' + (tot.unknownDomain > 0 ? ' warn-on' : '');
+    var seen = lat && lat.count > 0;
+    setValue('latency-p50', seen ? lat.p50Ms : 0, seen ? millis(lat.p50Ms) : '-');
+    setValue('latency-p99', seen ? lat.p99Ms : 0, seen ? millis(lat.p99Ms) : '-');
+  }
+
+  // A latency in ms, with the digits that matter: 0.012, 0.85, 37.
+  function millis(ms) {
+    if (ms < 0.1) return ms.toFixed(3);
+    if (ms < 10) return ms.toFixed(2);
+    return String(Math.round(ms));
+  }
+
+  // One row per worker (--workers N), hidden with one process.
+  function renderWorkers(workers) {
+    var section = $('workers');
+    section.hidden = !workers;
+    if (!workers) return;
+    var body = $('workers-body');
+    body.textContent = '';
+    for (var i = 0; i < workers.length; i++) {
+      var w = workers[i];
+      var tr = document.createElement('tr');
+      tr.setAttribute('data-worker', String(w.worker));
+      cell(tr, w.worker === 'exited' ? 'exited (kept)' : String(w.worker), '');
+      cell(tr, w.pid ? String(w.pid) : '-', '');
+      cell(tr, fmt(w.checksPerSecond), '', w.checksPerSecond);
+      cell(tr, fmt(w.checks), '', w.checks).setAttribute('data-col', 'checks');
+      cell(tr, fmt(w.allowedChecks), '', w.allowedChecks);
+      cell(tr, fmt(w.deniedChecks), 't', w.deniedChecks);
+      cell(tr, fmt(w.decisions), '', w.decisions);
+      cell(tr, w.breaker, w.breaker === 'open' ? 't' : '');
+      cell(tr, String(w.clients), '');
+      body.appendChild(tr);
+    }
+  }
+
+  function render(snap) {
+    var sec = snap.second, tot = snap.totals;
+    renderCards(sec, tot, snap.latency);
     setValue('near-total', tot.near);
     setValue('near-rate', sec.near, fmt(sec.near) + '/s');
     setValue('shadow-total', tot.shadow);
@@ -468,6 +519,8 @@
     setText('clients', String(snap.clients));
     renderList('top-keys', snap.topKeys, function (k) { return k.key; }, function (k) { return k.throttled; }, 'Nothing throttled yet.');
     renderList('top-rules', snap.topRules, function (r) { return r.rule; }, function (r) { return r.throttled; }, 'Nothing throttled yet.');
+    renderList('unknown-domains', snap.unknownDomains || [], function (d) { return d[0]; }, function (d) { return d[1]; }, 'None: every check named a domain in the rules.');
+    renderWorkers(snap.workers);
 
     var listed = new Set();
     for (var i = 0; i < snap.rules.length; i++) listed.add(snap.rules[i].rule);
