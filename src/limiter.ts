@@ -9,7 +9,7 @@
 import { limitZero } from './algorithms/outcome.js';
 import { currentTime } from './clock.js';
 import type { Decision } from './decision.js';
-import { InvalidKeyError, InvalidOptionError, StoreUnavailableError, describeValue } from './errors.js';
+import { InvalidKeyError, InvalidOptionError, describeValue } from './errors.js';
 import { LeaseBook, leasable } from './cache/leases.js';
 import { LocalFirstBook, type LocalFirstStats, type WindowAdd } from './cache/local-first.js';
 import { countsInWindows, describeState } from './algorithms/window-add.js';
@@ -23,7 +23,7 @@ import {
   type FailureMode,
   type LimiterFailureMode,
 } from './fault/failure-mode.js';
-import { StoreGuard, isOutage, type FallbackCause, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
+import { StoreGuard, isOutage, unanswered, type StoreHealthSnapshot, type TransitionListener } from './fault/guard.js';
 import { wellFormedKey } from './keys.js';
 import {
   checkCallOptions,
@@ -39,8 +39,11 @@ import {
 } from './limiter-checks.js';
 import { PolicyCache, type CompiledPolicy, type Policy } from './policy.js';
 import { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './limiter-options.js';
+import { tracedDecide, tracedDecideAll, type TracedStore } from './limiter-tracing.js';
 import { MemoryStore, memoryStore } from './store/memory.js';
 import type { MaybePromise, Store, StoreRequest, WindowCounts } from './store/types.js';
+import { activeTracer } from './tracing.js';
+import type { Tracer } from '@opentelemetry/api';
 
 export type { FailureMode, LimiterFailureMode } from './fault/failure-mode.js';
 export type { BreakerOptions, BreakerState, BreakerTransition } from './fault/breaker.js';
@@ -121,6 +124,7 @@ export class CoreLimiter implements LimiterCore {
   private readonly clock: (() => number) | undefined;
   /** Absent for the memory store: it answers in-process and cannot fail. */
   private readonly guard: StoreGuard | undefined;
+  private readonly traced: TracedStore;
   private readonly failureMode: LimiterFailureMode;
   private readonly deadlineMs: number;
   private readonly expectedNodes: number;
@@ -137,10 +141,9 @@ export class CoreLimiter implements LimiterCore {
     this.failureMode = settings.failureMode;
     this.deadlineMs = settings.deadlineMs;
     this.expectedNodes = settings.expectedNodes;
-    this.guard =
-      settings.store instanceof MemoryStore
-        ? undefined
-        : new StoreGuard({ breaker: settings.breaker, maxInFlight: settings.maxInFlight, clock: settings.clock ?? currentTime });
+    const guarded = !(settings.store instanceof MemoryStore);
+    this.guard = guarded ? new StoreGuard({ breaker: settings.breaker, maxInFlight: settings.maxInFlight, clock: settings.clock ?? currentTime, storeKind: settings.store.name }) : undefined;
+    this.traced = { kind: settings.store.name, spans: guarded };
     this.cache = settings.overLimitCache === false ? undefined : new OverLimitCache(settings.overLimitCache, settings.clock ?? currentTime);
   }
 
@@ -220,6 +223,16 @@ export class CoreLimiter implements LimiterCore {
   }
 
   decideAll(requests: readonly LimitRequest[], options?: LimitAllOptions, mode: DecideMode = 'limit'): MaybePromise<Decision[]> {
+    const tracer = activeTracer();
+    return tracer === undefined ? this.decideAllUntraced(requests, options, mode) : this.decideAllTraced(tracer, requests, options, mode);
+  }
+
+  /** Apart from `decideAll`, so an untraced call captures nothing for closures. */
+  private decideAllTraced(tracer: Tracer, requests: readonly LimitRequest[], options: LimitAllOptions | undefined, mode: DecideMode): MaybePromise<Decision[]> {
+    return tracedDecideAll(tracer, this.traced, mode, requests, () => this.decideAllUntraced(requests, options, mode), (policy) => this.policies.get(policy));
+  }
+
+  private decideAllUntraced(requests: readonly LimitRequest[], options: LimitAllOptions | undefined, mode: DecideMode): MaybePromise<Decision[]> {
     if (!Array.isArray(requests) || requests.length > MAX_LIMITS_PER_CHECK) {
       throw new InvalidOptionError(`limitAll takes an array of at most ${MAX_LIMITS_PER_CHECK} { key, policy, cost?, failureMode? }, got ${describeValue(requests)}${Array.isArray(requests) ? ` of ${requests.length}` : ''}`);
     }
@@ -259,6 +272,8 @@ export class CoreLimiter implements LimiterCore {
           const modes = prepared.flatMap((request, i) => (request.policy.limit === 0 ? [] : [requests[i]!.failureMode ?? options?.failureMode ?? this.failureMode]));
           return modes.includes('throw') ? unanswered(cause, error) : this.fallbackAll(decidable, modes as FailureMode[], now, commit);
         },
+        'consume_all',
+        decidable.length,
       );
     }
     // A group that may record changes its keys' state: what the cache remembered of them is stale.
@@ -276,6 +291,16 @@ export class CoreLimiter implements LimiterCore {
 
   /** Decides one request; not async, so a memory-store decision settles without a microtask hop. */
   decide(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions, mode: DecideMode = 'limit'): MaybePromise<Decision> {
+    const tracer = activeTracer();
+    // Off (no SDK): the decision alone, no span, no closure, no captured context.
+    return tracer === undefined ? this.decideUntraced(key, policy, options, mode) : this.decideTraced(tracer, key, policy, options, mode);
+  }
+
+  private decideTraced(tracer: Tracer, key: string, policy: Policy | CompiledPolicy, options: LimitOptions | undefined, mode: DecideMode): MaybePromise<Decision> {
+    return tracedDecide(tracer, this.traced, mode, () => this.decideUntraced(key, policy, options, mode), () => this.policies.get(policy), options?.cost);
+  }
+
+  private decideUntraced(key: string, policy: Policy | CompiledPolicy, options: LimitOptions | undefined, mode: DecideMode): MaybePromise<Decision> {
     key = checkKey(key);
     const compiled = this.policies.get(policy);
     let cost = 1;
@@ -341,7 +366,7 @@ export class CoreLimiter implements LimiterCore {
     const book = (this.localFirst ??= new LocalFirstBook(this.clock ?? currentTime, (adds) => {
       // A tick's syncs are one guarded store call: they take one place among the calls in flight.
       const run = (): MaybePromise<(WindowCounts | Error)[]> => syncWindows(store, adds);
-      return this.guard === undefined ? run() : this.guard.run(run, this.deadlineMs, unanswered);
+      return this.guard === undefined ? run() : this.guard.run(run, this.deadlineMs, unanswered, 'sync', adds.length);
     }));
     const local = book.decide(key, compiled, cost, now, syncMs);
     if (local !== undefined) return local;
@@ -369,6 +394,7 @@ export class CoreLimiter implements LimiterCore {
       () => this.decideOn(this.store, key, compiled, cost, now, mode),
       this.callDeadline(options),
       (cause, error) => (failureMode === 'throw' ? unanswered(cause, error) : this.fallbackOne(key, compiled, cost, now, mode, failureMode)),
+      mode === 'limit' ? 'consume' : 'peek',
     );
   }
 
@@ -406,16 +432,12 @@ export class CoreLimiter implements LimiterCore {
   }
 
   private localStore(): MemoryStore {
-    this.local ??= memoryStore();
-    return this.local;
+    return (this.local ??= memoryStore());
   }
 
   private localPolicy(policy: CompiledPolicy): CompiledPolicy {
     let scaled = this.localPolicies.get(policy);
-    if (scaled === undefined) {
-      scaled = localPolicy(policy, this.expectedNodes);
-      this.localPolicies.set(policy, scaled);
-    }
+    if (scaled === undefined) this.localPolicies.set(policy, (scaled = localPolicy(policy, this.expectedNodes)));
     return scaled;
   }
 
@@ -451,13 +473,6 @@ function syncWindows(store: Store, adds: readonly WindowAdd[]): MaybePromise<(Wi
   const answers = adds.map((add) => store.addToWindow!(add.key, add.policy, add.units, add.now));
   if (!answers.some((answer) => answer instanceof Promise)) return answers as WindowCounts[];
   return Promise.all(answers.map((answer) => Promise.resolve(answer).catch((error: unknown) => (isOutage(error) ? Promise.reject(error) : (error as Error)))));
-}
-
-/** The failure mode `throw`: the store's error, or why the store was not asked. */
-function unanswered(cause: FallbackCause, error: unknown): never {
-  if (error !== undefined) throw error;
-  const why = cause === 'timeout' ? 'did not answer within the deadline' : cause === 'overload' ? 'has too many calls in flight' : 'is failing (circuit breaker open)';
-  throw new StoreUnavailableError(`the rate limit store ${why}`);
 }
 
 /** Runs `decide` and always answers with a promise: thrown input errors become rejections. */

@@ -20,14 +20,14 @@ const LONG_REASON = /Long on purpose:/;
  * Matched by path prefix (relative to src/, without extension); the first match wins.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['errors', 'options', 'duration', 'units', 'keys', 'clock', 'decision', 'algorithms/catalog'],
+  ['errors', 'options', 'duration', 'units', 'keys', 'clock', 'decision', 'tracing', 'algorithms/catalog'],
   // The SDK for callers: foundations only, never the engine (its users have no limiter).
   ['client/'],
   ['policy'],
   ['algorithms/'],
   ['store/'],
   ['fault/', 'cache/'],
-  ['limiter', 'limiter-options', 'limiter-checks'],
+  ['limiter', 'limiter-options', 'limiter-checks', 'limiter-tracing'],
   ['rules/'],
   ['http/', 'service/', 'simulate/'],
   ['gateway/'],

@@ -7,13 +7,32 @@
  * A reply that arrives after its deadline is dropped: the answer already given stands. Whatever
  * the late call wrote in the store (it ran atomically there) is kept; nothing is retried, so
  * nothing is counted twice.
+ *
+ * While an OpenTelemetry SDK is registered, each call is a `tollgate.store` span (tracing.ts):
+ * one per call rather than per Redis batch, since a batch carries requests of several traces.
  */
 import { StoreDataError, StoreUnavailableError, TollgateError } from '../errors.js';
 import type { MaybePromise } from '../store/types.js';
+import { ATTR, SPAN, inSpan, recordFailure, startSpan, activeTracer } from '../tracing.js';
 import { CircuitBreaker, type BreakerOptions, type BreakerState, type BreakerTransition } from './breaker.js';
+import type { Span, Tracer } from '@opentelemetry/api';
 
 /** Why a call was answered by the fallback. */
 export type FallbackCause = 'timeout' | 'error' | 'breaker-open' | 'overload';
+
+/** What a guarded call asks of the store, as its span names it (`tollgate.store.operation`). */
+export type StoreOperation = 'consume' | 'peek' | 'consume_all' | 'sync';
+
+/** Why the store was not asked, or its answer not waited for, in words. */
+export function fallbackMessage(cause: FallbackCause): string {
+  const why = cause === 'timeout' ? 'did not answer within the deadline' : cause === 'overload' ? 'has too many calls in flight' : cause === 'error' ? 'failed' : 'is failing (circuit breaker open)';
+  return `the rate limit store ${why}`;
+}
+
+/** The failure mode `throw`: the store's error, or why the store was not asked. */
+export function unanswered(cause: FallbackCause, error: unknown): never {
+  throw error ?? new StoreUnavailableError(fallbackMessage(cause));
+}
 
 /** A snapshot of the store's health as the limiter sees it. */
 export interface StoreHealthSnapshot {
@@ -34,6 +53,8 @@ export interface GuardOptions {
   /** Most store calls out at once; more are answered by the fallback at once. */
   readonly maxInFlight: number;
   readonly clock: () => number;
+  /** The store's name (`tollgate.store.kind` on store spans). */
+  readonly storeKind: string;
 }
 
 /** Hears every breaker transition. */
@@ -44,6 +65,9 @@ export class StoreGuard {
   private readonly listeners: TransitionListener[] = [];
   private readonly maxInFlight: number;
   private readonly clock: () => number;
+  private readonly storeKind: string;
+  /** While tracing: the store calls started in this turn of the event loop, which the Redis store batches together. */
+  private turn: { calls: number } | undefined;
   private inFlight = 0;
   private lastHealthyAt: number | undefined;
   private lastFailureAt: number | undefined;
@@ -53,6 +77,7 @@ export class StoreGuard {
   constructor(options: GuardOptions) {
     this.clock = options.clock;
     this.maxInFlight = options.maxInFlight;
+    this.storeKind = options.storeKind;
     this.breaker = options.breaker === false ? undefined : new CircuitBreaker(options.breaker, options.clock, (transition) => this.announce(transition));
   }
 
@@ -81,9 +106,38 @@ export class StoreGuard {
    * when the breaker is open, too many calls are out, the call fails with an outage (an
    * unavailable store, an unexpected error reply), or the deadline passes first. Errors that say
    * the *data* is wrong (a key holding another application's value) are not outages: they reject,
-   * and the breaker counts the call as answered.
+   * and the breaker counts the call as answered. While an SDK is registered the call is a
+   * `tollgate.store` span (`operation`, `limits` decided), failed when the fallback answered.
    */
-  run<T>(call: () => MaybePromise<T>, deadlineMs: number, fallback: (cause: FallbackCause, error?: unknown) => T): MaybePromise<T> {
+  run<T>(call: () => MaybePromise<T>, deadlineMs: number, fallback: (cause: FallbackCause, error?: unknown) => T, operation: StoreOperation = 'consume', limits = 1): MaybePromise<T> {
+    const tracer = activeTracer();
+    if (tracer !== undefined) return this.runTraced(tracer, call, deadlineMs, fallback, operation, limits);
+    return this.runUntraced(call, deadlineMs, fallback);
+  }
+
+  private runTraced<T>(tracer: Tracer, call: () => MaybePromise<T>, deadlineMs: number, fallback: (cause: FallbackCause, error?: unknown) => T, operation: StoreOperation, limits: number): MaybePromise<T> {
+    const span = startSpan(tracer, SPAN.store, {
+      [ATTR.storeKind]: this.storeKind,
+      [ATTR.storeOperation]: operation,
+      [ATTR.limitsCount]: limits,
+      [ATTR.deadlineMs]: deadlineMs,
+      [ATTR.inFlight]: this.inFlight,
+    });
+    if (this.turn === undefined) {
+      this.turn = { calls: 0 };
+      setImmediate(() => (this.turn = undefined));
+    }
+    const turn = this.turn;
+    turn.calls += 1;
+    const fellBack = (cause: FallbackCause, error?: unknown): T => {
+      span.setAttribute(ATTR.fallback, cause);
+      recordFailure(span, error ?? new StoreUnavailableError(fallbackMessage(cause)), cause);
+      return fallback(cause, error);
+    };
+    return inSpan(span, () => this.runUntraced(call, deadlineMs, fellBack), (ended: Span) => ended.setAttribute(ATTR.batchSize, turn.calls));
+  }
+
+  private runUntraced<T>(call: () => MaybePromise<T>, deadlineMs: number, fallback: (cause: FallbackCause, error?: unknown) => T): MaybePromise<T> {
     if (this.breaker !== undefined) {
       // While the breaker is not closed, a probe goes out only once earlier calls have settled: a
       // stalled store never collects more than a few calls, however long it stalls.

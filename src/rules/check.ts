@@ -8,6 +8,9 @@
  */
 import { InvalidCheckError, describeValue } from '../errors.js';
 import type { LimiterCore } from '../limiter.js';
+import { resultOf } from '../limiter-tracing.js';
+import { ATTR, SPAN, activeTracer, inSpan, startSpan } from '../tracing.js';
+import type { Span, Tracer } from '@opentelemetry/api';
 import type { MaybePromise } from '../store/types.js';
 import { RULE_UNITS } from '../units.js';
 import { decideMatched, planCheck } from './check-decide.js';
@@ -31,6 +34,18 @@ export function checkRules(
   clock: () => number,
   options: CheckOptions = {},
 ): MaybePromise<CheckResult> {
+  const tracer = activeTracer();
+  // Off (no SDK): the check alone, no span, no closure, no captured context.
+  return tracer === undefined ? checkUntraced(limiter, rules, request, clock, options) : checkTraced(tracer, limiter, rules, request, clock, options);
+}
+
+function checkTraced(tracer: Tracer, limiter: LimiterCore, rules: RuleSet, request: CheckRequest, clock: () => number, options: CheckOptions): MaybePromise<CheckResult> {
+  const span = startSpan(tracer, SPAN.check, { [ATTR.operation]: options.spend === false ? 'look' : 'check' });
+  if (typeof request?.domain === 'string') span.setAttribute(ATTR.domain, request.domain);
+  return inSpan(span, () => checkUntraced(limiter, rules, request, clock, options), (traced, result) => describeCheck(traced, result, options));
+}
+
+function checkUntraced(limiter: LimiterCore, rules: RuleSet, request: CheckRequest, clock: () => number, options: CheckOptions): MaybePromise<CheckResult> {
   validate(request);
   const root = rules.domain(request.domain);
   if (root === undefined) {
@@ -38,6 +53,23 @@ export function checkRules(
   }
   const plan = planCheck(root, request, options);
   return decideMatched(limiter, plan, request, clock, options);
+}
+
+/**
+ * A check's span: per descriptor, in request order, the rule that applied (its path, `''` for
+ * none), its code and what remains; the overall result and degraded reason; shadow mode.
+ */
+function describeCheck(span: Span, result: CheckResult, options: CheckOptions): void {
+  span.setAttributes({
+    [ATTR.descriptors]: result.statuses.length,
+    [ATTR.rules]: result.statuses.map((status) => status.rule ?? ''),
+    [ATTR.codes]: result.statuses.map((status) => status.code),
+    [ATTR.checkRemaining]: result.statuses.map((status) => status.limitRemaining),
+    [ATTR.result]: resultOf(result.overallCode === 'OK'),
+    [ATTR.shadowOverLimit]: result.statuses.some((status) => status.shadowOverLimit === true),
+  });
+  if (options.shadowMode === true) span.setAttribute(ATTR.shadowMode, true);
+  if (result.degraded !== undefined) span.setAttribute(ATTR.reason, result.degraded);
 }
 
 const NO_LIMIT: DescriptorStatus = Object.freeze({ code: 'OK', limitRemaining: 0, durationUntilReset: 0 });
