@@ -1,6 +1,6 @@
 /**
- * The Lua sent to Redis, composed once at load time: the batch script (prelude + every algorithm
- * file + codes.lua + decide.lua, one SHA1, so a batch can mix algorithms and a multi-limit check can be
+ * The Lua sent to Redis, composed once at load time: the batch script (prelude + layout.lua + every
+ * algorithm file + codes.lua + decide.lua, one SHA1, so a batch can mix algorithms and a multi-limit check can be
  * atomic), and one lean script per algorithm for a decision alone in its call (prelude + that
  * algorithm's files + codes.lua + single.lua).
  */
@@ -27,16 +27,19 @@ const section = (name: string): string => `-- ==== ${name} ====\n${readScript(na
 
 /** The composed decision script and its SHA1. Order matters: helpers first, the driver (which binds KEYS/ARGV) last. */
 export const DECIDE_SCRIPT: RedisScript = compose(
-  ['prelude.lua', 'wide-level.lua', 'level.lua', 'gcra.lua', 'fixed-window.lua', 'sliding-window.lua', 'sliding-window-buckets.lua', 'sliding-log.lua', 'codes.lua', 'decide.lua'].map(section),
+  ['prelude.lua', 'layout.lua', 'wide-level.lua', 'level.lua', 'gcra.lua', 'fixed-window.lua', 'sliding-window.lua', 'sliding-window-buckets.lua', 'sliding-log.lua', 'codes.lua', 'decide.lua'].map(section),
 );
 
-/** The files each lean script needs besides prelude.lua and single.lua (in dependency order). */
+/**
+ * The files each lean script needs besides prelude.lua and single.lua (in dependency order):
+ * layout.lua reads and writes the stored state.
+ */
 const SINGLE_FILES: Partial<Record<AlgorithmName, readonly string[]>> = {
-  'fixed-window': ['fixed-window.lua'],
-  'sliding-window': ['sliding-window.lua'],
-  'token-bucket': ['wide-level.lua', 'level.lua'],
-  'leaky-bucket': ['wide-level.lua', 'level.lua'],
-  gcra: ['wide-level.lua', 'level.lua', 'gcra.lua'],
+  'fixed-window': ['layout.lua', 'fixed-window.lua'],
+  'sliding-window': ['layout.lua', 'sliding-window.lua'],
+  'token-bucket': ['layout.lua', 'wide-level.lua', 'level.lua'],
+  'leaky-bucket': ['layout.lua', 'wide-level.lua', 'level.lua'],
+  gcra: ['layout.lua', 'wide-level.lua', 'level.lua', 'gcra.lua'],
 };
 
 /** The lean script deciding one request of `algorithm` alone (scripts/single.lua); none for sliding-log. */
