@@ -3,7 +3,8 @@
  * src/store/redis/scripts/layout.lua), on a real single Redis and a real 3-master Cluster: key
  * names, one integer per key expiring exactly at the end of its state, the "v end" form an explicit
  * `now` writes, keys of the previous layout never read, a value without its expiry refused; and
- * batches decided on Redis TIME (the batch script writing this layout) against the memory store.
+ * batches decided on Redis TIME (the batch script writing this layout) against the memory store;
+ * lone decisions by FCALL of the lean library on every master.
  * The lean path is held to the memory store by test/redis-single.test.ts, the explicit-`now`
  * form by the vectors.
  */
@@ -11,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compilePolicy, createLimiter, memoryStore, type Decision, type Policy, type RedisStore } from '../src/index.js';
+import { LEAN_LIBRARY } from '../src/store/redis/scripts.js';
 import { useRedisTopologies } from './support/redis-topologies.js';
 import type { RedisServer } from './support/redis.js';
 
@@ -49,7 +51,7 @@ describe.each([
 ] as const)('layout 2 values on %s', (_name, open: () => Promise<RedisStore>, servers: () => readonly RedisServer[]) => {
   it('on Redis TIME: one integer, integer-encoded, the key expiring at the state\'s end (the decision\'s resetAt)', async () => {
     const store = await open();
-    const limiter = createLimiter({ store });
+    const limiter = createLimiter({ store, deadlineMs: 5_000 });
     for (const policy of [FIXED, GCRA, TOKEN_BUCKET, { ...FIXED, windowStart: 'first-hit' } as Policy]) {
       const key = unique('compact');
       // Two in one tick (the batch script), then one alone (the lean script).
@@ -63,11 +65,16 @@ describe.each([
       expect(server.cli('OBJECT', 'ENCODING', name).trim()).toBe('int');
       expect(Number(server.cli('PEXPIRETIME', name).trim()), policy.algorithm).toBe(decision.resetAt);
     }
+    // The lone decisions went through the lean library, loaded on every master.
+    for (const server of servers()) {
+      expect(server.cli('FUNCTION', 'LIST', 'LIBRARYNAME', LEAN_LIBRARY.name)).toContain(LEAN_LIBRARY.functions.gcra);
+      expect(server.cli('INFO', 'commandstats')).toMatch(/cmdstat_fcall:calls=[1-9]/);
+    }
   });
 
   it('with an explicit now: the string "v end", kept past its end in real time', async () => {
     const store = await open();
-    const limiter = createLimiter({ store });
+    const limiter = createLimiter({ store, deadlineMs: 5_000 });
     const now = Date.now() - 10_000;
     const key = unique('explicit');
     const decision = await limiter.limit(key, GCRA, { now });
@@ -83,7 +90,7 @@ describe.each([
 describe('keys of the previous layout and foreign values', () => {
   it('a layout-1 key is never read: a new node starts that counter from zero and leaves the old key to expire', async () => {
     const store = await redis.open({ url: redis.single.url });
-    const limiter = createLimiter({ store });
+    const limiter = createLimiter({ store, deadlineMs: 5_000 });
     const key = unique('upgrade');
     const oldName = `tollgate:{${key}}:fw:1m`;
     const index = Math.floor(Date.now() / 60_000);
@@ -95,7 +102,7 @@ describe('keys of the previous layout and foreign values', () => {
 
   it('an integer without an expiry is unreadable state: a typed error, the key left unchanged', async () => {
     const store = await redis.open({ url: redis.single.url });
-    const limiter = createLimiter({ store });
+    const limiter = createLimiter({ store, deadlineMs: 5_000 });
     for (const policy of [FIXED, GCRA, TOKEN_BUCKET]) {
       const key = unique('persisted');
       const name = store.redisKey(key, compilePolicy(policy));
@@ -131,7 +138,8 @@ describe('batches on Redis TIME (the batch script writing layout 2)', () => {
       }),
       { numRuns: 100, seed: 9 },
     );
-    const onRedis = createLimiter({ store: await redis.open({ url: redis.single.url }) });
+    // A deadline far above any call's time: a missed default deadline would be answered by the failure mode.
+    const onRedis = createLimiter({ store: await redis.open({ url: redis.single.url }), deadlineMs: 5_000 });
     const onMemory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
     const key = unique(`batched:${policy.algorithm}`);
     const seen = { allowed: 0, denied: 0 };

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy } from '../src/index.js';
-import { DECIDE_SCRIPT, SINGLE_SCRIPTS } from '../src/store/redis/scripts.js';
+import { LEAN_LIBRARY, SINGLE_SCRIPTS } from '../src/store/redis/scripts.js';
 import { startRedis, type RedisServer } from './support/redis.js';
 
 let server: RedisServer;
@@ -34,30 +34,55 @@ describe('the lean scripts', () => {
       'leaky-bucket': '01254133773d4f08a9ce9f0de83e3825c03f47fe',
       gcra: 'd3fde90e34f3197f7a3f1f0588ef7c3430b43b73',
     });
+    // The lean library's name carries the hash of its source: a changed file changes it.
+    expect(LEAN_LIBRARY.name).toBe('tollgate_40726efccd45');
   });
 
   it('are what Redis computes for SCRIPT LOAD', () => {
     for (const script of Object.values(SINGLE_SCRIPTS)) expect(server.cli('SCRIPT', 'LOAD', script.source).trim()).toBe(script.sha1);
   });
 
-  it('decide a lone decision on Redis TIME; an explicit now or a batch goes to the batch script', async () => {
+  it('decide a lone decision on Redis TIME by FCALL of the lean library; an explicit now or a batch goes to the batch script', async () => {
     const store = redisStore({ url: server.url });
     await store.ready();
-    const limiter = createLimiter({ store });
+    const limiter = createLimiter({ store, deadlineMs: 5_000 });
     const policy: Policy = { algorithm: 'gcra', limit: 10, window: 1_000 };
+    const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(server.cli('INFO', 'commandstats'))?.[1] ?? 0);
     const exists = (sha1: string): string => server.cli('SCRIPT', 'EXISTS', sha1).trim();
     try {
-      server.cli('SCRIPT', 'FLUSH');
-      // After a flush each script is cached again only by the EVAL that falls back to it.
+      expect(server.cli('FUNCTION', 'LIST', 'LIBRARYNAME', LEAN_LIBRARY.name)).toContain(LEAN_LIBRARY.functions.gcra);
+      server.cli('CONFIG', 'RESETSTAT');
       await limiter.limit('lone', policy);
-      expect([exists(SINGLE_SCRIPTS.gcra!.sha1), exists(DECIDE_SCRIPT.sha1)]).toEqual(['1', '0']);
+      expect([calls('fcall'), calls('evalsha')]).toEqual([1, 0]);
       await limiter.limit('lone', policy, { now: Date.now() });
-      expect(exists(DECIDE_SCRIPT.sha1)).toBe('1');
-      server.cli('SCRIPT', 'FLUSH');
       await Promise.all([limiter.limit('a', policy), limiter.limit('b', policy)]);
-      expect([exists(SINGLE_SCRIPTS.gcra!.sha1), exists(DECIDE_SCRIPT.sha1)]).toEqual(['0', '1']);
+      expect([calls('fcall'), calls('evalsha')]).toEqual([1, 2]);
+      // After a flush the library is loaded again by the call that finds it missing.
+      server.cli('FUNCTION', 'FLUSH');
+      server.cli('SCRIPT', 'FLUSH');
+      const afterFlush = await limiter.limit('lone', policy);
+      expect([afterFlush.allowed, afterFlush.reason]).toEqual([true, undefined]);
+      expect(server.cli('FUNCTION', 'LIST', 'LIBRARYNAME', LEAN_LIBRARY.name)).toContain(LEAN_LIBRARY.functions.gcra);
+      expect(exists(SINGLE_SCRIPTS.gcra!.sha1)).toBe('0');
     } finally {
       await limiter.close();
+    }
+  });
+
+  it('fall back to EVALSHA of the lean scripts when Redis refuses the library (an ACL without FUNCTION)', async () => {
+    server.cli('ACL', 'SETUSER', 'nofunctions', 'on', '>secret', '~*', '+@all', '-function');
+    server.cli('FUNCTION', 'FLUSH');
+    const limiter = createLimiter({ store: redisStore({ url: server.url, username: 'nofunctions', password: 'secret' }), deadlineMs: 5_000 });
+    const policy: Policy = { algorithm: 'fixed-window', limit: 3, window: 60_000 };
+    try {
+      server.cli('CONFIG', 'RESETSTAT');
+      const decisions = [await limiter.limit('acl', policy), await limiter.limit('acl', policy)];
+      expect(decisions.map((d) => d.remaining)).toEqual([2, 1]);
+      expect(server.cli('INFO', 'commandstats')).toMatch(/cmdstat_evalsha:calls=2,/);
+      expect(server.cli('FUNCTION', 'LIST')).not.toContain(LEAN_LIBRARY.name);
+    } finally {
+      await limiter.close();
+      server.cli('ACL', 'DELUSER', 'nofunctions');
     }
   });
 
@@ -111,7 +136,9 @@ describe('lone decisions on Redis TIME', () => {
     );
     const store = redisStore({ url: server.url });
     await store.ready();
-    const onRedis = createLimiter({ store });
+    // A deadline far above any call's time: on a loaded machine a missed default deadline would be
+    // answered by the failure mode, which is not the store's answer.
+    const onRedis = createLimiter({ store, deadlineMs: 5_000 });
     const onMemory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
     const key = `single:${policy.algorithm}:${Math.random().toString(36).slice(2)}`;
     const seen = { allowed: 0, denied: 0 };
