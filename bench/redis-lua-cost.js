@@ -4,7 +4,7 @@
 // redis-server, rounds interleaved; `INFO commandstats` µs per call. Redis's own CPU per call is
 // what the machine's other load disturbs least (it still does: read the spread).
 //
-//   npm run build && node bench/redis-lua-cost.js --a /tmp/before/dist [--b dist] [--rounds 4] [--calls 60000]
+//   npm run build && node bench/redis-lua-cost.js --a /tmp/before/dist [--b dist] [--rounds 4] [--calls 60000] [--only batch]
 //
 // Writes bench/results/redis-lua-cost.json.
 import { execFileSync, spawn } from 'node:child_process';
@@ -62,7 +62,9 @@ async function commandsOf(side, distDir) {
   return commands;
 }
 
-const commands = [...(await commandsOf('a', BUILDS.a)), ...(await commandsOf('b', BUILDS.b))];
+// --only <text>: just the commands whose label contains it (e.g. "batch").
+const only = option('only', '');
+const commands = [...(await commandsOf('a', BUILDS.a)), ...(await commandsOf('b', BUILDS.b))].filter(([label]) => label.includes(only));
 const samples = Object.fromEntries(commands.map(([label]) => [label, []]));
 for (let round = 0; round < ROUNDS; round++) {
   const order = round % 2 === 0 ? commands : [...commands].reverse();

@@ -256,7 +256,10 @@ async function throughput(spec) {
     dbsize: await admin.dbsize(),
     commandstats: stats,
   };
-  const script = stats.evalsha;
+  // Script calls: EVALSHA and, for lone decisions of a build with the lean library, FCALL.
+  const calls = (stats.evalsha?.calls ?? 0) + (stats.fcall?.calls ?? 0);
+  const usec = (stats.evalsha?.usec ?? 0) + (stats.fcall?.usec ?? 0);
+  const script = calls > 0 ? { calls, usec, usecPerCall: usec / calls } : undefined;
   if (script !== undefined && script.calls > 0) {
     result.scriptCalls = script.calls;
     result.decisionsPerScriptCall = done / script.calls;

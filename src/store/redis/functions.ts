@@ -4,7 +4,7 @@
  * created once per load rather than on every call (EVALSHA re-runs a script's whole body). Loaded
  * again when a node says it does not have it (FUNCTION FLUSH, a restart without persistence, a
  * master that joined later); given up for EVALSHA of the lean scripts when Redis refuses to load
- * it (an ACL without FUNCTION, a Redis without Functions).
+ * it or lets this user not call it (an ACL without FUNCTION or FCALL, a Redis without Functions).
  */
 import { Cluster, type Redis } from 'ioredis';
 import type { AlgorithmName } from '../../algorithms/catalog.js';
@@ -12,6 +12,8 @@ import { LEAN_LIBRARY } from './scripts.js';
 
 /** The reply of a node that lacks the library (or, before Redis 7.0, FCALL itself). */
 const NOT_LOADED = /Function not found|unknown command/i;
+/** An ACL that does not let this user FCALL. */
+const NOT_PERMITTED = /^(ReplyError: )?NOPERM/;
 
 export class LeanFunctions {
   /** False once Redis refused the library: lone decisions then take their lean script (EVALSHA). */
@@ -38,6 +40,10 @@ export class LeanFunctions {
     try {
       return (await this.client.fcall(name, keys.length, ...keys, ...args)) as number[];
     } catch (error) {
+      if (NOT_PERMITTED.test(String(error))) {
+        this.usable = false;
+        return fallback();
+      }
       if (!NOT_LOADED.test(String(error))) throw error;
       await this.load();
       if (!this.usable) return fallback();
