@@ -10,6 +10,11 @@
 // expires while a fill runs (a bucket's key lives until it is full again: 100 per hour would be
 // 36 s, shorter than a 1M-key fill on the Cluster here). The peer uses a points/duration limiter
 // (10 points per 86,400 s) with the same keys (its fixed window). Writes bench/results/redis-memory.json and prints a table.
+//
+// A subject is an algorithm or `rlflex`, optionally `@<limit>[/<window>]` (another policy: a gcra or
+// bucket remainder of 10,000 or more is stored as its own integer object, below that Redis's shared
+// one; gcra@20011/30d stores 15,192 and keeps each key 129 s) and `:short` (no key prefix and keys `0` … `lfls`, base 36: names of at most 12 bytes, the
+// smallest allocation), e.g. SUBJECTS=gcra@1000000,gcra:short,rlflex:short.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,7 +35,9 @@ const KEYS = option('keys', 1_000_000);
 const IN_FLIGHT = option('in-flight', 256);
 const SUBJECTS = (process.env.SUBJECTS ?? 'fixed-window,token-bucket,gcra,sliding-window,rlflex').split(',');
 
-const { createLimiter, redisStore } = await import(pathToFileURL(join(ROOT, 'dist', 'index.js')).href);
+// TOLLGATE_DIST=<dir>: another build's dist (e.g. before a layout change), for an A/B in one run.
+const DIST = process.env.TOLLGATE_DIST ?? join(ROOT, 'dist');
+const { createLimiter, redisStore } = await import(pathToFileURL(join(DIST, 'index.js')).href);
 
 async function startServer(workDir, extra = []) {
   const port = await freePort();
@@ -98,19 +105,23 @@ function keyCount(topology) {
 /** `decide(i)` for the subject on the topology, and a close. */
 function makeSubject(subject, topology) {
   const nodes = topology.servers.map((s) => ({ host: '127.0.0.1', port: s.port }));
-  if (subject === 'rlflex') {
+  const [, algorithm, limitText, window = '1d', short] = /^([a-z-]+)(?:@(\d+)(?:\/(\w+))?)?(:short)?$/.exec(subject);
+  const limit = limitText === undefined ? 10 : Number(limitText);
+  const keyOf = short ? (i) => i.toString(36) : (i) => `user:${i}`;
+  if (algorithm === 'rlflex') {
     const client = topology.kind === 'single' ? new Redis({ host: '127.0.0.1', port: nodes[0].port }) : new Redis.Cluster(nodes);
-    const limiter = new RateLimiterRedis({ storeClient: client, points: 10, duration: 86_400 });
-    return { decide: (i) => limiter.consume(`user:${i}`, 1), close: () => client.quit() };
+    const limiter = new RateLimiterRedis({ storeClient: client, points: limit, duration: 86_400 });
+    return { decide: (i) => limiter.consume(keyOf(i), 1), close: () => client.quit() };
   }
-  const store = topology.kind === 'single' ? redisStore({ url: `redis://127.0.0.1:${nodes[0].port}` }) : redisStore({ cluster: nodes });
+  const keyPrefix = short ? '' : undefined;
+  const store = topology.kind === 'single' ? redisStore({ url: `redis://127.0.0.1:${nodes[0].port}`, keyPrefix }) : redisStore({ cluster: nodes, keyPrefix });
   // Filling as fast as possible: a slow answer must not be answered by a failure mode (which stores nothing).
   const limiter = createLimiter({ store, failureMode: 'throw', deadlineMs: 30_000 });
-  const policy = { algorithm: subject, limit: 10, window: '1d' };
+  const policy = { algorithm, limit, window };
   return {
     ready: () => store.ready(),
     decide: async (i) => {
-      const decision = await limiter.limit(`user:${i}`, policy);
+      const decision = await limiter.limit(keyOf(i), policy);
       if (!decision.allowed || decision.reason !== undefined) throw new Error(`user:${i}: ${JSON.stringify(decision)}`);
     },
     close: () => limiter.close(),
@@ -164,7 +175,8 @@ async function main() {
   mkdirSync(join(HERE, 'results'), { recursive: true });
   const redisVersion = execFileSync('redis-server', ['--version']).toString().trim();
   const git = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
-  writeFileSync(join(HERE, 'results', 'redis-memory.json'), JSON.stringify({ date: new Date().toISOString(), git, redis: redisVersion, keys: KEYS, inFlight: IN_FLIGHT, rows }, null, 2));
+  const out = process.env.RESULTS ?? 'redis-memory.json';
+  writeFileSync(join(HERE, 'results', out), JSON.stringify({ date: new Date().toISOString(), git, dist: DIST, redis: redisVersion, keys: KEYS, inFlight: IN_FLIGHT, rows }, null, 2));
   process.exit(0);
 }
 

@@ -256,7 +256,10 @@ async function throughput(spec) {
     dbsize: await admin.dbsize(),
     commandstats: stats,
   };
-  const script = stats.evalsha;
+  // Script calls: EVALSHA and, for lone decisions of a build with the lean library, FCALL.
+  const calls = (stats.evalsha?.calls ?? 0) + (stats.fcall?.calls ?? 0);
+  const usec = (stats.evalsha?.usec ?? 0) + (stats.fcall?.usec ?? 0);
+  const script = calls > 0 ? { calls, usec, usecPerCall: usec / calls } : undefined;
   if (script !== undefined && script.calls > 0) {
     result.scriptCalls = script.calls;
     result.decisionsPerScriptCall = done / script.calls;
@@ -433,12 +436,16 @@ async function captureTollgateCalls(port, distDir) {
   const { Redis } = require('ioredis');
   const { createLimiter, redisStore } = await import(pathToFileURL(join(distDir, 'index.js')).href);
   const client = new Redis({ host: '127.0.0.1', port });
+  // [command, ...arguments]: a lone decision goes out as FCALL of the lean library (EVALSHA of its
+  // lean script where Redis refuses the library), a batch as EVALSHA of the batch script.
   const captured = [];
-  const evalsha = client.evalsha;
-  client.evalsha = function (...args) {
-    captured.push(args.map(String));
-    return evalsha.apply(this, args);
-  };
+  for (const command of ['evalsha', 'fcall']) {
+    const original = client[command];
+    client[command] = function (...args) {
+      captured.push([command, ...args.map(String)]);
+      return original.apply(this, args);
+    };
+  }
   const store = redisStore({ client });
   await store.ready();
   const limiter = createLimiter({ store });
@@ -450,14 +457,14 @@ async function captureTollgateCalls(port, distDir) {
   captured.length = 0;
   await Promise.all(Array.from({ length: IN_FLIGHT }, (_, i) => limiter.limit(`user:${i}`, policy)));
   // The store splits a tick's decisions into calls of at most maxBatch: replay the largest one.
-  const batch = captured.reduce((largest, call) => (largest === undefined || Number(call[1]) > Number(largest[1]) ? call : largest), undefined);
+  const batch = captured.reduce((largest, call) => (call[0] === 'evalsha' && (largest === undefined || Number(call[2]) > Number(largest[2])) ? call : largest), undefined);
   await limiter.close();
   client.disconnect();
-  if (single === undefined || batch === undefined) throw new Error('could not capture Tollgate EVALSHA calls');
+  if (single === undefined || batch === undefined) throw new Error('could not capture Tollgate script calls');
   // Keys become random keys of the same shape: tollgate:{user:N}:fw:W -> tollgate:{rb:__rand_int__}:fw:W.
   const randomize = (call) => {
-    const keyCount = Number(call[1]);
-    return call.map((arg, i) => (i >= 2 && i < 2 + keyCount ? arg.replace(/\{user:\d+\}/, '{rb:__rand_int__}') : arg));
+    const keyCount = Number(call[2]);
+    return call.map((arg, i) => (i >= 3 && i < 3 + keyCount ? arg.replace(/\{user:\d+\}/, '{rb:__rand_int__}') : arg));
   };
   return { single: randomize(single), batch: randomize(batch) };
 }
@@ -472,7 +479,7 @@ async function ceiling(port, requests, distDir) {
     { name: 'INCR', args: ['-t', 'incr', '-r', String(POOL)], perCall: 1 },
     // What RateLimiterRedis.consume sends (rlflxIncr): key, points, secDuration, this.points, this.duration.
     { name: 'EVALSHA peer script (SET NX EX + INCRBY + PTTL)', args: ['-r', String(POOL), 'evalsha', peerSha, '1', 'rlflx:rb:__rand_int__', '1', String(windowMs / 1000), String(limit), String(windowMs / 1000)], perCall: 1 },
-    { name: 'EVALSHA Tollgate script, 1 fixed-window decision per call', args: ['-r', String(POOL), 'evalsha', ...calls.single], perCall: 1 },
+    { name: `${calls.single[0].toUpperCase()} Tollgate lean script, 1 fixed-window decision per call`, args: ['-r', String(POOL), ...calls.single], perCall: 1, command: calls.single[0] },
   ];
   const results = [];
   for (const c of cases) {
@@ -481,19 +488,19 @@ async function ceiling(port, requests, distDir) {
       await admin.config('RESETSTAT');
       const r = await redisBenchmark(port, ['-n', String(requests), '-P', String(pipeline), ...c.args]);
       const stats = await commandStats(admin);
-      const command = c.name === 'INCR' ? stats.incr : stats.evalsha;
+      const command = c.name === 'INCR' ? stats.incr : stats[c.command ?? 'evalsha'];
       results.push({ case: c.name, clients: 50, pipeline, requests, perSecond: r.perSecond, decisionsPerSecond: r.perSecond * c.perCall, p50Ms: r.p50Ms, redisUsPerCall: command?.usecPerCall });
     }
   }
   // Tollgate's batch as Redis sees it at 256 in flight: the largest EVALSHA the store made
   // (at most maxBatch decisions). 1 client = one batch in flight at a time; 4 clients = Redis
   // always has a batch to run.
-  const perBatch = Number(calls.batch[1]);
+  const perBatch = Number(calls.batch[2]);
   for (const clients of [1, 4]) {
     await admin.flushall('SYNC');
     await admin.config('RESETSTAT');
     const batchCalls = Math.max(500, Math.round(requests / 100));
-    const r = await redisBenchmark(port, ['-n', String(batchCalls), '-c', String(clients), '-r', String(POOL), 'evalsha', ...calls.batch]);
+    const r = await redisBenchmark(port, ['-n', String(batchCalls), '-c', String(clients), '-r', String(POOL), ...calls.batch]);
     const stats = (await commandStats(admin)).evalsha;
     results.push({
       case: `EVALSHA Tollgate script, ${perBatch} fixed-window decisions per call (captured batch)`,

@@ -45,7 +45,6 @@ const expected: Record<string, number> = {
   MAX_INTEGER: Number.MAX_SAFE_INTEGER,
   MAX_REPLAY_LAG: protocol.REPLAY_MAX_LAG_MS,
   REPLAY_SLACK: protocol.REPLAY_SLACK_MS,
-  WIDE_LEVEL_OFFSET: protocol.WIDE_LEVEL_OFFSET,
 };
 
 describe('the Redis script protocol', () => {

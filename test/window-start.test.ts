@@ -52,10 +52,10 @@ describe('first-hit policies', () => {
     expect(first.stateId).not.toBe(aligned.stateId);
   });
 
-  it('have Redis keys of their own (fwf)', async () => {
+  it('have Redis keys of their own (fh)', async () => {
     const store = await redis.open({ url: redis.single.url });
-    expect(store.redisKey('user:42', compilePolicy(FIRST_HIT))).toBe('tollgate:{user:42}:fwf:1m');
-    expect(store.redisKey('user:42', compilePolicy(ALIGNED))).toBe('tollgate:{user:42}:fw:1m');
+    expect(store.redisKey('user:42', compilePolicy(FIRST_HIT))).toBe('tollgate:{user:42}fh1m');
+    expect(store.redisKey('user:42', compilePolicy(ALIGNED))).toBe('tollgate:{user:42}f1m');
   });
 
   it('through one limiter, an inline first-hit literal and an aligned one are never confused by the policy cache', async () => {

@@ -1,9 +1,14 @@
 /**
- * Redis key names: `<prefix>{<escaped key>}:<algorithm>:<window>`, e.g.
- * `tollgate:{user:42}:tb:1s` (`fwf` for a fixed window that starts at the first hit, `sw10` for a
- * sliding window of precision 10). The caller's key is the hash tag, so every key of one identity
- * lands in one Redis Cluster slot; `%`, `{` and `}` in it are percent-escaped, so a key containing
- * braces cannot move the hash tag and two different keys never share a name.
+ * Redis key names. The caller's key is the hash tag, so every key of one identity lands in one
+ * Redis Cluster slot; `%`, `{` and `}` in it are percent-escaped, so a key containing braces cannot
+ * move the hash tag and two different keys never share a name. Two layouts (docs/redis.md):
+ * - layout 2, the algorithms stored as one integer (scripts/layout.lua): `<prefix>{<key>}<tag><window>`,
+ *   e.g. `tollgate:{user:42}g1s`, tags `f` (fixed-window; `fh` starting at the first hit), `t`
+ *   (token-bucket), `l` (leaky-bucket), `g` (gcra);
+ * - layout 1, the others: `<prefix>{<key>}:<algorithm>:<window>`, e.g. `tollgate:{user:42}:sw:1m`
+ *   (`sw10` for a sliding window of precision 10), and the multi-region store's hashes.
+ * A layout-2 name never has `:` right after the hash tag, so it never names a layout-1 key: a node
+ * of an older version, which wrote fixed-window state under `}:fw:`, never reads the new values.
  */
 import calculateSlot from 'cluster-key-slot';
 import { algorithmTable } from '../../algorithms/catalog.js';
@@ -20,12 +25,27 @@ export function escapeKeyPart(key: string): string {
   return key.replace(/%/g, '%25').replace(/\{/g, '%7B').replace(/\}/g, '%7D');
 }
 
+/** The layout-2 tag of each algorithm stored as one integer and its end (scripts/layout.lua). */
+const LAYOUT_2_TAGS: Partial<Record<CompiledPolicy['algorithm'], string>> = {
+  'fixed-window': 'f',
+  'token-bucket': 't',
+  'leaky-bucket': 'l',
+  gcra: 'g',
+};
+
 /**
  * The part after the hash tag, per policy state space: computed once, not per decision. The window
  * is in its largest whole unit (`1h`, `90s`, `1500ms`): one spelling per window, and a shorter key
- * (a key name of 28 bytes or less takes a smaller Redis allocation).
+ * (a key name of 28 bytes or less takes a smaller Redis allocation, one of 12 or less a smaller still).
  */
 export function keySuffix(policy: CompiledPolicy): string {
+  const tag = LAYOUT_2_TAGS[policy.algorithm];
+  if (tag === undefined) return layoutOneSuffix(policy);
+  return `}${tag}${policy.firstHit ? 'h' : ''}${compactWindow(policy.windowMs)}`;
+}
+
+/** The layout-1 suffix `}:<algorithm>:<window>` (sliding windows, sliding logs, the multi-region store's hashes). */
+export function layoutOneSuffix(policy: CompiledPolicy): string {
   // A first-hit fixed window (`fwf`) keeps its state apart from an aligned one (`fw`), a sliding
   // window of N > 1 buckets (`sw10`) apart from the two-window counter (`sw`).
   const variant = policy.firstHit ? 'f' : policy.precision > 1 ? String(policy.precision) : '';

@@ -32,8 +32,6 @@ export const REASON_WRONG_TYPE = 10;
 export const REASON_CORRUPT_STATE = 11;
 /** No reason: admitted, or denied for lack of quota. */
 export const REASON_NONE = 0;
-/** A wide token-bucket / leaky-bucket state's first field is its remainder minus this (wide-level.lua). */
-export { WIDE_LEVEL_OFFSET } from '../../algorithms/level.js';
 
 /** The 8 script fields of a policy record (see decide.lua). */
 export function policyFields(policy: CompiledPolicy): number[] {

@@ -1,12 +1,12 @@
 /**
- * The Lua sent to Redis, composed once at load time: the batch script (prelude + every algorithm
- * file + codes.lua + decide.lua, one SHA1, so a batch can mix algorithms and a multi-limit check can be
+ * The Lua sent to Redis, composed once at load time: the batch script (prelude + layout.lua + every
+ * algorithm file + codes.lua + decide.lua, one SHA1, so a batch can mix algorithms and a multi-limit check can be
  * atomic), and one lean script per algorithm for a decision alone in its call (prelude + that
  * algorithm's files + codes.lua + single.lua).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { AlgorithmName } from '../../algorithms/catalog.js';
+import { algorithmTable, type AlgorithmName } from '../../algorithms/catalog.js';
 
 /** A script's source and the SHA1 EVALSHA names it by. */
 export interface RedisScript {
@@ -27,16 +27,19 @@ const section = (name: string): string => `-- ==== ${name} ====\n${readScript(na
 
 /** The composed decision script and its SHA1. Order matters: helpers first, the driver (which binds KEYS/ARGV) last. */
 export const DECIDE_SCRIPT: RedisScript = compose(
-  ['prelude.lua', 'wide-level.lua', 'level.lua', 'gcra.lua', 'fixed-window.lua', 'sliding-window.lua', 'sliding-window-buckets.lua', 'sliding-log.lua', 'codes.lua', 'decide.lua'].map(section),
+  ['prelude.lua', 'layout.lua', 'wide-level.lua', 'level.lua', 'gcra.lua', 'fixed-window.lua', 'sliding-window.lua', 'sliding-window-buckets.lua', 'sliding-log.lua', 'codes.lua', 'decide.lua'].map(section),
 );
 
-/** The files each lean script needs besides prelude.lua and single.lua (in dependency order). */
+/**
+ * The files each lean script needs besides prelude.lua and single.lua (in dependency order):
+ * layout.lua reads and writes the stored state.
+ */
 const SINGLE_FILES: Partial<Record<AlgorithmName, readonly string[]>> = {
-  'fixed-window': ['fixed-window.lua'],
-  'sliding-window': ['sliding-window.lua'],
-  'token-bucket': ['wide-level.lua', 'level.lua'],
-  'leaky-bucket': ['wide-level.lua', 'level.lua'],
-  gcra: ['wide-level.lua', 'level.lua', 'gcra.lua'],
+  'fixed-window': ['layout.lua', 'fixed-window.lua'],
+  'sliding-window': ['layout.lua', 'sliding-window.lua'],
+  'token-bucket': ['layout.lua', 'wide-level.lua', 'level.lua'],
+  'leaky-bucket': ['layout.lua', 'wide-level.lua', 'level.lua'],
+  gcra: ['layout.lua', 'wide-level.lua', 'level.lua', 'gcra.lua'],
 };
 
 /** The lean script deciding one request of `algorithm` alone (scripts/single.lua); none for sliding-log. */
@@ -49,6 +52,41 @@ export const SINGLE_SCRIPTS: Partial<Record<AlgorithmName, RedisScript>> = Objec
     ]),
   ]),
 );
+
+/** A Redis Functions library: its name, its source for FUNCTION LOAD, and the function of each algorithm. */
+export interface FunctionLibrary {
+  readonly name: string;
+  readonly source: string;
+  readonly functions: Readonly<Partial<Record<AlgorithmName, string>>>;
+}
+
+/**
+ * The lean scripts as one Redis Functions library (FUNCTION LOAD once, FCALL per decision): the
+ * same files, but their `local function`s are created once per library load instead of on every
+ * EVALSHA. Redis 7.0 lets a library's load step reach no global but `redis` (not `math`, `string`
+ * or `tonumber`), so the files are wrapped in `build()`, run at the first call, which returns the
+ * single.lua driver with ALGORITHM as a parameter. Its name carries its source's hash, so two
+ * versions of Tollgate on one Redis (a rolling upgrade) each call their own.
+ */
+export const LEAN_LIBRARY: FunctionLibrary = (() => {
+  const codes = algorithmTable('code');
+  const files = ['prelude.lua', 'layout.lua', 'wide-level.lua', 'level.lua', 'gcra.lua', 'fixed-window.lua', 'sliding-window.lua', 'codes.lua'];
+  const body = [
+    'local single',
+    'local function build()',
+    ...files.map(section),
+    `-- ==== single.lua ====\nreturn function(ALGORITHM, KEYS, ARGV)\n${readScript('single.lua')}\nend`,
+    'end',
+  ].join('\n');
+  const name = `tollgate_${createHash('sha1').update(body).digest('hex').slice(0, 12)}`;
+  const functions: Partial<Record<AlgorithmName, string>> = {};
+  const registrations = (Object.keys(SINGLE_FILES) as AlgorithmName[]).map((algorithm) => {
+    const functionName = `${name}_${algorithm.replaceAll('-', '_')}`;
+    functions[algorithm] = functionName;
+    return `redis.register_function('${functionName}', function(keys, args)\n  single = single or build()\n  return single(${codes[algorithm]}, keys, args)\nend)`;
+  });
+  return { name, source: [`#!lua name=${name}`, body, ...registrations].join('\n'), functions };
+})();
 
 /** Every script the store loads on connect. */
 export const ALL_SCRIPTS: readonly RedisScript[] = [DECIDE_SCRIPT, ...Object.values(SINGLE_SCRIPTS)];

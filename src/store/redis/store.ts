@@ -30,6 +30,8 @@ import {
   hasLeanScript,
 } from './protocol.js';
 import { ALL_SCRIPTS, DECIDE_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './scripts.js';
+import { LeanFunctions } from './functions.js';
+import type { AlgorithmName } from '../../algorithms/catalog.js';
 
 export type { RedisStoreOptions } from './connect.js';
 import { checkOptions } from '../../options.js';
@@ -71,6 +73,8 @@ export class RedisStore implements Store {
   private readonly maxBatch: number;
   private readonly connectTimeoutMs: number;
   private readonly suffixes: string[] = [];
+  /** Lone decisions by FCALL of the lean library (EVALSHA of the lean scripts if Redis refuses it). */
+  private readonly functions: LeanFunctions;
   /** Requests of this tick, by their explicit `now` ('' = Redis TIME). */
   private queues = new Map<string, Pending[]>();
   private flushScheduled = false;
@@ -106,6 +110,7 @@ export class RedisStore implements Store {
     this.ownsClient = connected.owned;
     this.isCluster = connected.client instanceof Cluster;
     this.address = connected.address;
+    this.functions = new LeanFunctions(this.client);
     // Without a listener, a connection error would crash the process; remember it for messages instead.
     this.client.on('error', (error: Error) => {
       this.lastConnectionError = error;
@@ -124,9 +129,9 @@ export class RedisStore implements Store {
         this.waitForFirstConnection = false;
       }
     }
-    // Load the scripts up front, so the first batches do not each pay a NOSCRIPT round trip.
+    // Load the scripts and the lean library up front, so the first calls do not each pay a NOSCRIPT round trip.
     const nodes = this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
-    await Promise.all(nodes.flatMap((node) => ALL_SCRIPTS.map((script) => node.script('LOAD', script.source).catch(() => undefined))));
+    await Promise.all([this.functions.load(), ...nodes.flatMap((node) => ALL_SCRIPTS.map((script) => node.script('LOAD', script.source).catch(() => undefined)))]);
   }
 
   private connected(): Promise<void> {
@@ -292,10 +297,10 @@ export class RedisStore implements Store {
 
   /** One script call for `batch`. */
   private async send(timeKey: string, batch: Pending[], tryAgains = 0): Promise<void> {
-    const [script, keys, args] = scriptCall(timeKey, batch);
+    const [script, keys, args, lean] = scriptCall(timeKey, batch);
     let values: number[];
     try {
-      values = await this.evaluate(script, keys, args);
+      values = lean === undefined ? await this.evaluate(script, keys, args) : await this.functions.call(lean, keys, args, () => this.evaluate(script, keys, args));
     } catch (error) {
       if (this.isCluster && SLOT_MOVING.test(String(error)) && this.tryAgain(timeKey, batch, tryAgains)) return;
       const failure = this.describeFailure(error);
@@ -361,15 +366,15 @@ export class RedisStore implements Store {
 
 /**
  * The script, keys and arguments deciding `batch`: a lone consume or peek on Redis TIME takes its
- * algorithm's lean script (7 arguments); anything else the batch script, where each distinct
- * policy is sent once and requests refer to it by index.
+ * algorithm's lean script (7 arguments; its algorithm is returned too, for FCALL); anything else
+ * the batch script, where each distinct policy is sent once and requests refer to it by index.
  */
-function scriptCall(timeKey: string, batch: Pending[]): [RedisScript, string[], (string | number)[]] {
+function scriptCall(timeKey: string, batch: Pending[]): [RedisScript, string[], (string | number)[], AlgorithmName?] {
   const first = batch[0]!;
   const single = batch.length === 1 && first.keys.length === 1 && timeKey === '' && (first.op === OP_CONSUME || first.op === OP_PEEK);
   const lean = single && hasLeanScript(first.policies[0]!) ? SINGLE_SCRIPTS[first.policies[0]!.algorithm] : undefined;
   if (lean !== undefined) {
-    return [lean, first.keys, singleDecisionArgs(first.policies[0]!, first.op, first.costs[0]!)];
+    return [lean, first.keys, singleDecisionArgs(first.policies[0]!, first.op, first.costs[0]!), first.policies[0]!.algorithm];
   }
   const policyIndexes = new Map<CompiledPolicy, number>();
   const policyArgs: number[] = [];

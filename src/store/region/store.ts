@@ -9,7 +9,7 @@ import type { Decision } from '../../decision.js';
 import { InvalidPolicyError, StoreDataError, StoreError, StoreUnavailableError } from '../../errors.js';
 import { checkOptions } from '../../options.js';
 import type { CompiledPolicy } from '../../policy.js';
-import { escapeKeyPart, keySuffix } from '../redis/keys.js';
+import { escapeKeyPart, layoutOneSuffix } from '../redis/keys.js';
 import { ALGORITHM_CODES, OP_CONSUME, OP_PEEK, OP_RESET, REASON_CORRUPT_STATE, REASON_WRONG_TYPE, RESULT_START, RESULT_WIDTH, decodeDecision } from '../redis/protocol.js';
 import { globEscape, unlinkMatching } from '../redis/scan.js';
 import type { Store, StoreRequest } from '../types.js';
@@ -136,7 +136,7 @@ export class RegionStore implements Store {
   hashKey(key: string, policy: CompiledPolicy): string {
     let suffix = this.suffixes[policy.stateIndex];
     if (suffix === undefined) {
-      suffix = keySuffix(policy);
+      suffix = layoutOneSuffix(policy);
       this.suffixes[policy.stateIndex] = suffix;
     }
     return `${this.keyPrefix}{${escapeKeyPart(key)}${suffix}`;

@@ -164,21 +164,19 @@ local function decide(key, op, cost, p)
     if entries == nil then return false, 0, now, 0, -1, problem end
     return decide_sliding_log(entries, now, cost, p)
   end
-  local stored = pcall_redis('GET', key)
-  local ok, s1, s2, s3 = false, nil, nil, nil
-  if stored then
-    if type(stored) == 'table' then return false, 0, now, 0, -1, REASON_WRONG_TYPE end
-    if p.precision > 1 then
-      s1, s2 = parse_buckets(stored, p.precision)
-      if s1 == nil then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
-    else
-      local fields = 2
-      if a == SLIDING_WINDOW then fields = 3 end
-      ok, s1, s2, s3 = parse_state(stored, fields)
-      if not ok then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
+  if p.precision > 1 then
+    local stored = pcall_redis('GET', key)
+    local newest, counts
+    if stored then
+      if type(stored) == 'table' then return false, 0, now, 0, -1, REASON_WRONG_TYPE end
+      newest, counts = parse_buckets(stored, p.precision)
+      if newest == nil then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
     end
+    return decide_sliding_buckets(newest, counts, now, cost, p)
   end
-  if p.precision > 1 then return decide_sliding_buckets(s1, s2, now, cost, p) end
+  -- fixed-window, the buckets and gcra: (v, end), layout.lua; a sliding window: its three counts.
+  local problem, s1, s2, s3 = read_stored(key, a == SLIDING_WINDOW)
+  if problem ~= REASON_NONE then return false, 0, now, 0, -1, problem end
   if a == FIXED_WINDOW then return decide_fixed_window(s1, s2, now, cost, p) end
   if a == GCRA then return decide_gcra(s1, s2, now, cost, p) end
   if a == TOKEN_BUCKET then return decide_level(s1, s2, now, cost, p, false) end
@@ -187,6 +185,11 @@ local function decide(key, op, cost, p)
 end
 
 local function record(key, p, write, reset_at)
+  -- layout.lua: an integer is stored with its end, reset_at.
+  if type(write) == 'number' then
+    write_pair(key, write, reset_at, now, extra_ttl)
+    return
+  end
   local ttl = reset_at - now
   if ttl < 1 then ttl = 1 end
   ttl = ttl + extra_ttl
@@ -220,27 +223,25 @@ end
 -- Local-first sync: records cost in the window of `now` whatever the limit (the node has already
 -- admitted those requests) and answers the window's counts after it, for the node's next decisions.
 local function add_to_window(key, cost, p)
-  local stored = pcall_redis('GET', key)
-  local s1, s2, s3
-  local fields = 2
-  if p.algorithm == SLIDING_WINDOW then fields = 3 end
-  if stored then
-    if type(stored) == 'table' then return 0, 0, 0, REASON_WRONG_TYPE end
-    local ok
-    ok, s1, s2, s3 = parse_state(stored, fields)
-    if not ok then return 0, 0, 0, REASON_CORRUPT_STATE end
-  end
+  local fixed = p.algorithm == FIXED_WINDOW
+  local problem, s1, s2, s3 = read_stored(key, not fixed)
+  if problem ~= REASON_NONE then return 0, 0, 0, problem end
   -- Unbounded: the same window arithmetic as a decision, never a denial.
   local q = { window = p.window, capacity = MAX_INTEGER, first_hit = p.first_hit, wide = p.wide }
   local _, reset_at, write
-  if p.algorithm == FIXED_WINDOW then
+  if fixed then
     _, _, reset_at, _, _, _, write = decide_fixed_window(s1, s2, now, cost, q)
   else
     _, _, reset_at, _, _, _, write = decide_sliding_window(s1, s2, s3, now, cost, q)
   end
   if cost > 0 then record(key, p, write, reset_at) end
-  local _, count, mark, previous = parse_state(write, fields)
-  return count, mark, previous or 0, REASON_NONE
+  if fixed then
+    -- The window ends at reset_at: its mark is its index, or a first-hit window's start.
+    if p.first_hit then return write, reset_at - p.window, 0, REASON_NONE end
+    return write, floor_div(reset_at, p.window) - 1, 0, REASON_NONE
+  end
+  local _, count, mark, previous = parse_state(write, 3)
+  return count, mark, previous, REASON_NONE
 end
 
 index = requests_start

@@ -1,26 +1,24 @@
 --[[
   fixed-window.lua: a counter per window (src/algorithms/fixed-window.ts, the same steps).
-  Aligned windows (the default) start at multiples of the window since the epoch; their state
-  (string "count index") holds the count and the index of the window it belongs to (its start is
-  index x window: a short number keeps the value in Redis's smallest string allocation).
-  First-hit windows (p.first_hit) start at the key's first admitted request after its previous
-  window ended; their state (string "count start", under a key of their own) holds the start in ms.
+  Aligned windows (the default) start at multiples of the window since the epoch; first-hit
+  windows (p.first_hit) start at the key's first admitted request after its previous window ended.
+  Either way the state is (count, end): the count and the instant its window ends (stored layout:
+  layout.lua), so the window is [end - window, end). A count of 0 is a fresh key.
   With count_rejected a denied hit is counted too, so the count may pass the capacity.
 ]]
-local function decide_fixed_window(stored_count, stored_mark, now, cost, p)
+local function decide_fixed_window(stored_count, stored_end, now, cost, p)
   local window, capacity = p.window, p.capacity
-  local start, mark = now, now
+  local start = now
   local count = 0
   if p.first_hit then
     -- The stored window goes on until it ends; a clock that went back keeps counting in it.
-    if stored_count and stored_count > 0 and now < stored_mark + window then start, mark, count = stored_mark, stored_mark, stored_count end
+    if stored_count and stored_count > 0 and now < stored_end then start, count = stored_end - window, stored_count end
   else
-    mark = floor_div(now, window)
-    start = mark * window
+    start = floor_div(now, window) * window
     if stored_count then
-      local stored_start = stored_mark * window
+      local stored_start = stored_end - window
       -- A clock that went back keeps counting in the later window.
-      if stored_start > start then start, mark = stored_start, stored_mark end
+      if stored_start > start then start = stored_start end
       if stored_start == start then count = stored_count end
     end
   end
@@ -33,9 +31,10 @@ local function decide_fixed_window(stored_count, stored_mark, now, cost, p)
   if count + cost > capacity then
     -- count_rejected: the denied hit is counted too (envoy's counting); the count may pass capacity.
     if p.count_rejected then
-      return false, capacity - count, window_end, window_end - now, -1, REASON_NONE, format('%d %d', count + cost, mark)
+      return false, capacity - count, window_end, window_end - now, -1, REASON_NONE, count + cost
     end
     return false, capacity - count, reset_at, window_end - now, -1, REASON_NONE
   end
-  return true, capacity - count - cost, window_end, 0, -1, REASON_NONE, format('%d %d', count + cost, mark)
+  -- The state written is the new count; its end is reset_at, the window's end.
+  return true, capacity - count - cost, window_end, 0, -1, REASON_NONE, count + cost
 end

@@ -1,32 +1,39 @@
 --[[
   level.lua: the continuous bucket behind token-bucket and leaky-bucket (docs/semantics.md).
-  One request is worth `window` units; the level drains `limit` units per ms.
-  State (string "level last"): level in units after the last admitted request, and its time (ms).
-  A wide policy writes "r-2^52 -1-tat_ms" instead (empty at tat_ms + r / limit; wide-level.lua):
-  a plain state is never negative, so each reads the other's state exactly.
+  One request is worth `window` units; the level drains `limit` units per ms. The bucket is kept
+  as the instant it is empty, TAT = whole ms + remainder / limit, stored as (remainder, end) with
+  end = ceil(TAT) (layout.lua), like gcra.lua: the level at `now` is (TAT - now) x limit units.
 
   Every algorithm function takes (stored values or nil, now, cost, policy) and returns, as multiple
   values (no tables on the hot path): allowed, raw_remaining, reset_at, retry_after,
-  delay (-1 unless shaping), reason, write (the new state string, or nil to record nothing).
+  delay (-1 unless shaping), reason, write (the integer to store, whose end is reset_at; or nil
+  to record nothing).
 ]]
 local function level_whole_requests(full, level, window)
   if full > level then return floor_div(full - level, window) end
   return 0
 end
 
-local function decide_level(stored_level, last, now, cost, p, shaping)
-  if p.wide then return decide_wide_level_state(stored_level, last, now, cost, p, shaping) end
-  local level = 0
-  if stored_level then
-    level = stored_level - (now - last) * p.limit
-    if level < 0 then
-      -- A wide state ("r-2^52 -1-t") always computes as negative here.
-      if last < 0 then return decide_wide_level_state(stored_level, last, now, cost, p, shaping) end
-      level = 0
-    end
-  end
+-- (TAT's whole ms, remainder) of a stored (remainder, end): end = ceil(TAT). (0, 0) for no state.
+local function tat_whole_ms(stored_remainder, stored_end)
+  if not stored_remainder then return 0, 0 end
+  if stored_remainder > 0 then return stored_end - 1, stored_remainder end
+  return stored_end, 0
+end
+
+local function decide_level(stored_remainder, stored_end, now, cost, p, shaping)
+  local tat_ms, remainder = tat_whole_ms(stored_remainder, stored_end)
+  if p.wide then return decide_wide_level(tat_ms, remainder, now, cost, p, shaping) end
   local window, limit, capacity = p.window, p.limit, p.capacity
   local full = capacity * window
+  local level = 0
+  if stored_remainder then
+    level = (tat_ms - now) * limit + remainder
+    if level < 0 then level = 0 end
+    -- A backlog beyond the capacity (left by a wide policy or a lower limit): the wide arithmetic
+    -- stays exact where this product may not.
+    if level > full then return decide_wide_level(tat_ms, remainder, now, cost, p, shaping) end
+  end
   local no_delay = -1
   if shaping then no_delay = 0 end
   if cost > capacity then
@@ -41,5 +48,5 @@ local function decide_level(stored_level, last, now, cost, p, shaping)
   local delay = -1
   if shaping then delay = ceil_div(level, limit) end
   return true, level_whole_requests(full, next_level, window), now + ceil_div(next_level, limit), 0, delay, REASON_NONE,
-    format('%d %d', next_level, now)
+    next_level - floor_div(next_level, limit) * limit
 end

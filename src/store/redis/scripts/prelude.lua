@@ -1,7 +1,8 @@
 --[[
   prelude.lua: helpers shared by every algorithm script. Tollgate composes the scripts it sends
-  to Redis as prelude + the six algorithm files + decide.lua (the driver), in that order; each
-  algorithm file defines one function, decide.lua binds KEYS/ARGV and calls them.
+  to Redis as prelude + layout.lua (the stored state) + the algorithm files + a driver (decide.lua
+  for a batch, single.lua for a lone decision), in that order (scripts.ts); each algorithm file
+  defines one function, the driver binds KEYS/ARGV and calls them.
 
   Every number here is an integer below 2^53 (the limiter refuses policies whose arithmetic could
   exceed it; wide policies multiply with mul_divmod), so doubles are exact; state is written with

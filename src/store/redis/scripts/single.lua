@@ -3,7 +3,7 @@
   waiting to share it): one key, one policy, Redis TIME as the clock, a consume or a peek. It
   decides exactly as decide.lua does (the same algorithm files, state and reply) but binds 7
   arguments instead of a batch's policy table and request records, and is composed with only its
-  algorithm's files and codes.lua (scripts.ts prepends `local ALGORITHM = <its code's name>`):
+  algorithm's files, layout.lua and codes.lua (scripts.ts prepends `local ALGORITHM = <its code's name>`):
   each EVALSHA re-creates every local function of its script, so fewer files cost less Redis
   time. Sliding-log, an explicit `now`, a reset, a local-first add and every batch of two or more
   go through decide.lua.
@@ -44,14 +44,8 @@ local key = KEYS[1]
 
 -- Only the branch of this script's ALGORITHM runs (the others name functions it was not composed with).
 local function decide()
-  local stored = pcall_redis('GET', key)
-  local s1, s2, s3
-  if stored then
-    if type(stored) == 'table' then return false, 0, now, 0, -1, REASON_WRONG_TYPE end
-    local ok
-    ok, s1, s2, s3 = parse_state(stored, ALGORITHM == SLIDING_WINDOW and 3 or 2)
-    if not ok then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
-  end
+  local problem, s1, s2, s3 = read_stored(key, ALGORITHM == SLIDING_WINDOW)
+  if problem ~= REASON_NONE then return false, 0, now, 0, -1, problem end
   if ALGORITHM == FIXED_WINDOW then return decide_fixed_window(s1, s2, now, cost, p) end
   if ALGORITHM == GCRA then return decide_gcra(s1, s2, now, cost, p) end
   if ALGORITHM == SLIDING_WINDOW then return decide_sliding_window(s1, s2, s3, now, cost, p) end
@@ -60,9 +54,14 @@ end
 
 local allowed, remaining, reset_at, retry_after, delay, reason, write = decide()
 if op == OP_CONSUME and write ~= nil then
-  local ttl = reset_at - now
-  if ttl < 1 then ttl = 1 end
-  call('SET', key, write, 'PX', ttl)
+  if ALGORITHM == SLIDING_WINDOW then
+    local ttl = reset_at - now
+    if ttl < 1 then ttl = 1 end
+    call('SET', key, write, 'PX', ttl)
+  else
+    -- The state's end is reset_at: the key expires exactly then (layout.lua).
+    write_pair(key, write, reset_at, now, 0)
+  end
 end
 local shown = remaining - (capacity - nominal)
 if shown < 0 then shown = 0 end

@@ -2,12 +2,9 @@
   wide-level.lua: the level algorithms' wide arithmetic (src/algorithms/wide-level.ts, the same
   steps; docs/semantics.md "Wide policies"). The bucket is the time it is empty,
   TAT = tat_ms + tat_r / limit; spans are (ms, r) with 0 <= r < limit; products use mul_divmod.
-  Returns the values of level.lua; the state written is "tat_ms r" for gcra (as_tat),
-  "r-2^52 -1-tat_ms" for a wide bucket (src/algorithms/level.ts), and the plain "level now" for a
-  plain bucket policy (it fits once admitted).
+  Returns the values of level.lua; the state written is the new TAT's remainder (its end, ceil(TAT),
+  is reset_at), for gcra and the buckets alike.
 ]]
--- Subtracted from a wide bucket's remainder so its first field is always negative (level.ts).
-local WIDE_LEVEL_OFFSET = 4503599627370496
 
 local function span_at_most(am, ar, bm, br)
   return am < bm or (am == bm and ar <= br)
@@ -30,7 +27,7 @@ local function wide_room(fm, fr, am, ar, p)
   return q + floor_div(r + dr, p.window)
 end
 
-local function decide_wide_level(tat_ms, tat_r, now, cost, p, shaping, as_tat)
+local function decide_wide_level(tat_ms, tat_r, now, cost, p, shaping)
   local window, limit, capacity = p.window, p.limit, p.capacity
   if tat_r >= limit then
     local carry = floor_div(tat_r, limit)
@@ -61,21 +58,5 @@ local function decide_wide_level(tat_ms, tat_r, now, cost, p, shaping, as_tat)
   end
   local delay = -1
   if shaping then delay = span_ceil(am, ar) end
-  local write
-  if as_tat then
-    write = format('%d %d', now + nm, nr)
-  elseif p.wide then
-    write = format('%d %d', nr - WIDE_LEVEL_OFFSET, -1 - (now + nm))
-  else
-    write = format('%d %d', nm * limit + nr, now)
-  end
-  return true, wide_room(fm, fr, nm, nr, p), now + span_ceil(nm, nr), 0, delay, REASON_NONE, write
-end
-
--- A bucket (token-bucket, leaky-bucket) decided wide: a wide policy, or a key a wide policy wrote
--- ("r-2^52 -1-t", both fields negative), or a plain state (level, last) = empty at last + level / limit.
-local function decide_wide_level_state(stored_level, last, now, cost, p, shaping)
-  if not stored_level then return decide_wide_level(0, 0, now, cost, p, shaping, false) end
-  if last < 0 then return decide_wide_level(-1 - last, stored_level + WIDE_LEVEL_OFFSET, now, cost, p, shaping, false) end
-  return decide_wide_level(last, stored_level, now, cost, p, shaping, false)
+  return true, wide_room(fm, fr, nm, nr, p), now + span_ceil(nm, nr), 0, delay, REASON_NONE, nr
 end

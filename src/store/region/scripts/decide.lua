@@ -74,14 +74,19 @@ local function decide(key, p, cost)
   if latest ~= nil then current, previous = sums[latest], sums[latest - 1] or 0 end
   local r
   if p.algorithm == FIXED_WINDOW then
-    r = { decide_fixed_window(current, latest, now, cost, p) }
+    -- Its state is (count, the window's end).
+    local stored_end
+    if latest ~= nil then stored_end = (latest + 1) * p.window end
+    r = { decide_fixed_window(current, stored_end, now, cost, p) }
+    -- r[7] is the count the single-Redis store would write; its window ends at r[3].
+    if r[7] ~= nil then r[7] = floor_div(r[3], p.window) - 1 end
   else
     r = { decide_sliding_window(current, latest, previous, now, cost, p) }
-  end
-  -- r[7] is the state the single-Redis store would write; its second number is the window index.
-  if r[7] ~= nil then
-    local _, _, index = parse_state(r[7], p.algorithm == SLIDING_WINDOW and 3 or 2)
-    r[7] = index
+    -- r[7] is the state the single-Redis store would write; its second number is the window index.
+    if r[7] ~= nil then
+      local _, _, index = parse_state(r[7], 3)
+      r[7] = index
+    end
   end
   r[8] = flat
   return r
