@@ -14,7 +14,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCertificates, badCertificateFlags, cliExit, peerFingerprint, type CertPair } from '../support/certs.js';
+import { certificateSet, badCertificateFlags, type TestCertificates, cliExit, peerFingerprint, type CertPair } from '../support/certs.js';
 import { send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
 import { useRedisServer } from '../support/redis-topologies.js';
 import type { DeferredEntry } from '../../src/gateway/defer/index.js';
@@ -29,12 +29,7 @@ let strangerClient: CertPair;
 let upstream: Upstream;
 
 beforeAll(async () => {
-  certs = new TestCertificates();
-  ca = certs.ca('gateway-test-ca');
-  otherCa = certs.ca('other-ca');
-  server = certs.issue(ca, 'gateway-server', 'server');
-  client = certs.issue(ca, 'app-client', 'client');
-  strangerClient = certs.issue(otherCa, 'stranger-client', 'client');
+  ({ certs, ca, otherCa, server, client, strangerClient } = certificateSet({ ca: 'gateway-test-ca', server: 'gateway-server', client: 'app-client' }));
   upstream = await startUpstream();
 }, 30_000);
 afterAll(async () => {

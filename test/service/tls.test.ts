@@ -14,7 +14,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServiceOptions, type GrpcServerKind } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
-import { TestCertificates, badCertificateFlags, cliExit, peerFingerprint, type CertPair } from '../support/certs.js';
+import { certificateSet, badCertificateFlags, type TestCertificates, cliExit, peerFingerprint, type CertPair } from '../support/certs.js';
 import { rateLimitClient } from '../support/grpc-client.js';
 
 const CHECK = JSON.stringify({ domain: 'per_ip', descriptors: [{ entries: [{ key: 'remote_address', value: '198.51.100.20' }] }] });
@@ -27,12 +27,7 @@ let client: CertPair;
 let strangerClient: CertPair;
 
 beforeAll(() => {
-  certs = new TestCertificates();
-  ca = certs.ca('tollgate-test-ca');
-  otherCa = certs.ca('other-ca');
-  server = certs.issue(ca, 'tollgate-server', 'server');
-  client = certs.issue(ca, 'envoy-client', 'client');
-  strangerClient = certs.issue(otherCa, 'stranger-client', 'client');
+  ({ certs, ca, otherCa, server, client, strangerClient } = certificateSet({ ca: 'tollgate-test-ca', server: 'tollgate-server', client: 'envoy-client' }));
 }, 30_000);
 afterAll(() => certs?.close());
 

@@ -117,3 +117,26 @@ export function badCertificateFlags(certs: TestCertificates, { ca, server, clien
     [['--tls-cert', server.cert, '--tls-key', server.key, '--tls-client-san', 'envoy'], '--tls-client-san (or TOLLGATE_TLS_CLIENT_SAN) goes with --tls-client-ca'],
   ];
 }
+
+/** The certificates a TLS test needs: a CA, another CA, a server and a client of the first, a client of the other. */
+export interface CertificateSet {
+  readonly certs: TestCertificates;
+  readonly ca: CertPair;
+  readonly otherCa: CertPair;
+  readonly server: CertPair;
+  readonly client: CertPair;
+  readonly strangerClient: CertPair;
+}
+
+/** Makes a {@link CertificateSet}; `names` label the CA, the server and the client in their subjects. */
+export function certificateSet(names: { ca: string; server: string; client: string }): CertificateSet {
+  const certs = new TestCertificates();
+  const ca = certs.ca(names.ca);
+  const otherCa = certs.ca('other-ca');
+  return {
+    certs, ca, otherCa,
+    server: certs.issue(ca, names.server, 'server'),
+    client: certs.issue(ca, names.client, 'client'),
+    strangerClient: certs.issue(otherCa, 'stranger-client', 'client'),
+  };
+}
