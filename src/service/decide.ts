@@ -56,8 +56,11 @@ export function announceLimit(ctx: ServiceContext, key: string, decision: Decisi
   };
   const degraded = degradedReasonOf(decision);
   const result: CheckResult = { overallCode: status.code, statuses: [status], now: decision.now, ...(degraded !== undefined ? { degraded } : {}) };
-  announce(ctx, { domain: '', descriptors: [] }, result, 'limit', started);
+  announce(ctx, LIMIT_REQUEST, result, 'limit', started);
 }
+
+/** What a `/v1/limit` decision's event names as its request: no domain, no descriptors (made once). */
+const LIMIT_REQUEST: CheckRequest = { domain: '', descriptors: [] };
 
 /** The answer when an entry of the request is blocked: every blocked descriptor over limit. */
 function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult | undefined {

@@ -14,27 +14,22 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { certificateSet, badCertificateFlags, type TestCertificates, cliExit, peerFingerprint, type CertPair } from '../support/certs.js';
+import { certificateSet, badCertificateFlags, cliExit, peerFingerprint, type CertPair } from '../support/certs.js';
 import { send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
 import { useRedisServer } from '../support/redis-topologies.js';
 import type { DeferredEntry } from '../../src/gateway/defer/index.js';
 import { deliveryHeaders, replayFacts, storedHeaders } from '../../src/gateway/replay.js';
 
-let certs: TestCertificates;
-let ca: CertPair;
-let otherCa: CertPair;
-let server: CertPair;
-let client: CertPair;
-let strangerClient: CertPair;
+// Made once when the file loads (openssl, synchronous); removed after the last test.
+const { certs, ca, otherCa, server, client, strangerClient } = certificateSet({ ca: 'gateway-test-ca', server: 'gateway-server', client: 'app-client' });
 let upstream: Upstream;
 
 beforeAll(async () => {
-  ({ certs, ca, otherCa, server, client, strangerClient } = certificateSet({ ca: 'gateway-test-ca', server: 'gateway-server', client: 'app-client' }));
   upstream = await startUpstream();
-}, 30_000);
+});
 afterAll(async () => {
   await upstream?.close();
-  certs?.close();
+  certs.close();
 });
 
 const ROUTES = (upstreamUrl: string) => `listen: 0\nupstreams: { app: "${upstreamUrl}" }\nroutes:\n  - match: { prefix: / }\n    upstream: app\n`;

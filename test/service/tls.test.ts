@@ -14,22 +14,14 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServiceOptions, type GrpcServerKind } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
-import { certificateSet, badCertificateFlags, type TestCertificates, cliExit, peerFingerprint, type CertPair } from '../support/certs.js';
+import { certificateSet, badCertificateFlags, cliExit, peerFingerprint } from '../support/certs.js';
 import { rateLimitClient } from '../support/grpc-client.js';
 
 const CHECK = JSON.stringify({ domain: 'per_ip', descriptors: [{ entries: [{ key: 'remote_address', value: '198.51.100.20' }] }] });
 
-let certs: TestCertificates;
-let ca: CertPair;
-let otherCa: CertPair;
-let server: CertPair;
-let client: CertPair;
-let strangerClient: CertPair;
-
-beforeAll(() => {
-  ({ certs, ca, otherCa, server, client, strangerClient } = certificateSet({ ca: 'tollgate-test-ca', server: 'tollgate-server', client: 'envoy-client' }));
-}, 30_000);
-afterAll(() => certs?.close());
+// Made once when the file loads (openssl, synchronous); removed after the last test.
+const { certs, ca, otherCa, server, client, strangerClient } = certificateSet({ ca: 'tollgate-test-ca', server: 'tollgate-server', client: 'envoy-client' });
+afterAll(() => certs.close());
 
 /** A service with TLS from `files`; its log lines are kept. */
 async function start(files: { cert: string; key: string; clientCa?: string; clientSan?: string }, grpcServer: GrpcServerKind = 'http2'): Promise<{ service: RunningService; logs: Record<string, unknown>[] }> {

@@ -18,15 +18,21 @@ async function start(): Promise<RunningService> {
 }
 
 /** Starts a service before the suite's tests, closes it after them. */
-function serviceForSuite(): () => RunningService {
-  let service: RunningService | undefined;
+/** One service for the enclosing describe block: started before its tests, closed after them. */
+function serviceForSuite(): { readonly service: RunningService } {
+  let running: RunningService | undefined;
   beforeAll(async () => {
-    service = await start();
+    running = await start();
   });
   afterAll(async () => {
-    await service?.close();
+    await running?.close();
   });
-  return () => service!;
+  return {
+    get service(): RunningService {
+      if (running === undefined) throw new Error('the suite service is not started yet');
+      return running;
+    },
+  };
 }
 
 const check = (service: RunningService, domain: string, descriptors: Record<string, string>[]): Promise<number> => postJson(decisionUrl(service, '/v1/check'), { domain, descriptors });
@@ -39,18 +45,14 @@ function grew(before: readonly Sample[], after: readonly Sample[], name: string,
 }
 
 describe('metrics: /v1/limit and unknown domains', () => {
-  const running = serviceForSuite();
-  let service: RunningService;
-  beforeAll(() => {
-    service = running();
-  });
+  const suite = serviceForSuite();
 
   it('counts every /v1/limit decision: checks by result, decisions by reason, latency', async () => {
-    const before = (await scrapeMetrics(service)).samples;
+    const before = (await scrapeMetrics(suite.service)).samples;
     const codes: number[] = [];
-    for (let i = 0; i < 5; i++) codes.push(await limit(service, 'user:limit-metrics'));
+    for (let i = 0; i < 5; i++) codes.push(await limit(suite.service, 'user:limit-metrics'));
     expect(codes).toEqual([200, 200, 200, 429, 429]);
-    const after = (await scrapeMetrics(service)).samples;
+    const after = (await scrapeMetrics(suite.service)).samples;
     const labels = { domain: '(v1/limit)', transport: 'limit' };
     expect(grew(before, after, 'tollgate_checks_total', { ...labels, result: 'ok' })).toBe(3);
     expect(grew(before, after, 'tollgate_checks_total', { ...labels, result: 'over_limit' })).toBe(2);
@@ -61,18 +63,18 @@ describe('metrics: /v1/limit and unknown domains', () => {
   });
 
   it('counts a /v1/limit key blocked in all domains as blocked', async () => {
-    expect(await block(service, { key: 'user:blocked-metrics', ttlMs: 60_000 })).toBe(200);
-    const before = (await scrapeMetrics(service)).samples;
-    expect(await limit(service, 'user:blocked-metrics')).toBe(429);
-    const after = (await scrapeMetrics(service)).samples;
+    expect(await block(suite.service, { key: 'user:blocked-metrics', ttlMs: 60_000 })).toBe(200);
+    const before = (await scrapeMetrics(suite.service)).samples;
+    expect(await limit(suite.service, 'user:blocked-metrics')).toBe(429);
+    const after = (await scrapeMetrics(suite.service)).samples;
     expect(grew(before, after, 'tollgate_decisions_total', { rule: '(v1/limit)', result: 'over_limit', reason: 'blocked' })).toBe(1);
   });
 
   it('counts checks of unknown domains by that domain', async () => {
-    const before = (await scrapeMetrics(service)).samples;
-    for (let i = 0; i < 3; i++) expect(await check(service, 'rate-limit-typo', [{ remote_address: '192.0.2.1' }])).toBe(200);
-    for (let i = 0; i < 2; i++) expect(await check(service, 'envoy-misconfigured', [{ user: 'x' }])).toBe(200);
-    const after = (await scrapeMetrics(service)).samples;
+    const before = (await scrapeMetrics(suite.service)).samples;
+    for (let i = 0; i < 3; i++) expect(await check(suite.service, 'rate-limit-typo', [{ remote_address: '192.0.2.1' }])).toBe(200);
+    for (let i = 0; i < 2; i++) expect(await check(suite.service, 'envoy-misconfigured', [{ user: 'x' }])).toBe(200);
+    const after = (await scrapeMetrics(suite.service)).samples;
     expect(grew(before, after, 'tollgate_unknown_domain_checks_total', { domain: 'rate-limit-typo' })).toBe(3);
     expect(grew(before, after, 'tollgate_unknown_domain_checks_total', { domain: 'envoy-misconfigured' })).toBe(2);
     expect(grew(before, after, 'tollgate_checks_total', { domain: '(unknown)' })).toBe(5);
@@ -96,23 +98,19 @@ describe('metrics: unknown domains are capped', () => {
 });
 
 describe('dashboard snapshot: cards that add up, nothing invisible', () => {
-  const running = serviceForSuite();
-  let service: RunningService;
-  beforeAll(() => {
-    service = running();
-  });
+  const suite = serviceForSuite();
 
   it('reconciles checks and decisions, and shows /v1/limit, unknown domains and latency', async () => {
     // 4 hybrid checks of two descriptors each (8 decisions); 2 per-ip checks; 5 /v1/limit (2 over);
     // 3 checks of an unknown domain (no decision); 1 check denied by an all-domains block.
-    for (let i = 0; i < 4; i++) expect(await check(service, 'hybrid', [{ user_id: `u${i}` }, { remote_address: '198.51.100.1' }])).toBe(200);
-    for (let i = 0; i < 2; i++) expect(await check(service, 'per_ip', [{ remote_address: '198.51.100.2' }])).toBe(200);
-    for (let i = 0; i < 5; i++) await limit(service, 'user:dashboard');
-    for (let i = 0; i < 3; i++) expect(await check(service, 'typo-domain', [{ remote_address: '198.51.100.3' }])).toBe(200);
-    expect(await block(service, { key: 'remote_address=198.51.100.66', ttlMs: 60_000 })).toBe(200);
-    expect(await check(service, 'per_ip', [{ remote_address: '198.51.100.66' }])).toBe(429);
+    for (let i = 0; i < 4; i++) expect(await check(suite.service, 'hybrid', [{ user_id: `u${i}` }, { remote_address: '198.51.100.1' }])).toBe(200);
+    for (let i = 0; i < 2; i++) expect(await check(suite.service, 'per_ip', [{ remote_address: '198.51.100.2' }])).toBe(200);
+    for (let i = 0; i < 5; i++) await limit(suite.service, 'user:dashboard');
+    for (let i = 0; i < 3; i++) expect(await check(suite.service, 'typo-domain', [{ remote_address: '198.51.100.3' }])).toBe(200);
+    expect(await block(suite.service, { key: 'remote_address=198.51.100.66', ttlMs: 60_000 })).toBe(200);
+    expect(await check(suite.service, 'per_ip', [{ remote_address: '198.51.100.66' }])).toBe(429);
 
-    const snapshot = await firstSnapshot(service, (s) => (s.totals as { checks: number }).checks === 15);
+    const snapshot = await firstSnapshot(suite.service, (s) => (s.totals as { checks: number }).checks === 15);
     const totals = snapshot.totals as Record<string, number>;
     expect(totals).toMatchObject({ checks: 15, allowedChecks: 12, deniedChecks: 3, limitChecks: 5, unknownDomain: 3 });
     expect(totals.checks).toBe(totals.allowedChecks! + totals.deniedChecks!);
@@ -134,25 +132,21 @@ describe('dashboard snapshot: cards that add up, nothing invisible', () => {
 });
 
 describe('block scope', () => {
-  const running = serviceForSuite();
-  let service: RunningService;
-  beforeAll(() => {
-    service = running();
-  });
+  const suite = serviceForSuite();
 
   it('a block of one domain denies that domain only; an all-domains block also /v1/limit', async () => {
-    expect(await block(service, { key: 'remote_address=203.0.113.50', domain: 'per_ip', ttlMs: 60_000 })).toBe(200);
-    expect(await check(service, 'per_ip', [{ remote_address: '203.0.113.50' }])).toBe(429);
-    expect(await check(service, 'hybrid', [{ remote_address: '203.0.113.50' }])).toBe(200);
-    expect(await block(service, { key: 'user:scoped', domain: 'per_ip', ttlMs: 60_000 })).toBe(200);
-    expect(await limit(service, 'user:scoped')).toBe(200);
-    expect(await block(service, { key: 'user:everywhere', ttlMs: 60_000 })).toBe(200);
-    expect(await limit(service, 'user:everywhere')).toBe(429);
-    const listed = (await (await fetch(observabilityUrl(service, '/v1/keys/blocked'), { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { blocked: { key: string; domain: string }[] };
+    expect(await block(suite.service, { key: 'remote_address=203.0.113.50', domain: 'per_ip', ttlMs: 60_000 })).toBe(200);
+    expect(await check(suite.service, 'per_ip', [{ remote_address: '203.0.113.50' }])).toBe(429);
+    expect(await check(suite.service, 'hybrid', [{ remote_address: '203.0.113.50' }])).toBe(200);
+    expect(await block(suite.service, { key: 'user:scoped', domain: 'per_ip', ttlMs: 60_000 })).toBe(200);
+    expect(await limit(suite.service, 'user:scoped')).toBe(200);
+    expect(await block(suite.service, { key: 'user:everywhere', ttlMs: 60_000 })).toBe(200);
+    expect(await limit(suite.service, 'user:everywhere')).toBe(429);
+    const listed = (await (await fetch(observabilityUrl(suite.service, '/v1/keys/blocked'), { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { blocked: { key: string; domain: string }[] };
     expect(listed.blocked.map(({ key, domain }) => `${domain} ${key}`).sort()).toEqual(['* user:everywhere', 'per_ip remote_address=203.0.113.50', 'per_ip user:scoped']);
   });
 
   it.each([[''], [42], ['two\nlines'], ['d'.repeat(300)]])('refuses the domain %j with a 400', async (domain) => {
-    expect(await block(service, { key: 'k', domain, ttlMs: 1_000 })).toBe(400);
+    expect(await block(suite.service, { key: 'k', domain, ttlMs: 1_000 })).toBe(400);
   });
 });
