@@ -8,14 +8,13 @@
  */
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { Writable } from 'node:stream';
 import { credentials } from '@grpc/grpc-js';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServiceOptions, type GrpcServerKind } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
 import { certificateSet, badCertificateFlags, cliExit, peerFingerprint } from '../support/certs.js';
 import { rateLimitClient } from '../support/grpc-client.js';
+import { capturedLogger } from '../support/logs.js';
 
 const CHECK = JSON.stringify({ domain: 'per_ip', descriptors: [{ entries: [{ key: 'remote_address', value: '198.51.100.20' }] }] });
 
@@ -25,15 +24,9 @@ afterAll(() => certs.close());
 
 /** A service with TLS from `files`; its log lines are kept. */
 async function start(files: { cert: string; key: string; clientCa?: string; clientSan?: string }, grpcServer: GrpcServerKind = 'http2'): Promise<{ service: RunningService; logs: Record<string, unknown>[] }> {
-  const logs: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line !== '') logs.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
+  const { logger, logs } = capturedLogger();
   const flags = { port: '0', 'grpc-port': '0', 'admin-port': '0', host: '127.0.0.1', config: 'examples/rules', 'drain-delay': '0', 'grpc-server': grpcServer, 'tls-cert': files.cert, 'tls-key': files.key, ...(files.clientCa !== undefined ? { 'tls-client-ca': files.clientCa } : {}), ...(files.clientSan !== undefined ? { 'tls-client-san': files.clientSan } : {}) };
-  const service = await startService(resolveServiceOptions(flags, {}), pino({ level: 'info' }, sink));
+  const service = await startService(resolveServiceOptions(flags, {}), logger);
   return { service, logs };
 }
 

@@ -8,7 +8,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { resolveGatewayOptions } from '../../src/gateway/options.js';
 import { startGateway, type RunningGateway } from '../../src/gateway/server.js';
 
@@ -62,13 +62,13 @@ export class TestClock {
  * Writes `config` (gateway YAML) and `rules` (rules YAML, referenced as `rules: ./rules.yaml` when
  * the config does not say) and starts the gateway on free ports.
  */
-export async function startTestGateway(config: string, rules: string | undefined, options: { flags?: Record<string, string>; clock?: TestClock } = {}): Promise<TestGateway> {
+export async function startTestGateway(config: string, rules: string | undefined, options: { flags?: Record<string, string>; clock?: TestClock; logger?: Logger } = {}): Promise<TestGateway> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-gateway-'));
   if (rules !== undefined) writeFileSync(join(dir, 'rules.yaml'), rules);
   const withRules = rules !== undefined && !/^rules:/m.test(config) ? `rules: ./rules.yaml\n${config}` : config;
   writeFileSync(join(dir, 'gateway.yaml'), withRules);
   const flags = { config: join(dir, 'gateway.yaml'), port: '0', 'admin-port': '0', host: '127.0.0.1', 'drain-delay': '0', 'log-level': 'silent', ...options.flags };
-  const gateway = await startGateway(resolveGatewayOptions(flags, {}), pino({ level: 'silent' }), options.clock === undefined ? {} : { clock: options.clock.read });
+  const gateway = await startGateway(resolveGatewayOptions(flags, {}), options.logger ?? pino({ level: 'silent' }), options.clock === undefined ? {} : { clock: options.clock.read });
   return {
     gateway,
     dir,
