@@ -3,8 +3,8 @@ import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
-/** The dashboard's script, which the page inlines (src/service/dashboard-page.ts). */
-const BROWSER_SCRIPTS = ['src/service/assets/**/*.js'];
+/** The dashboard's script, which the page inlines (src/service/observe/dashboard-page.ts). */
+const BROWSER_SCRIPTS = ['src/service/observe/assets/**/*.js'];
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/'] },

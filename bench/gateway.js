@@ -9,7 +9,7 @@
 //
 //   upstream        node bench/service-hello.js http: node:http answering 200 "hello world"
 //   direct          wrk → upstream
-//   gateway-mem     wrk → node dist/cli.js gateway (memory store) → upstream
+//   gateway-mem     wrk → node dist/cli/main.js gateway (memory store) → upstream
 //   gateway-redis   the same with --redis, on its own redis-server (no persistence)
 //   nginx           wrk → nginx (1 process) limit_req zone keyed by X-Addr (100 r/m, burst 99,
 //                   nodelay) + proxy_pass to the upstream over keep-alive connections
@@ -151,7 +151,7 @@ async function startServers(work) {
   const servers = { direct: { port: upstreamPort } };
   for (const [name, extra] of [['gateway-mem', []], ['gateway-redis', ['--redis', redis.url]]]) {
     const [port, adminPort] = [await freePort(), await freePort()];
-    const child = startChild(name, process.execPath, [join(ROOT, 'dist/cli.js'), 'gateway', '--config', join(work, 'gateway.yaml'), '--port', String(port), '--admin-port', String(adminPort), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', ...extra]);
+    const child = startChild(name, process.execPath, [join(ROOT, 'dist/cli/main.js'), 'gateway', '--config', join(work, 'gateway.yaml'), '--port', String(port), '--admin-port', String(adminPort), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', ...extra]);
     await waitForPort(child, port);
     servers[name] = { port, child };
   }

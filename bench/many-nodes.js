@@ -9,7 +9,7 @@
 //
 // Starts, as child processes on free loopback ports killed by PID at the end (nothing else is
 // ever signalled): one redis-server and a 3-master Redis Cluster (bench/support/redis.js), and
-// three `node dist/cli.js serve` nodes on each (a copy of dist/ in a temp dir, --deadline-ms 5000
+// three `node dist/cli/main.js serve` nodes on each (a copy of dist/ in a temp dir, --deadline-ms 5000
 // so no answer comes from the failure mode's in-process fallback; degraded answers are counted and
 // reported). All six nodes stay up for the whole run; a configuration with N nodes drives the first
 // N of its topology, the others idle.

@@ -9,7 +9,7 @@
 //   hello           bench/service-hello.js http (node:http, 200 "hello world", body not read)
 //   same-response   bench/service-variants.js same-response: reads and JSON.parses the body,
 //                   answers Tollgate's exact headers and body, no decision
-//   tollgate-mem    node dist/cli.js serve --config examples/rules (memory store)
+//   tollgate-mem    node dist/cli/main.js serve --config examples/rules (memory store)
 //   tollgate-redis  the same with --redis on its own redis-server (--save '' --appendonly no)
 // Writes bench/results/service-garbage.json and prints a Markdown table (medians of the repeats).
 import { spawn } from 'node:child_process';
@@ -90,7 +90,7 @@ async function main() {
   const redisPort = await freePort();
   const pidFile = join(workDir, 'redis.pid');
   execFileSync('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--pidfile', pidFile, '--dir', workDir]);
-  const serve = (extra) => (port) => [join(ROOT, 'dist', 'cli.js'), 'serve', '--config', join(ROOT, 'examples', 'rules'), '--port', String(port), '--grpc-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra];
+  const serve = (extra) => (port) => [join(ROOT, 'dist', 'cli', 'main.js'), 'serve', '--config', join(ROOT, 'examples', 'rules'), '--port', String(port), '--grpc-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra];
   const subjects = [
     { id: 'hello', args: (port) => [join(HERE, 'service-hello.js'), 'http', String(port)] },
     { id: 'same-response', args: (port) => [join(HERE, 'service-variants.js'), 'same-response', String(port)] },

@@ -11,7 +11,7 @@
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { LOADER_OPTIONS } from '../dist/service/grpc-messages.js';
+import { LOADER_OPTIONS } from '../dist/service/grpc/messages.js';
 
 const spec = {
   host: '127.0.0.1',

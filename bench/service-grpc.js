@@ -9,7 +9,7 @@
 //   grpc-hello   bench/service-hello.js grpc: @grpc/grpc-js answering a constant OK (no limiter)
 //   h2-hello     bench/service-hello.js h2: node:http2 answering a pre-encoded constant reply with
 //                grpc-status trailers (no gRPC library): the floor of gRPC in Node
-//   tollgate-mem-h2       node dist/cli.js serve (memory store), its --grpc-port on --grpc-server http2
+//   tollgate-mem-h2       node dist/cli/main.js serve (memory store), its --grpc-port on --grpc-server http2
 //   tollgate-mem-grpcjs   the same on --grpc-server grpc-js
 //   tollgate-redis-h2     the same as tollgate-mem-h2 with --redis on the script's own redis-server
 //   tollgate-redis-grpcjs the same on --grpc-server grpc-js (the same Redis and keys: the admitted
@@ -115,7 +115,7 @@ async function startSubjects(workDir, redisPort) {
   writeFileSync(join(rules, 'bench.yaml'), 'domain: bench\ndescriptors:\n  - key: client\n    rate_limit: { unit: second, requests_per_unit: 4294967295 }\n');
   const serve = (name, extra) => async () => {
     const [http, grpcPort] = [await freePort(), await freePort()];
-    const child = startChild(name, process.execPath, [join(ROOT, 'dist', 'cli.js'), 'serve', '--config', rules, '--port', String(http), '--grpc-port', String(grpcPort), '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra]);
+    const child = startChild(name, process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), 'serve', '--config', rules, '--port', String(http), '--grpc-port', String(grpcPort), '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra]);
     await waitForPort(child, grpcPort);
     return Object.assign(child, { grpcPort });
   };

@@ -30,7 +30,7 @@ if (mode === 'http') {
 } else if (mode === 'grpc') {
   const grpc = await import('@grpc/grpc-js');
   const { loadSync } = await import('@grpc/proto-loader');
-  const { LOADER_OPTIONS } = await import('../dist/service/grpc-messages.js');
+  const { LOADER_OPTIONS } = await import('../dist/service/grpc/messages.js');
   const definition = loadSync(['envoy/service/ratelimit/v3/rls.proto'], { ...LOADER_OPTIONS, includeDirs: [protoDir] });
   // The same shape Tollgate answers with for one matched limit (headers included).
   const reply = {

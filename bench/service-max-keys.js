@@ -4,7 +4,7 @@
 //
 //   npm run build && flock /tmp/tollgate-bench.lock node bench/service-max-keys.js [--keys 1000000] [--small 100000] [--max-seconds 100]
 //
-// Per bound: node dist/cli.js serve --config examples/rules --max-keys N (a child process on a free
+// Per bound: node dist/cli/main.js serve --config examples/rules --max-keys N (a child process on a free
 // loopback port, killed by PID), then wrk (2 threads, 64 connections) sends --keys POST /json checks
 // of classic.yaml's 5 marketing messages a day per to_user, each with its own to_user (a day-long
 // window: no key expires during the run) (wrk is stopped once the store has seen that many keys: its key count plus evictions). VmRSS and
@@ -72,7 +72,7 @@ async function metric(adminPort, name) {
 async function flood(maxKeys, script) {
   const port = await freePort();
   const adminPort = await freePort();
-  const args = ['dist/cli.js', 'serve', '--config', 'examples/rules', '--port', String(port), '--grpc-port', '0', '--admin-port', String(adminPort), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', '--max-keys', String(maxKeys)];
+  const args = ['dist/cli/main.js', 'serve', '--config', 'examples/rules', '--port', String(port), '--grpc-port', '0', '--admin-port', String(adminPort), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', '--max-keys', String(maxKeys)];
   const child = startChild(`serve --max-keys ${maxKeys}`, process.execPath, args, { cwd: ROOT });
   try {
     await waitForPort(child, port);

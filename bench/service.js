@@ -11,7 +11,7 @@
 //   nginx           nginx 1 process (master_process off, daemon off), limit_req zone keyed by the
 //                   X-Addr header (100 r/m, burst 99, nodelay: 100 per minute per address), config
 //                   in a temp dir; answers 200 with a small JSON file
-//   tollgate-mem    node dist/cli.js serve --config <examples/rules copy> (memory store)
+//   tollgate-mem    node dist/cli/main.js serve --config <examples/rules copy> (memory store)
 //   tollgate-redis  the same with --redis, on its own redis-server (--save '' --appendonly no)
 //   tollgate-redis-w2 serve --workers 2 --redis on the same redis-server (the scaling test)
 //   grpc-hello      node bench/service-hello.js grpc: @grpc/grpc-js answering a constant OK
@@ -262,7 +262,7 @@ function snapshotDist(workDir) {
   symlinkSync(join(ROOT, 'node_modules'), join(workDir, 'node_modules'), 'dir');
   writeFileSync(join(workDir, 'package.json'), readFileSync(join(ROOT, 'package.json')));
   cpSync(join(ROOT, 'examples', 'rules'), join(workDir, 'rules'), { recursive: true });
-  return { cli: join(workDir, 'dist', 'cli.js'), rules: join(workDir, 'rules') };
+  return { cli: join(workDir, 'dist', 'cli', 'main.js'), rules: join(workDir, 'rules') };
 }
 
 async function startTollgate(name, dist, { redis, nodeArgs = [], workers } = {}) {
@@ -401,8 +401,8 @@ async function main() {
     process.exit(1);
   }
   const nginxPresent = commandExists('nginx');
-  if (!existsSync(join(ROOT, 'dist', 'cli.js'))) {
-    console.error('dist/cli.js is missing: run npm run build first');
+  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
+    console.error('dist/cli/main.js is missing: run npm run build first');
     process.exit(1);
   }
 

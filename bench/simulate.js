@@ -88,7 +88,7 @@ try {
     const cpu = [];
     for (let run = 0; run < RUNS; run++) {
       const began = process.hrtime.bigint();
-      const result = spawnSync('/usr/bin/time', ['-f', '%M %U %S', process.execPath, 'dist/cli.js', 'simulate', '--rules', rules, '--log', log, '--map', map, '--json', ...extra], { encoding: 'utf8', maxBuffer: 1 << 28 });
+      const result = spawnSync('/usr/bin/time', ['-f', '%M %U %S', process.execPath, 'dist/cli/main.js', 'simulate', '--rules', rules, '--log', log, '--map', map, '--json', ...extra], { encoding: 'utf8', maxBuffer: 1 << 28 });
       const elapsed = Number(process.hrtime.bigint() - began) / 1e9;
       if (result.status !== 0) throw new Error(`simulate failed: ${result.stderr}`);
       seconds.push(elapsed);

@@ -9,6 +9,6 @@ const copy = (from, to, extensions) =>
   });
 
 copy('../src/store/redis/scripts/', '../dist/store/redis/scripts/', ['.lua']);
-copy('../src/service/proto/', '../dist/service/proto/', ['.proto']);
-copy('../src/service/assets/', '../dist/service/assets/', ['.js', '.css']);
+copy('../src/service/grpc/proto/', '../dist/service/grpc/proto/', ['.proto']);
+copy('../src/service/observe/assets/', '../dist/service/observe/assets/', ['.js', '.css']);
 copy('../src/store/region/scripts/', '../dist/store/region/scripts/', ['.lua']);

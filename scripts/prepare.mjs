@@ -5,7 +5,7 @@ import { execSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
 const root = new URL('..', import.meta.url);
-if (!existsSync(new URL('dist/cli.js', root))) {
+if (!existsSync(new URL('dist/cli/main.js', root))) {
   if (!existsSync(new URL('node_modules/typescript/package.json', root))) {
     // `npm ci --omit=dev` in a checkout without dist/: say what to do rather than fail inside tsc.
     console.error('tollgate: dist/ is missing and TypeScript is not installed: run `npm ci && npm run build` first, or install with --ignore-scripts');

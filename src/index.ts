@@ -1,7 +1,7 @@
-export { createLimiter } from './rules/limiter.js';
-export type { Limiter, LimiterOptions } from './rules/limiter.js';
-export { MAX_KEY_BYTES, MAX_LIMITS_PER_CHECK } from './limiter.js';
-export type { DecideMode, LimiterCore, LimiterCoreOptions, LimitOptions, LimitRequest, LocalFirstStats } from './limiter.js';
+export { createLimiter } from './rules/create-limiter.js';
+export type { Limiter, LimiterOptions } from './rules/create-limiter.js';
+export { MAX_KEY_BYTES, MAX_LIMITS_PER_CHECK } from './limiter/core.js';
+export type { DecideMode, LimiterCore, LimiterCoreOptions, LimitOptions, LimitRequest, LocalFirstStats } from './limiter/core.js';
 export { memoryStore, MemoryStore } from './store/memory.js';
 export type { MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export type { Store, StoreRequest, MaybePromise, WindowCounts } from './store/types.js';
@@ -27,7 +27,7 @@ export {
 } from './errors.js';
 export { RuleSet, RulesHolder, compileRules } from './rules/ruleset.js';
 export { loadRules } from './rules/load.js';
-export { parseRules } from './rules/parse.js';
+export { parseRules } from './rules/parse/index.js';
 export { watchRules } from './rules/watch.js';
 export type { WatchRulesOptions, RulesWatcher, RulesWatchStatus } from './rules/watch.js';
 export { RulesSync } from './rules/sync.js';

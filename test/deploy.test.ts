@@ -16,7 +16,7 @@ import { startServiceProcess, type ServiceProcess } from './support/service.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const deployDir = join(root, 'deploy');
-const CLI = join(root, 'dist/cli.js');
+const CLI = join(root, 'dist/cli/main.js');
 const text = (path: string) => readFileSync(join(root, path), 'utf8');
 
 type Tree = Record<string, unknown>;
@@ -89,7 +89,7 @@ function systemdLaunch(): Launch {
       .filter((line) => /^\w+=/.test(line))
       .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
   );
-  return { where: 'tollgate.service', args: words.slice(words.findIndex((word) => word.endsWith('/dist/cli.js')) + 1), env };
+  return { where: 'tollgate.service', args: words.slice(words.findIndex((word) => word.endsWith('/dist/cli/main.js')) + 1), env };
 }
 
 function k8sDocuments(): Tree[] {
@@ -299,7 +299,7 @@ describe('health checks and probes ask endpoints the running service answers', (
     ]);
     const exposed = dockerInstructions().find((instruction) => instruction.keyword === 'EXPOSE')!.rest.split(/\s+/).map(Number);
     expect(exposed).toEqual([options.port, options.grpcPort]);
-    expect(dockerJson('ENTRYPOINT')).toEqual(['node', 'dist/cli.js']);
+    expect(dockerJson('ENTRYPOINT')).toEqual(['node', 'dist/cli/main.js']);
   });
 });
 

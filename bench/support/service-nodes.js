@@ -58,7 +58,7 @@ export function workDir(rules) {
 export async function startNode(dir, name, rulesName, flags) {
   const port = await freePort();
   const grpcPort = await freePort();
-  const args = [join(dir, 'dist', 'cli.js'), 'serve', '--config', join(dir, `rules-${rulesName}`), '--port', String(port), '--grpc-port', String(grpcPort), '--admin-port', '0'];
+  const args = [join(dir, 'dist', 'cli', 'main.js'), 'serve', '--config', join(dir, `rules-${rulesName}`), '--port', String(port), '--grpc-port', String(grpcPort), '--admin-port', '0'];
   args.push('--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', ...flags);
   const child = startChild(name, process.execPath, args);
   await waitForPort(child, port);

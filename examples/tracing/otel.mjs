@@ -1,6 +1,6 @@
 // An OpenTelemetry SDK for Tollgate's spans, preloaded into the process before Tollgate starts:
 //
-//   node --import ./examples/tracing/otel.mjs dist/cli.js serve --config examples/rules
+//   node --import ./examples/tracing/otel.mjs dist/cli/main.js serve --config examples/rules
 //   node --import ./examples/tracing/otel.mjs examples/tracing/app.mjs
 //
 // Tollgate depends on @opentelemetry/api only; the SDK is the application's (here:

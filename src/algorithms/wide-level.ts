@@ -3,7 +3,7 @@
  * (capacity + 1) × window passes 2^53 − 1 the level in 1/limit ms no longer fits a double, so the
  * bucket is held as the time it is empty, TAT = whole ms + r / limit (0 ≤ r < limit), and every
  * quantity of the level section is a time of that form. Products go through mulDivmod; every
- * figure is the same integer the plain formulas give (test/wide.test.ts forces this path on plain
+ * figure is the same integer the plain formulas give (test/algorithms/wide.test.ts forces this path on plain
  * policies and compares).
  */
 import type { Decision } from '../decision.js';

@@ -12,10 +12,10 @@ import { UNAVAILABLE_BODY, type HeaderList, type LimitReport } from '../http/rep
 import { applyVerdict, type Verdict, type VerdictActions } from '../http/verdict.js';
 import type { CheckRequest, CheckResult } from '../rules/check.js';
 import type { ServiceContext } from '../service/context.js';
-import { decideCheck, degradedAnswer } from '../service/decide.js';
-import { errorReply } from '../service/http-util.js';
-import { DEFERRED_STATUS_PREFIX } from './config/defer.js';
-import { answerTicket, deferRequest } from './defer-answers.js';
+import { decideCheck, degradedAnswer } from '../service/check/decide.js';
+import { errorReply } from '../service/http/body.js';
+import { DEFERRED_STATUS_PREFIX } from './defer/config.js';
+import { answerTicket, deferRequest } from './defer/answers.js';
 import { forward } from './proxy.js';
 import { sendJson, sendText } from './reply.js';
 import type { GatewayRoute, GatewayState } from './state.js';

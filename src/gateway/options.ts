@@ -6,7 +6,7 @@
 import { InvalidOptionError } from '../errors.js';
 import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/options.js';
 import { loadGatewayConfig } from './config/read.js';
-import { deferNeedsRedis, hasRedis } from './deferral.js';
+import { deferNeedsRedis, hasRedis } from './defer/setup.js';
 import type { GatewayOptions } from './server.js';
 
 /** The flags only the gateway takes, with their environment variables. */

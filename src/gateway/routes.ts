@@ -3,7 +3,7 @@
  * descriptors its rate-limit actions make of the request, with envoy's semantics (an action that
  * cannot produce its entry drops the whole descriptor; `skip_if_absent` drops only the entry).
  */
-import type { ClientIp } from '../http/identity.js';
+import type { ClientIp } from '../http/identity/index.js';
 import type { DescriptorEntry } from '../rules/match.js';
 import type { RateLimitDescriptor } from '../rules/check.js';
 import type { RateLimitAction, RateLimitConfig, RouteConfig, RouteMatch } from './config/types.js';

@@ -5,7 +5,7 @@
  * the workers).
  */
 import type { Logger } from 'pino';
-import type { ClientIp } from '../http/identity.js';
+import type { ClientIp } from '../http/identity/index.js';
 import type { AnswerSettings } from '../http/verdict.js';
 import type { ServiceContext } from '../service/context.js';
 import type { RateLimitConfig, RouteConfig } from './config/types.js';

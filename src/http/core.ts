@@ -11,14 +11,14 @@
 import { createHash } from 'node:crypto';
 import type { Decision } from '../decision.js';
 import { InvalidOptionError, StoreUnavailableError, describeValue } from '../errors.js';
-import { DEGRADED_REASON, degradedReasonOf, type DegradedReason, type FailureMode } from '../fault/failure-mode.js';
-import type { LimitRequest } from '../limiter.js';
+import { DEGRADED_REASON, degradedReasonOf, type DegradedReason, type FailureMode } from '../limiter/failure-modes.js';
+import type { LimitRequest } from '../limiter/core.js';
 import type { CheckResult } from '../rules/check.js';
-import { createLimiter, type Limiter } from '../rules/limiter.js';
+import { createLimiter, type Limiter } from '../rules/create-limiter.js';
 import { MemoryStore, memoryStore } from '../store/memory.js';
 import type { MaybePromise, Store } from '../store/types.js';
 import { checkReports } from './headers.js';
-import { clientIp, type ClientIp } from './identity.js';
+import { clientIp, type ClientIp } from './identity/index.js';
 import {
   checkCost,
   checkCostOption,

@@ -4,7 +4,7 @@
  */
 import { InvalidOptionError, describeValue } from '../errors.js';
 import type { KeyFunction, RequestView } from './core.js';
-import { apiKeyIdentity, clientIp, jwtIdentity, type ApiKeyOptions, type ClientIpOptions, type JwtOptions } from './identity.js';
+import { apiKeyIdentity, clientIp, jwtIdentity, type ApiKeyOptions, type ClientIpOptions, type JwtOptions } from './identity/index.js';
 
 /** The client IP (IPv6 by subnet). Without options it follows the middleware's trusted-proxy settings. */
 export function byIp(options?: ClientIpOptions): KeyFunction<unknown> {

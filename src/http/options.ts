@@ -4,17 +4,17 @@
  */
 import { parseDuration } from '../duration.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
-import type { OverLimitCacheOptions } from '../cache/over-limit.js';
-import type { BreakerOptions } from '../fault/breaker.js';
-import { checkFailureMode as checkMode, type FailureMode } from '../fault/failure-mode.js';
-import { MAX_LIMITS_PER_CHECK } from '../limiter.js';
-import { checkLease, checkSyncInterval } from '../limiter-checks.js';
+import type { OverLimitCacheOptions } from '../limiter/over-limit.js';
+import type { BreakerOptions } from '../limiter/breaker.js';
+import { checkFailureMode as checkMode, type FailureMode } from '../limiter/failure-modes.js';
+import { MAX_LIMITS_PER_CHECK } from '../limiter/core.js';
+import { checkLease, checkSyncInterval } from '../limiter/checks.js';
 import { countsInWindows, describeState } from '../algorithms/window-add.js';
 import { compilePolicy, shapedLeakyBucket, type CompiledPolicy, type Policy } from '../policy.js';
 import type { RateLimitDescriptor } from '../rules/check.js';
 import { RuleSet, type RuleSource } from '../rules/ruleset.js';
 import type { MaybePromise, Store } from '../store/types.js';
-import type { ClientIpOptions } from './identity.js';
+import type { ClientIpOptions } from './identity/index.js';
 import { HEADER_STYLES, type HeaderStyle } from './report.js';
 import type { RequestView } from './view.js';
 import { checkOptions, unknownName } from '../options.js';

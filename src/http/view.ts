@@ -3,7 +3,7 @@
  * IP is computed on first use, and the header getter is made only when something asks for it (the
  * default IP key without trusted proxies never does).
  */
-import type { ClientIp, HeaderGetter } from './identity.js';
+import type { ClientIp, HeaderGetter } from './identity/index.js';
 
 /** What the middleware sees of a request, whatever the framework. */
 export interface RequestView {

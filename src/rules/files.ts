@@ -8,8 +8,8 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RulesError } from '../errors.js';
-import { checkRules, combineDomains } from './parse.js';
-import type { DomainMergeOptions, RulesCheck } from './parse.js';
+import { checkRules, combineDomains } from './parse/index.js';
+import type { DomainMergeOptions, RulesCheck } from './parse/index.js';
 import { RULES_LIMITS, sizeProblem } from './parse/yaml.js';
 import type { DomainConfig } from './types.js';
 

@@ -1,7 +1,7 @@
 /** `loadRules(path)`: a rules file or directory, validated and compiled. */
 import { RulesError } from '../errors.js';
 import { readRuleSources, type RulesText } from './files.js';
-import { combineDomains, parseRules, type DomainMergeOptions } from './parse.js';
+import { combineDomains, parseRules, type DomainMergeOptions } from './parse/index.js';
 import { compileRules, type RuleSet } from './ruleset.js';
 import type { DomainConfig } from './types.js';
 

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { RulesError, TollgateError } from '../errors.js';
-import { parseRules } from './parse.js';
+import { parseRules } from './parse/index.js';
 import { compileRules, type RuleSet } from './ruleset.js';
 import type { DomainConfig } from './types.js';
 

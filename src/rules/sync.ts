@@ -9,9 +9,9 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { InvalidOptionError, StoreError, describeValue } from '../errors.js';
-import { parseRules } from './parse.js';
+import { parseRules } from './parse/index.js';
 import type { RulesHolder } from './ruleset.js';
-import { oneAtATime } from './serial.js';
+import { oneAtATime } from './one-at-a-time.js';
 import {
   compileStored,
   readStored,

@@ -12,7 +12,7 @@ import { InvalidOptionError, describeValue } from '../errors.js';
 import { readRuleSources, rulesSignature, type RulesText } from './files.js';
 import { parseRuleSources } from './load.js';
 import { compileRules, type RulesHolder } from './ruleset.js';
-import { oneAtATime } from './serial.js';
+import { oneAtATime } from './one-at-a-time.js';
 import type { DomainConfig } from './types.js';
 import { watchPath } from './watch-path.js';
 

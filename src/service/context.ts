@@ -4,16 +4,16 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import type { Limiter } from '../rules/limiter.js';
+import type { Limiter } from '../rules/create-limiter.js';
 import type { CheckResult } from '../rules/check.js';
 import type { RulesHolder } from '../rules/ruleset.js';
 import type { RulesSync } from '../rules/sync.js';
 import type { RulesWatcher } from '../rules/watch.js';
 import type { Store } from '../store/types.js';
-import type { AuditLog } from './audit.js';
-import type { BlockList } from './blocks.js';
+import type { AuditLog } from './admin/audit.js';
+import type { BlockList } from './check/blocks.js';
 import type { ServiceOptions } from './options.js';
-import type { ReadinessReport } from './readiness.js';
+import type { ReadinessReport } from './health/readiness.js';
 
 /** One answered check (HTTP /json, /v1/check or gRPC, the gateway, or one key's decision at /v1/limit). */
 export interface CheckEvent {

@@ -6,10 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../errors.js';
-import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../fault/failure-mode.js';
-import { planeSettings, tlsFiles, token, type TlsFiles } from './listener-options.js';
+import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../limiter/failure-modes.js';
+import { planeSettings, tlsFiles, token, type TlsFiles } from './http/listener-options.js';
 
-export { DEFAULT_ADMIN_PORT, type TlsFiles } from './listener-options.js';
+export { DEFAULT_ADMIN_PORT, type TlsFiles } from './http/listener-options.js';
 
 export interface ServiceOptions {
   /** Rules file or directory (`--config`, `TOLLGATE_CONFIG`). */

@@ -10,25 +10,25 @@ import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { InvalidOptionError } from '../errors.js';
-import { createLimiter } from '../rules/limiter.js';
+import { createLimiter } from '../rules/create-limiter.js';
 import { loadRules } from '../rules/load.js';
 import { RulesHolder } from '../rules/ruleset.js';
 import { RulesSync } from '../rules/sync.js';
 import { watchRules, type RulesWatcher } from '../rules/watch.js';
 import { memoryStore, type MemoryStore } from '../store/memory.js';
 import { redisStore, type RedisStore } from '../store/redis/store.js';
-import { AuditLog } from './audit.js';
-import { BlockList, shareBlocks } from './blocks.js';
+import { AuditLog } from './admin/audit.js';
+import { BlockList, shareBlocks } from './check/blocks.js';
 import type { ServiceContext, ServiceEvents } from './context.js';
-import { startGrpcServer, type GrpcServer } from './grpc.js';
-import { createHttpServer, type HttpServer } from './http.js';
-import { followConnections } from './http-close.js';
-import { buildPlanes } from './planes.js';
-import { TlsReloader, secureServer } from './tls.js';
-import { breakerCheck, logStoreHealth } from './store-health.js';
+import { startGrpcServer, type GrpcServer } from './grpc/listener.js';
+import { createHttpServer, type HttpServer } from './http/listener.js';
+import { followConnections } from './http/close.js';
+import { buildPlanes } from './admin/planes.js';
+import { TlsReloader, secureServer } from './http/tls.js';
+import { breakerCheck, logStoreHealth } from './health/store-health.js';
 import type { ServiceOptions } from './options.js';
-import { DrainState, evaluateReadiness, rulesCheck, type ReadinessCheck } from './readiness.js';
-import { RulesSyncStarter, StoreLink, probeAddress } from './store-link.js';
+import { DrainState, evaluateReadiness, rulesCheck, type ReadinessCheck } from './health/readiness.js';
+import { RulesSyncStarter, StoreLink, probeAddress } from './health/store-link.js';
 
 /** A running service. */
 export interface RunningService {

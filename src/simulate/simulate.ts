@@ -8,7 +8,7 @@
 import { InvalidOptionError, describeValue } from '../errors.js';
 import { ALGORITHMS, type AlgorithmName } from '../policy.js';
 import type { CheckRequest, CheckResult } from '../rules/check.js';
-import { createLimiter, type Limiter } from '../rules/limiter.js';
+import { createLimiter, type Limiter } from '../rules/create-limiter.js';
 import type { DomainConfig } from '../rules/types.js';
 import { memoryStore } from '../store/memory.js';
 import { requestsFor, type LogMapping } from './mapping.js';

@@ -200,7 +200,7 @@ describe('from envoyproxy/ratelimit', () => {
   it('the envoy config loads with Tollgate\'s loader and passes tollgate validate', async () => {
     const rules = await loadRules(join(root, CONFIG));
     expect(rules.domainNames()).toEqual(['edge']);
-    const validate = spawnSync(process.execPath, ['dist/cli.js', 'validate', CONFIG], { cwd: root, encoding: 'utf8' });
+    const validate = spawnSync(process.execPath, ['dist/cli/main.js', 'validate', CONFIG], { cwd: root, encoding: 'utf8' });
     expect([validate.status, validate.stdout.trim()]).toEqual([0, 'OK: 1 domains, 7 descriptors']);
   });
 

@@ -16,7 +16,7 @@ import { pino } from 'pino';
 import { startGateway } from '../../src/gateway/server.js';
 import { TestClock, send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
 
-const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
+const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const INVALID = new URL('fixtures/invalid/', import.meta.url).pathname;
 
 /** Runs `tollgate gateway ...args` in the fixtures folder; resolves once it exits. */

@@ -1,6 +1,6 @@
 /**
  * The gateway's listeners close a connection that sends nothing within the headers timeout, as
- * the service's do (test/service/connections.test.ts).
+ * the service's do (test/service/http/connections.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';

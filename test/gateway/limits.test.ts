@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimit } from '../../src/http/node.js';
 import { compileRules } from '../../src/rules/ruleset.js';
-import { parseRules } from '../../src/rules/parse.js';
+import { parseRules } from '../../src/rules/parse/index.js';
 import { TestClock, send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
 
 const deny = '{ unit: minute, requests_per_unit: 0 }';

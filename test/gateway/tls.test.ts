@@ -20,7 +20,7 @@ import { capturedLogger } from '../support/logs.js';
 import { send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
 import { useRedisServer } from '../support/redis-topologies.js';
 import type { DeferredEntry } from '../../src/gateway/defer/index.js';
-import { deliveryHeaders, replayFacts, storedHeaders } from '../../src/gateway/replay.js';
+import { deliveryHeaders, replayFacts, storedHeaders } from '../../src/gateway/defer/replay.js';
 
 // Made once when the file loads (openssl, synchronous); removed after the last test.
 const { certs, ca, otherCa, server, client, strangerClient } = certificateSet({ ca: 'gateway-test-ca', server: 'gateway-server', client: 'app-client' });

@@ -18,7 +18,7 @@ import {
   type ClientIp,
   type HeaderGetter,
   type JwtOptions,
-} from '../../src/http/identity.js';
+} from '../../src/http/identity/index.js';
 
 function headers(values: Record<string, string>): HeaderGetter {
   return (name) => values[name];

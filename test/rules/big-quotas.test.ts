@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS, compileRules, createLimiter, memoryStore, parseRules, type Store } from '../../src/index.js';
-import { checkRules } from '../../src/rules/parse.js';
+import { checkRules } from '../../src/rules/parse/index.js';
 import { useRedisTopologies } from '../support/redis-topologies.js';
 
 const redis = useRedisTopologies();

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileRules } from '../../src/rules/ruleset.js';
-import { parseRules } from '../../src/rules/parse.js';
+import { parseRules } from '../../src/rules/parse/index.js';
 import { createLimiter, memoryStore, redisStore, type Limiter } from '../../src/index.js';
 import type { CheckRequest } from '../../src/rules/check.js';
 import { startRedis, type RedisServer } from '../support/redis.js';

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { compileRules } from '../../src/rules/ruleset.js';
-import { parseRules } from '../../src/rules/parse.js';
+import { parseRules } from '../../src/rules/parse/index.js';
 import { createLimiter, memoryStore } from '../../src/index.js';
 
 const NOW = Date.UTC(2030, 0, 1, 0, 0, 30);

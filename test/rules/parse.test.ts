@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { RulesError } from '../../src/errors.js';
-import { RULES_LIMITS, checkRules, countDescriptors, domainLocation, parseRules } from '../../src/rules/parse.js';
+import { RULES_LIMITS, checkRules, countDescriptors, domainLocation, parseRules } from '../../src/rules/parse/index.js';
 import type { DescriptorConfig, DomainConfig, RateLimitConfig } from '../../src/rules/types.js';
 
 const fixtures = new URL('./fixtures/', import.meta.url);

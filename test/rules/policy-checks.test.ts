@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS, POLICY_RANGES, compilePolicy, type AlgorithmName } from '../../src/policy.js';
-import { checkRules } from '../../src/rules/parse.js';
+import { checkRules } from '../../src/rules/parse/index.js';
 
 const YEAR_MS = 31_536_000_000;
 const UINT32 = 4_294_967_295;

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createLimiter, memoryStore } from '../../src/index.js';
-import { parseRules } from '../../src/rules/parse.js';
+import { parseRules } from '../../src/rules/parse/index.js';
 import { compileRules } from '../../src/rules/ruleset.js';
 
 const rules = (precision: string): string => `domain: api

@@ -12,7 +12,7 @@ import { RulesHolder, createLimiter, memoryStore } from '../../src/index.js';
 import { loadRules } from '../../src/rules/load.js';
 import { watchRules, type RulesWatcher, type WatchRulesOptions } from '../../src/rules/watch.js';
 import { compileRules } from '../../src/rules/ruleset.js';
-import { parseRules } from '../../src/rules/parse.js';
+import { parseRules } from '../../src/rules/parse/index.js';
 
 const NOW = 1_700_000_000_000;
 const rulesWith = (limit: number) => `domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: ${limit} }\n`;

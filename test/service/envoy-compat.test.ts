@@ -216,12 +216,12 @@ describe("envoy's settings", () => {
   });
 
   it('--merge-domains: one domain across several files, on serve and validate', async () => {
-    const refused = spawnSync(process.execPath, ['dist/cli.js', 'validate', MERGE], { encoding: 'utf8' });
+    const refused = spawnSync(process.execPath, ['dist/cli/main.js', 'validate', MERGE], { encoding: 'utf8' });
     expect(refused.status).toBe(1);
     expect(refused.stderr).toMatch(/domain "merged" is already defined at .*a\.yaml/);
-    const merged = spawnSync(process.execPath, ['dist/cli.js', 'validate', '--merge-domains', MERGE], { encoding: 'utf8' });
+    const merged = spawnSync(process.execPath, ['dist/cli/main.js', 'validate', '--merge-domains', MERGE], { encoding: 'utf8' });
     expect(merged.stdout).toBe('OK: 1 domains, 2 descriptors\n');
-    const byEnv = spawnSync(process.execPath, ['dist/cli.js', 'validate', MERGE], { encoding: 'utf8', env: { ...process.env, TOLLGATE_MERGE_DOMAINS: 'true' } });
+    const byEnv = spawnSync(process.execPath, ['dist/cli/main.js', 'validate', MERGE], { encoding: 'utf8', env: { ...process.env, TOLLGATE_MERGE_DOMAINS: 'true' } });
     expect(byEnv.status).toBe(0);
     await expect(start({ config: MERGE })).rejects.toThrow(/domain "merged" is already defined/);
     const run = await start({ config: MERGE, 'merge-domains': 'true' });

@@ -12,7 +12,7 @@ import { resolveGatewayOptions } from '../../src/gateway/options.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startServiceProcess, type ServiceProcess } from '../support/service.js';
 
-const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
+const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const LOGINS_PER_MINUTE = 5;
 
 /** One login check for `user` (examples/rules/classic.yaml: 5 a minute per user); its remaining count. */

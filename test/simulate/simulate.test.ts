@@ -4,7 +4,7 @@
  * busiest keys and their error bound, the timeline, and algorithms compared on the same traffic.
  */
 import { describe, expect, it } from 'vitest';
-import { parseRules } from '../../src/rules/parse.js';
+import { parseRules } from '../../src/rules/parse/index.js';
 import { mappingFromFlags, parseMapping, simulate, type LogEntry, type SimulationReport } from '../../src/simulate/index.js';
 
 const T0 = Date.UTC(2026, 10, 27, 10, 0, 0);

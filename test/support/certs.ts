@@ -87,7 +87,7 @@ export function peerFingerprint(port: number, tls: { ca?: Buffer; cert?: Buffer;
   });
 }
 
-const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
+const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 
 /** Runs the built `tollgate` with `args`; resolves with its exit code and stderr. */
 export function cliExit(args: string[]): Promise<{ code: number | null; stderr: string }> {

@@ -6,7 +6,7 @@
  */
 import { Client, credentials, Metadata, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { LOADER_OPTIONS, PROTO_FILES } from '../../src/service/grpc.js';
+import { LOADER_OPTIONS, PROTO_FILES } from '../../src/service/grpc/listener.js';
 
 export const SHOULD_RATE_LIMIT = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 const HEALTH_CHECK = '/grpc.health.v1.Health/Check';

@@ -1,6 +1,6 @@
 /**
  * docs/semantics.md's level and sliding-window sections written out in BigInt, unbounded: the
- * reference the wide arithmetic must equal at magnitudes far past 2^53 (test/wide.test.ts).
+ * reference the wide arithmetic must equal at magnitudes far past 2^53 (test/algorithms/wide.test.ts).
  * Deliberately naive: no spans, no mulDivmod, just the formulas of the spec.
  */
 import type { Decision, Policy } from '../../src/index.js';

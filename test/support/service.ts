@@ -6,7 +6,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, expect } from 'vitest';
 
-const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
+const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 
 export interface ServiceProcess {
   readonly httpPort: number;

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, isScalar, isSeq, type YAMLMap } from 'yaml';
 import { GatewayConfigError, type RulesError } from '../../errors.js';
-import { clientIp } from '../../http/identity.js';
+import { clientIp } from '../../http/identity/index.js';
 import { HEADER_STYLES, type HeaderStyle } from '../../http/report.js';
 import { DocumentReader, readChoice, readText, readWholeNumber, reportMissing, type Entry, type FieldSet } from '../../rules/parse/fields.js';
 import { closestMatch } from '../../rules/parse/suggest.js';
@@ -15,7 +15,7 @@ import { Problems, StopReading, parseYamlDocuments, sizeProblem, RULES_LIMITS } 
 import { readRateLimits } from './actions.js';
 import { readMappings, readWords } from './lists.js';
 import { readHeaderMatchers, readRegex } from './matchers.js';
-import { readDeferBlock, checkDeferRoutes } from './defer.js';
+import { readDeferBlock, checkDeferRoutes } from '../defer/config.js';
 import { declaredNames, readUpstreams } from './upstreams.js';
 import { readDuration } from './values.js';
 import type { GatewayConfig, OnLimit, RouteConfig, RouteMatch } from './types.js';

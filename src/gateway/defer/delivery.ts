@@ -5,7 +5,7 @@
  */
 import { backoffDelay } from './backoff.js';
 import { parseTicket, type QueueKeys } from './keys.js';
-import { callHook } from './options.js';
+import { callHook } from './queue-options.js';
 import { bodyBytes, endToEndHeaders, headerPairs } from './request.js';
 import type { StreamEntry } from './stream.js';
 import { deliveredFields, failedFields, type DeliveredResult } from './ticket-state.js';

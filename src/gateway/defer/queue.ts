@@ -8,7 +8,7 @@ import { Cluster, Redis } from 'ioredis';
 import { InvalidOptionError, describeValue } from '../../errors.js';
 import { checkOptions } from '../../options.js';
 import { checkQueueName, newTicket, parseTicket, queueKeys, type QueueKeys } from './keys.js';
-import { callHook, hooksOption, shortName, wholeNumber } from './options.js';
+import { callHook, hooksOption, shortName, wholeNumber } from './queue-options.js';
 import { storableRequest } from './request.js';
 import { withScripts, type QueueScripts } from './scripts.js';
 import { ticketStatus } from './ticket-state.js';

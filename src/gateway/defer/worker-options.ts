@@ -2,7 +2,7 @@
 import { InvalidOptionError, describeValue } from '../../errors.js';
 import { checkOptions } from '../../options.js';
 import { checkQueueName } from './keys.js';
-import { callback, hooksOption, shortName, wholeNumber } from './options.js';
+import { callback, hooksOption, shortName, wholeNumber } from './queue-options.js';
 import { RedisDeferredQueue, type DeferredQueue } from './queue.js';
 import type { Admission, DeferredEntry, DeliveryResponse } from './types.js';
 

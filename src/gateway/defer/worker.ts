@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import type { Cluster, Redis } from 'ioredis';
 import { abortableSleep } from './backoff.js';
 import { deliverEntry, type DeliveryContext } from './delivery.js';
-import { callHook } from './options.js';
+import { callHook } from './queue-options.js';
 import { ensureGroup, readNew, readOwnPending, reclaimIdle, touch, type StreamEntry, type StreamReader } from './stream.js';
 import { workerSettings, type DrainWorkerOptions, type WorkerSettings } from './worker-options.js';
 

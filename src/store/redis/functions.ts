@@ -8,7 +8,7 @@
  */
 import { Cluster, type Redis } from 'ioredis';
 import type { AlgorithmName } from '../../algorithms/catalog.js';
-import { LEAN_LIBRARY } from './scripts.js';
+import { LEAN_LIBRARY } from './lua.js';
 
 /** The reply of a node that lacks the library (or, before Redis 7.0, FCALL itself). */
 const NOT_LOADED = /Function not found|unknown command/i;

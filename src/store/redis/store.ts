@@ -29,7 +29,7 @@ import {
   singleDecisionArgs,
   hasLeanScript,
 } from './protocol.js';
-import { ALL_SCRIPTS, DECIDE_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './scripts.js';
+import { ALL_SCRIPTS, DECIDE_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './lua.js';
 import { LeanFunctions } from './functions.js';
 import type { AlgorithmName } from '../../algorithms/catalog.js';
 

@@ -11,7 +11,7 @@
 import type { Redis } from 'ioredis';
 import { InvalidOptionError, StoreUnavailableError, describeValue } from '../../errors.js';
 import { checkOptions } from '../../options.js';
-import { REGION_ACK_SCRIPT, REGION_MERGE_SCRIPT, REGION_PULL_SCRIPT } from './scripts.js';
+import { REGION_ACK_SCRIPT, REGION_MERGE_SCRIPT, REGION_PULL_SCRIPT } from './lua.js';
 import { checkKeyPrefix, checkRegionName, evaluate, openRegionClient, regionKeys, wholeNumber, type RegionConnection, type RegionKeys } from './shared.js';
 
 /** A peer region: its name and its Redis. */

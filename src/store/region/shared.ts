@@ -6,7 +6,7 @@
 import { Redis } from 'ioredis';
 import { InvalidOptionError, describeValue } from '../../errors.js';
 import { openClient, type RedisStoreOptions } from '../redis/connect.js';
-import type { Script } from './scripts.js';
+import type { Script } from './lua.js';
 
 /** A region name: letters, digits, `_` and `-`, 1–32 characters (it names hash fields `<region>:<window>`). */
 const REGION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;

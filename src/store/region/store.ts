@@ -13,7 +13,7 @@ import { escapeKeyPart, layoutOneSuffix } from '../redis/keys.js';
 import { ALGORITHM_CODES, OP_CONSUME, OP_PEEK, OP_RESET, REASON_CORRUPT_STATE, REASON_WRONG_TYPE, RESULT_START, RESULT_WIDTH, decodeDecision } from '../redis/protocol.js';
 import { globEscape, unlinkMatching } from '../redis/scan.js';
 import type { Store, StoreRequest } from '../types.js';
-import { REGION_DECIDE_SCRIPT } from './scripts.js';
+import { REGION_DECIDE_SCRIPT } from './lua.js';
 import { checkKeyPrefix, checkRegionName, evaluate, openRegionClient, regionKeys, wholeNumber, type RegionConnection, type RegionKeys } from './shared.js';
 
 /** Options of {@link regionStore}: the region's name and its Redis (exactly one of `url` or `client`). */

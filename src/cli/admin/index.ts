@@ -1,0 +1,106 @@
+/**
+ * The commands that talk to a running service over its HTTP API: `tollgate check`, `tollgate rules
+ * get|push|diff`, `tollgate keys ...`. Exit codes shared by all: 0 done, 1 a "no" answer (OVER_LIMIT,
+ * a diff with changes), 2 bad flags or invalid rules (nothing sent), 3 the service unreachable or
+ * answering an error (its message printed).
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { AdminApiError, InvalidOptionError, TollgateError } from '../../errors.js';
+import { CHECK_FLAGS, CHECK_HELP, runCheck } from './check.js';
+import { CONNECTION_FLAGS, DEFAULT_URL, DEFAULT_ADMIN_URL, resolveConnection } from './connection.js';
+import { KEYS_FLAGS, KEYS_HELP, runKeys } from './keys.js';
+import type { CommandOutput } from './output.js';
+import { RULES_FLAGS, RULES_HELP, runRulesDiff, runRulesGet, runRulesPush } from './rules.js';
+
+export type { CommandOutput } from './output.js';
+
+export const ADMIN_COMMANDS = ['check', 'rules', 'keys'] as const;
+export type AdminCommand = (typeof ADMIN_COMMANDS)[number];
+
+const COMMON_HELP = `
+Options (every command):
+  --url URL          check: the decision listener (${DEFAULT_URL}; or TOLLGATE_URL);
+                     rules, keys: the admin listener (${DEFAULT_ADMIN_URL}; or TOLLGATE_ADMIN_URL)
+  --token-file FILE  a file holding the admin token (else TOLLGATE_ADMIN_TOKEN); --token is
+                     refused: the command line shows in \`ps\`
+  --json             the service's answer as JSON
+  --timeout MS       longest wait for an answer (5000)
+  -h, --help         this help
+`;
+
+const COMMANDS: Record<AdminCommand, { flags: ParseArgsConfig['options']; help: string }> = {
+  check: { flags: CHECK_FLAGS, help: CHECK_HELP },
+  rules: { flags: RULES_FLAGS, help: RULES_HELP },
+  keys: { flags: KEYS_FLAGS, help: KEYS_HELP },
+};
+
+/** Runs `command` with `args`; resolves with the exit code (never rejects for bad input or a failing service). */
+export async function runAdminCommand(command: AdminCommand, args: readonly string[], output: CommandOutput, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const { flags, help } = COMMANDS[command];
+  try {
+    const parsed = parseArgs({ args: [...args], options: { ...CONNECTION_FLAGS, ...flags } as ParseArgsConfig['options'], allowPositionals: true, strict: true });
+    const values = parsed.values as Record<string, unknown>;
+    const positionals = parsed.positionals;
+    if (values.help === true) {
+      output.stdout(help + COMMON_HELP);
+      return 0;
+    }
+    const connection = resolveConnection(values, env, command === 'check' ? 'decisions' : 'admin');
+    return await dispatch(command, positionals, values, connection, output);
+  } catch (error) {
+    return report(command, error, output);
+  }
+}
+
+/** The flags of each command and action, besides the connection flags. */
+const ACTION_FLAGS: Readonly<Record<string, readonly string[]>> = {
+  check: Object.keys(CHECK_FLAGS),
+  'rules get': Object.keys(RULES_FLAGS),
+  'rules push': [],
+  'rules diff': [],
+  'keys inspect': ['key', 'algorithm', 'limit', 'window', 'precision'],
+  'keys reset': ['key', 'algorithm', 'limit', 'window', 'precision'],
+  'keys block': ['key', 'for', 'domain'],
+  'keys unblock': ['key', 'domain'],
+  'keys blocked': [],
+};
+
+const ACTIONS: Readonly<Record<Exclude<AdminCommand, 'check'>, string>> = { rules: 'get, push or diff', keys: 'inspect, reset, block, unblock or blocked' };
+
+/** Refuses an unknown action, and a flag the action does not use (it would be silently ignored). */
+function checkActionFlags(command: AdminCommand, action: string | undefined, values: Record<string, unknown>): void {
+  const name = command === 'check' ? command : `${command} ${action ?? ''}`;
+  const allowed = ACTION_FLAGS[name];
+  if (allowed === undefined) throw new InvalidOptionError(`${command} takes ${ACTIONS[command as Exclude<AdminCommand, 'check'>]}, got ${JSON.stringify(action ?? '')}`);
+  for (const flag of Object.keys(values)) {
+    if (!(flag in CONNECTION_FLAGS) && !allowed.includes(flag)) throw new InvalidOptionError(`--${flag} is not a flag of ${name}${allowed.length > 0 ? ` (its flags: ${allowed.map((known) => `--${known}`).join(', ')})` : ''}`);
+  }
+}
+
+function dispatch(command: AdminCommand, positionals: string[], values: Record<string, unknown>, connection: ReturnType<typeof resolveConnection>, output: CommandOutput): Promise<number> {
+  const [action, ...rest] = positionals;
+  if (command === 'check') {
+    if (positionals.length > 0) throw new InvalidOptionError(`check takes no arguments besides its flags, got ${JSON.stringify(positionals.join(' '))}`);
+    checkActionFlags(command, undefined, values);
+    return runCheck(connection, values, output);
+  }
+  checkActionFlags(command, action, values);
+  if (command === 'keys') {
+    if (rest.length > 0) throw new InvalidOptionError(`keys ${action ?? ''} takes flags only, got ${JSON.stringify(rest.join(' '))}`);
+    return runKeys(connection, action, values, output);
+  }
+  if (action === 'get') return runRulesGet(connection, values, rest, output);
+  return action === 'push' ? runRulesPush(connection, rest, output) : runRulesDiff(connection, rest, output);
+}
+
+/** 3 when the service failed us, 2 for what the user gave (flags, arguments, policy values). */
+function report(command: AdminCommand, error: unknown, output: CommandOutput): number {
+  if (error instanceof AdminApiError) {
+    output.stderr(`tollgate ${command}: ${error.message}\n`);
+    return 3;
+  }
+  const usage = error instanceof TollgateError || (error instanceof TypeError && (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS') === true);
+  if (!usage) throw error;
+  output.stderr(`tollgate ${command}: ${(error as Error).message}\n(see tollgate ${command} --help)\n`);
+  return 2;
+}

@@ -1,0 +1,130 @@
+/**
+ * Each call's options (their types) and what the limiter checks of every call before a store sees
+ * it: keys, costs, times and per-call options. Bad input throws a typed error that says what to
+ * pass instead.
+ */
+import { checkDeadline, checkFailureMode, type LimiterFailureMode } from './failure-modes.js';
+import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from '../errors.js';
+import { MAX_KEY_BYTES, wellFormedKey } from '../keys.js';
+import { checkOptions } from '../options.js';
+import type { CompiledPolicy, Policy } from '../policy.js';
+
+/** Per-call options. */
+export interface LimitOptions {
+  /** Units this request takes (its weight): an integer ≥ 1. Default 1. */
+  readonly cost?: number;
+  /** Decision time in epoch ms (tests, replays). Default: the limiter's clock or the store's time. */
+  readonly now?: number;
+  /** This call's failure mode (see {@link LimiterCoreOptions.failureMode}). */
+  readonly failureMode?: LimiterFailureMode;
+  /** This call's deadline in ms (see {@link LimiterCoreOptions.deadlineMs}). */
+  readonly deadlineMs?: number;
+  /**
+   * Token lease (2 to 1,000,000): take this many units from the store in one call and admit the
+   * next requests for this key from them in-process (cache/leases.ts: never over the limit, some
+   * under-admission). `limit` only; ignored for `countRejected` and `leaky-bucket` policies.
+   */
+  readonly lease?: number;
+  /**
+   * Local-first (10 to 60,000 ms): decide this key in-process on this node's view of the counter,
+   * synced with the store every `syncIntervalMs` (cache/local-first.ts: no store round trip, some
+   * over-admission). `limit` only; fixed-window and sliding-window policies only.
+   */
+  readonly syncIntervalMs?: number;
+}
+
+/** Options of a multi-limit call. */
+export type LimitAllOptions = Pick<LimitOptions, 'now' | 'failureMode' | 'deadlineMs'>;
+
+/** One limit of a multi-limit check (the limiter's `limitAll`). */
+export interface LimitRequest {
+  readonly key: string;
+  readonly policy: Policy | CompiledPolicy;
+  /** Units this request takes under this limit (integer ≥ 1). Default 1. */
+  readonly cost?: number;
+  /** This limit's failure mode, over the call's and the limiter's. */
+  readonly failureMode?: LimiterFailureMode;
+  /** A token lease for this limit (see {@link LimitOptions.lease}); used when it is the call's only limit. */
+  readonly lease?: number;
+  /** Local-first for this limit (see {@link LimitOptions.syncIntervalMs}); used when it is the call's only limit. */
+  readonly syncIntervalMs?: number;
+}
+
+/**
+ * What a decision does: `limit` decides and records, `peek` decides without recording, `look`
+ * reports the quota as it stands without spending it and is never refused (a request of cost 0:
+ * the middleware's `cost: 0`, a rules check with `spend: false`), `probe` asks whether a request of
+ * cost 0 passes: denied only when the quota is overdrawn (a fixed window with `countRejected`
+ * past its limit; envoy's `hits_addend: 0`), recording nothing.
+ */
+export type DecideMode = 'limit' | 'peek' | 'look' | 'probe';
+
+/** Any string of at most this many UTF-16 units is at most MAX_KEY_BYTES in UTF-8. */
+const ALWAYS_SHORT_ENOUGH = Math.floor(MAX_KEY_BYTES / 3);
+
+/** The per-call options the limiter checks ({@link LimitOptions}). */
+export interface CheckedCallOptions {
+  readonly failureMode?: unknown;
+  readonly deadlineMs?: unknown;
+  readonly lease?: unknown;
+  readonly syncIntervalMs?: unknown;
+}
+
+/** The key every store counts under (see {@link wellFormedKey}), or an InvalidKeyError. */
+export function checkKey(key: unknown): string {
+  if (typeof key !== 'string') throw new InvalidKeyError(`key must be a string, got ${describeValue(key)}`);
+  if (key.length === 0) throw new InvalidKeyError('key is empty; identify the caller (e.g. "ip:203.0.113.7" or "user:42")');
+  if (key.length > ALWAYS_SHORT_ENOUGH && Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) {
+    throw new InvalidKeyError(
+      `key is ${Buffer.byteLength(key, 'utf8')} bytes, over the ${MAX_KEY_BYTES}-byte limit; hash long identities (e.g. a SHA-256 of a token) before limiting`,
+    );
+  }
+  return wellFormedKey(key);
+}
+
+const CALL_OPTIONS: readonly string[] = ['cost', 'now', 'failureMode', 'deadlineMs', 'lease', 'syncIntervalMs'];
+
+export function checkCallOptions(options: CheckedCallOptions): void {
+  checkOptions('call', options, CALL_OPTIONS, '{ cost: 1, now: Date.now() }', 'call option');
+  if (options.failureMode !== undefined) checkFailureMode(options.failureMode, 'failureMode');
+  if (options.deadlineMs !== undefined) checkDeadline(options.deadlineMs, 'deadlineMs');
+  if (options.lease !== undefined) checkLease(options.lease, 'lease');
+  if (options.syncIntervalMs !== undefined) checkSyncInterval(options.syncIntervalMs, 'syncIntervalMs');
+  if (options.lease !== undefined && options.syncIntervalMs !== undefined) {
+    throw new InvalidOptionError('give lease or syncIntervalMs (local-first), not both: they are two ways of deciding a key without the store');
+  }
+}
+
+/** Shortest and longest local-first sync interval, ms. */
+export const MIN_SYNC_INTERVAL_MS = 10;
+export const MAX_SYNC_INTERVAL_MS = 60_000;
+
+export function checkSyncInterval(interval: unknown, where: string): number {
+  if (typeof interval !== 'number' || !Number.isSafeInteger(interval) || interval < MIN_SYNC_INTERVAL_MS || interval > MAX_SYNC_INTERVAL_MS) {
+    throw new InvalidOptionError(
+      `${where} (local-first) must be a whole number of ms from ${MIN_SYNC_INTERVAL_MS} to ${MAX_SYNC_INTERVAL_MS}: how often a node syncs its counts with the store, got ${describeValue(interval)}`,
+    );
+  }
+  return interval;
+}
+
+export function checkLease(lease: unknown, where: string): number {
+  if (typeof lease !== 'number' || !Number.isSafeInteger(lease) || lease < 2 || lease > 1_000_000) {
+    throw new InvalidOptionError(`${where} must be a whole number of units from 2 to 1000000 (taken from the store at once), got ${describeValue(lease)}`);
+  }
+  return lease;
+}
+
+export function checkCost(cost: unknown): number {
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
+    throw new InvalidCostError(`cost must be a whole number ≥ 1, got ${describeValue(cost)}`);
+  }
+  return cost;
+}
+
+export function checkNow(now: unknown): number {
+  if (typeof now !== 'number' || !Number.isFinite(now) || now < 0 || now > Number.MAX_SAFE_INTEGER) {
+    throw new InvalidTimeError(`now must be a finite epoch time in milliseconds ≥ 0, got ${describeValue(now)}`);
+  }
+  return Math.floor(now);
+}

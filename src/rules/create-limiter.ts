@@ -1,0 +1,68 @@
+/**
+ * The public limiter: the engine of limiter.ts plus `check` (envoy's ShouldRateLimit) over rules.
+ * Rules checking sits on top of the engine: it matches descriptors to limits, then decides them
+ * through the same `limitAll` every other caller uses.
+ */
+import { currentTime } from '../clock.js';
+import { InvalidOptionError, describeValue } from '../errors.js';
+import { CoreLimiter, limiterCoreOptions, type CoreSettings, type LimiterCore, type LimiterCoreOptions } from '../limiter/core.js';
+import { checkRules, type CheckOptions, type CheckRequest, type CheckResult } from './check.js';
+import type { RuleSource } from './ruleset.js';
+import type { MaybePromise } from '../store/types.js';
+
+/** Options of {@link createLimiter}. */
+export interface LimiterOptions extends LimiterCoreOptions {
+  /** Rules for {@link Limiter.check}: a RuleSet (`loadRules`) or a holder that hot-reloads them. */
+  readonly rules?: RuleSource;
+}
+
+export interface Limiter extends LimiterCore {
+  /**
+   * envoy's ShouldRateLimit: matches each descriptor of `request` against the rules and decides all
+   * matched limits in one store round trip. Needs `rules` at construction. `{ spend: false }` looks
+   * without spending.
+   */
+  check(request: CheckRequest, options?: CheckOptions): Promise<CheckResult>;
+  /**
+   * `check` for adapters on a hot path (the decision service): the result itself when the store
+   * answers synchronously (the memory store), a promise otherwise. Bad input throws synchronously.
+   */
+  decideCheck(request: CheckRequest, options?: CheckOptions): MaybePromise<CheckResult>;
+}
+
+const LIMITER_OPTIONS: readonly string[] = ['store', 'clock', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'maxInFlight', 'overLimitCache', 'rules'];
+
+/** Creates a limiter on `store` (the embedded memory store by default), with optional rules. */
+export function createLimiter(options: LimiterOptions = {}): Limiter {
+  const settings = limiterCoreOptions(options, LIMITER_OPTIONS);
+  const rules = options.rules;
+  if (rules !== undefined && (typeof rules !== 'object' || rules === null || !('current' in rules))) {
+    throw new InvalidOptionError(`createLimiter: rules must come from loadRules(...) or a RulesHolder, got ${describeValue(rules)}`);
+  }
+  return new RulesLimiter(settings, rules);
+}
+
+class RulesLimiter extends CoreLimiter implements Limiter {
+  private readonly now: () => number;
+
+  constructor(
+    settings: CoreSettings,
+    private readonly rules: RuleSource | undefined,
+  ) {
+    super(settings);
+    this.now = settings.clock ?? currentTime;
+  }
+
+  check(request: CheckRequest, options?: CheckOptions): Promise<CheckResult> {
+    try {
+      return Promise.resolve(this.decideCheck(request, options));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  decideCheck(request: CheckRequest, options?: CheckOptions): MaybePromise<CheckResult> {
+    if (this.rules === undefined) throw new InvalidOptionError('check() needs rules: createLimiter({ store, rules: await loadRules(path) })');
+    return checkRules(this, this.rules.current, request, this.now, options);
+  }
+}

@@ -1,1 +1,0 @@
-export * from './parse/index.js';

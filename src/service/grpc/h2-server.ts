@@ -1,0 +1,323 @@
+/**
+ * The gRPC listener on node:http2 (`--grpc-server http2`, the default): envoy's
+ * RateLimitService/ShouldRateLimit and grpc.health.v1 Check/Watch, the gRPC protocol done by hand
+ * (grpc-framing.ts) with protobufjs codecs (grpc-codec.ts). It answers what the grpc-js server
+ * answers, byte for byte (test/service/grpc/wire.test.ts), for about half the CPU per call
+ * (BENCHMARKS.md, "gRPC ceiling"): grpc-js's call machinery was the ceiling.
+ *
+ * Per stream: `content-type: application/grpc*` or HTTP 415 (as grpc-js); a known method or
+ * UNIMPLEMENTED; `grpc-timeout` (DEADLINE_EXCEEDED when it passes); exactly one request message
+ * (UNIMPLEMENTED for none or two, as grpc-js), at most 1 MiB (RESOURCE_EXHAUSTED), decompressed if
+ * flagged (identity, deflate, gzip); then the answer, or a trailers-only error. Nothing a client
+ * sends (garbage, a truncated frame, a reset) can throw out of a handler.
+ */
+import { createSecureServer, createServer, type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import type { ServiceContext } from '../context.js';
+import { DEGRADED_HEADER } from '../check/decide.js';
+import { loadGrpcCodecs, type GrpcCodecs } from './codec.js';
+import { FramingError, MessageReader, OK_TRAILERS, RESPONSE_HEADERS, decompress, failureHeaders, failureTrailers, frame, parseTimeout, type RawMessage } from './framing.js';
+import { HealthWatchers, type HealthStream } from './health.js';
+import { requireClientName, secureContextOptions, type TlsReloader } from '../http/tls.js';
+import { GRPC_STATUS, HEALTH_SERVICE, RATE_LIMIT_SERVICE, SHUTDOWN_GRACE_MS, answerShouldRateLimit, shutDownWithin, type GrpcFailure, type GrpcServer, type ShouldRateLimitAnswer } from './messages.js';
+
+const SHOULD_RATE_LIMIT_PATH = `/${RATE_LIMIT_SERVICE}/ShouldRateLimit`;
+const HEALTH_CHECK_PATH = `/${HEALTH_SERVICE}/Check`;
+const HEALTH_WATCH_PATH = `/${HEALTH_SERVICE}/Watch`;
+
+/**
+ * The HTTP/2 server: plain (h2c, as Envoy's `http2_protocol_options` cluster speaks by default), or
+ * over TLS with ALPN `h2` only (no HTTP/1.1 fallback: gRPC needs HTTP/2), mutual with
+ * --tls-client-ca, its certificate kept current by `tls`.
+ */
+function h2Server(ctx: ServiceContext, tls: TlsReloader | undefined): Http2Server | Http2SecureServer {
+  // As grpc-js: no limit on header blocks sent; Node's 10 MB per connection raised to 64 MB, so
+  // many calls of up to 1 MiB in flight on one connection are not refused (still a bound).
+  const options = { maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER, maxSessionMemory: 64 };
+  if (tls === undefined) return createServer(options);
+  const server = createSecureServer({ ...options, ...secureContextOptions(tls.material, true), allowHTTP1: false, handshakeTimeout: ctx.options.connections.headersTimeoutMs });
+  tls.subscribe((material) => server.setSecureContext(secureContextOptions(material, true)));
+  requireClientName(server, tls.files, ctx.logger);
+  return server;
+}
+
+/** Starts the node:http2 gRPC listener on `host:port` (0: a free port), over TLS with `tls`; resolves once it is bound. */
+export async function startGrpcH2Server(ctx: ServiceContext, host: string, port: number, tls?: TlsReloader): Promise<GrpcServer> {
+  const codecs = loadGrpcCodecs();
+  const server = h2Server(ctx, tls);
+  const sessions = new Set<ServerHttp2Session>();
+  let closing: Promise<void> | undefined;
+  const health = new HealthWatchers(ctx, () => closing !== undefined);
+
+  server.on('session', (session) => {
+    sessions.add(session);
+    session.on('close', () => sessions.delete(session));
+    // A broken connection ends its session; there is nothing to answer.
+    session.on('error', () => {});
+  });
+  server.on('stream', (stream, headers) => {
+    try {
+      onStream(ctx, codecs, health, stream, headers);
+    } catch (error) {
+      // A bug or a stream closed under us: this call ends, the process goes on.
+      ctx.logger.error({ err: error }, 'gRPC stream failed');
+      stream.destroy();
+    }
+  });
+
+  const boundPort = await new Promise<number>((resolve, reject) => {
+    server.once('error', (error) => reject(new Error(`gRPC cannot listen on ${host}:${port}: ${error.message}`)));
+    server.listen(port, host, () => {
+      const address = server.address();
+      resolve(typeof address === 'object' && address !== null ? address.port : port);
+    });
+  });
+
+  // Past the bind, a listener error (e.g. out of file descriptors on accept) is logged, never thrown.
+  server.on('error', (error) => ctx.logger.error({ err: error }, 'gRPC listener error'));
+
+  return {
+    port: boundPort,
+    close: (graceMs = SHUTDOWN_GRACE_MS) => {
+      if (closing === undefined) health.close();
+      closing ??= shutDownWithin(
+        ctx,
+        graceMs,
+        (done) => {
+          server.close(() => done());
+          // GOAWAY: no new calls, those in flight finish, then each connection closes.
+          for (const session of sessions) session.close();
+        },
+        () => {
+          for (const session of sessions) session.destroy();
+        },
+      );
+      return closing;
+    },
+  };
+}
+
+function onStream(ctx: ServiceContext, codecs: GrpcCodecs, health: HealthWatchers, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+  // A reset or broken stream: nothing to answer, and nothing may throw.
+  stream.on('error', () => {});
+  const contentType = headers['content-type'];
+  if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+    stream.respond({ ':status': 415 }, { endStream: true });
+    return;
+  }
+  const path = String(headers[':path']);
+  if (path !== SHOULD_RATE_LIMIT_PATH && path !== HEALTH_CHECK_PATH && path !== HEALTH_WATCH_PATH) {
+    // As grpc-js: this one message is sent as it is, not percent-encoded.
+    stream.respond(failureHeaders({ code: GRPC_STATUS.UNIMPLEMENTED, details: `The server does not implement the method ${path}`, metadata: {} }, false), { endStream: true });
+    stream.resume();
+    return;
+  }
+  const call = new ServerCall(stream, headers, path);
+  if (path === SHOULD_RATE_LIMIT_PATH) {
+    call.readRequest((bytes) => guarded(ctx, call, () => shouldRateLimit(ctx, codecs, call, bytes)));
+  } else if (path === HEALTH_CHECK_PATH) {
+    call.readRequest((bytes) =>
+      guarded(ctx, call, () => {
+        const request = call.decode(codecs.health, bytes);
+        if (request === undefined) return undefined;
+        return health.check(request.service).then((answer) => ('failure' in answer ? call.fail(answer.failure) : call.answer(codecs.health.encode(answer))));
+      }),
+    );
+  } else {
+    call.readRequest((bytes) =>
+      guarded(ctx, call, () => {
+        const request = call.decode(codecs.health, bytes);
+        if (request !== undefined) health.watch(watchStream(call, codecs, request.service));
+      }),
+    );
+  }
+}
+
+/** Runs a call's handler: a throw or a rejection (a bug) is logged and answered INTERNAL, never let out. */
+function guarded(ctx: ServiceContext, call: ServerCall, run: () => void | Promise<void>): void {
+  const failed = (error: unknown): void => {
+    ctx.logger.error({ err: error }, 'gRPC call failed');
+    try {
+      call.fail({ code: GRPC_STATUS.INTERNAL, details: 'internal error', metadata: {} });
+    } catch {
+      // The stream is gone.
+    }
+  };
+  try {
+    const result = run();
+    if (result instanceof Promise) result.catch(failed);
+  } catch (error) {
+    failed(error);
+  }
+}
+
+function shouldRateLimit(ctx: ServiceContext, codecs: GrpcCodecs, call: ServerCall, bytes: Buffer): Promise<void> | undefined {
+  const message = call.decode(codecs.rateLimit, bytes);
+  if (message === undefined) return undefined;
+  const send = (answer: ShouldRateLimitAnswer): void => {
+    if ('failure' in answer) {
+      call.fail(answer.failure);
+      return;
+    }
+    let encoded: Uint8Array;
+    try {
+      encoded = codecs.rateLimit.encode(answer.response);
+    } catch (error) {
+      ctx.logger.error({ err: error }, 'gRPC ShouldRateLimit: the response cannot be encoded');
+      call.fail({ code: GRPC_STATUS.INTERNAL, details: 'Error serializing response', metadata: {} });
+      return;
+    }
+    call.answer(encoded, answer.degraded === undefined ? undefined : { [DEGRADED_HEADER]: answer.degraded });
+  };
+  const answer = answerShouldRateLimit(ctx, message);
+  if (answer instanceof Promise) return answer.then(send);
+  send(answer);
+  return undefined;
+}
+
+/** A Watch call as the health service sees it: the response headers with the first message, then a message per change. */
+function watchStream(call: ServerCall, codecs: GrpcCodecs, service: string): HealthStream {
+  return {
+    service,
+    get cancelled() {
+      return call.done;
+    },
+    write: (status) => call.write(codecs.health.encode({ status })),
+    end: () => call.end(),
+    onGone: (listener) => call.stream.once('close', listener),
+  };
+}
+
+/**
+ * One gRPC call on one HTTP/2 stream: reads the request message, keeps the deadline, and sends the
+ * answer, more messages (Watch) or an error, each at most once and never on a closed stream.
+ */
+class ServerCall {
+  private finished = false;
+  private headersSent = false;
+  private deadline: NodeJS.Timeout | undefined;
+  private readonly encoding: string;
+
+  constructor(
+    readonly stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    private readonly path: string,
+  ) {
+    const encoding = headers['grpc-encoding'];
+    this.encoding = typeof encoding === 'string' ? encoding : 'identity';
+    const timeout = headers['grpc-timeout'];
+    if (typeof timeout === 'string') this.keepDeadline(timeout);
+  }
+
+  /**
+   * Reads the one request message, then calls `handle` with its (decompressed) bytes once the
+   * client half-closes, as grpc-js runs a unary handler.
+   */
+  readRequest(handle: (bytes: Buffer) => void): void {
+    const reader = new MessageReader();
+    let request: RawMessage | undefined;
+    this.stream.on('data', (chunk: Buffer) => {
+      if (this.done) return;
+      try {
+        for (const message of reader.push(chunk)) {
+          if (request !== undefined) {
+            // As grpc-js: refused as soon as it arrives.
+            this.fail({ code: GRPC_STATUS.UNIMPLEMENTED, details: `Received a second request message for unary method ${this.path}`, metadata: {} });
+            return;
+          }
+          request = message;
+        }
+      } catch (error) {
+        if (error instanceof FramingError) this.fail(error.failure);
+        else throw error;
+      }
+    });
+    this.stream.once('end', () => {
+      if (this.done) return;
+      if (reader.partial) this.fail(truncated(reader.progress));
+      else if (request === undefined) this.fail({ code: GRPC_STATUS.UNIMPLEMENTED, details: `Received no request message for unary method ${this.path}`, metadata: {} });
+      else decompress(request, this.encoding, (bytes) => (Buffer.isBuffer(bytes) ? !this.done && handle(bytes) : this.fail(bytes)));
+    });
+  }
+
+  /** True once the status is sent or the stream is gone. */
+  get done(): boolean {
+    return this.finished || this.stream.destroyed || this.stream.closed;
+  }
+
+  /** `bytes` as a message, or undefined after answering INTERNAL (as grpc-js) when they are not one. */
+  decode<T>(codec: { decode(bytes: Uint8Array): T }, bytes: Buffer): T | undefined {
+    try {
+      return codec.decode(bytes);
+    } catch (error) {
+      this.fail({ code: GRPC_STATUS.INTERNAL, details: `Error deserializing request: ${(error as Error).message}`, metadata: {} });
+      return undefined;
+    }
+  }
+
+  /** The unary answer: headers (with `metadata`), the message, OK trailers. */
+  answer(message: Uint8Array, metadata?: Record<string, string>): void {
+    if (this.done) return;
+    this.sendHeaders(metadata);
+    this.end(frame(message));
+  }
+
+  /** One more message of a server stream (the headers first, with the first one). */
+  write(message: Uint8Array): void {
+    if (this.done) return;
+    this.sendHeaders();
+    this.stream.write(frame(message));
+  }
+
+  /** Ends the call with status OK, after `last` if given. */
+  end(last?: Buffer): void {
+    if (this.done) return;
+    this.sendHeaders();
+    this.finished = true;
+    this.clearDeadline();
+    this.stream.once('wantTrailers', () => this.stream.sendTrailers(OK_TRAILERS));
+    this.stream.end(last);
+  }
+
+  /** Ends the call with an error status: trailers-only before any message, else in the trailers. */
+  fail(failure: GrpcFailure): void {
+    if (this.done) return;
+    this.finished = true;
+    this.clearDeadline();
+    if (this.stream.closed) return;
+    if (this.headersSent) {
+      this.stream.once('wantTrailers', () => this.stream.sendTrailers(failureTrailers(failure)));
+      this.stream.end();
+    } else {
+      this.stream.respond(failureHeaders(failure), { endStream: true });
+    }
+    // Whatever the client still sends is read and dropped, so its flow-control window stays open.
+    this.stream.resume();
+  }
+
+  private sendHeaders(metadata?: Record<string, string>): void {
+    if (this.headersSent) return;
+    this.headersSent = true;
+    this.stream.respond(metadata === undefined ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, ...metadata }, { waitForTrailers: true });
+  }
+
+  private keepDeadline(value: string): void {
+    const timeoutMs = parseTimeout(value);
+    if (timeoutMs === undefined) {
+      process.nextTick(() => this.fail({ code: GRPC_STATUS.INTERNAL, details: `Invalid grpc-timeout value ${JSON.stringify(value)}`, metadata: {} }));
+      return;
+    }
+    this.deadline = setTimeout(() => this.fail({ code: GRPC_STATUS.DEADLINE_EXCEEDED, details: 'Deadline exceeded', metadata: {} }), timeoutMs);
+    this.stream.once('close', () => this.clearDeadline());
+  }
+
+  private clearDeadline(): void {
+    if (this.deadline !== undefined) clearTimeout(this.deadline);
+    this.deadline = undefined;
+  }
+}
+
+/** The status of a request that ended inside a message. */
+function truncated(progress: { got: number; of: number | undefined }): GrpcFailure {
+  const expected = progress.of === undefined ? 'a 5-byte message header' : `${progress.of} bytes (5-byte header + message)`;
+  return { code: GRPC_STATUS.INTERNAL, details: `The request ended inside a message: got ${progress.got} bytes of ${expected}; send whole length-prefixed messages`, metadata: {} };
+}

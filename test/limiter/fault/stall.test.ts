@@ -1,0 +1,80 @@
+/**
+ * Chaos: a Redis that stops answering without closing its connections (SIGSTOP for 4 s, then
+ * SIGCONT), and a Redis that forgets its scripts (SCRIPT FLUSH) under steady load, with two real
+ * `tollgate serve --redis` nodes. A stalled store costs one deadline per check until the breaker
+ * opens, then nothing; calls in flight stay bounded; recovery is clean. A flushed script costs
+ * nothing at all: zero failed, zero degraded decisions.
+ */
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { EXACT_LIMIT, admittedOf, checksSlowerThan, keyOf, recoveredAt, modeCounts, useChaosNodes, valueOf } from '../../support/chaos.js';
+import { max, metricValue, sleep, startLoad } from '../../support/load.js';
+
+const DEADLINE_MS = 50;
+const NODES = 2;
+/**
+ * Without the over-limit cache: a key the store denied before the outage would stay denied by the
+ * cache until its retry instant, and this test is about what the failure modes answer.
+ */
+const NO_CACHE = ['--local-cache-keys', '0'];
+
+describe('Redis stalled (SIGSTOP 4 s) and its scripts flushed, under load', () => {
+  const chaos = useChaosNodes(NODES, ['--expected-nodes', String(NODES), '--deadline-ms', String(DEADLINE_MS), ...NO_CACHE]);
+  const { nodes } = chaos;
+  const urls = (): string[] => nodes.map((node) => node.url(''));
+
+  it('SCRIPT FLUSH under load: zero failed and zero degraded decisions', async () => {
+    const load = startLoad(urls(), { perSecond: 200, keyOf, valueOf, domain: 'chaos' });
+    for (let i = 0; i < 5; i++) {
+      await sleep(300);
+      expect(spawnSync('redis-cli', ['-p', String(chaos.redis.port), 'SCRIPT', 'FLUSH'], { encoding: 'utf8' }).stdout.trim()).toBe('OK');
+    }
+    await sleep(300);
+    const samples = await load.stop();
+    console.log(`[chaos:flush] checks=${samples.length} flushes=5 failed=${samples.filter((s) => s.status === 0 || s.status >= 500).length} degraded=${samples.filter((s) => s.degraded !== null).length}`);
+    expect(samples.length).toBeGreaterThan(100);
+    expect(samples.filter((s) => s.status === 0 || s.status >= 500 || s.degraded !== null)).toEqual([]);
+  }, 20_000);
+
+  it('SIGSTOP: timeouts turn into failure-mode answers within the deadline, no pile-up, clean recovery', async () => {
+    const redis = chaos.redis;
+    const load = startLoad(urls(), { perSecond: 200, keyOf, valueOf, domain: 'chaos' });
+    await sleep(1_000);
+    process.kill(redis.pid, 'SIGSTOP');
+    const stoppedAt = Date.now();
+    const inFlight: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      await sleep(600);
+      for (const node of nodes) inFlight.push(metricValue(await (await fetch(node.admin('/metrics'))).text(), 'tollgate_store_calls_in_flight') ?? -1);
+    }
+    process.kill(redis.pid, 'SIGCONT');
+    const resumedAt = Date.now();
+    await sleep(2_000);
+    const samples = await load.stop();
+    const slow = await Promise.all(nodes.map((node) => checksSlowerThan(node, '0.1')));
+
+    expect(samples.filter((s) => s.status === 0 || s.status >= 500)).toEqual([]);
+    const stall = samples.filter((s) => s.at >= stoppedAt && s.at + s.ms < resumedAt);
+    const firstDegraded = samples.find((s) => s.at >= stoppedAt && s.degraded !== null)!;
+    const engageMs = firstDegraded.at + firstDegraded.ms - stoppedAt;
+    const stallMaxMs = max(stall.map((s) => s.ms));
+    const recoveryMs = nodes.map((_, node) => (recoveredAt(samples, node, resumedAt) ?? Number.POSITIVE_INFINITY) - resumedAt);
+    const modes = modeCounts(stall.filter((s) => s.at >= firstDegraded.at + DEADLINE_MS));
+    const admittedAfter = await admittedOf(nodes, EXACT_LIMIT + 10, `after-stall-${Date.now()}`);
+    console.log(
+      `[chaos:stop] checks=${samples.length} stalled=${stall.length} engage=${engageMs.toFixed(0)}ms stallMax=${stallMaxMs.toFixed(1)}ms (client) serverOver100ms=${slow.join('/')} ` +
+        `maxInFlight=${max(inFlight)} recovery=${recoveryMs.map((ms) => ms.toFixed(0)).join('/')}ms lastDegraded=${nodes.map((_, node) => (samples.filter((s) => s.node === node && s.degraded !== null).at(-1)?.at ?? 0) - resumedAt).join('/')}ms localAdmitted=${modes.localAdmitted}/${modes.local} exactAfter=${admittedAfter}`,
+    );
+
+    // The load generator's own delays count in engageMs; the deadline bound is checked on the nodes' own clocks.
+    expect(engageMs).toBeLessThanOrEqual(DEADLINE_MS + 100);
+    expect(slow).toEqual(nodes.map(() => 0));
+    // While Redis is stopped, only the breaker's probes go out: nothing piles up.
+    expect(max(inFlight)).toBeLessThanOrEqual(10);
+    for (const ms of recoveryMs) expect(ms).toBeLessThan(1_000);
+    expect(modes.openWrong).toEqual([]);
+    expect(modes.closedWrong).toEqual([]);
+    expect(modes.localWrong).toEqual([]);
+    expect(admittedAfter).toBe(EXACT_LIMIT);
+  }, 30_000);
+});

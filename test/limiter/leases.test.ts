@@ -1,0 +1,101 @@
+/**
+ * Token leases on a real Redis: a node takes `lease` units in one store call and admits from them
+ * locally. Never over the limit, across several nodes on a bursty trace (counted against the
+ * exact mode on the same trace); at most nodes × (lease − 1) units of under-admission per window;
+ * store calls divided by about the lease size; off where it must be.
+ */
+import { describe, expect, it } from 'vitest';
+import { InvalidOptionError, compileRules, createLimiter, parseRules, redisStore, type Policy } from '../../src/index.js';
+import { useRedisServer } from '../support/redis-topologies.js';
+import { burstyTrace } from '../support/traces.js';
+
+const redis = useRedisServer();
+const { stores } = redis;
+
+/** A limiter on its own connection: one "node". */
+async function node() {
+  const store = redisStore({ url: redis.url });
+  stores.push(store);
+  await store.ready();
+  return createLimiter({ store, deadlineMs: 5_000 });
+}
+
+const scriptCalls = (): number => Number(/cmdstat_evalsha:calls=(\d+)/.exec(redis.cli('INFO', 'commandstats'))?.[1] ?? 0);
+const T0 = 1_700_000_000_000;
+const unique = (name: string): string => `${name}-${Math.random().toString(36).slice(2)}`;
+
+
+describe('token leases', () => {
+  it('one node: exactly the limit, in about limit / lease store calls', async () => {
+    const limiter = await node();
+    const policy: Policy = { algorithm: 'fixed-window', limit: 100, window: '1h' };
+    const key = unique('one');
+    redis.cli('CONFIG', 'RESETSTAT');
+    const decisions = [];
+    for (let i = 0; i < 120; i++) decisions.push(await limiter.limit(key, policy, { lease: 10, now: 1_700_000_000_000 + i }));
+    const calls = scriptCalls();
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(100);
+    expect(decisions.slice(0, 100).map((d) => d.remaining)).toEqual(Array.from({ length: 100 }, (_, i) => 99 - i));
+    console.log(`[leases] one node, limit 100, lease 10: ${calls} script calls for 120 decisions`);
+    expect(calls).toBeLessThanOrEqual(10 + 2 * 20);
+  });
+
+  it.each(['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra'] as const)(
+    '%s: three nodes on a bursty trace never admit more than the exact mode, and at most 3 × (lease − 1) fewer',
+    async (algorithm) => {
+      const nodes = [await node(), await node(), await node()];
+      const policy: Policy = { algorithm, limit: 300, window: 60_000 };
+      const trace = burstyTrace(400, 7);
+      const leased = unique('leased');
+      const exact = unique('exact');
+      redis.cli('CONFIG', 'RESETSTAT');
+      let admittedLeased = 0;
+      for (const { at, node: n } of trace) if ((await nodes[n]!.limit(leased, policy, { lease: 5, now: T0 + at })).allowed) admittedLeased += 1;
+      const leasedCalls = scriptCalls();
+      redis.cli('CONFIG', 'RESETSTAT');
+      let admittedExact = 0;
+      for (const { at, node: n } of trace) if ((await nodes[n]!.limit(exact, policy, { now: T0 + at })).allowed) admittedExact += 1;
+      const exactCalls = scriptCalls();
+      console.log(`[leases] ${algorithm}, 3 nodes, limit 300, lease 5, 400 bursty requests: admitted ${admittedLeased} leased vs ${admittedExact} exact; script calls ${leasedCalls} vs ${exactCalls}`);
+      expect(admittedLeased).toBeLessThanOrEqual(admittedExact);
+      expect(admittedLeased).toBeGreaterThanOrEqual(admittedExact - 3 * (5 - 1));
+      expect(leasedCalls).toBeLessThan(exactCalls);
+    },
+  );
+
+  it('rules: lease_size on a rate_limit leases for checks of that limit alone', async () => {
+    const rules = compileRules(parseRules('domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 40, lease_size: 8 }\n', 'rules.yaml'));
+    const nodes = await Promise.all([0, 1, 2].map(async () => {
+      const store = redisStore({ url: redis.url });
+      stores.push(store);
+      await store.ready();
+      return createLimiter({ store, deadlineMs: 5_000, rules: { current: rules } as never });
+    }));
+    const value = unique('u');
+    redis.cli('CONFIG', 'RESETSTAT');
+    let admitted = 0;
+    for (let i = 0; i < 60; i++) {
+      const result = await nodes[i % 3]!.check({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value }] }] });
+      if (result.overallCode === 'OK') admitted += 1;
+    }
+    const calls = scriptCalls();
+    console.log(`[leases] rules, 3 nodes, 40 an hour, lease_size 8: admitted ${admitted} of 60 in ${calls} script calls`);
+    expect(admitted).toBeLessThanOrEqual(40);
+    expect(admitted).toBeGreaterThanOrEqual(40 - 3 * 7);
+    expect(calls).toBeLessThan(60);
+  });
+
+  it('is off for countRejected and leaky-bucket policies (the same answers as without a lease); refuses a bad lease', async () => {
+    const limiter = await node();
+    for (const policy of [{ algorithm: 'fixed-window', limit: 3, window: '1h', countRejected: true }, { algorithm: 'leaky-bucket', limit: 3, window: '1h' }] as Policy[]) {
+      const a = unique('a');
+      const b = unique('b');
+      for (let i = 0; i < 6; i++) {
+        const now = 1_700_000_000_000 + i;
+        expect(await limiter.limit(a, policy, { lease: 4, now })).toEqual(await limiter.limit(b, policy, { now }));
+      }
+    }
+    await expect(limiter.limit('k', { algorithm: 'gcra', limit: 3, window: '1h' }, { lease: 1 })).rejects.toThrow(InvalidOptionError);
+    await expect(limiter.limit('k', { algorithm: 'gcra', limit: 3, window: '1h' }, { lease: 2.5 })).rejects.toThrow(/lease must be a whole number of units from 2/);
+  });
+});

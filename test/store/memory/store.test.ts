@@ -1,0 +1,111 @@
+/**
+ * The memory store's bounds: at most maxKeys states, least recently used evicted first, expired
+ * state reclaimed without a timer per key, denials and peeks taking no memory.
+ */
+import { describe, expect, it } from 'vitest';
+import { createLimiter, memoryStore, type Policy } from '../../../src/index.js';
+
+const NOW = 1_700_000_000_000;
+const PER_MINUTE: Policy = { algorithm: 'token-bucket', limit: 10, window: '1m' };
+
+function setup(maxKeys: number) {
+  const store = memoryStore({ maxKeys, sweepIntervalMs: 0 });
+  return { store, limiter: createLimiter({ store }) };
+}
+
+describe('memory store', () => {
+  it('holds at most maxKeys keys and evicts the least recently used first', async () => {
+    const { store, limiter } = setup(3);
+    for (const key of ['a', 'b', 'c']) await limiter.limit(key, PER_MINUTE, { now: NOW });
+    await limiter.limit('a', PER_MINUTE, { now: NOW }); // a is now the most recent; b the least
+    await limiter.limit('d', PER_MINUTE, { now: NOW });
+    expect(store.stats()).toEqual({ keys: 3, maxKeys: 3, evictions: 1, expired: 0 });
+    // b was evicted: it starts full again; a kept its two requests.
+    expect((await limiter.peek('b', PER_MINUTE, { now: NOW })).remaining).toBe(9);
+    expect((await limiter.peek('a', PER_MINUTE, { now: NOW })).remaining).toBe(7);
+    expect((await limiter.peek('c', PER_MINUTE, { now: NOW })).remaining).toBe(8);
+  });
+
+  it('stays bounded under a flood of distinct keys (an attacker rotating addresses)', async () => {
+    const { store, limiter } = setup(1000);
+    for (let i = 0; i < 20_000; i++) await limiter.limit(`ip:2001:db8::${i.toString(16)}`, PER_MINUTE, { now: NOW });
+    expect(store.stats().keys).toBe(1000);
+    expect(store.stats().evictions).toBe(19_000);
+  });
+
+  it('reclaims expired keys with prune, and incrementally as new keys arrive', async () => {
+    const { store, limiter } = setup(100);
+    const shortWindow: Policy = { algorithm: 'fixed-window', limit: 5, window: 1000 };
+    for (let i = 0; i < 50; i++) await limiter.limit(`old:${i}`, shortWindow, { now: NOW });
+    expect(store.stats().keys).toBe(50);
+    // One window later all 50 are expired; new keys sweep a couple of old slots each.
+    for (let i = 0; i < 30; i++) await limiter.limit(`new:${i}`, shortWindow, { now: NOW + 1000 });
+    const afterIncremental = store.stats();
+    expect(afterIncremental.expired).toBeGreaterThan(0);
+    expect(afterIncremental.evictions).toBe(0);
+    expect(store.prune(NOW + 1000)).toBe(50 - afterIncremental.expired);
+    expect(store.stats().keys).toBe(30);
+    expect(store.prune(NOW + 2000)).toBe(30);
+    expect(store.stats()).toMatchObject({ keys: 0, expired: 80, evictions: 0 });
+  });
+
+  it('does not reclaim keys that are still counting', async () => {
+    const { store, limiter } = setup(10);
+    await limiter.limit('k', PER_MINUTE, { now: NOW });
+    expect(store.prune(NOW + 5_999)).toBe(0);
+    expect(store.prune(NOW + 6_000)).toBe(1);
+  });
+
+  it('denials, peeks and limit-0 decisions of new keys take no memory', async () => {
+    const { store, limiter } = setup(10);
+    await limiter.peek('peeked', PER_MINUTE, { now: NOW });
+    await limiter.limit('too-costly', PER_MINUTE, { now: NOW, cost: 11 });
+    await limiter.limit('zero', { ...PER_MINUTE, limit: 0 }, { now: NOW });
+    await limiter.limit('log', { algorithm: 'sliding-log', limit: 2, window: 1000, countRejected: true }, { now: NOW, cost: 3 });
+    expect(store.stats().keys).toBe(0);
+  });
+
+  it('reset frees the key', async () => {
+    const { store, limiter } = setup(10);
+    await limiter.limit('k', PER_MINUTE, { now: NOW });
+    await limiter.reset('k', PER_MINUTE);
+    await limiter.reset('never-seen', PER_MINUTE);
+    expect(store.stats().keys).toBe(0);
+  });
+
+  it('reuses freed slots and keeps keys of different policies apart', async () => {
+    const { store, limiter } = setup(4);
+    const log: Policy = { algorithm: 'sliding-log', limit: 3, window: 1000 };
+    await limiter.limit('k', PER_MINUTE, { now: NOW });
+    await limiter.limit('k', log, { now: NOW });
+    await limiter.limit('k', log, { now: NOW + 1 });
+    expect(store.stats().keys).toBe(2);
+    await limiter.reset('k', PER_MINUTE);
+    await limiter.limit('k2', log, { now: NOW + 2 });
+    expect((await limiter.peek('k', log, { now: NOW + 2 })).remaining).toBe(0);
+    expect((await limiter.peek('k2', log, { now: NOW + 2 })).remaining).toBe(1);
+    expect(store.stats().keys).toBe(2);
+  });
+
+  it('a sliding log under a countRejected flood keeps blocking and stays within capacity', async () => {
+    const { limiter } = setup(10);
+    const log: Policy = { algorithm: 'sliding-log', limit: 3, window: 1000, countRejected: true };
+    for (let t = 0; t < 3; t++) expect((await limiter.limit('k', log, { now: NOW + t })).allowed).toBe(true);
+    // Keep trying every 100 ms: each attempt is logged, so the caller never gets through.
+    for (let t = 100; t < 5000; t += 100) {
+      const decision = await limiter.limit('k', log, { now: NOW + t });
+      expect(decision.allowed, `attempt at +${t}`).toBe(false);
+    }
+    // After one quiet window, it passes again.
+    expect((await limiter.limit('k', log, { now: NOW + 4900 + 1000 })).allowed).toBe(true);
+  });
+
+  it('grows past its initial arrays without losing state', async () => {
+    const { store, limiter } = setup(5000);
+    for (let i = 0; i < 5000; i++) await limiter.limit(`k${i}`, PER_MINUTE, { now: NOW, cost: 1 + (i % 10) });
+    expect(store.stats().keys).toBe(5000);
+    for (let i = 0; i < 5000; i += 499) {
+      expect((await limiter.peek(`k${i}`, PER_MINUTE, { now: NOW })).remaining).toBe(Math.max(0, 8 - (i % 10)));
+    }
+  });
+});

@@ -1,0 +1,16 @@
+import { memoryStore } from '../../../src/index.js';
+import { describeVectors, loadVectors } from '../../support/vectors.js';
+import { describe, expect, it } from 'vitest';
+
+describeVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));
+// Through the over-limit cache: every answer it gives must be the store's own.
+describeVectors('memory, over-limit cache', () => memoryStore({ sweepIntervalMs: 0 }), 0, { overLimitCache: true });
+
+describe('conformance vectors', () => {
+  it('cover all six algorithms', () => {
+    const algorithms = new Set(loadVectors().map(({ vectors }) => vectors.algorithm));
+    expect([...algorithms].sort()).toEqual(
+      ['fixed-window', 'gcra', 'leaky-bucket', 'sliding-log', 'sliding-window', 'token-bucket'].sort(),
+    );
+  });
+});

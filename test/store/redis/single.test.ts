@@ -1,0 +1,168 @@
+/**
+ * The lean single-decision scripts (scripts/single.lua, one per algorithm): a decision alone in
+ * its call, on Redis TIME, takes its algorithm's lean script instead of the batch script, and
+ * decides exactly as the memory store does at the same `now` (each decision reports the Redis
+ * time it was made at, so the memory store replays it step by step). The batch script's
+ * decisions are pinned by the vectors; this holds the lean path to the same answers.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy } from '../../../src/index.js';
+import { LEAN_LIBRARY, SINGLE_SCRIPTS } from '../../../src/store/redis/lua.js';
+import { startRedis, type RedisServer } from '../../support/redis.js';
+
+let server: RedisServer;
+
+beforeAll(async () => {
+  server = await startRedis();
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+const YEAR = 31_536_000_000;
+
+describe('the lean scripts', () => {
+  it('have pinned SHA1s (a changed script must change this test on purpose)', () => {
+    expect(Object.fromEntries(Object.entries(SINGLE_SCRIPTS).map(([algorithm, script]) => [algorithm, script.sha1]))).toEqual({
+      'fixed-window': 'ec9b785ef514335dda48f15e61e866bc9053d865',
+      'sliding-window': '0668743fcadcfdb22f0bc33d49548c5a88f66f4a',
+      'token-bucket': '98b2242b473146a6948da6847c5c63b42d0bfefb',
+      'leaky-bucket': '53fadf7bd0a29369dc4e855e3ab43fdc2ff77542',
+      gcra: 'fd817937d1dfc07f60d90cc8176a57f8cc8aaeb0',
+    });
+    // The lean library's name carries the hash of its source: a changed file changes it.
+    expect(LEAN_LIBRARY.name).toBe('tollgate_d1bfa5b96747');
+  });
+
+  it('are what Redis computes for SCRIPT LOAD', () => {
+    for (const script of Object.values(SINGLE_SCRIPTS)) expect(server.cli('SCRIPT', 'LOAD', script.source).trim()).toBe(script.sha1);
+  });
+
+  it('decide a lone decision on Redis TIME by FCALL of the lean library; an explicit now or a batch goes to the batch script', async () => {
+    const store = redisStore({ url: server.url });
+    await store.ready();
+    const limiter = createLimiter({ store, deadlineMs: 5_000 });
+    const policy: Policy = { algorithm: 'gcra', limit: 10, window: 1_000 };
+    const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(server.cli('INFO', 'commandstats'))?.[1] ?? 0);
+    const exists = (sha1: string): string => server.cli('SCRIPT', 'EXISTS', sha1).trim();
+    try {
+      expect(server.cli('FUNCTION', 'LIST', 'LIBRARYNAME', LEAN_LIBRARY.name)).toContain(LEAN_LIBRARY.functions.gcra);
+      server.cli('CONFIG', 'RESETSTAT');
+      await limiter.limit('lone', policy);
+      expect([calls('fcall'), calls('evalsha')]).toEqual([1, 0]);
+      await limiter.limit('lone', policy, { now: Date.now() });
+      await Promise.all([limiter.limit('a', policy), limiter.limit('b', policy)]);
+      expect([calls('fcall'), calls('evalsha')]).toEqual([1, 2]);
+      // After a flush the library is loaded again by the call that finds it missing.
+      server.cli('FUNCTION', 'FLUSH');
+      server.cli('SCRIPT', 'FLUSH');
+      const afterFlush = await limiter.limit('lone', policy);
+      expect([afterFlush.allowed, afterFlush.reason]).toEqual([true, undefined]);
+      expect(server.cli('FUNCTION', 'LIST', 'LIBRARYNAME', LEAN_LIBRARY.name)).toContain(LEAN_LIBRARY.functions.gcra);
+      expect(exists(SINGLE_SCRIPTS.gcra!.sha1)).toBe('0');
+    } finally {
+      await limiter.close();
+    }
+  });
+
+  it.each([
+    ['without FUNCTION (the library cannot be loaded)', '-function'],
+    ['without FCALL', '-fcall'],
+  ])('fall back to EVALSHA of the lean scripts for an ACL user %s', async (_name, denied) => {
+    server.cli('ACL', 'SETUSER', 'limited', 'reset', 'on', '>secret', '~*', '+@all', denied);
+    server.cli('FUNCTION', 'FLUSH');
+    const limiter = createLimiter({ store: redisStore({ url: server.url, username: 'limited', password: 'secret' }), deadlineMs: 5_000 });
+    const policy: Policy = { algorithm: 'fixed-window', limit: 3, window: 60_000 };
+    const key = `acl:${Math.random().toString(36).slice(2)}`;
+    try {
+      server.cli('CONFIG', 'RESETSTAT');
+      const decisions = [await limiter.limit(key, policy), await limiter.limit(key, policy)];
+      expect(decisions.map((d) => [d.remaining, d.reason])).toEqual([
+        [2, undefined],
+        [1, undefined],
+      ]);
+      expect(server.cli('INFO', 'commandstats')).toMatch(/cmdstat_evalsha:calls=2,/);
+    } finally {
+      await limiter.close();
+      server.cli('ACL', 'DELUSER', 'limited');
+    }
+  });
+
+  it('fail loudly on bad arguments rather than writing NaN', async () => {
+    const client = new Redis(server.url);
+    try {
+      const key = 'tollgate:{bad}f1s';
+      const call = (args: (string | number)[]) => client.eval(SINGLE_SCRIPTS['fixed-window']!.source, 1, key, ...args);
+      // [window, limit, capacity, nominal, flags, op, cost]
+      await expect(call([1000, 10, 10, 10, 0, 1, 'NaN'])).rejects.toThrow(/argument 7 is not valid: NaN/);
+      await expect(call([1000, 10, 10, 10, 0, 1, 1.5])).rejects.toThrow(/argument 7 is not valid: 1.5/);
+      await expect(call(['Infinity', 10, 10, 10, 0, 1, 1])).rejects.toThrow(/argument 1 is not valid/);
+      await expect(call([1000, 0, 10, 10, 0, 1, 1])).rejects.toThrow(/out of range/);
+      await expect(call([1000, 10, 10, 10, 4, 1, 1])).rejects.toThrow(/out of range/);
+      await expect(call([1000, 10, 10, 10, 0, 3, 1])).rejects.toThrow(/out of range/);
+      await expect(call([1000, 10, 10, 10, 0, 1, 0])).rejects.toThrow(/out of range/);
+      await expect(call([1000, 10, 10, 10, 0, 1])).rejects.toThrow(/argument 7 is not valid: nil/);
+      expect(await client.exists(key)).toBe(0);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
+/** Short windows, so Redis time crosses many of them during a run; and wide policies. */
+const POLICIES: readonly Policy[] = [
+  { algorithm: 'fixed-window', limit: 5, window: 20 },
+  { algorithm: 'fixed-window', limit: 5, window: 30, windowStart: 'first-hit' },
+  { algorithm: 'fixed-window', limit: 3, window: 25, countRejected: true },
+  { algorithm: 'sliding-window', limit: 6, window: 40 },
+  { algorithm: 'token-bucket', limit: 7, window: 30, burst: 4 },
+  { algorithm: 'leaky-bucket', limit: 9, window: 50, burst: 3 },
+  { algorithm: 'gcra', limit: 10, window: 40, burst: 3 },
+  { algorithm: 'gcra', limit: 5, window: 20, softPercent: 50 },
+  { algorithm: 'token-bucket', limit: 4_294_967_295, window: YEAR, burst: 4_294_967_295 },
+  { algorithm: 'leaky-bucket', limit: 3_000_000, window: YEAR, burst: 2_000_000 },
+  { algorithm: 'gcra', limit: 7_000_000, window: YEAR, burst: 1_000_000 },
+  { algorithm: 'sliding-window', limit: 1_000_000, window: YEAR },
+];
+
+describe('lone decisions on Redis TIME', () => {
+  it.each(POLICIES.map((policy) => [JSON.stringify(policy), policy] as const))('%s decides as the memory store at the same now', async (_name, policy) => {
+    const wide = compilePolicy(policy).wide;
+    const steps = fc.sample(
+      fc.record({
+        peek: fc.boolean().map((peek) => peek && Math.random() < 0.4),
+        cost: wide ? fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 50_000_000_000 })) : fc.integer({ min: 1, max: 3 }),
+        pauseMs: fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 12 })),
+      }),
+      { numRuns: 120, seed: 5 },
+    );
+    const store = redisStore({ url: server.url });
+    await store.ready();
+    // A deadline far above any call's time: on a loaded machine a missed default deadline would be
+    // answered by the failure mode, which is not the store's answer.
+    const onRedis = createLimiter({ store, deadlineMs: 5_000 });
+    const onMemory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+    const key = `single:${policy.algorithm}:${Math.random().toString(36).slice(2)}`;
+    const seen = { allowed: 0, denied: 0 };
+    try {
+      for (const [index, step] of steps.entries()) {
+        // Only real time moves Redis TIME: the lean path has no explicit now to set.
+        if (step.pauseMs > 0) await sleep(step.pauseMs);
+        const options = { cost: step.cost };
+        const actual: Decision = step.peek ? await onRedis.peek(key, policy, options) : await onRedis.limit(key, policy, options);
+        const replay = { cost: step.cost, now: actual.now };
+        const expected = step.peek ? await onMemory.peek(key, policy, replay) : await onMemory.limit(key, policy, replay);
+        expect(actual, `step ${index}: ${JSON.stringify(step)}`).toEqual(expected);
+        if (!step.peek) seen[actual.allowed ? 'allowed' : 'denied'] += 1;
+      }
+    } finally {
+      await Promise.all([onRedis.close(), onMemory.close()]);
+    }
+    expect(seen.allowed).toBeGreaterThan(5);
+    if (!wide) expect(seen.denied).toBeGreaterThan(5);
+  });
+});

@@ -1,0 +1,16 @@
+/**
+ * The same conformance vectors as the memory store, on a real single Redis and a real 3-master
+ * Redis Cluster, started by the test on free ports; and once more on the single Redis with real
+ * time passing between steps, which must not change any answer.
+ */
+import { useRedisTopologies } from '../../support/redis-topologies.js';
+import { describeVectors } from '../../support/vectors.js';
+
+const redis = useRedisTopologies();
+
+describeVectors('redis', () => redis.open({ url: redis.single.url }));
+describeVectors('redis-cluster', () => redis.open({ cluster: redis.cluster.nodes }));
+describeVectors('redis, over-limit cache', () => redis.open({ url: redis.single.url }), 0, { overLimitCache: true });
+// A replay slower than real time: 20 ms of real time before every step, longer than many of the
+// steps' state lifetimes (1 ms windows, resets due in a few ms of `now`).
+describeVectors('redis, replayed slowly', () => redis.open({ url: redis.single.url }), 20);
