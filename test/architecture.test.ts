@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 const SRC = resolve(import.meta.dirname, '../src');
 const MAX_FILE_LINES = 500;
 /** The engine's modules that may ask a Store: every decision goes through the limiter. */
-const STORE_DOORS: ReadonlySet<string> = new Set(['limiter/core']);
+const STORE_DOORS: ReadonlySet<string> = new Set(['limiter/store-layer']);
 /** What a Store does; only the limiter asks it (every decision goes through the limiter). */
 const STORE_METHODS: ReadonlySet<string> = new Set(['consume', 'peek', 'consumeAll', 'addToWindow', 'reset', 'resetPrefix', 'close']);
 const MAX_FUNCTION_LINES = 60;

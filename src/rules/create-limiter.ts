@@ -5,7 +5,7 @@
  */
 import { currentTime } from '../clock.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
-import { CoreLimiter, limiterCoreOptions, type CoreSettings, type LimiterCore, type LimiterCoreOptions } from '../limiter/core.js';
+import { CoreLimiter, limiterCoreOptions, type CoreSettings, type LimiterCore, type LimiterCoreOptions } from '../limiter/index.js';
 import { checkRules, type CheckOptions, type CheckRequest, type CheckResult } from './check.js';
 import type { RuleSource } from './ruleset.js';
 import type { MaybePromise } from '../store/types.js';

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../errors.js';
-import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../limiter/failure-modes.js';
+import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../limiter/index.js';
 import { planeSettings, tlsFiles, token, type TlsFiles } from './http/listener-options.js';
 
 export { DEFAULT_ADMIN_PORT, type TlsFiles } from './http/listener-options.js';

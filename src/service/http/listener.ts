@@ -12,7 +12,7 @@ import { checkHeaders, decisionHeaders } from '../../http/headers.js';
 import { compilePolicy, type Policy } from '../../policy.js';
 import type { CheckRequest } from '../../rules/check.js';
 import type { ServiceContext } from '../context.js';
-import { degradedReasonOf } from '../../limiter/failure-modes.js';
+import { degradedReasonOf } from '../../limiter/index.js';
 import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, decideCheck, degradedAnswer } from '../check/decide.js';
 import { closeSilentConnections } from './close.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from '../check/envoy.js';

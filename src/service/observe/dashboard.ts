@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { BreakerState } from '../../limiter/breaker.js';
+import type { BreakerState } from '../../limiter/index.js';
 import type { ServiceContext } from '../context.js';
 import { workerLink, type WorkerLink } from '../cluster/workers.js';
 import { DashboardAggregate, TOP_N, type ListedRule, type SecondSnapshot, type Totals } from './dashboard-aggregate.js';
