@@ -18,7 +18,7 @@ import { activeTracer } from '../tracing.js';
 import { checkCallOptions, checkCost, checkKey, checkLocalModes, checkNow, type DecideMode, type LimitAllOptions, type LimitOptions, type LimitRequest } from './checks.js';
 import { checkFailureMode } from './failure-modes.js';
 import { GuardLayer } from './guard-layer.js';
-import { unspent, type DecisionLayer, type GroupRequest } from './layer.js';
+import { PassThroughLayer, unspent, type DecisionLayer, type GroupRequest, type LayerName } from './layer.js';
 import { LeaseLayer } from './leases.js';
 import { LocalFirstLayer, type LocalFirstStats } from './local-first.js';
 import { OverLimitCache, OverLimitLayer, type OverLimitCacheStats } from './over-limit.js';
@@ -147,6 +147,13 @@ export class CoreLimiter implements LimiterCore {
 
   overLimitCacheStats(): OverLimitCacheStats | undefined {
     return this.layers.overLimit?.cache.stats();
+  }
+
+  /** The layers a decision goes through, outermost first (layer.ts: those that are on, in LAYER_ORDER). */
+  layerNames(): readonly LayerName[] {
+    const names: LayerName[] = [];
+    for (let layer: DecisionLayer | undefined = this.top; layer !== undefined; layer = layer instanceof PassThroughLayer ? layer.next : undefined) names.push(layer.name);
+    return names;
   }
 
   /** Local-first decisions and syncs, when local-first was used. */

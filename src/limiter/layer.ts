@@ -42,6 +42,10 @@ export type WindowSyncAnswer = WindowCounts | Error;
 /**
  * One layer of the engine. Every argument is checked by the core: keys well-formed, policies
  * compiled, costs whole (0 for a look or a probe), `now` whole ms or undefined (the store's time).
+ *
+ * A layer that keeps state per key must see every decision that can change that key's state: it
+ * sees each answer to `one` it passes down, and each group it passes down with `commit` (which may
+ * record under every key of the group), and it must forget the key on `reset` / `resetPrefix`.
  */
 export interface DecisionLayer {
   readonly name: LayerName;
@@ -67,6 +71,11 @@ export abstract class PassThroughLayer implements DecisionLayer {
   abstract readonly name: LayerName;
 
   constructor(protected readonly below: DecisionLayer) {}
+
+  /** The layer below this one. */
+  get next(): DecisionLayer {
+    return this.below;
+  }
 
   one(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode, options: LimitOptions | undefined): MaybePromise<Decision> {
     return this.below.one(key, policy, cost, now, mode, options);
