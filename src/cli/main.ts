@@ -3,7 +3,7 @@
  * The `tollgate` command: `serve` (the decision service), `validate` (check rules files),
  * `gateway` (a rate-limiting reverse proxy), `replicate` (carry one region's counts to the others,
  * multi-region), `simulate` (replay an access log against rules offline), `demo` (the limiter
- * deciding on the embedded store), `check`, `rules`, `keys` (a running service's API, src/admin-cli/), `help` (or `--help` after any command), `--version`. `bench`
+ * deciding on the embedded store), `check`, `rules`, `keys` (a running service's API, src/cli/admin/), `help` (or `--help` after any command), `--version`. `bench`
  * arrives with its issue.
  */
 import cluster from 'node:cluster';
@@ -273,7 +273,7 @@ async function gateway(args: string[]): Promise<number> {
 /**
  * `--workers N`: N processes (node:cluster) share the HTTP and gRPC ports and one Redis. The primary
  * restarts a worker that dies unexpectedly and forwards SIGTERM/SIGINT for a graceful stop; it also
- * collects the workers' metrics and dashboard counts (cluster-primary.ts), keeping a dead worker's.
+ * collects the workers' metrics and dashboard counts (service/cluster/primary.ts), keeping a dead worker's.
  */
 async function runWorkers(count: number): Promise<number> {
   let stopping = false;

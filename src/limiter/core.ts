@@ -41,7 +41,7 @@ export type { DecideMode, LimitAllOptions, LimitOptions, LimitRequest } from './
 /** Most limits in one {@link LimiterCore.limitAll} call. */
 export const MAX_LIMITS_PER_CHECK = 64;
 
-/** The limiter's decisions; `Limiter` (rules/limiter.ts) adds `check`. */
+/** The limiter's decisions; `Limiter` (rules/create-limiter.ts) adds `check`. */
 export interface LimiterCore {
   /** Decides one request and records it if admitted. Never rejects to mean "denied". */
   limit(key: string, policy: Policy | CompiledPolicy, options?: LimitOptions): Promise<Decision>;

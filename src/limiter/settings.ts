@@ -38,7 +38,7 @@ export interface LimiterCoreOptions {
   readonly maxInFlight?: number;
   /**
    * The local over-limit cache: a denied key is answered in-process until its retry time, with the
-   * store's own answer, without a store call (cache/over-limit.ts says where it applies). Off by
+   * store's own answer, without a store call (limiter/over-limit.ts says where it applies). Off by
    * default; `true` for 100,000 keys, or `{ maxKeys }`.
    */
   readonly overLimitCache?: boolean | OverLimitCacheOptions;

@@ -1,5 +1,5 @@
 /**
- * The public limiter: the engine of limiter.ts plus `check` (envoy's ShouldRateLimit) over rules.
+ * The public limiter: the engine of src/limiter/ plus `check` (envoy's ShouldRateLimit) over rules.
  * Rules checking sits on top of the engine: it matches descriptors to limits, then decides them
  * through the same `limitAll` every other caller uses.
  */

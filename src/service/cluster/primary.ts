@@ -2,7 +2,7 @@
  * The primary's side of the workers' reports (`tollgate serve --workers N`): it collects the
  * workers' metrics when one of them is scraped, and their dashboard counts once a second, and keeps
  * what a worker that exited had counted, so that sums over the workers never go back when the
- * primary starts another in its place. See cluster.ts for the messages.
+ * primary starts another in its place. See workers.ts for the messages.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { BlockList } from '../check/blocks.js';

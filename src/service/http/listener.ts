@@ -32,7 +32,7 @@ function checkingInterval(headersTimeoutMs: number): number {
 /**
  * Who may call a route: `public` (decisions, health: anyone who reaches the listener), `observe`
  * (read-only pages that show callers: the metrics token when one is set, or the admin token), or
- * `admin` (the handler checks the admin token itself, admin-auth.ts). A route added without saying
+ * `admin` (the handler checks the admin token itself, admin/auth.ts). A route added without saying
  * is `observe`, so a new page is never left open by accident.
  */
 export type RouteAccess = 'public' | 'observe' | 'admin';

@@ -3,7 +3,7 @@
  * Server-Sent Events from GET /v1/events. Decisions are aggregated in dashboard-aggregate.ts, in
  * memory bounded by constants, and one snapshot a second is built once and written to every
  * client, whatever the traffic. With `--workers N` the snapshot is the primary's merge of every
- * worker's counts (dashboard-cluster.ts), with a row per worker.
+ * worker's counts (cluster/dashboard.ts), with a row per worker.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';

@@ -7,7 +7,7 @@
  * (domains, rule paths) or from small fixed sets; the one exception, the domains of checks whose
  * domain is not in the rules, is capped ({@link UNKNOWN_DOMAIN_CAP}), so cardinality stays bounded.
  *
- * With `--workers N` a scrape answers the sum over the workers (metrics-cluster.ts).
+ * With `--workers N` a scrape answers the sum over the workers (cluster/metrics.ts).
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CheckEvent, RejectedEvent, ServiceContext, StoreErrorEvent } from '../context.js';
