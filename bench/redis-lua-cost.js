@@ -41,7 +41,7 @@ for (let i = 0; ; i++) {
 
 /** The commands to time, per build: [label, redis-benchmark arguments after the options]. */
 async function commandsOf(side, distDir) {
-  const scripts = await import(pathToFileURL(join(distDir, 'store', 'redis', 'scripts.js')).href);
+  const scripts = await import(pathToFileURL(join(distDir, 'store', 'redis', existsSync(join(distDir, 'store', 'redis', 'lua.js')) ? 'lua.js' : 'scripts.js')).href);
   const commands = [];
   for (const algorithm of ALGORITHMS) {
     const lean = scripts.SINGLE_SCRIPTS[algorithm];
