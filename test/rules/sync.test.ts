@@ -7,8 +7,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RulesError, RulesHolder, createLimiter, memoryStore } from '../../src/index.js';
-import { RulesSync } from '../../src/rules/sync.js';
+import { RulesError, createLimiter, memoryStore } from '../../src/index.js';
+import { RulesHolder, RulesSync } from '../../src/rules/index.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 
 const NODE = new URL('../support/rules-node.mjs', import.meta.url).pathname;

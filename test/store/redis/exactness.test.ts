@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALGORITHMS } from '../../../src/index.js';
+import { ALGORITHMS } from '../../../src/algorithms/catalog.js';
 import { startCluster, startRedis, type RedisCluster, type RedisServer } from '../../support/redis.js';
 
 const run = promisify(execFile);
