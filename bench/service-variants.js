@@ -62,7 +62,7 @@ if (mode === 'same-response') {
 } else if (mode === 'bare-check') {
   const { createLimiter, memoryStore, loadRules } = await load('index.js');
   const { RulesHolder } = await load('rules/index.js');
-  const { fromEnvoyRequest, toEnvoyResponse } = await load('service/envoy.js');
+  const { fromEnvoyRequest, toEnvoyResponse } = await load('service/check/envoy.js');
   const { checkHeaders } = await load('http/headers.js');
   const limiter = createLimiter({ store: memoryStore(), rules: new RulesHolder(await loadRules(rulesDir)) });
   const server = createServer((request, response) =>

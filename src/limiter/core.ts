@@ -28,15 +28,7 @@ import { StoreLayer } from './store-layer.js';
 import { tracedDecide, tracedDecideAll, type TracedStore } from './tracing.js';
 import type { Tracer } from '@opentelemetry/api';
 
-export type { FailureMode, LimiterFailureMode } from './failure-modes.js';
-export type { BreakerOptions, BreakerState, BreakerTransition } from './breaker.js';
-export type { StoreHealthSnapshot } from './store-guard.js';
-export type { OverLimitCacheOptions, OverLimitCacheStats } from './over-limit.js';
-export type { LocalFirstStats } from './local-first.js';
-export { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './settings.js';
-
 export { MAX_KEY_BYTES } from '../keys.js';
-export type { DecideMode, LimitAllOptions, LimitOptions, LimitRequest } from './checks.js';
 
 /** Most limits in one {@link LimiterCore.limitAll} call. */
 export const MAX_LIMITS_PER_CHECK = 64;
