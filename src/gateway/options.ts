@@ -4,7 +4,7 @@
  * drain, TLS), read and validated by the service's `resolveServiceOptions` so both commands agree.
  */
 import { InvalidOptionError } from '../errors.js';
-import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/options.js';
+import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/index.js';
 import { loadGatewayConfig } from './config/read.js';
 import { deferNeedsRedis, hasRedis } from './defer/setup.js';
 import type { GatewayOptions } from './server.js';
