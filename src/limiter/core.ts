@@ -25,7 +25,7 @@ import { OverLimitCache, OverLimitLayer, type OverLimitCacheStats } from './over
 import { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './settings.js';
 import type { StoreHealthSnapshot, TransitionListener } from './store-guard.js';
 import { StoreLayer } from './store-layer.js';
-import { tracedDecide, tracedDecideAll, type TracedStore } from './tracing.js';
+import { tracedDecide, tracedDecideAll, type TracedStore } from './spans.js';
 import type { Tracer } from '@opentelemetry/api';
 
 export { MAX_KEY_BYTES } from '../keys.js';

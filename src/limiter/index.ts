@@ -19,4 +19,4 @@ export type { BreakerOptions, BreakerState, BreakerTransition } from './breaker.
 export type { FallbackCause, StoreHealthSnapshot, TransitionListener } from './store-guard.js';
 export type { OverLimitCacheOptions, OverLimitCacheStats } from './over-limit.js';
 export type { LocalFirstStats } from './local-first.js';
-export { resultOf } from './tracing.js';
+export { resultOf } from './spans.js';

@@ -7,8 +7,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import { BlockList } from '../check/blocks.js';
 import { isClusterMessage, type ClusterMessage, type CollectedReports, type ReportKind, type WorkerReport } from './workers.js';
-import { ClusterDashboard, foldDashboardReports } from './dashboard.js';
-import { foldMetricReports } from './metrics.js';
+import { ClusterDashboard, foldDashboardReports } from './dashboard-merge.js';
+import { foldMetricReports } from './metrics-merge.js';
 
 /** How long the primary waits for the workers' reports; a late worker counts with its previous one. */
 export const REPORT_TIMEOUT_MS = 1_000;
