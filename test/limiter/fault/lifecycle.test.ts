@@ -214,7 +214,7 @@ describe('start with Redis down', () => {
 
 /** The decision script's SHA1, as the service loads it when the connection comes up. */
 function scriptSha(): string {
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', "import { DECIDE_SCRIPT } from './dist/store/redis/scripts.js'; process.stdout.write(DECIDE_SCRIPT.sha1)"], { encoding: 'utf8' });
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', "import { DECIDE_SCRIPT } from './dist/store/redis/lua.js'; process.stdout.write(DECIDE_SCRIPT.sha1)"], { encoding: 'utf8' });
   return result.stdout.trim();
 }
 
