@@ -8,7 +8,7 @@
 //
 // Writes bench/results/redis-lua-cost.json.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -41,7 +41,7 @@ for (let i = 0; ; i++) {
 
 /** The commands to time, per build: [label, redis-benchmark arguments after the options]. */
 async function commandsOf(side, distDir) {
-  const scripts = await import(pathToFileURL(join(distDir, 'store', 'redis', 'scripts.js')).href);
+  const scripts = await import(pathToFileURL(join(distDir, 'store', 'redis', existsSync(join(distDir, 'store', 'redis', 'lua.js')) ? 'lua.js' : 'scripts.js')).href);
   const commands = [];
   for (const algorithm of ALGORITHMS) {
     const lean = scripts.SINGLE_SCRIPTS[algorithm];

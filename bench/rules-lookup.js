@@ -2,7 +2,7 @@
 // matching must cost one map lookup per entry, not grow with the number of rules.
 //   npm run build && node bench/rules-lookup.js
 // Prints a markdown table; medians of 5 runs of 1M lookups each, in one process.
-import { compileRules } from '../dist/rules/ruleset.js';
+import { compileRules } from '../dist/rules/index.js';
 import { matchDescriptor } from '../dist/rules/match.js';
 
 const location = { file: 'bench.yaml', line: 1, column: 1 };

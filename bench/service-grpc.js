@@ -36,7 +36,7 @@ import { commandExists, cpuBetween, snapshotCpu } from './support/cpu.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(HERE);
-const PROTO_DIR = join(ROOT, 'src', 'service', 'proto');
+const PROTO_DIR = join(ROOT, 'src', 'service', 'grpc', 'proto');
 const argv = process.argv.slice(2);
 const option = (name, fallback) => (argv.includes(`--${name}`) ? Number(argv[argv.indexOf(`--${name}`) + 1]) : fallback);
 const REPEATS = option('repeats', 3);

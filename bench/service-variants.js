@@ -60,8 +60,9 @@ if (mode === 'same-response') {
   );
   server.listen(port, '127.0.0.1', () => console.log(`ready ${server.address().port}`));
 } else if (mode === 'bare-check') {
-  const { createLimiter, memoryStore, loadRules, RulesHolder } = await load('index.js');
-  const { fromEnvoyRequest, toEnvoyResponse } = await load('service/envoy.js');
+  const { createLimiter, memoryStore, loadRules } = await load('index.js');
+  const { RulesHolder } = await load('rules/index.js');
+  const { fromEnvoyRequest, toEnvoyResponse } = await load('service/check/envoy.js');
   const { checkHeaders } = await load('http/headers.js');
   const limiter = createLimiter({ store: memoryStore(), rules: new RulesHolder(await loadRules(rulesDir)) });
   const server = createServer((request, response) =>

@@ -377,7 +377,7 @@ async function profileRun(name, dist, profileDir, { redis, grpc, hello }) {
 // Main
 // ---------------------------------------------------------------------------------------------
 
-const PROTO_DIR = join(ROOT, 'src', 'service', 'proto');
+const PROTO_DIR = join(ROOT, 'src', 'service', 'grpc', 'proto');
 
 function median(values) {
   const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);

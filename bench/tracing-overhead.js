@@ -58,8 +58,9 @@ async function installSdk(sampled) {
 /** One batch of `scenario`'s calls on a new limiter of the build in `dist`. */
 async function makeBatch(scenario, dist) {
   const { createLimiter } = await import(pathToFileURL(join(dist, 'index.js')).href);
-  const { compileRules } = await import(pathToFileURL(join(dist, 'rules/ruleset.js')).href);
-  const { parseRules } = await import(pathToFileURL(join(dist, 'rules/parse.js')).href);
+  // tollgate/rules (dist/rules/index.js); a --base build older than it exports both from index.js.
+  const load = (path) => import(pathToFileURL(join(dist, path)).href);
+  const { compileRules, parseRules } = await load('rules/index.js').catch(() => load('index.js'));
   const limiter = createLimiter({ rules: compileRules(parseRules(RULES, 'bench.yaml')) });
   const request = { domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'u42' }] }] };
   return scenario === 'limitSync'

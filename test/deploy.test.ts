@@ -327,6 +327,6 @@ describe('every stop timeout outlasts the drain (drain delay + shutdown timeout)
   it('the defaults alone also fit (a deployment that drops the explicit timings stays safe)', () => {
     const defaults = resolveServiceOptions({}, {});
     expect(drainBudgetMs(defaults)).toBeLessThan(seconds(systemdSettings().TimeoutStopSec!));
-    expect(dirname(systemdSettings().ExecStart!.split(/\s+/)[1]!)).toBe('/opt/tollgate/dist');
+    expect(dirname(systemdSettings().ExecStart!.split(/\s+/)[1]!)).toBe('/opt/tollgate/dist/cli');
   });
 });

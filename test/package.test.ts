@@ -16,6 +16,32 @@ const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url),
   exports: Record<string, string | { types: string; import: string }>;
 };
 
+/**
+ * The values each entry point exports, sorted: the public API. A change here is a change for every
+ * user, so it is made on purpose and told in docs/migrating.md. `tollgate` holds the factories a
+ * user calls and the typed errors (types cost nothing at run time and are not listed).
+ */
+const RUNTIME_EXPORTS: Record<string, string[]> = {
+  '.': [
+    'InvalidCheckError', 'InvalidCostError', 'InvalidKeyError', 'InvalidOptionError', 'InvalidPolicyError', 'InvalidTimeError', 'RulesError',
+    'StoreDataError', 'StoreError', 'StoreUnavailableError', 'TollgateError',
+    'compilePolicy', 'createLimiter', 'loadRules', 'memoryStore', 'redisStore', 'regionStore', 'startReplicator',
+  ],
+  './rules': ['RulesHolder', 'RulesSync', 'compileRules', 'parseRules', 'watchRules'],
+  './http': [
+    'HttpRateLimiter', 'QUOTA_EXCEEDED_TYPE', 'byApiKey', 'byHeader', 'byIp', 'byJwt', 'clientIp', 'limitedBody', 'normalizeIp', 'rateLimit',
+    'rateLimitHeaders',
+  ],
+  './fastify': ['default', 'rateLimitHook', 'tollgate'],
+  './hono': ['rateLimiter'],
+  './express-rate-limit': ['TollgateStore'],
+  './client': ['CLIENT_DEFAULTS', 'createClient', 'parseRetryAfter', 'rateLimitedFetch', 'readRateLimit'],
+  './simulate': [
+    'InvalidLogError', 'LOG_FORMATS', 'checkMapping', 'detectFormat', 'jsonFieldMap', 'loadDomainConfigs', 'mappingFromFlags', 'parseMapping',
+    'readAccessLog', 'readMappingFile', 'renderHtml', 'renderText', 'simulate',
+  ],
+};
+
 function node(args: string[]) {
   return spawnSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
 }
@@ -86,6 +112,8 @@ describe('the packed tarball (what `npm pack` and `npm publish` ship)', () => {
   const work = mkdtempSync(join(tmpdir(), 'tollgate-pack-'));
   let files: string[] = [];
   let unpacked = '';
+  /** An app with the tarball installed as node_modules/tollgate. */
+  const app = join(work, 'app');
   beforeAll(() => {
     // `npm pack` runs `prepare`, which leaves the dist/ `npm test` built alone.
     const output = execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, encoding: 'utf8', timeout: 60_000 });
@@ -95,6 +123,8 @@ describe('the packed tarball (what `npm pack` and `npm publish` ship)', () => {
     execFileSync('tar', ['-xzf', join(work, packed!.filename), '-C', work], { timeout: 30_000 });
     // The unpacked package resolves its dependencies from this checkout's node_modules, as if installed.
     symlinkSync(join(root, 'node_modules'), join(unpacked, 'node_modules'));
+    mkdirSync(join(app, 'node_modules'), { recursive: true });
+    symlinkSync(unpacked, join(app, 'node_modules', pkg.name));
   }, 90_000);
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -130,9 +160,6 @@ describe('the packed tarball (what `npm pack` and `npm publish` ship)', () => {
   });
 
   it('an app with the tarball installed imports it by name and decides', () => {
-    const app = join(work, 'app');
-    mkdirSync(join(app, 'node_modules'), { recursive: true });
-    symlinkSync(unpacked, join(app, 'node_modules', pkg.name));
     const script = `
       import { createLimiter, memoryStore } from 'tollgate';
       import { readRateLimit } from 'tollgate/client';
@@ -142,5 +169,31 @@ describe('the packed tarball (what `npm pack` and `npm publish` ship)', () => {
       await limiter.close();`;
     const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8', timeout: 10_000 });
     expect(JSON.parse(output)).toEqual([true, 'function', true]);
+  });
+
+  it('each entry point exports exactly its pinned values, and there is no other entry point', () => {
+    const entries = Object.keys(pkg.exports).filter((path) => path !== './package.json');
+    expect(entries.sort()).toEqual(Object.keys(RUNTIME_EXPORTS).sort());
+    const script = `
+      const names = {};
+      for (const entry of ${JSON.stringify(entries)}) names[entry] = Object.keys(await import('${pkg.name}' + entry.slice(1))).sort();
+      console.log(JSON.stringify(names));`;
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8', timeout: 20_000 });
+    expect(JSON.parse(output)).toEqual(RUNTIME_EXPORTS);
+  });
+
+  it('tollgate/rules and tollgate share one copy of each class: a RulesHolder from tollgate/rules drives createLimiter', () => {
+    const script = `
+      import { createLimiter, memoryStore } from 'tollgate';
+      import { RulesHolder, compileRules, parseRules } from 'tollgate/rules';
+      const yaml = 'domain: api\\ndescriptors:\\n  - key: user\\n    rate_limit: { unit: minute, requests_per_unit: 1 }\\n';
+      const holder = new RulesHolder(compileRules(parseRules(yaml, 'api.yaml')));
+      const limiter = createLimiter({ store: memoryStore(), rules: holder });
+      const request = { domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'u' }] }] };
+      const codes = [(await limiter.check(request)).overallCode, (await limiter.check(request)).overallCode];
+      console.log(JSON.stringify(codes));
+      await limiter.close();`;
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8', timeout: 10_000 });
+    expect(JSON.parse(output)).toEqual(['OK', 'OVER_LIMIT']);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Adding to a window counter whatever the limit: what local-first mode (cache/local-first.ts) does
+ * Adding to a window counter whatever the limit: what local-first mode (limiter/local-first.ts) does
  * with units a node has already admitted — the store adds a node's increments to the shared
  * counter, and the node adds its own to its view. The same window arithmetic as a decision (a
  * window rolls over, a sliding window's current count becomes the previous one), never a denial.

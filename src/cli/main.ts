@@ -3,7 +3,7 @@
  * The `tollgate` command: `serve` (the decision service), `validate` (check rules files),
  * `gateway` (a rate-limiting reverse proxy), `replicate` (carry one region's counts to the others,
  * multi-region), `simulate` (replay an access log against rules offline), `demo` (the limiter
- * deciding on the embedded store), `check`, `rules`, `keys` (a running service's API, src/admin-cli/), `help` (or `--help` after any command), `--version`. `bench`
+ * deciding on the embedded store), `check`, `rules`, `keys` (a running service's API, src/cli/admin/), `help` (or `--help` after any command), `--version`. `bench`
  * arrives with its issue.
  */
 import cluster from 'node:cluster';
@@ -14,9 +14,7 @@ import { runDemo } from './demo.js';
 import { GATEWAY_FLAGS, GATEWAY_SWITCHES, resolveGatewayOptions } from '../gateway/options.js';
 import { startGateway } from '../gateway/server.js';
 import { GatewayConfigError, TollgateError } from '../errors.js';
-import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/options.js';
-import { startService } from '../service/server.js';
-import { startReportsPrimary } from '../service/cluster/primary.js';
+import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions, startReportsPrimary, startService } from '../service/index.js';
 import { REPLICATE_FLAGS, startReplicateCommand } from './replicate.js';
 import { checkRuleFiles } from '../rules/files.js';
 import { countDescriptors } from '../rules/parse/index.js';
@@ -273,7 +271,7 @@ async function gateway(args: string[]): Promise<number> {
 /**
  * `--workers N`: N processes (node:cluster) share the HTTP and gRPC ports and one Redis. The primary
  * restarts a worker that dies unexpectedly and forwards SIGTERM/SIGINT for a graceful stop; it also
- * collects the workers' metrics and dashboard counts (cluster-primary.ts), keeping a dead worker's.
+ * collects the workers' metrics and dashboard counts (service/cluster/primary.ts), keeping a dead worker's.
  */
 async function runWorkers(count: number): Promise<number> {
   let stopping = false;

@@ -5,8 +5,7 @@
  */
 import { InvalidOptionError } from '../errors.js';
 import { checkWholeNumberText } from '../options.js';
-import { PORT_RANGE } from '../service/http/listener-options.js';
-import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/options.js';
+import { PORT_RANGE, SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/index.js';
 import { loadGatewayConfig } from './config/read.js';
 import { deferNeedsRedis, hasRedis } from './defer/setup.js';
 import type { GatewayOptions } from './server.js';

@@ -12,11 +12,19 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { InvalidOptionError, TollgateError } from '../errors.js';
 import { clientIp } from '../http/identity/index.js';
-import { closeSilentConnections, followConnections } from '../service/http/close.js';
-import type { ConnectionLimits, ServiceOptions } from '../service/options.js';
-import type { DrainState } from '../service/health/readiness.js';
-import { createLogger, startService, type RunningService, type ServiceHooks } from '../service/server.js';
-import { secureServer, type secureContextOptions } from '../service/http/tls.js';
+import {
+  closeSilentConnections,
+  createLogger,
+  followConnections,
+  secureServer,
+  startService,
+  type ConnectionLimits,
+  type DrainState,
+  type RunningService,
+  type secureContextOptions,
+  type ServiceHooks,
+  type ServiceOptions,
+} from '../service/index.js';
 import { watchPath } from '../rules/watch-path.js';
 import { loadGatewayConfig } from './config/read.js';
 import type { GatewayConfig } from './config/types.js';

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { ClientIp } from '../http/identity/index.js';
 import type { AnswerSettings } from '../http/verdict.js';
-import type { ServiceContext } from '../service/context.js';
+import type { ServiceContext } from '../service/index.js';
 import type { RateLimitConfig, RouteConfig } from './config/types.js';
 import type { DeferredQueue, TicketStatus } from './defer/index.js';
 import type { Upstreams } from './proxy.js';

@@ -11,8 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { Decision } from '../decision.js';
 import { InvalidOptionError, StoreUnavailableError, describeValue } from '../errors.js';
-import { DEGRADED_REASON, degradedReasonOf, type DegradedReason, type FailureMode } from '../limiter/failure-modes.js';
-import type { LimitRequest } from '../limiter/core.js';
+import { DEGRADED_REASON, degradedReasonOf, type DegradedReason, type FailureMode, type LimitRequest } from '../limiter/index.js';
 import type { CheckResult } from '../rules/check.js';
 import { createLimiter, type Limiter } from '../rules/create-limiter.js';
 import { MemoryStore, memoryStore } from '../store/memory.js';

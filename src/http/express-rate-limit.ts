@@ -14,7 +14,7 @@
  */
 import type { Decision } from '../decision.js';
 import { InvalidKeyError, InvalidOptionError, describeValue } from '../errors.js';
-import { createLimiterCore, type LimiterCore } from '../limiter/core.js';
+import { createLimiterCore, type LimiterCore } from '../limiter/index.js';
 import { compilePolicy, type CompiledPolicy } from '../policy.js';
 import type { Store } from '../store/types.js';
 import { checkOptions, checkWholeNumber } from '../options.js';

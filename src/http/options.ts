@@ -3,11 +3,7 @@
  * created. Every refusal is an {@link InvalidOptionError} that says what to write instead.
  */
 import { InvalidOptionError, describeValue } from '../errors.js';
-import type { OverLimitCacheOptions } from '../limiter/over-limit.js';
-import type { BreakerOptions } from '../limiter/breaker.js';
-import { checkFailureMode as checkMode, type FailureMode } from '../limiter/failure-modes.js';
-import { MAX_LIMITS_PER_CHECK } from '../limiter/core.js';
-import { checkLease, checkSyncInterval } from '../limiter/checks.js';
+import { checkFailureMode as checkMode, checkLease, checkSyncInterval, MAX_LIMITS_PER_CHECK, type BreakerOptions, type FailureMode, type OverLimitCacheOptions } from '../limiter/index.js';
 import { countsInWindows, describeState } from '../algorithms/window-add.js';
 import { compilePolicy, shapedLeakyBucket, type CompiledPolicy, type Policy } from '../policy.js';
 import type { RateLimitDescriptor } from '../rules/check.js';

@@ -4,7 +4,7 @@
  * 429 body built. The adapters (node.ts, fastify.ts, hono.ts) only say how their framework passes a
  * request on, holds it, or answers it.
  */
-import type { DegradedReason } from '../limiter/failure-modes.js';
+import type { DegradedReason } from '../limiter/index.js';
 import { collectReports, limitedBody, rateLimitHeaders, retryAfterSeconds, type HeaderList, type HeaderStyle, type LimitedInfo, type LimitReport } from './report.js';
 
 /** The outcome for one request. */

@@ -6,7 +6,7 @@
 import { checkDeadline, checkFailureMode, type LimiterFailureMode } from './failure-modes.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from '../errors.js';
 import { MAX_KEY_BYTES, wellFormedKey } from '../keys.js';
-import { checkOptions } from '../options.js';
+import { checkOptions, checkWholeNumber } from '../options.js';
 import type { CompiledPolicy, Policy } from '../policy.js';
 
 /** Per-call options. */
@@ -21,13 +21,13 @@ export interface LimitOptions {
   readonly deadlineMs?: number;
   /**
    * Token lease (2 to 1,000,000): take this many units from the store in one call and admit the
-   * next requests for this key from them in-process (cache/leases.ts: never over the limit, some
+   * next requests for this key from them in-process (limiter/leases.ts: never over the limit, some
    * under-admission). `limit` only; ignored for `countRejected` and `leaky-bucket` policies.
    */
   readonly lease?: number;
   /**
    * Local-first (10 to 60,000 ms): decide this key in-process on this node's view of the counter,
-   * synced with the store every `syncIntervalMs` (cache/local-first.ts: no store round trip, some
+   * synced with the store every `syncIntervalMs` (limiter/local-first.ts: no store round trip, some
    * over-admission). `limit` only; fixed-window and sliding-window policies only.
    */
   readonly syncIntervalMs?: number;
@@ -88,10 +88,18 @@ export function checkCallOptions(options: CheckedCallOptions): void {
   checkOptions('call', options, CALL_OPTIONS, '{ cost: 1, now: Date.now() }', 'call option');
   if (options.failureMode !== undefined) checkFailureMode(options.failureMode, 'failureMode');
   if (options.deadlineMs !== undefined) checkDeadline(options.deadlineMs, 'deadlineMs');
-  if (options.lease !== undefined) checkLease(options.lease, 'lease');
-  if (options.syncIntervalMs !== undefined) checkSyncInterval(options.syncIntervalMs, 'syncIntervalMs');
+  checkLocalModes(options, '');
+}
+
+/**
+ * The two ways of deciding a key without the store (a lease, local-first), checked alike on every
+ * entry point (`limit`, and each limit of `limitAll`): each in its range, and never both.
+ */
+export function checkLocalModes(options: Pick<CheckedCallOptions, 'lease' | 'syncIntervalMs'>, where: string): void {
+  if (options.lease !== undefined) checkLease(options.lease, `${where}lease`);
+  if (options.syncIntervalMs !== undefined) checkSyncInterval(options.syncIntervalMs, `${where}syncIntervalMs`);
   if (options.lease !== undefined && options.syncIntervalMs !== undefined) {
-    throw new InvalidOptionError('give lease or syncIntervalMs (local-first), not both: they are two ways of deciding a key without the store');
+    throw new InvalidOptionError(`${where}give lease or syncIntervalMs (local-first), not both: they are two ways of deciding a key without the store`);
   }
 }
 
@@ -100,19 +108,11 @@ export const MIN_SYNC_INTERVAL_MS = 10;
 export const MAX_SYNC_INTERVAL_MS = 60_000;
 
 export function checkSyncInterval(interval: unknown, where: string): number {
-  if (typeof interval !== 'number' || !Number.isSafeInteger(interval) || interval < MIN_SYNC_INTERVAL_MS || interval > MAX_SYNC_INTERVAL_MS) {
-    throw new InvalidOptionError(
-      `${where} (local-first) must be a whole number of ms from ${MIN_SYNC_INTERVAL_MS} to ${MAX_SYNC_INTERVAL_MS}: how often a node syncs its counts with the store, got ${describeValue(interval)}`,
-    );
-  }
-  return interval;
+  return checkWholeNumber(interval, { name: `${where} (local-first)`, min: MIN_SYNC_INTERVAL_MS, max: MAX_SYNC_INTERVAL_MS, unit: 'ms', meaning: 'how often a node syncs its counts with the store' });
 }
 
 export function checkLease(lease: unknown, where: string): number {
-  if (typeof lease !== 'number' || !Number.isSafeInteger(lease) || lease < 2 || lease > 1_000_000) {
-    throw new InvalidOptionError(`${where} must be a whole number of units from 2 to 1000000 (taken from the store at once), got ${describeValue(lease)}`);
-  }
-  return lease;
+  return checkWholeNumber(lease, { name: where, min: 2, max: 1_000_000, unit: 'units', meaning: 'taken from the store at once' });
 }
 
 export function checkCost(cost: unknown): number {

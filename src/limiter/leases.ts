@@ -13,6 +13,9 @@
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
+import type { MaybePromise } from '../store/types.js';
+import type { DecideMode, LimitOptions } from './checks.js';
+import { PassThroughLayer, type DecisionLayer } from './layer.js';
 
 interface Lease {
   readonly policy: CompiledPolicy;
@@ -128,4 +131,56 @@ export class LeaseBook {
 
 function leaseId(key: string, policy: CompiledPolicy): string {
   return `${policy.stateIndex}\u0000${key}`;
+}
+
+/**
+ * Leases as a layer: a `limit` call with a `lease` on a leasable policy is answered from the key's
+ * lease when it holds enough permits, else by taking a new lease of `lease` units (this request's
+ * cost included) from the layers below; when they have less than a whole lease left, this request
+ * alone is decided, as without a lease. Every other call passes.
+ */
+export class LeaseLayer extends PassThroughLayer {
+  readonly name = 'lease';
+  /** Made on the first leased call. */
+  private book: LeaseBook | undefined;
+
+  constructor(
+    below: DecisionLayer,
+    private readonly clock: () => number,
+  ) {
+    super(below);
+  }
+
+  /** Permits spent from leases and leases taken, once leases were used. */
+  stats(): ReturnType<LeaseBook['stats']> | undefined {
+    return this.book?.stats();
+  }
+
+  override one(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode, options: LimitOptions | undefined): MaybePromise<Decision> {
+    const lease = options?.lease;
+    if (lease === undefined || mode !== 'limit' || !leasable(policy)) return this.below.one(key, policy, cost, now, mode, options);
+    const book = (this.book ??= new LeaseBook(this.clock));
+    const spent = book.spend(key, policy, cost, now);
+    if (spent !== undefined) return spent;
+    // A key with less than a whole lease left is decided alone until one could be had again.
+    if (book.isShort(key, policy, now)) return this.below.one(key, policy, cost, now, mode, options);
+    const take = Math.max(lease, cost);
+    const leased = this.below.one(key, policy, take, now, mode, options);
+    const settle = (decision: Decision): MaybePromise<Decision> => {
+      // A failure mode's answer is no lease: it is returned as it is.
+      if (decision.allowed) return decision.reason === undefined ? book.record(key, policy, take, cost, decision, now) : decision;
+      if (take === cost || decision.reason !== undefined) return decision;
+      book.refused(key, policy, decision, now);
+      return this.below.one(key, policy, cost, now, mode, options);
+    };
+    return leased instanceof Promise ? leased.then(settle) : settle(leased);
+  }
+
+  protected override forget(key: string, policy: CompiledPolicy): void {
+    this.book?.forget(key, policy);
+  }
+
+  protected override clear(): void {
+    this.book?.clear();
+  }
 }

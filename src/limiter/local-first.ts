@@ -16,24 +16,19 @@
  * next one: a push that timed out but reached the store is then counted twice (fewer admitted,
  * never more).
  */
-import { addToWindowState, windowAlgorithm } from '../algorithms/window-add.js';
+import { addToWindowState, countsInWindows, describeState, windowAlgorithm } from '../algorithms/window-add.js';
 import type { Decision } from '../decision.js';
+import { InvalidOptionError } from '../errors.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { MaybePromise, WindowCounts } from '../store/types.js';
-
-/** One key's sync: add `units` to its window counter at `now` (undefined: the store's time). */
-export interface WindowAdd {
-  readonly key: string;
-  readonly policy: CompiledPolicy;
-  readonly units: number;
-  readonly now: number | undefined;
-}
+import type { DecideMode, LimitOptions } from './checks.js';
+import { PassThroughLayer, type DecisionLayer, type WindowAdd, type WindowSyncAnswer } from './layer.js';
 
 /**
  * How views reach the store: the syncs of one tick in one call, answered in order, each with its
  * counts or the error that key alone met (a store outage fails the whole call instead).
  */
-export type WindowSync = (adds: readonly WindowAdd[]) => MaybePromise<readonly (WindowCounts | Error)[]>;
+export type WindowSync = (adds: readonly WindowAdd[]) => MaybePromise<readonly WindowSyncAnswer[]>;
 
 /** A sync on its way: what it pushed, so a failure can push it again. */
 interface Sending extends WindowAdd {
@@ -230,7 +225,7 @@ export class LocalFirstBook {
 
   private sendBatch(batch: Sending[] = this.takeBatch()): void {
     if (batch.length === 0) return;
-    let answers: MaybePromise<readonly (WindowCounts | Error)[]>;
+    let answers: MaybePromise<readonly WindowSyncAnswer[]>;
     try {
       answers = this.sync(batch);
     } catch {
@@ -322,4 +317,61 @@ export class LocalFirstBook {
 
 function viewId(key: string, policy: CompiledPolicy): string {
   return `${policy.stateIndex}\u0000${key}`;
+}
+
+/**
+ * Local-first as a layer: a `limit` call with `syncIntervalMs` is decided on this node's fresh view
+ * of the key's counter, else by the layers below (exactly, through the failure modes) while a sync
+ * fetches a view in the same store call. Syncs go down the stack (the guard runs them). Every
+ * other call passes.
+ */
+export class LocalFirstLayer extends PassThroughLayer {
+  readonly name = 'local-first';
+  /** Made on the first local-first call. */
+  private book: LocalFirstBook | undefined;
+
+  constructor(
+    below: DecisionLayer,
+    private readonly clock: () => number,
+    /** The store's name, and whether it can sync window counts (`Store.addToWindow`). */
+    private readonly store: { readonly name: string; readonly syncs: boolean },
+  ) {
+    super(below);
+  }
+
+  /** Local-first decisions and syncs, once local-first was used. */
+  stats(): LocalFirstStats | undefined {
+    return this.book?.stats();
+  }
+
+  override one(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode, options: LimitOptions | undefined): MaybePromise<Decision> {
+    const syncMs = options?.syncIntervalMs;
+    if (syncMs === undefined || mode !== 'limit') return this.below.one(key, policy, cost, now, mode, options);
+    if (!countsInWindows(policy)) {
+      throw new InvalidOptionError(`syncIntervalMs (local-first) needs a fixed-window or sliding-window policy of precision 1, whose counts add up across nodes; for ${describeState(policy)} use a lease instead`);
+    }
+    if (!this.store.syncs) throw new InvalidOptionError(`syncIntervalMs (local-first) needs a store that can sync window counts; the ${this.store.name} store cannot`);
+    const book = (this.book ??= new LocalFirstBook(this.clock, (adds) => this.below.sync(adds)));
+    const local = book.decide(key, policy, cost, now, syncMs);
+    if (local !== undefined) return local;
+    const decided = this.below.one(key, policy, cost, now, mode, options);
+    const synced = book.adopt(key, policy, now, syncMs);
+    // Answered once the sync sent with it is (the same store call): the next request finds the view.
+    return synced instanceof Promise ? synced.then(() => decided) : decided;
+  }
+
+  /** A local-first node's unsent units reach the store before it closes. */
+  override async close(): Promise<void> {
+    this.book?.close();
+    await this.book?.flush();
+    await this.below.close();
+  }
+
+  protected override forget(key: string, policy: CompiledPolicy): void {
+    this.book?.forget(key, policy);
+  }
+
+  protected override clear(): void {
+    this.book?.clear();
+  }
 }

@@ -18,8 +18,11 @@
  * made it at once and by the others at `until` at the latest.
  */
 import type { Decision } from '../decision.js';
-import { InvalidOptionError, describeValue } from '../errors.js';
+import { checkWholeNumber } from '../options.js';
 import type { CompiledPolicy } from '../policy.js';
+import type { MaybePromise } from '../store/types.js';
+import type { DecideMode, LimitAllOptions, LimitOptions } from './checks.js';
+import { PassThroughLayer, type DecisionLayer, type GroupRequest } from './layer.js';
 
 export interface OverLimitCacheOptions {
   /** Most keys remembered; the least recently denied go first. Default 100,000. */
@@ -55,10 +58,7 @@ export class OverLimitCache {
     options: OverLimitCacheOptions,
     private readonly clock: () => number,
   ) {
-    this.maxKeys = options.maxKeys ?? 100_000;
-    if (!Number.isSafeInteger(this.maxKeys) || this.maxKeys < 1) {
-      throw new InvalidOptionError(`overLimitCache.maxKeys must be a whole number ≥ 1, got ${describeValue(options.maxKeys)}`);
-    }
+    this.maxKeys = checkWholeNumber(options.maxKeys ?? 100_000, { name: 'overLimitCache.maxKeys', min: 1 });
   }
 
   stats(): OverLimitCacheStats {
@@ -113,4 +113,60 @@ export class OverLimitCache {
 
 function entryId(key: string, policy: CompiledPolicy): string {
   return `${policy.stateIndex}\u0000${key}`;
+}
+
+/**
+ * The cache as the outermost layer: a limit or a peek of one limit (alone, or a group of one) is
+ * answered from a denial still in force, else decided below and its answer remembered. Looks and
+ * probes pass (they spend nothing and are never answered from a denial). A committed group of
+ * several limits may record under each of its keys: what was remembered of them is forgotten.
+ */
+export class OverLimitLayer extends PassThroughLayer {
+  readonly name = 'over-limit-cache';
+
+  constructor(
+    below: DecisionLayer,
+    readonly cache: OverLimitCache,
+  ) {
+    super(below);
+  }
+
+  override one(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode, options: LimitOptions | undefined): MaybePromise<Decision> {
+    if (mode !== 'limit' && mode !== 'peek') return this.below.one(key, policy, cost, now, mode, options);
+    const cache = this.cache;
+    const cached = cache.lookup(key, policy, cost, now);
+    if (cached !== undefined) return cached;
+    const decided = this.below.one(key, policy, cost, now, mode, options);
+    const remember = (decision: Decision): Decision => {
+      cache.remember(key, policy, cost, decision, now);
+      return decision;
+    };
+    return decided instanceof Promise ? decided.then(remember) : remember(decided);
+  }
+
+  override all(requests: readonly GroupRequest[], now: number | undefined, mode: DecideMode, commit: boolean, options: LimitAllOptions | undefined): MaybePromise<Decision[]> {
+    // A group of one is answered like a single limit, unless the request's other limits were left
+    // out for being 0 (a limit that does not commit): the request is denied whatever this one says.
+    const single = requests.length === 1 && ((mode === 'limit' && commit) || mode === 'peek') ? requests[0]! : undefined;
+    if (single === undefined) {
+      if (commit) for (const request of requests) this.cache.forget(request.key, request.policy);
+      return this.below.all(requests, now, mode, commit, options);
+    }
+    const cached = this.cache.lookup(single.key, single.policy, single.cost, now);
+    if (cached !== undefined) return [cached];
+    const decided = this.below.all(requests, now, mode, commit, options);
+    const remember = (decisions: Decision[]): Decision[] => {
+      this.cache.remember(single.key, single.policy, single.cost, decisions[0]!, now);
+      return decisions;
+    };
+    return decided instanceof Promise ? decided.then(remember) : remember(decided);
+  }
+
+  protected override forget(key: string, policy: CompiledPolicy): void {
+    this.cache.forget(key, policy);
+  }
+
+  protected override clear(): void {
+    this.cache.clear();
+  }
 }

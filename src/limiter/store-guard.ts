@@ -1,7 +1,7 @@
 /**
  * What stands between the limiter and a store that can fail: a deadline on every call, a bound on
  * the calls in flight, and the circuit breaker. A call that fails, times out, finds too many calls
- * out or the breaker open is answered by the caller's fallback (the failure modes, in limiter.ts)
+ * out or the breaker open is answered by the caller's fallback (the failure modes, guard-layer.ts)
  * instead; the guard only says when and why.
  *
  * A reply that arrives after its deadline is dropped: the answer already given stands. Whatever

@@ -5,8 +5,7 @@
  * them are over, shadow-mode limits never denying — then one status per descriptor.
  */
 import type { Decision } from '../decision.js';
-import { DEGRADED_REASON, degradedReasonOf, type DegradedReason, type FailureMode } from '../limiter/failure-modes.js';
-import type { DecideMode, LimitAllOptions, LimiterCore } from '../limiter/core.js';
+import { DEGRADED_REASON, degradedReasonOf, type DecideMode, type DegradedReason, type FailureMode, type LimitAllOptions, type LimiterCore } from '../limiter/index.js';
 import { compilePolicy } from '../policy.js';
 import type { MaybePromise } from '../store/types.js';
 import { ruleWindowMs } from '../units.js';

@@ -2,7 +2,7 @@
  * The types of `limiter.check()`: envoy's RateLimitRequest and RateLimitResponse in Tollgate's
  * words, and the bounds of a request.
  */
-import type { DegradedReason, FailureMode } from '../limiter/failure-modes.js';
+import type { DegradedReason, FailureMode } from '../limiter/index.js';
 import type { DescriptorEntry } from './match.js';
 import type { RuleUnit } from './types.js';
 

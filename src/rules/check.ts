@@ -7,8 +7,7 @@
  * consumes no other limit's quota), in one store round trip (check-decide.ts).
  */
 import { InvalidCheckError, describeValue } from '../errors.js';
-import type { LimiterCore } from '../limiter/core.js';
-import { resultOf } from '../limiter/tracing.js';
+import { resultOf, type LimiterCore } from '../limiter/index.js';
 import { ATTR, SPAN, activeTracer, inSpan, startSpan } from '../tracing.js';
 import type { Span, Tracer } from '@opentelemetry/api';
 import type { MaybePromise } from '../store/types.js';

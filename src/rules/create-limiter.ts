@@ -1,11 +1,11 @@
 /**
- * The public limiter: the engine of limiter.ts plus `check` (envoy's ShouldRateLimit) over rules.
+ * The public limiter: the engine of src/limiter/ plus `check` (envoy's ShouldRateLimit) over rules.
  * Rules checking sits on top of the engine: it matches descriptors to limits, then decides them
  * through the same `limitAll` every other caller uses.
  */
 import { currentTime } from '../clock.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
-import { CoreLimiter, limiterCoreOptions, type CoreSettings, type LimiterCore, type LimiterCoreOptions } from '../limiter/core.js';
+import { CoreLimiter, limiterCoreOptions, type CoreSettings, type LimiterCore, type LimiterCoreOptions } from '../limiter/index.js';
 import { checkRules, type CheckOptions, type CheckRequest, type CheckResult } from './check.js';
 import type { RuleSource } from './ruleset.js';
 import type { MaybePromise } from '../store/types.js';

@@ -6,11 +6,11 @@
 import type { AlgorithmName } from '../policy.js';
 import type { RuleUnit } from '../units.js';
 
-import type { FailureMode } from '../limiter/failure-modes.js';
+import type { FailureMode } from '../limiter/index.js';
 
 export type { RuleUnit } from '../units.js';
-/** What a limit does when its store fails (fault/failure-mode.ts). */
-export type { FailureMode } from '../limiter/failure-modes.js';
+/** What a limit does when its store fails (limiter/failure-modes.ts). */
+export type { FailureMode } from '../limiter/index.js';
 
 /** Where something was written: 1-based line and column. */
 export interface SourceLocation {

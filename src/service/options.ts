@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../errors.js';
-import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../limiter/failure-modes.js';
+import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../limiter/index.js';
 import { checkWholeNumberText, checkWholeNumbers, type WholeNumberRange } from '../options.js';
 import { MEMORY_STORE_NUMBERS } from '../store/memory.js';
 import { PORT_RANGE, planeSettings, tlsFiles, token, type TlsFiles } from './http/listener-options.js';

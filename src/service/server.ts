@@ -179,7 +179,7 @@ function readinessChecks(holder: RulesHolder, watcher: RulesWatcher | undefined,
   ];
 }
 
-/** One HTTP listener, and the way to close it without dropping an accepted request (http-close.ts). */
+/** One HTTP listener, and the way to close it without dropping an accepted request (http/close.ts). */
 interface HttpListener {
   readonly server: HttpServer;
   readonly connections: ReturnType<typeof followConnections>;

@@ -9,7 +9,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ALGORITHMS, createLimiter, memoryStore, type AlgorithmName, type Decision, type Policy } from '../../src/index.js';
+import { ALGORITHMS } from '../../src/algorithms/catalog.js';
+import { createLimiter, memoryStore, type AlgorithmName, type Decision, type Policy } from '../../src/index.js';
 
 const EPOCH = 1_700_000_000_000;
 

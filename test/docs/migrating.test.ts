@@ -10,12 +10,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parse as parseYaml } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { rateLimit } from '../../src/http/index.js';
 import { loadRules } from '../../src/index.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { rateLimitClient } from '../support/grpc-client.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedisServer } from '../support/redis-topologies.js';
 import { serviceForSuite } from '../support/service.js';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -66,16 +66,11 @@ interface Example {
   readonly child: ChildProcessWithoutNullStreams;
 }
 
+const redis = useRedisServer();
 const running: ChildProcessWithoutNullStreams[] = [];
-let redis: RedisServer;
-
-beforeAll(async () => {
-  redis = await startRedis();
-}, 20_000);
 
 afterAll(async () => {
   await Promise.all(running.map(stop));
-  await redis?.stop();
 });
 
 /** Runs `examples/migrating/<name>` with node, on a port of its choosing; resolves once it listens. */
@@ -188,7 +183,7 @@ describe('from rate-limiter-flexible', () => {
       const during = await get(`${app.url}/`);
       expect([during.status, during.headers.get('x-decided-by')]).toEqual([200, 'memory']);
     } finally {
-      redis = await startRedis(); // a fresh one for afterAll (the examples that used the old one are stopped)
+      await redis.restart(); // Redis back for the tests after this one
     }
     await stop(app.child);
   });

@@ -4,7 +4,7 @@
  * `--failure-mode open`, a rule's own `failure_mode: closed`), and said in `Tollgate-Degraded`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedisServer } from '../support/redis-topologies.js';
 import { send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
 
 const RULES = `domain: shop
@@ -13,12 +13,11 @@ descriptors:
   - { key: generic_key, value: pay, rate_limit: { unit: minute, requests_per_unit: 100, failure_mode: closed } }
 `;
 
-let redis: RedisServer;
+const redis = useRedisServer();
 let upstream: Upstream;
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  redis = await startRedis();
   upstream = await startUpstream();
   const route = (path: string, value: string) => `  - match: { prefix: ${path} }\n    upstream: app\n    rate_limits: [{ actions: [{ generic_key: { descriptor_value: ${value} } }] }]\n`;
   gateway = await startTestGateway(`listen: 0\nupstreams: { app: "${upstream.url}" }\ndomain: shop\nroutes:\n${route('/browse', 'browse')}${route('/pay', 'pay')}`, RULES, {
@@ -28,7 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.close();
   await upstream?.close();
-  await redis?.stop();
 });
 
 describe('gateway with its Redis gone', () => {

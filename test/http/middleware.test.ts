@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { SignJWT } from 'jose';
-import { compileRules, parseRules } from '../../src/index.js';
+import { compileRules, parseRules } from '../../src/rules/index.js';
 import { byApiKey, byHeader, byJwt, rateLimit } from '../../src/http/index.js';
 import { rateLimitHook } from '../../src/http/fastify.js';
 import { rateLimiter } from '../../src/http/hono.js';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimit, type RateLimitMiddleware } from '../../src/http/index.js';
 import { createLimiter, memoryStore, redisStore, type Decision, type Store } from '../../src/index.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedisServer } from '../support/redis-topologies.js';
 import { loadVectors, type VectorCase, type VectorStep } from '../support/vectors.js';
 
 /** The time the next request is decided at: each step's `now`, through the middleware's clock. */
@@ -68,7 +68,7 @@ function seen(response: Response, expected: Record<string, unknown>): Record<str
   return out;
 }
 
-function describeStore(name: string, open: () => Promise<Store>, close: () => Promise<void>): void {
+function describeStore(name: string, open: () => Promise<Store>): void {
   describe(`the middleware plays the conformance vectors (${name})`, () => {
     let store: Store;
     const vectors = loadVectors();
@@ -80,7 +80,6 @@ function describeStore(name: string, open: () => Promise<Store>, close: () => Pr
     }, 60_000);
     afterAll(async () => {
       await app?.close();
-      await close();
     });
 
     cases.forEach(({ file, vectorCase }, caseIndex) => {
@@ -109,21 +108,12 @@ async function playStep(url: string, caseIndex: number, key: string, step: Vecto
   expect(seen(response, expected), where).toEqual(expected);
 }
 
-describeStore('memory', async () => memoryStore({ sweepIntervalMs: 0 }), async () => undefined);
+describeStore('memory', async () => memoryStore({ sweepIntervalMs: 0 }));
 
-let redis: RedisServer | undefined;
-let redisStoreInstance: Store | undefined;
-describeStore(
-  'redis',
-  async () => {
-    redis = await startRedis();
-    const store = redisStore({ url: redis.url });
-    await store.ready();
-    redisStoreInstance = store;
-    return store;
-  },
-  async () => {
-    await redisStoreInstance?.close();
-    await redis?.stop();
-  },
-);
+const redis = useRedisServer();
+describeStore('redis', async () => {
+  const store = redisStore({ url: redis.url });
+  redis.stores.push(store);
+  await store.ready();
+  return store;
+});

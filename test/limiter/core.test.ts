@@ -4,7 +4,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  CompiledPolicy,
   InvalidCostError,
   InvalidKeyError,
   InvalidOptionError,
@@ -16,6 +15,7 @@ import {
   memoryStore,
   type Policy,
 } from '../../src/index.js';
+import { CompiledPolicy } from '../../src/policy.js';
 
 const NOW = 1_700_000_000_000;
 const GOOD: Policy = { algorithm: 'fixed-window', limit: 3, window: '1s' };

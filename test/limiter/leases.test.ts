@@ -5,7 +5,8 @@
  * store calls divided by about the lease size; off where it must be.
  */
 import { describe, expect, it } from 'vitest';
-import { InvalidOptionError, compileRules, createLimiter, parseRules, redisStore, type Policy } from '../../src/index.js';
+import { InvalidOptionError, createLimiter, redisStore, type Policy } from '../../src/index.js';
+import { compileRules, parseRules } from '../../src/rules/index.js';
 import { useRedisServer } from '../support/redis-topologies.js';
 import { burstyTrace } from '../support/traces.js';
 

@@ -5,8 +5,8 @@
  * asynchronously (Redis) it refuses before deciding anything.
  */
 import { describe, expect, it } from 'vitest';
+import { ALGORITHMS } from '../../src/algorithms/catalog.js';
 import {
-  ALGORITHMS,
   InvalidCostError,
   InvalidKeyError,
   InvalidOptionError,

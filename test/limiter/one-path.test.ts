@@ -10,27 +10,21 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileRules, createLimiter, memoryStore, parseRules, redisStore, ALGORITHMS, type Store } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { ALGORITHMS } from '../../src/algorithms/catalog.js';
+import { createLimiter, memoryStore, redisStore, type Store } from '../../src/index.js';
+import { compileRules, parseRules } from '../../src/rules/index.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startService } from '../../src/service/server.js';
 import { startApp, type RunningApp } from '../support/http-apps.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedisServer } from '../support/redis-topologies.js';
 
-let redis: RedisServer;
-const stores: Store[] = [];
-beforeAll(async () => {
-  redis = await startRedis();
-}, 30_000);
-afterAll(async () => {
-  await Promise.all(stores.map((store) => store.close()));
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 async function openStore(kind: 'memory' | 'redis'): Promise<Store> {
   if (kind === 'memory') return memoryStore({ sweepIntervalMs: 0 });
   const store = redisStore({ url: redis.url });
-  stores.push(store);
+  redis.stores.push(store);
   await store.ready();
   return store;
 }

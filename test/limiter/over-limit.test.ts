@@ -6,7 +6,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ALGORITHMS, InvalidOptionError, createLimiter, memoryStore, redisStore, type Decision, type Policy, type RedisStore } from '../../src/index.js';
+import { ALGORITHMS } from '../../src/algorithms/catalog.js';
+import { InvalidOptionError, createLimiter, memoryStore, redisStore, type Decision, type Policy, type RedisStore } from '../../src/index.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startService } from '../../src/service/server.js';
 import { useRedisServer } from '../support/redis-topologies.js';

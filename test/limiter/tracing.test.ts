@@ -14,7 +14,8 @@ import { createLimiter, memoryStore, redisStore, type Decision, type Limiter, ty
 import { compileRules } from '../../src/rules/ruleset.js';
 import { parseRules } from '../../src/rules/parse/index.js';
 import { ATTR, SPAN } from '../../src/tracing.js';
-import { startRedis, waitFor, type RedisServer } from '../support/redis.js';
+import { waitFor } from '../support/redis.js';
+import { useRedisServer } from '../support/redis-topologies.js';
 import { startServiceProcess } from '../support/service.js';
 
 const NOW = 1_700_000_000_000;
@@ -175,11 +176,10 @@ describe('tracing with an SDK registered', () => {
 });
 
 describe('tracing a Redis store', () => {
-  let server: RedisServer;
+  const server = useRedisServer();
   let limiter: Limiter;
 
   beforeAll(async () => {
-    server = await startRedis();
     limiter = rulesLimiter(redisStore({ url: server.url }));
     installSdk();
     await nextRun();
@@ -187,7 +187,6 @@ describe('tracing a Redis store', () => {
   afterAll(async () => {
     removeSdk();
     await limiter.close();
-    await server.stop();
   });
   afterEach(clear);
 

@@ -5,7 +5,9 @@
  * (docs/semantics.md). What remains refused is a bucket that would take more than 2^51 ms to fill.
  */
 import { describe, expect, it } from 'vitest';
-import { ALGORITHMS, compileRules, createLimiter, memoryStore, parseRules, type Store } from '../../src/index.js';
+import { ALGORITHMS } from '../../src/algorithms/catalog.js';
+import { createLimiter, memoryStore, type Store } from '../../src/index.js';
+import { compileRules, parseRules } from '../../src/rules/index.js';
 import { checkRules } from '../../src/rules/parse/index.js';
 import { useRedisTopologies } from '../support/redis-topologies.js';
 

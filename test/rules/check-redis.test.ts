@@ -7,7 +7,7 @@ import { compileRules } from '../../src/rules/ruleset.js';
 import { parseRules } from '../../src/rules/parse/index.js';
 import { createLimiter, memoryStore, redisStore, type Limiter } from '../../src/index.js';
 import type { CheckRequest } from '../../src/rules/check.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedisServer } from '../support/redis-topologies.js';
 
 const NOW = 1_700_000_000_000;
 const RULES = `
@@ -18,16 +18,14 @@ descriptors:
 `;
 
 describe('decideCheck() on Redis', () => {
-  let server: RedisServer;
+  const server = useRedisServer();
   let limiter: Limiter;
-  beforeAll(async () => {
-    server = await startRedis();
+  beforeAll(() => {
     // Exact answers, not deadlines: a loaded machine's slow reply must not be answered by the failure mode.
     limiter = createLimiter({ store: redisStore({ url: server.url }), rules: compileRules(parseRules(RULES, 'rules.yaml')), deadlineMs: 5_000 });
-  }, 20_000);
+  });
   afterAll(async () => {
     await limiter?.close();
-    await server?.stop();
   });
 
   it('answers with a promise, the same sequence as the memory store', async () => {

@@ -6,10 +6,11 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RulesError, RulesHolder, createLimiter, memoryStore } from '../../src/index.js';
-import { RulesSync } from '../../src/rules/sync.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RulesError, createLimiter, memoryStore } from '../../src/index.js';
+import { RulesHolder, RulesSync } from '../../src/rules/index.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedisServer } from '../support/redis-topologies.js';
 
 const NODE = new URL('../support/rules-node.mjs', import.meta.url).pathname;
 const rulesWith = (limit: number) => `domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: ${limit} }\n`;
@@ -20,7 +21,7 @@ interface Node {
   push(yaml: string): void;
 }
 
-let server: RedisServer;
+const server = useRedisServer();
 const nodes: Node[] = [];
 
 function startNode(url: string): Promise<Node> {
@@ -43,14 +44,9 @@ function startNode(url: string): Promise<Node> {
 /** The last limit each node reported. */
 const limits = () => nodes.map((node) => [...node.events].reverse().find((event) => 'limit' in event)?.limit);
 
-beforeAll(async () => {
-  server = await startRedis();
-}, 30_000);
-
 afterAll(async () => {
   for (const node of nodes) node.child.stdin.end();
   await Promise.all(nodes.map((node) => new Promise((resolve) => (node.child.exitCode !== null ? resolve(null) : node.child.once('exit', resolve)))));
-  await server?.stop();
 });
 
 describe('rules pushed through Redis', () => {

@@ -8,10 +8,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RulesHolder, createLimiter, memoryStore } from '../../src/index.js';
+import { createLimiter, memoryStore } from '../../src/index.js';
 import { loadRules } from '../../src/rules/load.js';
 import { watchRules, type RulesWatcher, type WatchRulesOptions } from '../../src/rules/watch.js';
-import { compileRules } from '../../src/rules/ruleset.js';
+import { RulesHolder, compileRules } from '../../src/rules/ruleset.js';
 import { parseRules } from '../../src/rules/parse/index.js';
 
 const NOW = 1_700_000_000_000;
@@ -179,7 +179,8 @@ describe('watcher.reload() in a process with nothing else to do', () => {
     writeFileSync(file, rulesWith(5));
     const script = `
       import { writeFileSync } from 'node:fs';
-      import { RulesHolder, loadRules, watchRules } from ${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)};
+      import { loadRules } from ${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)};
+      import { RulesHolder, watchRules } from ${JSON.stringify(new URL('../../dist/rules/index.js', import.meta.url).href)};
       const holder = new RulesHolder(await loadRules(${JSON.stringify(file)}));
       const watcher = watchRules(${JSON.stringify(file)}, holder, { settleMs: 50 });
       await watcher.reload();

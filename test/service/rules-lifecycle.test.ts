@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedisServer } from '../support/redis-topologies.js';
 
 const TOKEN = 'a-long-enough-admin-token';
 const rulesWith = (domain: string, limit: number) => `domain: ${domain}\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: ${limit} }\n`;
@@ -35,16 +35,14 @@ const put = (url: string, body: string) => fetch(url, { method: 'PUT', headers: 
 const getJson = async (url: string) => (await (await fetch(url)).json()) as Record<string, unknown>;
 
 describe('PUT /v1/rules while Redis holds a broken document', () => {
-  let redis: RedisServer;
+  const redis = useRedisServer();
   let node: Awaited<ReturnType<typeof start>>;
 
   beforeAll(async () => {
-    redis = await startRedis();
     node = await start({ redis: redis.url });
   }, 30_000);
   afterAll(async () => {
     await node?.service.close();
-    await redis?.stop();
   });
 
   it('applies the push, answers 200 naming the document every node skips, and shows it in GET /v1/rules', async () => {

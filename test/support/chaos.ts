@@ -3,13 +3,12 @@
  * real `tollgate serve --redis` nodes in front of it, and the measurements (RSS, exact counting,
  * what each failure mode answered).
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { metricValue, type Sample } from './load.js';
-import { startRedis, type RedisServer } from './redis.js';
+import { pings, startRedis, type RedisServer } from './redis.js';
 import { startServiceProcess, type ServiceProcess } from './service.js';
 
 export const LOCAL_LIMIT = 40;
@@ -36,7 +35,7 @@ export const keyOf = (i: number): string => ['user', 'user', 'user', 'user', 'us
 /** One counter per failure-mode key (so local's bound shows); plain traffic spread over 50. */
 export const valueOf = (i: number, key: string): string => (key === 'user' ? `v${i % 50}` : 'hot');
 
-export const ping = (redis: RedisServer): boolean => spawnSync('redis-cli', ['-p', String(redis.port), 'PING'], { encoding: 'utf8' }).stdout.trim() === 'PONG';
+export const ping = (redis: RedisServer): boolean => pings(redis.port);
 
 export async function rss(node: ServiceProcess): Promise<number> {
   return metricValue(await (await fetch(node.admin('/metrics'))).text(), 'process_resident_memory_bytes') ?? 0;

@@ -1,30 +1,9 @@
-/** A redis-server for the file's tests and an ioredis client on it, both closed after them. */
-export function useRedisWithClient(): { readonly server: SingleRedis; readonly redis: Redis } {
-  const server = useRedisServer();
-  let redis: Redis | undefined;
-  beforeAll(() => {
-    redis = new Redis(server.url);
-  });
-  afterAll(() => {
-    redis?.disconnect();
-  });
-  return {
-    server,
-    get redis() {
-      return redis!;
-    },
-  };
-}
-
 /**
  * A real node:http upstream for the deferred queue's tests: records every request it gets (method,
  * path, headers, body, arrival time) and answers what the test's `respond` says, after an optional delay.
  */
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll } from 'vitest';
-import { useRedisServer, type SingleRedis } from './redis-topologies.js';
 
 export interface ReceivedRequest {
   readonly method: string;

@@ -5,21 +5,10 @@
  * so a test's own load keeps running on the event loop while they wait.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, requireBinary, startRedis, stopProcess, type RedisCluster, type RedisServer } from './redis.js';
-
-/** `redis-cli -p port args...`, without blocking the event loop; resolves with stdout. */
-export function cliAsync(port: number, ...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5_000 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`redis-cli -p ${port} ${args.join(' ')} failed: ${stderr || error.message}`));
-      else resolve(stdout);
-    });
-  });
-}
+import { cliAsync, freePort, requireBinary, startRedis, stopProcess, type RedisCluster, type RedisServer } from './redis.js';
 
 /** Polls `check` (async) every 100 ms until it returns a value other than undefined, or fails after `timeoutMs`. */
 export async function poll<T>(check: () => Promise<T | undefined>, what: string, timeoutMs: number): Promise<T> {

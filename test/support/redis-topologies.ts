@@ -1,10 +1,13 @@
 /**
- * For a test file that needs both topologies: a single Redis and a 3-master Cluster started before
- * its tests and stopped after, and `open()` for stores that are closed with them.
+ * The Redis a test file runs on, started before its tests and stopped after them: a single Redis
+ * (with the stores opened on it, or an ioredis client), a Cluster, or both topologies with `open()`
+ * for stores that are closed with them. A test that needs a Redis of its own for one test (to kill,
+ * restart or configure it) starts it itself with ./redis.ts.
  */
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { memoryStore, redisStore, type RedisStore, type RedisStoreOptions, type Store } from '../../src/index.js';
-import { startCluster, startRedis, type RedisCluster, type RedisServer } from './redis.js';
+import { startCluster, startRedis, type ClusterOptions, type RedisCluster, type RedisServer } from './redis.js';
 
 export interface RedisTopologies {
   /** Available once the file's tests run. */
@@ -88,5 +91,43 @@ export function useRedisServer(): SingleRedis {
     cli: (...args) => server!.cli(...args),
     restart: () => server!.restart(),
     stop: () => server!.stop(),
+  };
+}
+
+/** A redis-server for the file's tests and an ioredis client on it, both closed after them. */
+export function useRedisWithClient(): { readonly server: SingleRedis; readonly redis: Redis } {
+  const server = useRedisServer();
+  let redis: Redis | undefined;
+  beforeAll(() => {
+    redis = new Redis(server.url);
+  });
+  afterAll(() => {
+    redis?.disconnect();
+  });
+  return {
+    server,
+    get redis() {
+      return redis!;
+    },
+  };
+}
+
+/** A Redis Cluster (see {@link startCluster}) started before the file's tests and stopped after them. */
+export function useRedisCluster(masters = 3, options: ClusterOptions = {}): RedisCluster {
+  let cluster: RedisCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startCluster(masters, options);
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  return {
+    get nodes() {
+      return cluster!.nodes;
+    },
+    get servers() {
+      return cluster!.servers;
+    },
+    stop: () => cluster!.stop(),
   };
 }

@@ -3,8 +3,8 @@
  * test itself (single node, or a real Redis Cluster built with `redis-cli --cluster create`).
  * Nothing persists to disk. No mocks of Redis anywhere.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +15,7 @@ export interface RedisServer {
   readonly pid: number;
   /** Redis CLI against this server; returns stdout. */
   cli(...args: string[]): string;
-  /** Stops and starts the server on the same port (everything in memory is lost, scripts too). */
+  /** Stops and starts the server on the same port (everything in memory is lost, scripts too); after stop() too. */
   restart(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -61,6 +61,21 @@ function cli(port: number, args: string[]): string {
   return result.stdout;
 }
 
+/** `redis-cli -p port args...`, without blocking the event loop (a test's own load keeps running); resolves with stdout. */
+export function cliAsync(port: number, ...args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`redis-cli -p ${port} ${args.join(' ')} failed: ${stderr || error.message}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+/** Whether a Redis on `port` answers PING now. */
+export function pings(port: number): boolean {
+  return spawnSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8' }).stdout.trim() === 'PONG';
+}
+
 export async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -97,7 +112,7 @@ export async function startRedisOn(port: number, extra: string[] = []): Promise<
   requireBinary('redis-cli');
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-redis-'));
   let child = launch(port, dir, extra);
-  const ping = (): boolean => spawnSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8' }).stdout.trim() === 'PONG';
+  const ping = (): boolean => pings(port);
   await waitFor(ping, `redis-server on port ${port}`);
   return {
     port,
@@ -108,6 +123,7 @@ export async function startRedisOn(port: number, extra: string[] = []): Promise<
     cli: (...args) => cli(port, args),
     async restart() {
       await stopProcess(child);
+      mkdirSync(dir, { recursive: true }); // stop() removed it
       child = launch(port, dir, extra);
       await waitFor(ping, `redis-server restart on port ${port}`);
     },

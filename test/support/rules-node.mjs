@@ -3,8 +3,8 @@
 // { user: u } as a JSON line. A line on stdin is base64 YAML to push from this node.
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
-import { RulesHolder, createLimiter, memoryStore } from '../../dist/index.js';
-import { RulesSync } from '../../dist/rules/sync.js';
+import { createLimiter, memoryStore } from '../../dist/index.js';
+import { RulesHolder, RulesSync } from '../../dist/rules/index.js';
 
 const [url] = process.argv.slice(2);
 const redis = new Redis(url);

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { AdminApiError, InvalidOptionError, describeValue } from '../../errors.js';
 import { checkWholeNumberText } from '../../options.js';
-import { DEFAULT_ADMIN_PORT } from '../../service/options.js';
+import { DEFAULT_ADMIN_PORT } from '../../service/index.js';
 
 /** Where and how to talk to the service. */
 export interface Connection {

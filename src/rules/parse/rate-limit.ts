@@ -12,9 +12,8 @@ import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMiss
 import type { DocumentReader, Entry, FieldSet } from './fields.js';
 import { offsetOf } from './yaml.js';
 import { RULE_UNIT_NAMES, ruleWindowMs, type RuleUnit } from '../../units.js';
-import { FAILURE_MODES, MAX_DEADLINE_MS } from '../../limiter/failure-modes.js';
+import { FAILURE_MODES, MAX_DEADLINE_MS, MAX_SYNC_INTERVAL_MS, MIN_SYNC_INTERVAL_MS } from '../../limiter/index.js';
 import type { RateLimitConfig } from '../types.js';
-import { MAX_SYNC_INTERVAL_MS, MIN_SYNC_INTERVAL_MS } from '../../limiter/checks.js';
 
 /** envoy's protocol carries `requests_per_unit` (the policy's limit) as a uint32. */
 const MAX_REQUESTS_PER_UNIT = 4_294_967_295;

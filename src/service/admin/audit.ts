@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
-import { createLimiterCore, type LimiterCore } from '../../limiter/core.js';
+import { createLimiterCore, type LimiterCore } from '../../limiter/index.js';
 import { compilePolicy } from '../../policy.js';
 import { memoryStore } from '../../store/memory.js';
 

@@ -1,7 +1,7 @@
 /**
  * The admin API's routes, on the admin listener only (planes.ts): the rules in force (`GET
  * /v1/rules`, envoy's `/rlconfig`: read-only, behind the metrics token when one is set) and the
- * changes (`PUT /v1/rules`, the `/v1/keys` endpoints: behind the admin token, audited, admin-auth.ts).
+ * changes (`PUT /v1/rules`, the `/v1/keys` endpoints: behind the admin token, audited, auth.ts).
  */
 import type { Policy } from '../../policy.js';
 import { parseRules } from '../../rules/parse/index.js';

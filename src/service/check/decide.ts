@@ -3,7 +3,7 @@
  * touching the store), then the limiter, then an event for metrics and the dashboard.
  */
 import type { Decision } from '../../decision.js';
-import { degradedReasonOf, type DegradedReason } from '../../limiter/failure-modes.js';
+import { degradedReasonOf, type DegradedReason } from '../../limiter/index.js';
 import type { CheckOptions, CheckRequest, CheckResult, DescriptorStatus } from '../../rules/check.js';
 import type { MaybePromise } from '../../store/types.js';
 import type { CheckEvent, ServiceContext } from '../context.js';

@@ -2,13 +2,13 @@
  * The primary's side of the workers' reports (`tollgate serve --workers N`): it collects the
  * workers' metrics when one of them is scraped, and their dashboard counts once a second, and keeps
  * what a worker that exited had counted, so that sums over the workers never go back when the
- * primary starts another in its place. See cluster.ts for the messages.
+ * primary starts another in its place. See workers.ts for the messages.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { BlockList } from '../check/blocks.js';
 import { isClusterMessage, type ClusterMessage, type CollectedReports, type ReportKind, type WorkerReport } from './workers.js';
-import { ClusterDashboard, foldDashboardReports } from './dashboard.js';
-import { foldMetricReports } from './metrics.js';
+import { ClusterDashboard, foldDashboardReports } from './dashboard-merge.js';
+import { foldMetricReports } from './metrics-merge.js';
 
 /** How long the primary waits for the workers' reports; a late worker counts with its previous one. */
 export const REPORT_TIMEOUT_MS = 1_000;

@@ -3,7 +3,7 @@
  * IPC): a worker that answers /metrics asks the primary to collect every worker's report; the
  * primary asks each worker, keeps each one's last report (and the last report of workers that died,
  * so a sum never goes back), and answers with them all. Every second the primary also collects the
- * dashboard's reports and sends the merged second to every worker (dashboard-cluster.ts).
+ * dashboard's reports and sends the merged second to every worker (dashboard.ts).
  *
  * Blocks set or lifted on one worker are relayed to the others the same way (blocks.ts).
  *

@@ -1,6 +1,6 @@
 /**
  * The gRPC listener on @grpc/grpc-js (`--grpc-server grpc-js`): envoy's RateLimitService and
- * grpc.health.v1, with grpc-js doing the protocol. The node:http2 server (grpc-h2.ts) is the
+ * grpc.health.v1, with grpc-js doing the protocol. The node:http2 server (h2-server.ts) is the
  * default; this one stays as the reference implementation the other is compared with, byte for byte.
  */
 import type { PeerCertificate } from 'node:tls';

@@ -1,7 +1,7 @@
 /**
  * The gRPC listener on node:http2 (`--grpc-server http2`, the default): envoy's
  * RateLimitService/ShouldRateLimit and grpc.health.v1 Check/Watch, the gRPC protocol done by hand
- * (grpc-framing.ts) with protobufjs codecs (grpc-codec.ts). It answers what the grpc-js server
+ * (framing.ts) with protobufjs codecs (codec.ts). It answers what the grpc-js server
  * answers, byte for byte (test/service/grpc/wire.test.ts), for about half the CPU per call
  * (BENCHMARKS.md, "gRPC ceiling"): grpc-js's call machinery was the ceiling.
  *

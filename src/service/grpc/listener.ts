@@ -3,7 +3,7 @@
  * speaks, plus the standard grpc.health.v1 health service. The .proto files are Tollgate's own
  * copies of envoy's wire format (src/service/proto, copied to dist/service/proto by the build).
  *
- * Two servers carry it, chosen by `--grpc-server`: `http2` (the default, grpc-h2.ts: the gRPC
+ * Two servers carry it, chosen by `--grpc-server`: `http2` (the default, h2-server.ts: the gRPC
  * protocol by hand on node:http2, with protobufjs codecs) and `grpc-js` (grpc-js-server.ts, on
  * @grpc/grpc-js). Both answer the same bytes (test/service/grpc/wire.test.ts compares them).
  * A request goes through the same validation as HTTP `/json` (fromEnvoyRequest), the same

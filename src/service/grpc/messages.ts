@@ -1,5 +1,5 @@
 /**
- * What both gRPC servers share (grpc-js's in grpc-js-server.ts, the node:http2 one in grpc-h2.ts):
+ * What both gRPC servers share (grpc-js's in grpc-js-server.ts, the node:http2 one in h2-server.ts):
  * where the .proto files are, envoy's messages in proto-loader's shape, the request → check and
  * result → response conversions, the gRPC status of an error, and one ShouldRateLimit answered
  * whatever carries it (the same validation, events, logs and degraded metadata on both).

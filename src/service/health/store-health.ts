@@ -5,8 +5,7 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import type { BreakerState, BreakerTransition } from '../../limiter/breaker.js';
-import type { LimiterCore } from '../../limiter/core.js';
+import type { BreakerState, BreakerTransition, LimiterCore } from '../../limiter/index.js';
 import type { CheckEvent, ServiceContext } from '../context.js';
 import type { ReadinessCheck } from './readiness.js';
 

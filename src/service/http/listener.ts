@@ -12,7 +12,7 @@ import { checkHeaders, decisionHeaders } from '../../http/headers.js';
 import { compilePolicy, type Policy } from '../../policy.js';
 import type { CheckRequest } from '../../rules/check.js';
 import type { ServiceContext } from '../context.js';
-import { degradedReasonOf } from '../../limiter/failure-modes.js';
+import { degradedReasonOf } from '../../limiter/index.js';
 import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, decideCheck, degradedAnswer } from '../check/decide.js';
 import { closeSilentConnections } from './close.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from '../check/envoy.js';
@@ -32,7 +32,7 @@ function checkingInterval(headersTimeoutMs: number): number {
 /**
  * Who may call a route: `public` (decisions, health: anyone who reaches the listener), `observe`
  * (read-only pages that show callers: the metrics token when one is set, or the admin token), or
- * `admin` (the handler checks the admin token itself, admin-auth.ts). A route added without saying
+ * `admin` (the handler checks the admin token itself, admin/auth.ts). A route added without saying
  * is `observe`, so a new page is never left open by accident.
  */
 export type RouteAccess = 'public' | 'observe' | 'admin';

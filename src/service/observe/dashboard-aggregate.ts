@@ -9,9 +9,7 @@
  * applied to one descriptor of a check (a check can carry several). So checks = allowed checks +
  * throttled checks, and decisions = allowed decisions + over-limit decisions.
  */
-import type { BreakerState } from '../../limiter/breaker.js';
-import type { DegradedReason } from '../../limiter/failure-modes.js';
-import type { StoreHealthSnapshot } from '../../limiter/store-guard.js';
+import type { BreakerState, DegradedReason, StoreHealthSnapshot } from '../../limiter/index.js';
 import type { CheckEvent, RejectedEvent, ServiceContext, StoreErrorEvent } from '../context.js';
 import { FallbackRate, sumCauses, type CauseCounts } from './dashboard-health.js';
 import { classifyCheck, NO_RULE, UNKNOWN_DOMAIN_CAP } from '../check/outcomes.js';

@@ -4,9 +4,7 @@
  * fallback decisions per second (the increase of the limiter's fallback totals between two
  * readings). Nothing here grows: one previous reading is kept.
  */
-import type { BreakerState } from '../../limiter/breaker.js';
-import type { DegradedReason } from '../../limiter/failure-modes.js';
-import type { FallbackCause, StoreHealthSnapshot } from '../../limiter/store-guard.js';
+import type { BreakerState, DegradedReason, FallbackCause, StoreHealthSnapshot } from '../../limiter/index.js';
 
 /** The failure modes' answers, as counted per second (a check's `result.degraded`). */
 export const DEGRADED_REASONS: readonly DegradedReason[] = ['fail-open', 'fail-closed', 'local-fallback'];

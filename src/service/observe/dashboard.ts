@@ -3,16 +3,16 @@
  * Server-Sent Events from GET /v1/events. Decisions are aggregated in dashboard-aggregate.ts, in
  * memory bounded by constants, and one snapshot a second is built once and written to every
  * client, whatever the traffic. With `--workers N` the snapshot is the primary's merge of every
- * worker's counts (dashboard-cluster.ts), with a row per worker.
+ * worker's counts (cluster/dashboard-merge.ts), with a row per worker.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { BreakerState } from '../../limiter/breaker.js';
+import type { BreakerState } from '../../limiter/index.js';
 import type { ServiceContext } from '../context.js';
 import { workerLink, type WorkerLink } from '../cluster/workers.js';
 import { DashboardAggregate, TOP_N, type ListedRule, type SecondSnapshot, type Totals } from './dashboard-aggregate.js';
-import { ClusterHistory, REPORTED_KEYS, type ClusterSecond, type DashboardReport, type WorkerRow } from '../cluster/dashboard.js';
+import { ClusterHistory, REPORTED_KEYS, type ClusterSecond, type DashboardReport, type WorkerRow } from '../cluster/dashboard-merge.js';
 import { healthInfo } from './dashboard-health.js';
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLE, dashboardHtml } from './dashboard-page.js';
 import type { HttpRoutes } from '../http/listener.js';

@@ -7,7 +7,7 @@
  * (domains, rule paths) or from small fixed sets; the one exception, the domains of checks whose
  * domain is not in the rules, is capped ({@link UNKNOWN_DOMAIN_CAP}), so cardinality stays bounded.
  *
- * With `--workers N` a scrape answers the sum over the workers (metrics-cluster.ts).
+ * With `--workers N` a scrape answers the sum over the workers (cluster/metrics-merge.ts).
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CheckEvent, RejectedEvent, ServiceContext, StoreErrorEvent } from '../context.js';
@@ -26,7 +26,7 @@ import type { MemoryStoreStats } from '../../store/memory.js';
 import { defineStoreHealthMetrics } from '../health/store-health.js';
 import { BoundedCounts, FastHistogram, OVERFLOW_LABEL, Tally } from './metric-tally.js';
 import { workerLink, type WorkerLink } from '../cluster/workers.js';
-import { mergeWorkerMetrics, WORKER_LABEL } from '../cluster/metrics.js';
+import { mergeWorkerMetrics, WORKER_LABEL } from '../cluster/metrics-merge.js';
 import { HttpError, sendJson } from '../http/body.js';
 
 /** A listener for each of the service's events (the metrics and the dashboard each have one set). */

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdminCommand, type AdminCommand } from '../../../src/cli/admin/index.js';
 import { resolveServiceOptions } from '../../../src/service/options.js';
 import { startService, type RunningService } from '../../../src/service/server.js';
+import { freePort } from '../../support/redis.js';
 
 const CLI = new URL('../../../dist/cli/main.js', import.meta.url).pathname;
 const TOKEN = 'admin-token-for-the-cli-test';
@@ -62,19 +63,10 @@ function runProcess(args: string[], env: Record<string, string> = {}): Promise<R
   });
 }
 
-/** A loopback port nothing listens on (opened, then closed). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describe('tollgate check|rules|keys as a process', () => {
   // Each process takes about a second to start on a loaded machine: they run side by side.
   it('check prints a table (exit 0); a wrong token gets the 401 message, an unreachable service a clear one (exit 3); --help (exit 0)', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const [ok, wrongToken, unreachable, help, commands] = await Promise.all([
       runProcess(['check', '--url', url, '--domain', 'per_ip', '--descriptor', 'remote_address=198.51.100.1']),
       runProcess(['keys', 'blocked', '--url', adminUrl], { TOLLGATE_ADMIN_TOKEN: 'not-the-admin-token' }),
@@ -115,7 +107,7 @@ describe('the connection flags', () => {
   });
 
   it('rules and keys read TOLLGATE_ADMIN_URL (the admin listener), never TOLLGATE_URL; check reads TOLLGATE_URL', async () => {
-    const env = { TOLLGATE_URL: `http://127.0.0.1:${await closedPort()}`, TOLLGATE_ADMIN_URL: adminUrl };
+    const env = { TOLLGATE_URL: `http://127.0.0.1:${await freePort()}`, TOLLGATE_ADMIN_URL: adminUrl };
     expect((await run('keys', ['blocked'], env)).code).toBe(0);
     expect((await run('rules', ['get'], env)).code).toBe(0);
     const check = await run('check', ['--domain', 'per_ip', '--descriptor', 'remote_address=198.51.100.3'], env);
@@ -249,7 +241,7 @@ describe('tollgate rules', () => {
     const bad = join(dir, 'bad.yaml');
     writeFileSync(bad, 'domain: cli_bad\ndescriptors:\n  - key: k\n    rate_limit: { unit: minutes, requests_per_unit: 3 }\n');
     const version = service.context.holder.current.version;
-    const result = await run('rules', ['push', bad], { TOLLGATE_ADMIN_URL: `http://127.0.0.1:${await closedPort()}` });
+    const result = await run('rules', ['push', bad], { TOLLGATE_ADMIN_URL: `http://127.0.0.1:${await freePort()}` });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`${bad}:4:25: descriptors[0].rate_limit.unit: unit "minutes" is not one of`);
     expect(result.stderr).toContain('nothing was sent');

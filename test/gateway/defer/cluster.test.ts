@@ -6,20 +6,18 @@
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeferredQueue, startDrainWorker, upstreamDeliverer } from '../../../src/gateway/defer/index.js';
-import { startCluster, type RedisCluster } from '../../support/redis.js';
+import { useRedisCluster } from '../../support/redis-topologies.js';
 import { eventually, startUpstream } from '../../support/defer-upstream.js';
 
-let cluster: RedisCluster;
+const cluster = useRedisCluster(3);
 let client: Cluster;
 
-beforeAll(async () => {
-  cluster = await startCluster(3);
+beforeAll(() => {
   client = new Cluster([...cluster.nodes]);
-}, 60_000);
+});
 
-afterAll(async () => {
+afterAll(() => {
   client?.disconnect();
-  await cluster?.stop();
 });
 
 describe('on a Redis Cluster', () => {

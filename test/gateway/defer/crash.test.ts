@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDeferredQueue } from '../../../src/gateway/defer/index.js';
 import { stopProcess } from '../../support/redis.js';
-import { eventually, startUpstream, useRedisWithClient, type Upstream } from '../../support/defer-upstream.js';
+import { eventually, startUpstream, type Upstream } from '../../support/defer-upstream.js';
+import { useRedisWithClient } from '../../support/redis-topologies.js';
 
 const WORKER = fileURLToPath(new URL('../../support/drain-worker.mjs', import.meta.url));
 const PER_SECOND = 40;

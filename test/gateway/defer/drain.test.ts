@@ -7,7 +7,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLimiter } from '../../../src/index.js';
 import { createDeferredQueue, startDrainWorker, upstreamDeliverer, type DeferredQueue, type DrainWorker, type DrainWorkerOptions } from '../../../src/gateway/defer/index.js';
-import { eventually, startUpstream, useRedisWithClient, type Reply, type Upstream } from '../../support/defer-upstream.js';
+import { eventually, startUpstream, type Reply, type Upstream } from '../../support/defer-upstream.js';
+import { useRedisWithClient } from '../../support/redis-topologies.js';
 
 const shared = useRedisWithClient();
 const server = shared.server;

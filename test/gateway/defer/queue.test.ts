@@ -4,12 +4,12 @@
  * input is refused with typed errors before anything is stored.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { DeferredBodyTooLargeError, InvalidDeferredRequestError, InvalidOptionError } from '../../../src/errors.js';
 import { createDeferredQueue, startDrainWorker, type DeferredQueueOptions, type DrainWorkerOptions } from '../../../src/gateway/defer/index.js';
-import { startRedis, type RedisServer } from '../../support/redis.js';
+import { useRedisServer } from '../../support/redis-topologies.js';
 
-let server: RedisServer;
+const server = useRedisServer();
 const clients: Redis[] = [];
 
 function client(): Redis {
@@ -18,13 +18,8 @@ function client(): Redis {
   return redis;
 }
 
-beforeAll(async () => {
-  server = await startRedis();
-}, 20_000);
-
-afterAll(async () => {
+afterAll(() => {
   for (const redis of clients) redis.disconnect();
-  await server?.stop();
 });
 
 describe('enqueue and status', () => {

@@ -8,8 +8,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, loadRules, parseRules, redisStore, TollgateError, type Policy, type RedisStore } from '../../../src/index.js';
-import { compileRules } from '../../../src/rules/ruleset.js';
+import { createLimiter, loadRules, redisStore, TollgateError, type Policy, type RedisStore } from '../../../src/index.js';
+import { compileRules, parseRules } from '../../../src/rules/index.js';
 import { freePort } from '../../support/redis.js';
 import { useRedisServer } from '../../support/redis-topologies.js';
 

@@ -13,7 +13,6 @@ import { resolveServiceOptions } from '../../../src/service/options.js';
 import { reconnectDelay } from '../../../src/store/redis/connect.js';
 import {
   clusterNodes,
-  cliAsync,
   faultReport,
   migrateSlot,
   poll,
@@ -25,7 +24,8 @@ import {
   type LoadRecord,
   type SentinelSet,
 } from '../../support/redis-failover.js';
-import { freePort, startCluster, startRedis, type RedisCluster } from '../../support/redis.js';
+import { cliAsync, freePort, startRedis } from '../../support/redis.js';
+import { useRedisCluster } from '../../support/redis-topologies.js';
 import { startServiceProcess } from '../../support/service.js';
 
 const run = Math.random().toString(36).slice(2, 8);
@@ -137,13 +137,7 @@ describe('Redis Sentinel', () => {
 });
 
 describe('Redis Cluster with replicas', () => {
-  let cluster: RedisCluster;
-  beforeAll(async () => {
-    cluster = await startCluster(3, { replicas: 1 });
-  }, 40_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  const cluster = useRedisCluster(3, { replicas: 1 });
 
   it('decides through a master failover: errors only in the window, never CROSSSLOT, exact after', async () => {
     const store = redisStore({ cluster: cluster.nodes });
@@ -210,13 +204,7 @@ describe('Redis Cluster with replicas', () => {
 });
 
 describe('a hash slot moved between masters under load (ASK, then MOVED)', () => {
-  let cluster: RedisCluster;
-  beforeAll(async () => {
-    cluster = await startCluster(3);
-  }, 40_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  const cluster = useRedisCluster(3);
 
   it('loses and doubles no decision', async () => {
     const store = redisStore({ cluster: cluster.nodes });

@@ -7,10 +7,10 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { CollectedReports } from '../../../src/service/cluster/workers.js';
 import { zeroTotals } from '../../../src/service/observe/dashboard-aggregate.js';
-import { ClusterDashboard, foldDashboardReports, type DashboardReport } from '../../../src/service/cluster/dashboard.js';
+import { ClusterDashboard, foldDashboardReports, type DashboardReport } from '../../../src/service/cluster/dashboard-merge.js';
 import { zeroCauses } from '../../../src/service/observe/dashboard-health.js';
 import { BoundedCounts, bucketQuantile, OVERFLOW_LABEL } from '../../../src/service/observe/metric-tally.js';
-import { foldMetricReports, mergeWorkerMetrics } from '../../../src/service/cluster/metrics.js';
+import { foldMetricReports, mergeWorkerMetrics } from '../../../src/service/cluster/metrics-merge.js';
 import { parseMetrics, sampleSum } from '../../support/observability.js';
 
 /** A worker's registry as it reports it: checks, the rules version, pushed version, breaker state. */

@@ -8,7 +8,8 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstSnapshot, getFresh, observabilityUrl, sampleSum, scrapeMetrics } from '../../support/observability.js';
-import { startRedis, waitFor, type RedisServer } from '../../support/redis.js';
+import { waitFor } from '../../support/redis.js';
+import { useRedisServer } from '../../support/redis-topologies.js';
 import { startServiceProcess, type ServiceProcess } from '../../support/service.js';
 
 const CHECKS = 'tollgate_checks_total';
@@ -41,17 +42,15 @@ async function checksOnMetrics(service: ServiceProcess): Promise<number> {
 }
 
 describe('tollgate serve --workers 2: metrics and dashboard across workers', () => {
-  let redis: RedisServer;
+  const redis = useRedisServer();
   let service: ServiceProcess;
 
   beforeAll(async () => {
-    redis = await startRedis();
     service = await startServiceProcess(['--config', 'examples/rules', '--redis', redis.url, '--workers', '2', '--admin-token', TOKEN]);
     await waitFor(() => workerPids(service).length === 2, 'both workers listening');
   }, 30_000);
   afterAll(async () => {
     await service?.stop();
-    await redis?.stop();
   });
 
   it('sums every worker on each scrape, never goes back, and keeps a killed worker’s counts', { timeout: 60_000 }, async () => {

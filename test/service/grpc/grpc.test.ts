@@ -23,7 +23,7 @@ import {
   type RateLimitRequestMessage,
   type RateLimitResponseMessage,
 } from '../../support/grpc-client.js';
-import { startRedis } from '../../support/redis.js';
+import { cliAsync, startRedis } from '../../support/redis.js';
 
 // Every test runs against both gRPC servers: node:http2 (the default) and grpc-js.
 describe.each(GRPC_SERVERS)('--grpc-server %s', (grpcServer) => {
@@ -451,8 +451,7 @@ describe.each(GRPC_SERVERS)('--grpc-server %s', (grpcServer) => {
       const client = rateLimitClient(service.grpcPort!);
       try {
         expect((await client.shouldRateLimit(login('slow'))).overall_code).toBe('OK');
-        const sleeper = spawn('redis-cli', ['-p', String(redis.port), 'DEBUG', 'SLEEP', '0.4'], { stdio: 'ignore' });
-        const slept = new Promise((resolve) => sleeper.once('exit', resolve));
+        const slept = cliAsync(redis.port, 'DEBUG', 'SLEEP', '0.4');
         await new Promise((resolve) => setTimeout(resolve, 100)); // Redis is asleep now
         const order: string[] = [];
         const inFlight = client.shouldRateLimit(login('slow')).then((answer) => {

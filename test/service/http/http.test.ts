@@ -5,7 +5,8 @@
  */
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../../support/redis.js';
+import { startRedis } from '../../support/redis.js';
+import { useRedisServer } from '../../support/redis-topologies.js';
 import { startServiceProcess, type ServiceProcess } from '../../support/service.js';
 
 const TOKEN = 'test-admin-token-0123456789';
@@ -182,12 +183,11 @@ describe('tollgate serve, memory store', () => {
 });
 
 describe('tollgate serve, two nodes sharing Redis', () => {
-  let redis: RedisServer;
+  const redis = useRedisServer();
   let a: ServiceProcess;
   let b: ServiceProcess;
 
   beforeAll(async () => {
-    redis = await startRedis();
     [a, b] = await Promise.all([
       startServiceProcess(['--config', 'examples/rules', '--redis', redis.url, '--admin-token', TOKEN]),
       startServiceProcess(['--config', 'examples/rules'], { TOLLGATE_REDIS: redis.url, TOLLGATE_ADMIN_TOKEN: TOKEN }),
@@ -196,7 +196,6 @@ describe('tollgate serve, two nodes sharing Redis', () => {
 
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
-    await redis?.stop();
   });
 
   it('counters are shared: node B sees what node A admitted', async () => {

@@ -23,7 +23,7 @@ import { resolveServiceOptions } from '../../../src/service/options.js';
 import { startService, type RunningService } from '../../../src/service/server.js';
 import { compileRules } from '../../../src/rules/ruleset.js';
 import { parseRules } from '../../../src/rules/parse/index.js';
-import { startRedis, type RedisServer } from '../../support/redis.js';
+import { useRedisServer } from '../../support/redis-topologies.js';
 import { ARTIFACTS, haveChromium, launchChromium, watchProblems } from '../../support/chromium.js';
 
 const LOGIN_RULE = 'classic.action=login.user';
@@ -370,17 +370,15 @@ describe('dashboard aggregate (bounded memory)', () => {
 });
 
 describe('dashboard while the store fails (real Redis, SIGKILLed, restarted)', () => {
-  let redis: RedisServer;
+  const redis = useRedisServer();
   let service: RunningService;
   let base: string;
 
   beforeAll(async () => {
-    redis = await startRedis();
     ({ service, base } = await start('examples/rules', { redis: redis.url }));
   });
   afterAll(async () => {
     await service.close();
-    await redis.stop();
   });
 
   it('shows the breaker open, degraded checks and fallbacks per second, a growing time since healthy; closed again once Redis is back', { timeout: 20_000 }, async () => {
@@ -566,17 +564,15 @@ describe.skipIf(!haveChromium)('dashboard in headless Chromium', () => {
 });
 
 describe.skipIf(!haveChromium)('dashboard in headless Chromium while Redis is down', () => {
-  let redis: RedisServer;
+  const redis = useRedisServer();
   let service: RunningService;
   let base: string;
 
   beforeAll(async () => {
-    redis = await startRedis();
     ({ service, base } = await start('examples/rules', { redis: redis.url }));
   });
   afterAll(async () => {
     await service.close();
-    await redis.stop();
   });
 
   it('shows the outage as trouble: red breaker badge, banner, degraded series, time since healthy; green again after', { timeout: 40_000 }, async () => {

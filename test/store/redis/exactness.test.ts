@@ -5,9 +5,9 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALGORITHMS } from '../../../src/index.js';
-import { startCluster, startRedis, type RedisCluster, type RedisServer } from '../../support/redis.js';
+import { describe, expect, it } from 'vitest';
+import { ALGORITHMS } from '../../../src/algorithms/catalog.js';
+import { useRedisTopologies } from '../../support/redis-topologies.js';
 
 const run = promisify(execFile);
 const WORKER = new URL('../../support/hammer-worker.mjs', import.meta.url).pathname;
@@ -17,16 +17,7 @@ const ATTEMPTS = 5_000;
 const LIMIT = 1_000;
 const ROUNDS = 2;
 
-let single: RedisServer;
-let cluster: RedisCluster;
-
-beforeAll(async () => {
-  [single, cluster] = await Promise.all([startRedis(), startCluster(3)]);
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all([single?.stop(), cluster?.stop()]);
-});
+const redis = useRedisTopologies();
 
 async function hammer(storeOptions: object, algorithm: string, key: string): Promise<{ admitted: number; failed: number }> {
   const policy = { algorithm, limit: LIMIT, window: '1d' };
@@ -41,8 +32,8 @@ async function hammer(storeOptions: object, algorithm: string, key: string): Pro
 }
 
 describe.each([
-  ['single Redis', () => ({ url: single.url })],
-  ['Redis Cluster', () => ({ cluster: cluster.nodes })],
+  ['single Redis', () => ({ url: redis.single.url })],
+  ['Redis Cluster', () => ({ cluster: redis.cluster.nodes })],
 ])('exactness across %d processes on %s', (_topology, storeOptions) => {
   it.each(ALGORITHMS)('%s admits exactly the limit', async (algorithm) => {
     for (let round = 0; round < ROUNDS; round++) {

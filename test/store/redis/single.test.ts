@@ -8,20 +8,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy } from '../../../src/index.js';
 import { LEAN_LIBRARY, SINGLE_SCRIPTS } from '../../../src/store/redis/lua.js';
-import { startRedis, type RedisServer } from '../../support/redis.js';
+import { useRedisServer } from '../../support/redis-topologies.js';
 
-let server: RedisServer;
-
-beforeAll(async () => {
-  server = await startRedis();
-}, 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-});
+const server = useRedisServer();
 
 const YEAR = 31_536_000_000;
 

@@ -13,11 +13,10 @@
  */
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy, type Store } from '../../../src/index.js';
 import { compilePolicyForcingWide, type CompiledPolicy } from '../../../src/policy.js';
-import { startRedis, type RedisServer } from '../../support/redis.js';
+import { useRedisWithClient } from '../../support/redis-topologies.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
 const PRELUDE = readFileSync(new URL('../../../src/store/redis/scripts/prelude.lua', import.meta.url), 'utf8');
@@ -29,18 +28,8 @@ for i = 1, #ARGV, 3 do
 end
 return out`;
 
-let server: RedisServer;
-let client: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  client = new Redis(server.url);
-}, 60_000);
-
-afterAll(async () => {
-  client?.disconnect();
-  await server?.stop();
-});
+const shared = useRedisWithClient();
+const server = shared.server;
 
 function reference([a, b, m]: readonly [number, number, number]): string {
   const product = BigInt(a) * BigInt(b);
@@ -64,7 +53,7 @@ describe('mul_divmod in Lua', () => {
     expect(cases.length).toBeGreaterThan(2000);
     for (let i = 0; i < cases.length; i += 500) {
       const batch = cases.slice(i, i + 500);
-      const reply = (await client.eval(SCRIPT, 0, ...batch.flat().map(String))) as string[];
+      const reply = (await shared.redis.eval(SCRIPT, 0, ...batch.flat().map(String))) as string[];
       expect(reply).toEqual(batch.map(reference));
     }
   });

@@ -1,6 +1,6 @@
 /**
  * /metrics across the workers of `tollgate serve --workers N`: the workers' registries (prom-client's
- * JSON, collected by the primary, cluster.ts) merged with prom-client's `AggregatorRegistry.aggregate`.
+ * JSON, collected by the primary, workers.ts) merged with prom-client's `AggregatorRegistry.aggregate`.
  *
  * Counters and histograms are summed, with what exited workers had counted, so a counter never goes
  * back when a worker dies and the primary starts another. Each gauge family is merged as

@@ -2,7 +2,7 @@
  * The engine's spans: `tollgate.decide` around one decision and `tollgate.decide_all` around
  * limits decided together, with the policy and the decision as attributes (never the key: it names
  * the caller). Only reached while an SDK is registered (tracing.ts); store calls get their own
- * span in fault/guard.ts.
+ * span in store-guard.ts.
  */
 import type { Decision } from '../decision.js';
 import type { DecideMode, LimitRequest } from './checks.js';

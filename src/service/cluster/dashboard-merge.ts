@@ -6,7 +6,7 @@
  * second, and never negative when a worker is replaced. Every worker receives the merged second
  * and shows it (dashboard.ts); the `workers` rows are the per-worker breakdown.
  */
-import type { BreakerState } from '../../limiter/breaker.js';
+import type { BreakerState } from '../../limiter/index.js';
 import type { CollectedReports } from './workers.js';
 import { FALLBACK_CAUSES, sumCauses, zeroCauses, type CauseCounts } from '../observe/dashboard-health.js';
 import {

@@ -1,0 +1,58 @@
+/**
+ * The bottom of the engine's stack and the only door to a `Store`: each mode of a decision becomes
+ * the store call that makes it (a look is a peek of cost 0, reported unspent), a group one
+ * `consumeAll`, local-first syncs one `addToWindow` per key.
+ */
+import type { Decision } from '../decision.js';
+import type { CompiledPolicy } from '../policy.js';
+import type { MaybePromise, Store } from '../store/types.js';
+import type { DecideMode } from './checks.js';
+import { unspent, type DecisionLayer, type GroupRequest, type WindowAdd, type WindowSyncAnswer } from './layer.js';
+import { isOutage } from './store-guard.js';
+
+export class StoreLayer implements DecisionLayer {
+  readonly name = 'store';
+
+  constructor(private readonly store: Store) {}
+
+  one(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode): MaybePromise<Decision> {
+    return decideOn(this.store, key, policy, cost, now, mode);
+  }
+
+  all(requests: readonly GroupRequest[], now: number | undefined, _mode: DecideMode, commit: boolean): MaybePromise<Decision[]> {
+    return this.store.consumeAll(requests, now, commit);
+  }
+
+  /**
+   * Each key's counts, or the error that key alone met (its state is another type or unreadable);
+   * an outage fails them all, so the guard above sees it.
+   */
+  sync(adds: readonly WindowAdd[]): MaybePromise<WindowSyncAnswer[]> {
+    const store = this.store;
+    const answers = adds.map((add) => store.addToWindow!(add.key, add.policy, add.units, add.now));
+    if (!answers.some((answer) => answer instanceof Promise)) return answers as WindowSyncAnswer[];
+    return Promise.all(answers.map((answer) => Promise.resolve(answer).catch((error: unknown) => (isOutage(error) ? Promise.reject(error) : (error as Error)))));
+  }
+
+  reset(key: string, policy: CompiledPolicy): MaybePromise<void> {
+    return this.store.reset(key, policy);
+  }
+
+  resetPrefix(prefix: string): MaybePromise<number> {
+    return this.store.resetPrefix(prefix);
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}
+
+/** One decision of `mode` on `store`. */
+export function decideOn(store: Store, key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode): MaybePromise<Decision> {
+  if (mode === 'limit') return store.consume(key, policy, cost, now);
+  if (mode === 'peek') return store.peek(key, policy, cost, now);
+  if (mode === 'probe') return store.peek(key, policy, 0, now);
+  // A look is a peek of cost 0: the quota as it stands.
+  const looked = store.peek(key, policy, 0, now);
+  return looked instanceof Promise ? looked.then(unspent) : unspent(looked);
+}

@@ -1,0 +1,13 @@
+/**
+ * `tollgate/rules`: the rules toolkit beyond `loadRules` (which is in `tollgate`): a holder whose
+ * rules reloads swap, the file watcher and the Redis push that swap them, and the parser and
+ * compiler for rules already in memory (docs/rules.md). Re-exports only.
+ */
+export { RulesHolder, compileRules } from './ruleset.js';
+export type { RuleSet, RuleSource, CompiledRule } from './ruleset.js';
+export { parseRules } from './parse/index.js';
+export type { DomainConfig, DescriptorConfig, RateLimitConfig, RuleUnit, SourceLocation } from './types.js';
+export { watchRules } from './watch.js';
+export type { WatchRulesOptions, RulesWatcher, RulesWatchStatus } from './watch.js';
+export { RulesSync } from './sync.js';
+export type { RulesSyncOptions, RulesSyncStatus, RulesPushResult, SkippedDomain } from './sync.js';
