@@ -1,8 +1,10 @@
 /**
  * Option objects, checked the same way everywhere: something other than a plain object is refused
  * with an example, and a misspelt option (`windw`, `maxkeys`) is refused with the names that exist,
- * never ignored.
+ * never ignored; and numeric options, from one table per module, refused in the same words
+ * everywhere (`<name> must be a whole number from 1 to 100, got 0`).
  */
+import { parseDuration } from './duration.js';
 import { InvalidOptionError, describeValue } from './errors.js';
 
 /** The first own name of `object` that is not in `known`, or undefined. */
@@ -31,4 +33,104 @@ export function checkOptions(
   const name = unknownName(options, known);
   if (name === undefined) return;
   throw new InvalidOptionError(`${noun === 'option' ? `${where}: ` : ''}unknown ${noun} ${JSON.stringify(name)}; the ${noun}s are ${[...known].join(', ')}`);
+}
+
+/**
+ * What a whole-number option may hold: one row of a module's table of numeric options. The message
+ * of a value out of it is built from the row, so every option is refused in the same words:
+ * `<name> must be a whole number [of <unit>] from <min> to <max> [(<meaning>)], got <value>`.
+ */
+export interface WholeNumberRange {
+  /** The smallest value allowed. */
+  readonly min: number;
+  /** The largest value allowed; absent, any safe integer from `min` (worded `≥ min`). */
+  readonly max?: number;
+  /** What the number counts, worded `a whole number of <unit>`: `ms`, `keys`. */
+  readonly unit?: string;
+  /** What the number means, in parentheses after the range: `0: off`, `one week`. */
+  readonly meaning?: string;
+  /** The value when the option is left out (undefined); without one, the option is required. */
+  readonly fallback?: number;
+  /** What the number is, in place of `a whole number`: `a port`. */
+  readonly noun?: string;
+}
+
+/** A {@link WholeNumberRange} with the option's name as the message gives it. */
+export interface WholeNumberCheck extends WholeNumberRange {
+  /** The option as the message names it: `breaker.openMs`, `--drain-delay (or TOLLGATE_DRAIN_DELAY)`. */
+  readonly name: string;
+}
+
+/**
+ * `value` when it is a safe integer in the range of `check` (its fallback when undefined);
+ * otherwise an {@link InvalidOptionError} naming the option, the range, its meaning and the value.
+ */
+export function checkWholeNumber(value: unknown, check: WholeNumberCheck): number {
+  if (value === undefined && check.fallback !== undefined) return check.fallback;
+  if (typeof value === 'number' && inRange(value, check)) return value;
+  throw outOfRange(check, value);
+}
+
+/**
+ * {@link checkWholeNumber} for a number written as text (a command-line flag, an environment
+ * variable): digits only, so `1e3`, `0x10`, ` 5` and `-1` are refused; the message quotes the text.
+ */
+export function checkWholeNumberText(text: string | undefined, check: WholeNumberCheck): number {
+  if (text === undefined && check.fallback !== undefined) return check.fallback;
+  // Number() alone would take "", " 5", "1e3" and "0x10".
+  const value = text !== undefined && /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (inRange(value, check)) return value;
+  throw outOfRange(check, text);
+}
+
+/**
+ * Checks a module's numeric options from one table: each row's option is read with `given`,
+ * named with `name` and checked with `check` ({@link checkWholeNumber}, or
+ * {@link checkWholeNumberText} for flags). Returns the numbers by the table's keys.
+ */
+export function checkWholeNumbers<K extends string, V>(
+  table: Readonly<Record<K, WholeNumberRange>>,
+  given: (key: K) => V,
+  name: (key: K) => string,
+  check: (value: V, check: WholeNumberCheck) => number = checkWholeNumber,
+): Record<K, number> {
+  const numbers = {} as Record<K, number>;
+  for (const key of Object.keys(table) as K[]) numbers[key] = check(given(key), { ...table[key], name: name(key) });
+  return numbers;
+}
+
+function inRange(value: number, { min, max = Number.MAX_SAFE_INTEGER }: WholeNumberRange): boolean {
+  return Number.isSafeInteger(value) && value >= min && value <= max;
+}
+
+function outOfRange({ name, min, max, unit, meaning, noun = 'a whole number' }: WholeNumberCheck, given: unknown): InvalidOptionError {
+  const what = unit === undefined ? noun : `${noun} of ${unit}`;
+  const range = max === undefined ? `≥ ${min}` : `from ${min} to ${max}`;
+  return new InvalidOptionError(`${name} must be ${what} ${range}${meaning === undefined ? '' : ` (${meaning})`}, got ${describeValue(given)}`);
+}
+
+/**
+ * A duration option (milliseconds, or a string such as `500ms` or `1m`: see duration.ts) in whole
+ * milliseconds; otherwise an {@link InvalidOptionError} worded `<name> <what is wrong>`.
+ */
+export function checkDuration(value: unknown, name: string): number {
+  const ms = parseDuration(value);
+  if (typeof ms === 'string') throw new InvalidOptionError(`${name} ${ms}`);
+  return ms;
+}
+
+/** `value` when it is a function, undefined when left out; anything else is refused, naming the option. */
+export function optionalFunction<T>(value: T | undefined, name: string): T | undefined {
+  if (value === undefined || typeof value === 'function') return value;
+  throw notAFunction(name, value);
+}
+
+/** `value` when it is a function; anything else, undefined included, is refused, naming the option. */
+export function checkFunction<T>(value: unknown, name: string): T {
+  if (typeof value === 'function') return value as T;
+  throw notAFunction(name, value);
+}
+
+function notAFunction(name: string, value: unknown): InvalidOptionError {
+  return new InvalidOptionError(`${name} must be a function, got ${describeValue(value)}`);
 }

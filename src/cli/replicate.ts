@@ -3,6 +3,7 @@
  * Its flags are checked here, each bad one an error naming the flag and what to give instead.
  */
 import { InvalidOptionError } from '../errors.js';
+import { checkWholeNumberText } from '../options.js';
 import { startReplicator, type Replicator, type ReplicatorOptions } from '../store/region/replicate.js';
 import { checkRegionName } from '../store/region/shared.js';
 
@@ -47,13 +48,8 @@ export function replicateOptions(flags: ReplicateFlags): ReplicatorOptions {
   const repeated = peers.find((peer, index) => peers.findIndex((other) => other.region === peer.region) !== index);
   if (repeated !== undefined) throw new InvalidOptionError(`replicate: --peer names region ${repeated.region} twice; give each other region once`);
   if (peers.length === 0) throw new InvalidOptionError('replicate: give at least one --peer REGION=redis://host:port (repeat it for each other region)');
-  let intervalMs: number | undefined;
-  if (flags['interval-ms'] !== undefined) {
-    intervalMs = Number(flags['interval-ms']);
-    if (!/^\d+$/.test(flags['interval-ms']) || intervalMs < 1 || intervalMs > MAX_INTERVAL_MS) {
-      throw new InvalidOptionError(`replicate: --interval-ms must be a whole number of ms from 1 to ${MAX_INTERVAL_MS}, got ${JSON.stringify(flags['interval-ms'])}`);
-    }
-  }
+  const intervalText = flags['interval-ms'];
+  const intervalMs = intervalText === undefined ? undefined : checkWholeNumberText(intervalText, { name: 'replicate: --interval-ms', min: 1, max: MAX_INTERVAL_MS, unit: 'ms' });
   return {
     region,
     from: { url: flags.redis },

@@ -3,7 +3,7 @@
  * option at construction with a message naming it and what is allowed.
  */
 import { InvalidOptionError, describeValue } from '../errors.js';
-import { checkOptions } from '../options.js';
+import { checkOptions, checkWholeNumber, optionalFunction } from '../options.js';
 import type { RateLimitInfo } from './headers.js';
 
 /** The `fetch` the client wraps: the global one, or any function with its signature. */
@@ -110,7 +110,7 @@ export function resolveClientOptions(options: unknown = {}): ResolvedClientOptio
   checkOptions(`${WHERE} retryBudget`, budget, ['ratio', 'maxTokens'], '{ ratio: 0.1, maxTokens: 10 }');
   const backoffBaseMs = integerIn('backoffBaseMs', given.backoffBaseMs ?? CLIENT_DEFAULTS.backoffBaseMs, 1, 3_600_000);
   return {
-    fetch: optionalFunction('fetch', given.fetch),
+    fetch: optionalFunction(given.fetch, `${WHERE}: fetch`),
     maxAttempts: integerIn('maxAttempts', given.maxAttempts ?? CLIENT_DEFAULTS.maxAttempts, 1, 100),
     retryStatuses: new Set(listOf('retryStatuses', given.retryStatuses ?? CLIENT_DEFAULTS.retryStatuses, isStatus, 'HTTP statuses from 100 to 599')),
     retryMethods: new Set(listOf('retryMethods', given.retryMethods ?? CLIENT_DEFAULTS.retryMethods, isMethod, 'method names like "GET"').map((m) => m.toUpperCase())),
@@ -120,10 +120,10 @@ export function resolveClientOptions(options: unknown = {}): ResolvedClientOptio
     budgetRatio: numberIn('retryBudget.ratio', budget.ratio ?? CLIENT_DEFAULTS.retryBudget.ratio, 0, 1000),
     budgetMaxTokens: integerIn('retryBudget.maxTokens', budget.maxTokens ?? CLIENT_DEFAULTS.retryBudget.maxTokens, 0, 1_000_000),
     pacing: resolvePacing(given.pacing),
-    onRetry: optionalFunction('onRetry', given.onRetry),
-    now: optionalFunction('now', given.now) ?? Date.now,
-    sleep: optionalFunction('sleep', given.sleep),
-    random: optionalFunction('random', given.random) ?? Math.random,
+    onRetry: optionalFunction(given.onRetry, `${WHERE}: onRetry`),
+    now: optionalFunction(given.now, `${WHERE}: now`) ?? Date.now,
+    sleep: optionalFunction(given.sleep, `${WHERE}: sleep`),
+    random: optionalFunction(given.random, `${WHERE}: random`) ?? Math.random,
   };
 }
 
@@ -139,18 +139,12 @@ function resolvePacing(pacing: unknown): ResolvedClientOptions['pacing'] {
 }
 
 function integerIn(name: string, value: unknown, min: number, max: number): number {
-  if (typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max) return value;
-  throw new InvalidOptionError(`${WHERE}: ${name} must be a whole number from ${min} to ${max}, got ${describeValue(value)}`);
+  return checkWholeNumber(value, { name: `${WHERE}: ${name}`, min, max });
 }
 
 function numberIn(name: string, value: unknown, min: number, max: number): number {
   if (typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max) return value;
   throw new InvalidOptionError(`${WHERE}: ${name} must be a number from ${min} to ${max}, got ${describeValue(value)}`);
-}
-
-function optionalFunction<T>(name: string, value: T | undefined): T | undefined {
-  if (value === undefined || typeof value === 'function') return value;
-  throw new InvalidOptionError(`${WHERE}: ${name} must be a function, got ${describeValue(value)}`);
 }
 
 function listOf<T>(name: string, value: unknown, valid: (item: unknown) => item is T, what: string): T[] {

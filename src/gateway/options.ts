@@ -4,7 +4,8 @@
  * drain, TLS), read and validated by the service's `resolveServiceOptions` so both commands agree.
  */
 import { InvalidOptionError } from '../errors.js';
-import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/index.js';
+import { checkWholeNumberText } from '../options.js';
+import { PORT_RANGE, SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions } from '../service/index.js';
 import { loadGatewayConfig } from './config/read.js';
 import { deferNeedsRedis, hasRedis } from './defer/setup.js';
 import type { GatewayOptions } from './server.js';
@@ -54,12 +55,7 @@ export function resolveGatewayOptions(flags: Readonly<Record<string, string | un
   if (configPath === undefined) throw new InvalidOptionError('gateway needs --config FILE (or TOLLGATE_GATEWAY_CONFIG): the routes and upstreams (docs/gateway.md)');
   const config = loadGatewayConfig(configPath);
   const where = (flag: string) => `--${flag} (or ${GATEWAY_FLAGS[flag]})`;
-  const port = (flag: string, fallback: number): number => {
-    const text = value(flag);
-    if (text === undefined) return fallback;
-    if (!/^\d+$/.test(text) || Number(text) > 65_535) throw new InvalidOptionError(`${where(flag)} must be a port from 0 to 65535, got ${JSON.stringify(text)}`);
-    return Number(text);
-  };
+  const port = (flag: string, fallback: number): number => checkWholeNumberText(value(flag), { ...PORT_RANGE, name: where(flag), fallback });
   const host = value('host') ?? config.listen?.host ?? '0.0.0.0';
   const rules = value('rules') ?? config.rules;
   // The service reads only what is given here: its own environment variables (TOLLGATE_PORT, ...) are

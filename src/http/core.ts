@@ -16,6 +16,7 @@ import type { CheckResult } from '../rules/check.js';
 import { createLimiter, type Limiter } from '../rules/create-limiter.js';
 import { MemoryStore, memoryStore } from '../store/memory.js';
 import type { MaybePromise, Store } from '../store/types.js';
+import { optionalFunction } from '../options.js';
 import { checkReports } from './headers.js';
 import { clientIp, type ClientIp } from './identity/index.js';
 import {
@@ -28,7 +29,6 @@ import {
   checkOptionNames,
   checkStore,
   limitMode,
-  optionalFunction,
   prepareLimit,
   prepareLimits,
   prepareShaping,

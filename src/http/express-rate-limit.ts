@@ -17,7 +17,7 @@ import { InvalidKeyError, InvalidOptionError, describeValue } from '../errors.js
 import { createLimiterCore, type LimiterCore } from '../limiter/index.js';
 import { compilePolicy, type CompiledPolicy } from '../policy.js';
 import type { Store } from '../store/types.js';
-import { checkOptions } from '../options.js';
+import { checkOptions, checkWholeNumber } from '../options.js';
 
 /** Options of {@link TollgateStore}. */
 export interface TollgateStoreOptions {
@@ -216,10 +216,7 @@ function counterPolicy(options: RateLimitStoreInitOptions): CompiledPolicy {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidOptionError(`TollgateStore.init needs express-rate-limit's options, got ${describeValue(options)}`);
   }
-  const { windowMs } = options;
-  if (typeof windowMs !== 'number' || !Number.isSafeInteger(windowMs) || windowMs < 1) {
-    throw new InvalidOptionError(`TollgateStore: windowMs must be a whole number of milliseconds ≥ 1, got ${describeValue(windowMs)}`);
-  }
+  const windowMs = checkWholeNumber(options.windowMs, { name: 'TollgateStore: windowMs', min: 1, unit: 'milliseconds' });
   if (windowMs > MAX_WINDOW_MS) {
     throw new InvalidOptionError(
       `TollgateStore: windowMs ${windowMs} is too long to count at least ${MIN_COUNTABLE_HITS} hits exactly; use a window of at most ${MAX_WINDOW_MS} ms`,

@@ -2,7 +2,6 @@
  * The middleware's options: their types, and their validation, done once when a middleware is
  * created. Every refusal is an {@link InvalidOptionError} that says what to write instead.
  */
-import { parseDuration } from '../duration.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import { checkFailureMode as checkMode, checkLease, checkSyncInterval, MAX_LIMITS_PER_CHECK, type BreakerOptions, type FailureMode, type OverLimitCacheOptions } from '../limiter/index.js';
 import { countsInWindows, describeState } from '../algorithms/window-add.js';
@@ -13,7 +12,7 @@ import type { MaybePromise, Store } from '../store/types.js';
 import type { ClientIpOptions } from './identity/index.js';
 import { HEADER_STYLES, type HeaderStyle } from './report.js';
 import type { RequestView } from './view.js';
-import { checkOptions, unknownName } from '../options.js';
+import { checkDuration, checkOptions, checkWholeNumber, optionalFunction, unknownName } from '../options.js';
 import { closestMatch } from '../rules/parse/suggest.js';
 import { compactWindow } from '../units.js';
 import { foreignOptionHints, foreignStoreHint } from './foreign-options.js';
@@ -279,12 +278,8 @@ export function prepareShaping<Req>(shaping: unknown, limits: readonly PreparedL
     throw new InvalidOptionError(`shaping needs one policy with algorithm 'leaky-bucket' (the queue whose turn a request waits for)`);
   }
   const { maxDelay: maxDelayOption, delayAfter: delayAfterOption } = shaping as ShapingOptions;
-  const maxDelay = parseDuration(maxDelayOption);
-  if (typeof maxDelay === 'string') throw new InvalidOptionError(`shaping.maxDelay ${maxDelay}`);
-  const delayAfter = delayAfterOption ?? 0;
-  if (!Number.isSafeInteger(delayAfter) || delayAfter < 0) {
-    throw new InvalidOptionError(`shaping.delayAfter must be a whole number ≥ 0 (requests let through without waiting), got ${describeValue(delayAfterOption)}`);
-  }
+  const maxDelay = checkDuration(maxDelayOption, 'shaping.maxDelay');
+  const delayAfter = checkWholeNumber(delayAfterOption ?? 0, { name: 'shaping.delayAfter', min: 0, meaning: 'requests let through without waiting' });
   const policy = only.policy;
   const interval = policy.windowMs / policy.limit;
   const shaped = shapedLeakyBucket(policy, maxDelay, delayAfter);
@@ -311,15 +306,5 @@ export function checkCostOption<Req>(cost: unknown): CostOption<Req> {
 }
 
 export function checkCost(cost: unknown): number {
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-    throw new InvalidOptionError(`cost must be a whole number ≥ 0 (0 reports the quota without spending it), got ${describeValue(cost)}`);
-  }
-  return cost;
-}
-
-export function optionalFunction<T>(value: T | undefined, name: string): T | undefined {
-  if (value !== undefined && typeof value !== 'function') {
-    throw new InvalidOptionError(`${name} must be a function, got ${describeValue(value)}`);
-  }
-  return value;
+  return checkWholeNumber(cost, { name: 'cost', min: 0, meaning: '0 reports the quota without spending it' });
 }

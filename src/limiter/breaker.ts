@@ -8,6 +8,7 @@
  * Time comes from a clock the caller gives, so tests drive it without sleeping.
  */
 import { InvalidOptionError, describeValue } from '../errors.js';
+import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../options.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
@@ -162,36 +163,24 @@ export class CircuitBreaker {
   }
 }
 
+/** The breaker's whole-number settings: their ranges and defaults. */
+const BREAKER_NUMBERS = {
+  failureThreshold: { min: 1, max: 1_000_000, fallback: 5 },
+  // The window is cut into BUCKETS buckets of at least 1 ms.
+  windowMs: { min: BUCKETS, max: 3_600_000, fallback: 10_000 },
+  minimumCalls: { min: 1, max: 1_000_000, fallback: 20 },
+  openMs: { min: 1, max: 3_600_000, fallback: 200 },
+  halfOpenProbes: { min: 1, max: 1_000, fallback: 3 },
+} as const satisfies Record<string, WholeNumberRange>;
+
 const BREAKER_OPTIONS = ['failureThreshold', 'errorRate', 'windowMs', 'minimumCalls', 'openMs', 'halfOpenProbes'];
 
 /** Validated settings with defaults. */
 export function breakerSettings(options: BreakerOptions): Settings {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new InvalidOptionError(`breaker must be an object like { failureThreshold: 5, openMs: 200 } or false, got ${describeValue(options)}`);
-  }
-  for (const name of Object.keys(options)) {
-    if (!BREAKER_OPTIONS.includes(name)) {
-      throw new InvalidOptionError(`unknown breaker option ${JSON.stringify(name)}; the breaker options are ${BREAKER_OPTIONS.join(', ')}`);
-    }
-  }
-  const whole = (name: keyof BreakerOptions, fallback: number, min: number, max: number): number => {
-    const value = options[name];
-    if (value === undefined) return fallback;
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-      throw new InvalidOptionError(`breaker.${name} must be a whole number from ${min} to ${max}, got ${describeValue(value)}`);
-    }
-    return value;
-  };
+  checkOptions('breaker', options, BREAKER_OPTIONS, '{ failureThreshold: 5, openMs: 200 } or false', 'breaker option');
   const errorRate = options.errorRate ?? 0.5;
   if (typeof errorRate !== 'number' || !(errorRate > 0 && errorRate <= 1)) {
     throw new InvalidOptionError(`breaker.errorRate must be a share above 0 and at most 1 (0.5 = half the calls), got ${describeValue(errorRate)}`);
   }
-  return {
-    failureThreshold: whole('failureThreshold', 5, 1, 1_000_000),
-    errorRate,
-    windowMs: whole('windowMs', 10_000, BUCKETS, 3_600_000),
-    minimumCalls: whole('minimumCalls', 20, 1, 1_000_000),
-    openMs: whole('openMs', 200, 1, 3_600_000),
-    halfOpenProbes: whole('halfOpenProbes', 3, 1, 1_000),
-  };
+  return { ...checkWholeNumbers(BREAKER_NUMBERS, (name) => options[name], (name) => `breaker.${name}`), errorRate };
 }

@@ -6,7 +6,7 @@
 import { checkDeadline, checkFailureMode, type LimiterFailureMode } from './failure-modes.js';
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from '../errors.js';
 import { MAX_KEY_BYTES, wellFormedKey } from '../keys.js';
-import { checkOptions } from '../options.js';
+import { checkOptions, checkWholeNumber } from '../options.js';
 import type { CompiledPolicy, Policy } from '../policy.js';
 
 /** Per-call options. */
@@ -108,19 +108,11 @@ export const MIN_SYNC_INTERVAL_MS = 10;
 export const MAX_SYNC_INTERVAL_MS = 60_000;
 
 export function checkSyncInterval(interval: unknown, where: string): number {
-  if (typeof interval !== 'number' || !Number.isSafeInteger(interval) || interval < MIN_SYNC_INTERVAL_MS || interval > MAX_SYNC_INTERVAL_MS) {
-    throw new InvalidOptionError(
-      `${where} (local-first) must be a whole number of ms from ${MIN_SYNC_INTERVAL_MS} to ${MAX_SYNC_INTERVAL_MS}: how often a node syncs its counts with the store, got ${describeValue(interval)}`,
-    );
-  }
-  return interval;
+  return checkWholeNumber(interval, { name: `${where} (local-first)`, min: MIN_SYNC_INTERVAL_MS, max: MAX_SYNC_INTERVAL_MS, unit: 'ms', meaning: 'how often a node syncs its counts with the store' });
 }
 
 export function checkLease(lease: unknown, where: string): number {
-  if (typeof lease !== 'number' || !Number.isSafeInteger(lease) || lease < 2 || lease > 1_000_000) {
-    throw new InvalidOptionError(`${where} must be a whole number of units from 2 to 1000000 (taken from the store at once), got ${describeValue(lease)}`);
-  }
-  return lease;
+  return checkWholeNumber(lease, { name: where, min: 2, max: 1_000_000, unit: 'units', meaning: 'taken from the store at once' });
 }
 
 export function checkCost(cost: unknown): number {

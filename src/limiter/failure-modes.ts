@@ -6,6 +6,7 @@
  */
 import type { Decision } from '../decision.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
+import { checkWholeNumber } from '../options.js';
 import { compilePolicy, type CompiledPolicy, type Policy } from '../policy.js';
 
 export type FailureMode = 'open' | 'closed' | 'local';
@@ -38,17 +39,11 @@ export function checkFailureMode(mode: unknown, where: string): LimiterFailureMo
 }
 
 export function checkDeadline(value: unknown, where: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > MAX_DEADLINE_MS) {
-    throw new InvalidOptionError(`${where} must be a whole number of ms from 1 to ${MAX_DEADLINE_MS}, got ${describeValue(value)}`);
-  }
-  return value;
+  return checkWholeNumber(value, { name: where, min: 1, max: MAX_DEADLINE_MS, unit: 'ms' });
 }
 
 export function checkExpectedNodes(value: unknown, where: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > 10_000) {
-    throw new InvalidOptionError(`${where} must be a whole number from 1 to 10000 (the nodes sharing the store), got ${describeValue(value)}`);
-  }
-  return value;
+  return checkWholeNumber(value, { name: where, min: 1, max: 10_000, meaning: 'the nodes sharing the store' });
 }
 
 /** `open`: admitted; the quota is unknown, so the full quota less this request is reported. */

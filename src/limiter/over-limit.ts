@@ -18,7 +18,7 @@
  * made it at once and by the others at `until` at the latest.
  */
 import type { Decision } from '../decision.js';
-import { InvalidOptionError, describeValue } from '../errors.js';
+import { checkWholeNumber } from '../options.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { MaybePromise } from '../store/types.js';
 import type { DecideMode, LimitAllOptions, LimitOptions } from './checks.js';
@@ -58,10 +58,7 @@ export class OverLimitCache {
     options: OverLimitCacheOptions,
     private readonly clock: () => number,
   ) {
-    this.maxKeys = options.maxKeys ?? 100_000;
-    if (!Number.isSafeInteger(this.maxKeys) || this.maxKeys < 1) {
-      throw new InvalidOptionError(`overLimitCache.maxKeys must be a whole number ≥ 1, got ${describeValue(options.maxKeys)}`);
-    }
+    this.maxKeys = checkWholeNumber(options.maxKeys ?? 100_000, { name: 'overLimitCache.maxKeys', min: 1 });
   }
 
   stats(): OverLimitCacheStats {

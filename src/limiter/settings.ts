@@ -6,7 +6,7 @@ import type { OverLimitCacheOptions } from './over-limit.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import type { BreakerOptions } from './breaker.js';
 import { DEFAULT_DEADLINE_MS, checkDeadline, checkExpectedNodes, checkFailureMode, type LimiterFailureMode } from './failure-modes.js';
-import { checkOptions } from '../options.js';
+import { checkOptions, checkWholeNumber } from '../options.js';
 import { memoryStore } from '../store/memory.js';
 import type { Store } from '../store/types.js';
 
@@ -83,16 +83,9 @@ export function limiterCoreOptions(options: LimiterCoreOptions, known: readonly 
     expectedNodes: options.expectedNodes === undefined ? 1 : checkExpectedNodes(options.expectedNodes, 'createLimiter: expectedNodes'),
     deadlineMs: checkDeadline(options.deadlineMs ?? storeDeadline ?? DEFAULT_DEADLINE_MS, options.deadlineMs === undefined && storeDeadline !== undefined ? "the store's deadlineMs" : 'createLimiter: deadlineMs'),
     breaker,
-    maxInFlight: options.maxInFlight === undefined ? 10_000 : checkMaxInFlight(options.maxInFlight),
+    maxInFlight: checkWholeNumber(options.maxInFlight, { name: 'createLimiter: maxInFlight', min: 1, fallback: 10_000 }),
     overLimitCache: overLimitCacheSettings(options.overLimitCache),
   };
-}
-
-function checkMaxInFlight(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new InvalidOptionError(`createLimiter: maxInFlight must be a whole number ≥ 1, got ${describeValue(value)}`);
-  }
-  return value;
 }
 
 function overLimitCacheSettings(value: unknown): OverLimitCacheOptions | false {

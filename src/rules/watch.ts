@@ -7,8 +7,7 @@
  * and kept for health checks until the files validate again or are back to the rules in force.
  */
 import { createHash } from 'node:crypto';
-import { checkOptions } from '../options.js';
-import { InvalidOptionError, describeValue } from '../errors.js';
+import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../options.js';
 import { readRuleSources, rulesSignature, type RulesText } from './files.js';
 import { parseRuleSources } from './load.js';
 import { compileRules, type RulesHolder } from './ruleset.js';
@@ -54,11 +53,17 @@ export interface RulesWatcher {
 
 const OPTIONS = ['pollIntervalMs', 'settleMs', 'onError', 'onWarning', 'onReload', 'mergeDomains'];
 
+/** The watcher's whole-number options: their ranges and defaults. */
+const WATCH_NUMBERS = {
+  pollIntervalMs: { min: 1, unit: 'ms', fallback: 1_000 },
+  settleMs: { min: 0, unit: 'ms', fallback: 500 },
+} as const satisfies Record<string, WholeNumberRange>;
+
 /** Watches `path` and swaps good rules into `holder`. The holder should already hold `path`'s rules. */
 export function watchRules(path: string, holder: RulesHolder, options: WatchRulesOptions = {}): RulesWatcher {
   checkOptions('watchRules', options, OPTIONS, '{ pollIntervalMs: 1000, settleMs: 500 }');
-  const pollIntervalMs = wholeNumber('pollIntervalMs', options.pollIntervalMs ?? 1_000, 1);
-  const settleMs = wholeNumber('settleMs', options.settleMs ?? 500, 0);
+  // `?? undefined`: null has always meant the default here.
+  const { pollIntervalMs, settleMs } = checkWholeNumbers(WATCH_NUMBERS, (name) => options[name] ?? undefined, (name) => `watchRules: ${name}`);
   const reloader = new Reloader(path, holder, options, settleMs);
   const reload = oneAtATime(() => reloader.reloadOnce());
   const stopWatching = watchPath(path, () => void reload());
@@ -71,11 +76,6 @@ export function watchRules(path: string, holder: RulesHolder, options: WatchRule
     reloader.close();
   };
   return { status: () => reloader.status(), reload, close };
-}
-
-function wholeNumber(name: string, value: unknown, min: number): number {
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= min) return value;
-  throw new InvalidOptionError(`watchRules: ${name} must be a whole number of ms ≥ ${min}, got ${describeValue(value)}`);
 }
 
 /** Reads the rules at `path` once they have settled, and swaps them in when their content changed and they are valid. */

@@ -8,6 +8,7 @@ export type { ServiceContext } from './context.js';
 export { DEFAULT_ADMIN_PORT, SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions, type ConnectionLimits, type ServiceOptions } from './options.js';
 export { decideCheck, degradedAnswer } from './check/decide.js';
 export { errorReply } from './http/body.js';
+export { PORT_RANGE } from './http/listener-options.js';
 export { closeSilentConnections, followConnections } from './http/close.js';
 export { secureServer, type secureContextOptions } from './http/tls.js';
 export type { DrainState } from './health/readiness.js';

@@ -7,7 +7,9 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../errors.js';
 import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../limiter/index.js';
-import { planeSettings, tlsFiles, token, type TlsFiles } from './http/listener-options.js';
+import { checkWholeNumberText, checkWholeNumbers, type WholeNumberRange } from '../options.js';
+import { MEMORY_STORE_NUMBERS } from '../store/memory.js';
+import { PORT_RANGE, planeSettings, tlsFiles, token, type TlsFiles } from './http/listener-options.js';
 
 export { DEFAULT_ADMIN_PORT, type TlsFiles } from './http/listener-options.js';
 
@@ -242,6 +244,18 @@ function envoySettings(value: (flag: string) => string | undefined, where: (flag
   };
 }
 
+/** Reads the whole-number flags of `table` (by flag name): each one given, checked; each other, its fallback. */
+function wholeFlags<F extends string>(table: Readonly<Record<F, WholeNumberRange>>, value: (flag: string) => string | undefined, where: (flag: string) => string): Record<F, number> {
+  return checkWholeNumbers(table, value, where, checkWholeNumberText);
+}
+
+/** The fault flags' ranges and defaults. */
+const FAULT_FLAGS = {
+  'expected-nodes': { min: 1, max: 10_000, unit: 'nodes', fallback: 1 },
+  'deadline-ms': { min: 1, max: MAX_DEADLINE_MS, unit: 'ms', fallback: 50 },
+  'local-cache-keys': { min: 0, max: 10_000_000, unit: 'keys', meaning: '0: off', fallback: 100_000 },
+} as const satisfies Record<string, WholeNumberRange>;
+
 type FaultSettings = Pick<ServiceOptions, 'failureMode' | 'expectedNodes' | 'deadlineMs' | 'failClosedStatus' | 'localCacheKeys'>;
 
 /** What checks get while the store fails (docs/operations.md, "Failure modes and guarantees"). */
@@ -250,22 +264,17 @@ function faultSettings(value: (flag: string) => string | undefined, where: (flag
   if (!(FAILURE_MODES as readonly string[]).includes(mode)) {
     throw new InvalidOptionError(`${where('failure-mode')} must be local (each node enforces its share), open (admit) or closed (refuse), got ${JSON.stringify(value('failure-mode'))}`);
   }
-  const whole = (flag: string, fallback: number, min: number, max: number, what: string): number => {
-    const text = value(flag);
-    if (text === undefined) return fallback;
-    if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) throw new InvalidOptionError(`${where(flag)} must be ${what} from ${min} to ${max}, got ${JSON.stringify(text)}`);
-    return Number(text);
-  };
   const status = value('fail-closed-status') ?? '429';
   if (status !== '429' && status !== '503') {
     throw new InvalidOptionError(`${where('fail-closed-status')} must be 429 (OVER_LIMIT) or 503 (unavailable), got ${JSON.stringify(status)}`);
   }
+  const numbers = wholeFlags(FAULT_FLAGS, value, where);
   return {
     failureMode: mode as FailureMode,
-    expectedNodes: whole('expected-nodes', 1, 1, 10_000, 'a whole number of nodes'),
-    deadlineMs: whole('deadline-ms', 50, 1, MAX_DEADLINE_MS, 'a whole number of ms'),
+    expectedNodes: numbers['expected-nodes'],
+    deadlineMs: numbers['deadline-ms'],
     failClosedStatus: Number(status) as 429 | 503,
-    localCacheKeys: whole('local-cache-keys', 100_000, 0, 10_000_000, 'a whole number of keys (0: off)'),
+    localCacheKeys: numbers['local-cache-keys'],
   };
 }
 
@@ -274,35 +283,37 @@ type ShutdownSettings = Pick<ServiceOptions, 'drainDelayMs' | 'shutdownTimeoutMs
 /** Longest drain delay and shutdown timeout: ten minutes. */
 export const MAX_SHUTDOWN_MS = 600_000;
 
+/** The shutdown flags' ranges and defaults. */
+const SHUTDOWN_FLAGS = {
+  'drain-delay': { min: 0, max: MAX_SHUTDOWN_MS, unit: 'ms', fallback: 5_000 },
+  'shutdown-timeout': { min: 1, max: MAX_SHUTDOWN_MS, unit: 'ms', fallback: 10_000 },
+} as const satisfies Record<string, WholeNumberRange>;
+
 /** How SIGTERM/SIGINT drains and stops the service (docs/operations.md, "Start and shutdown"). */
 function shutdownSettings(value: (flag: string) => string | undefined, where: (flag: string) => string): ShutdownSettings {
-  const ms = (flag: string, fallback: number, min: number): number => {
-    const text = value(flag);
-    if (text === undefined) return fallback;
-    if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > MAX_SHUTDOWN_MS) {
-      throw new InvalidOptionError(`${where(flag)} must be a whole number of ms from ${min} to ${MAX_SHUTDOWN_MS}, got ${JSON.stringify(text)}`);
-    }
-    return Number(text);
-  };
-  return { drainDelayMs: ms('drain-delay', 5_000, 0), shutdownTimeoutMs: ms('shutdown-timeout', 10_000, 1) };
+  const ms = wholeFlags(SHUTDOWN_FLAGS, value, where);
+  return { drainDelayMs: ms['drain-delay'], shutdownTimeoutMs: ms['shutdown-timeout'] };
 }
 
 /** Longest connection timeout: an hour. */
 export const MAX_CONNECTION_TIMEOUT_MS = 3_600_000;
 
+/** The connection flags' ranges and defaults. */
+const CONNECTION_FLAGS = {
+  'keep-alive-timeout': { min: 1, max: MAX_CONNECTION_TIMEOUT_MS, unit: 'ms', fallback: 65_000 },
+  'headers-timeout': { min: 1, max: MAX_CONNECTION_TIMEOUT_MS, unit: 'ms', fallback: 5_000 },
+  'request-timeout': { min: 1, max: MAX_CONNECTION_TIMEOUT_MS, unit: 'ms', fallback: 10_000 },
+  'max-requests-per-socket': { min: 0, max: 1_000_000_000, unit: 'requests', meaning: '0: no cap', fallback: 0 },
+} as const satisfies Record<string, WholeNumberRange>;
+
 /** The HTTP listeners' timeouts and per-connection request cap (docs/operations.md, "Connections"). */
 function connectionLimits(value: (flag: string) => string | undefined, where: (flag: string) => string): ConnectionLimits {
-  const whole = (flag: string, fallback: number, min: number, max: number, unit: string): number => {
-    const text = value(flag);
-    if (text === undefined) return fallback;
-    if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) throw new InvalidOptionError(`${where(flag)} must be a whole number of ${unit} from ${min} to ${max}, got ${JSON.stringify(text)}`);
-    return Number(text);
-  };
+  const numbers = wholeFlags(CONNECTION_FLAGS, value, where);
   const limits = {
-    keepAliveTimeoutMs: whole('keep-alive-timeout', 65_000, 1, MAX_CONNECTION_TIMEOUT_MS, 'ms'),
-    headersTimeoutMs: whole('headers-timeout', 5_000, 1, MAX_CONNECTION_TIMEOUT_MS, 'ms'),
-    requestTimeoutMs: whole('request-timeout', 10_000, 1, MAX_CONNECTION_TIMEOUT_MS, 'ms'),
-    maxRequestsPerSocket: whole('max-requests-per-socket', 0, 0, 1_000_000_000, 'requests (0: no cap)'),
+    keepAliveTimeoutMs: numbers['keep-alive-timeout'],
+    headersTimeoutMs: numbers['headers-timeout'],
+    requestTimeoutMs: numbers['request-timeout'],
+    maxRequestsPerSocket: numbers['max-requests-per-socket'],
   };
   // node:http refuses a headers timeout longer than the request timeout (the headers are part of the request).
   if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
@@ -349,20 +360,14 @@ function redisSettings(value: (flag: string) => string | undefined, where: (flag
   };
 }
 
-/** The memory store's own range for maxKeys (src/store/memory.ts). */
-export const MAX_MEMORY_STORE_KEYS = 2 ** 30;
-
 /** `--max-keys`: the memory store's bound; meaningless with Redis (which `maxmemory` bounds), so refused there. */
 function memoryStoreKeys(value: (flag: string) => string | undefined, where: (flag: string) => string, redis: RedisSettings): number {
   const text = value('max-keys');
-  if (text === undefined) return 1_000_000;
+  if (text === undefined) return MEMORY_STORE_NUMBERS.maxKeys.fallback;
   if (Object.keys(redis).length > 0) {
     throw new InvalidOptionError(`${where('max-keys')} bounds the memory store only; with a Redis store, bound memory with Redis's maxmemory instead, and drop --max-keys`);
   }
-  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > MAX_MEMORY_STORE_KEYS) {
-    throw new InvalidOptionError(`${where('max-keys')} must be a whole number of keys from 1 to ${MAX_MEMORY_STORE_KEYS}, got ${JSON.stringify(text)}`);
-  }
-  return Number(text);
+  return checkWholeNumberText(text, { ...MEMORY_STORE_NUMBERS.maxKeys, name: where('max-keys'), unit: 'keys' });
 }
 
 /** `host:port,host:port,...`. */
@@ -385,13 +390,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     return given === undefined || given === '' ? undefined : given;
   };
   const where = (flag: string) => `--${flag} (or ${SERVE_FLAGS[flag]})`;
-  const port = (flag: string, fallback: number): number => {
-    const text = value(flag);
-    if (text === undefined) return fallback;
-    const number = Number(text);
-    if (!/^\d+$/.test(text) || number > 65_535) throw new InvalidOptionError(`${where(flag)} must be a port from 0 to 65535, got ${JSON.stringify(text)}`);
-    return number;
-  };
+  const port = (flag: string, fallback: number): number => checkWholeNumberText(value(flag), { ...PORT_RANGE, name: where(flag), fallback });
   const redisGiven = redisSettings(value, where);
   const { redis, redisCluster, redisSentinel } = redisGiven;
   const maxKeys = memoryStoreKeys(value, where, redisGiven);
@@ -402,11 +401,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   if (!(GRPC_SERVERS as readonly string[]).includes(grpcServer)) {
     throw new InvalidOptionError(`${where('grpc-server')} must be http2 (node:http2, the default) or grpc-js (@grpc/grpc-js), got ${JSON.stringify(grpcServer)}`);
   }
-  const workersText = value('workers') ?? '1';
-  const workers = Number(workersText);
-  if (!/^\d+$/.test(workersText) || workers < 1 || workers > 64) {
-    throw new InvalidOptionError(`${where('workers')} must be a whole number from 1 to 64, got ${JSON.stringify(workersText)}`);
-  }
+  const workers = checkWholeNumberText(value('workers'), { name: where('workers'), min: 1, max: 64, fallback: 1 });
   if (workers > 1 && redis === undefined && redisCluster === undefined && redisSentinel === undefined) {
     throw new InvalidOptionError(`${where('workers')} above 1 needs --redis, --redis-cluster or --redis-sentinel: each worker's memory store would count on its own`);
   }

@@ -8,13 +8,14 @@ import { closeSync, existsSync, openSync, readSync, statSync, writeFileSync } fr
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidLogError, InvalidOptionError, RulesError, TollgateError } from '../errors.js';
+import { checkWholeNumberText } from '../options.js';
 import { loadDomainConfigs } from '../rules/files.js';
 import { jsonFieldMap } from './log-json.js';
 import { LOG_FORMATS, detectFormat, fieldsOf, readAccessLog, type LogFormat } from './log-read.js';
 import { checkMapping, mappingFromFlags, readMappingFile } from './mapping.js';
 import { renderHtml } from './render-html.js';
 import { renderText } from './render-text.js';
-import { simulate } from './simulate.js';
+import { REPORT_BOUNDS, simulate } from './simulate.js';
 import type { AlgorithmName } from '../policy.js';
 
 /** The command's flags, for `parseArgs`. */
@@ -127,8 +128,7 @@ async function prepare(flags: SimulateFlags) {
   if (flags.html !== undefined && !(existsSync(dirname(flags.html)) && statSync(dirname(flags.html)).isDirectory())) {
     throw new InvalidOptionError(`simulate: --html ${JSON.stringify(flags.html)}: the directory ${dirname(flags.html)} does not exist; give a file in an existing directory`);
   }
-  const top = flags.top === undefined ? 10 : Number(flags.top);
-  if (!/^\d+$/.test(flags.top ?? '10') || top < 1 || top > 1_000) throw new InvalidOptionError(`simulate: --top must be a whole number from 1 to 1000, got ${JSON.stringify(flags.top)}`);
+  const top = checkWholeNumberText(flags.top, { ...REPORT_BOUNDS.topKeys, name: 'simulate: --top' });
   const jsonFields = jsonFieldMap(flags.field);
   const format = (flags.format as LogFormat | undefined) ?? formatOfFile(flags.log);
   if (flags.field !== undefined && format !== 'jsonl') throw new InvalidOptionError(`simulate: --field applies to JSON-lines logs only; this log is ${format}`);

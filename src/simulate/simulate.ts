@@ -6,6 +6,7 @@
  * and may be any async iterable.
  */
 import { InvalidOptionError, describeValue } from '../errors.js';
+import { checkWholeNumbers, type WholeNumberRange } from '../options.js';
 import { ALGORITHMS, type AlgorithmName } from '../policy.js';
 import type { CheckRequest, CheckResult } from '../rules/check.js';
 import { createLimiter, type Limiter } from '../rules/create-limiter.js';
@@ -202,17 +203,15 @@ function checkVariants(items: readonly unknown[], flag: string): RunVariant[] {
   return variants;
 }
 
+/** The report's bounds (options of {@link simulate}; `--top` is topKeys): their ranges and defaults. */
+export const REPORT_BOUNDS = {
+  topKeys: { min: 1, max: 1_000, fallback: 10 },
+  trackedKeys: { min: 1, max: 100_000, fallback: 1_000 },
+  maxBuckets: { min: 1, max: 10_000, fallback: 240 },
+} as const satisfies Record<string, WholeNumberRange>;
+
 function boundsOf(options: SimulateOptions): StatsBounds {
-  const whole = (name: string, value: number | undefined, fallback: number, max: number): number => {
-    if (value === undefined) return fallback;
-    if (!Number.isSafeInteger(value) || value < 1 || value > max) throw new InvalidOptionError(`simulate: ${name} must be a whole number from 1 to ${max}, got ${describeValue(value)}`);
-    return value;
-  };
-  const topKeys = whole('topKeys', options.topKeys, 10, 1_000);
-  return {
-    topKeys,
-    trackedKeys: Math.max(topKeys, whole('trackedKeys', options.trackedKeys, 1_000, 100_000)),
-    distinctKeys: 100_000,
-    maxBuckets: whole('maxBuckets', options.maxBuckets, 240, 10_000),
-  };
+  const { topKeys, trackedKeys, maxBuckets } = checkWholeNumbers(REPORT_BOUNDS, (name) => options[name], (name) => `simulate: ${name}`);
+  // A busiest-keys list cannot be longer than the keys it tracks.
+  return { topKeys, trackedKeys: Math.max(topKeys, trackedKeys), distinctKeys: 100_000, maxBuckets };
 }

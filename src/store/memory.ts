@@ -10,12 +10,12 @@ import { bucketStateSize, decideSlidingBuckets } from '../algorithms/sliding-win
 import { addToWindowState, countsInWindows, describeState, windowAlgorithm } from '../algorithms/window-add.js';
 import { currentTime } from '../clock.js';
 import type { Decision } from '../decision.js';
-import { InvalidOptionError, describeValue } from '../errors.js';
+import { InvalidOptionError } from '../errors.js';
 import { POLICY_RANGES, type CompiledPolicy } from '../policy.js';
 import { KeyTable } from './key-table.js';
 import { RecordArena } from './record-arena.js';
 import type { Store, StoreRequest, WindowCounts } from './types.js';
-import { checkOptions } from '../options.js';
+import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../options.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -36,8 +36,11 @@ export interface MemoryStoreStats {
   readonly expired: number;
 }
 
-const DEFAULT_MAX_KEYS = 1_000_000;
-const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
+/** The store's whole-number options (`tollgate serve --max-keys` too): their ranges and defaults. */
+export const MEMORY_STORE_NUMBERS = {
+  maxKeys: { min: 1, max: 2 ** 30, fallback: 1_000_000 },
+  sweepIntervalMs: { min: 0, unit: 'ms', meaning: '0 disables', fallback: 60_000 },
+} as const satisfies Record<string, WholeNumberRange>;
 const INITIAL_SLOTS = 1024;
 /** Doubles per slot: up to 3 of algorithm state, then the expiry time. */
 const STRIDE = 4;
@@ -84,14 +87,8 @@ export class MemoryStore implements Store {
 
   constructor(options: MemoryStoreOptions) {
     checkOptions('memoryStore', options, OPTION_NAMES, '{ maxKeys: 100_000 }');
-    const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1 || maxKeys > 2 ** 30) {
-      throw new InvalidOptionError(`memoryStore: maxKeys must be a whole number from 1 to 2^30, got ${describeValue(maxKeys)}`);
-    }
-    const sweepIntervalMs = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
-    if (!Number.isSafeInteger(sweepIntervalMs) || sweepIntervalMs < 0) {
-      throw new InvalidOptionError(`memoryStore: sweepIntervalMs must be a whole number of ms ≥ 0 (0 disables), got ${describeValue(sweepIntervalMs)}`);
-    }
+    // `?? undefined`: null has always meant the default here.
+    const { maxKeys, sweepIntervalMs } = checkWholeNumbers(MEMORY_STORE_NUMBERS, (name) => options[name] ?? undefined, (name) => `memoryStore: ${name}`);
     this.maxKeys = maxKeys;
     const slots = Math.min(INITIAL_SLOTS, maxKeys);
     this.state = new Float64Array(slots * STRIDE);

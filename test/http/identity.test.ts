@@ -396,7 +396,7 @@ describe('clientIp options', () => {
     ['empty string', { trustProxy: ' ' }, /lists no address; write false/],
     ['a number in the list', { trustProxy: [42] }, /entries must be strings/],
     ['an object', { trustProxy: {} }, /trustProxy must be false, a hop count, or CIDRs/],
-    ['subnet too short', { ipv6Subnet: 31 }, /ipv6Subnet must be an integer from 32 to 64.*got 31/],
+    ['subnet too short', { ipv6Subnet: 31 }, /ipv6Subnet must be a whole number from 32 to 64.*got 31/],
     ['subnet too long', { ipv6Subnet: 128 }, /got 128/],
     ['subnet as a string', { ipv6Subnet: '56' }, /got "56"/],
     ['unknown header', { proxyHeader: 'x-client-ip' }, /proxyHeader must be "x-forwarded-for", "forwarded", "x-real-ip", got "x-client-ip"/],
@@ -706,7 +706,7 @@ describe('jwtIdentity', () => {
       ['ftp jwksUrl', { jwksUrl: 'ftp://a.example/jwks', algorithms: ['RS256'] }, /jwksUrl must be an http\(s\) URL/],
       ['empty claim', { secret, claim: '' }, /claim must be the name of a claim/],
       ['empty issuer list', { secret, issuer: [] }, /issuer must be a non-empty string or array/],
-      ['negative cacheSize', { secret, cacheSize: -1 }, /cacheSize must be an integer ≥ 0/],
+      ['negative cacheSize', { secret, cacheSize: -1 }, /cacheSize must be a whole number ≥ 0/],
       ['misspelt option', { secret, audiences: 'api' }, /unknown option "audiences"/],
     ];
     it.each(bad)('refuses %s', (_name, options, message) => {

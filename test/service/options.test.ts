@@ -45,7 +45,7 @@ describe('serve settings', () => {
     expect(() => resolveServiceOptions({ 'keep-alive-timeout': '0' }, {})).toThrow(
       new InvalidOptionError('--keep-alive-timeout (or TOLLGATE_KEEP_ALIVE_TIMEOUT) must be a whole number of ms from 1 to 3600000, got "0"'),
     );
-    expect(() => resolveServiceOptions({}, { TOLLGATE_MAX_REQUESTS_PER_SOCKET: '-1' })).toThrow(/--max-requests-per-socket \(or TOLLGATE_MAX_REQUESTS_PER_SOCKET\) must be a whole number of requests \(0: no cap\)/);
+    expect(() => resolveServiceOptions({}, { TOLLGATE_MAX_REQUESTS_PER_SOCKET: '-1' })).toThrow(/--max-requests-per-socket \(or TOLLGATE_MAX_REQUESTS_PER_SOCKET\) must be a whole number of requests from 0 to 1000000000 \(0: no cap\), got "-1"/);
     expect(() => resolveServiceOptions({ 'headers-timeout': '20000' }, {})).toThrow(
       new InvalidOptionError('--headers-timeout (or TOLLGATE_HEADERS_TIMEOUT) (20000 ms) must not exceed --request-timeout (or TOLLGATE_REQUEST_TIMEOUT) (10000 ms): the headers are part of the request'),
     );
@@ -83,7 +83,7 @@ describe('serve settings', () => {
       [{ 'expected-nodes': '0' }, /--expected-nodes \(or TOLLGATE_EXPECTED_NODES\) must be a whole number of nodes from 1 to 10000, got "0"/],
       [{ 'deadline-ms': '1.5' }, /--deadline-ms \(or TOLLGATE_DEADLINE_MS\) must be a whole number of ms from 1 to 60000, got "1.5"/],
       [{ 'deadline-ms': '60001' }, /from 1 to 60000, got "60001"/],
-      [{ 'local-cache-keys': '-1' }, /--local-cache-keys \(or TOLLGATE_LOCAL_CACHE_KEYS\) must be a whole number of keys \(0: off\) from 0 to 10000000, got "-1"/],
+      [{ 'local-cache-keys': '-1' }, /--local-cache-keys \(or TOLLGATE_LOCAL_CACHE_KEYS\) must be a whole number of keys from 0 to 10000000 \(0: off\), got "-1"/],
       [{ 'fail-closed-status': '500' }, /--fail-closed-status \(or TOLLGATE_FAIL_CLOSED_STATUS\) must be 429 \(OVER_LIMIT\) or 503 \(unavailable\), got "500"/],
     ];
     for (const [flags, message] of refusals) expect(() => resolveServiceOptions(flags, {})).toThrow(message);

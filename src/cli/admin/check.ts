@@ -3,6 +3,7 @@
  * request would be admitted (OK), 1 when OVER_LIMIT, so a script can branch on it.
  */
 import { InvalidOptionError, describeValue } from '../../errors.js';
+import { checkWholeNumberText } from '../../options.js';
 import type { CheckResult, DescriptorStatus } from '../../rules/check.js';
 import { UNLIMITED_REMAINING } from '../../rules/check.js';
 import { callService, type Connection } from './connection.js';
@@ -31,8 +32,7 @@ export function checkBody(values: Record<string, unknown>): { domain: string; de
   const written = (values.descriptor as string[] | undefined) ?? [];
   if (written.length === 0) throw new InvalidOptionError('check needs at least one --descriptor KEY=VALUE[,KEY=VALUE...]');
   const hits = values.hits as string | undefined;
-  if (hits !== undefined && !/^\d+$/.test(hits)) throw new InvalidOptionError(`--hits must be a whole number ≥ 0, got ${describeValue(hits)}`);
-  return { domain, descriptors: written.map(parseDescriptor), ...(hits !== undefined ? { hits: Number(hits) } : {}) };
+  return { domain, descriptors: written.map(parseDescriptor), ...(hits !== undefined ? { hits: checkWholeNumberText(hits, { name: '--hits', min: 0 }) } : {}) };
 }
 
 /** `remote_address=1.2.3.4,path=/api` → its entries in order (a value may contain `=`, not `,`). */

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { AdminApiError, InvalidOptionError, describeValue } from '../../errors.js';
+import { checkWholeNumberText } from '../../options.js';
 import { DEFAULT_ADMIN_PORT } from '../../service/index.js';
 
 /** Where and how to talk to the service. */
@@ -80,10 +81,7 @@ function resolveToken(file: string | undefined, env: NodeJS.ProcessEnv): string 
 }
 
 function resolveTimeout(flag: string | undefined): number {
-  if (flag === undefined) return DEFAULT_TIMEOUT_MS;
-  const ms = /^\d+$/.test(flag) ? Number(flag) : Number.NaN;
-  if (!(ms >= 1 && ms <= MAX_TIMEOUT_MS)) throw new InvalidOptionError(`--timeout must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${describeValue(flag)}`);
-  return ms;
+  return checkWholeNumberText(flag, { name: '--timeout', min: 1, max: MAX_TIMEOUT_MS, unit: 'milliseconds', fallback: DEFAULT_TIMEOUT_MS });
 }
 
 /** Refuses, before sending anything, an admin request without a token. */

@@ -4,7 +4,7 @@
  * both; the policy is checked here first (bad flags exit 2 before anything is sent).
  */
 import { InvalidOptionError, describeValue } from '../../errors.js';
-import { parseDuration } from '../../duration.js';
+import { checkDuration } from '../../options.js';
 import { compilePolicy, type Policy } from '../../policy.js';
 import { callService, requireToken, type Connection } from './connection.js';
 import { printJson, readableMs, table, type CommandOutput } from './output.js';
@@ -100,8 +100,8 @@ export async function runKeys(connection: Connection, action: string | undefined
 async function block(connection: Connection, values: Record<string, unknown>, output: CommandOutput): Promise<number> {
   const key = requireKey(values, 'block');
   const written = values.for as string | undefined;
-  const ttlMs = written === undefined ? ONE_HOUR_MS : parseDuration(/^\d+$/.test(written) ? Number(written) : written);
-  if (typeof ttlMs === 'string') throw new InvalidOptionError(`--for ${ttlMs}`);
+  // Digits alone are milliseconds, as in the API; anything else is a duration string.
+  const ttlMs = written === undefined ? ONE_HOUR_MS : checkDuration(/^\d+$/.test(written) ? Number(written) : written, '--for');
   const domain = values.domain as string | undefined;
   const body = JSON.stringify({ key, ttlMs, ...(domain !== undefined ? { domain } : {}) });
   const answer = (await callService(connection, { method: 'POST', path: '/v1/keys/block', body, contentType: 'application/json', shape: { blockedUntil: 'number' } })).body as { blockedUntil: number };

@@ -1,20 +1,11 @@
-/** Checking the numeric and function options of the deferred queue and the drain worker, once, at construction. */
+/** Checking the function and name options of the deferred queue and the drain worker, once, at construction (numbers: options.ts). */
 import { InvalidOptionError, describeValue } from '../../errors.js';
-
-/** `value` as a whole number in [min, max], `fallback` when undefined; otherwise an error naming the option. */
-export function wholeNumber(where: string, name: string, value: unknown, fallback: number, min: number, max: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidOptionError(`${where}: ${name} must be a whole number from ${min} to ${max}, got ${describeValue(value)}`);
-  }
-  return value;
-}
+import { checkFunction } from '../../options.js';
 
 /** `value` as a function, `fallback` when undefined (and no fallback means it is required). */
 export function callback<T>(where: string, name: string, value: unknown, fallback?: T): T {
   if (value === undefined && fallback !== undefined) return fallback;
-  if (typeof value !== 'function') throw new InvalidOptionError(`${where}: ${name} must be a function, got ${describeValue(value)}`);
-  return value as T;
+  return checkFunction<T>(value, `${where}: ${name}`);
 }
 
 /** `value` as a non-empty string of at most `maxLength` characters matching `pattern`. */
@@ -30,7 +21,7 @@ export function hooksOption<T extends object>(where: string, value: unknown, nam
   if (typeof value !== 'object' || value === null) throw new InvalidOptionError(`${where}: hooks must be an object of functions, got ${describeValue(value)}`);
   for (const [name, hook] of Object.entries(value)) {
     if (!names.includes(name)) throw new InvalidOptionError(`${where}: unknown hook ${JSON.stringify(name)}; the hooks are ${names.join(', ')}`);
-    if (typeof hook !== 'function') throw new InvalidOptionError(`${where}: hooks.${name} must be a function, got ${describeValue(hook)}`);
+    checkFunction(hook, `${where}: hooks.${name}`);
   }
   return value as Partial<T>;
 }

@@ -6,9 +6,9 @@
  */
 import { Cluster, Redis } from 'ioredis';
 import { InvalidOptionError, describeValue } from '../../errors.js';
-import { checkOptions } from '../../options.js';
+import { checkOptions, checkWholeNumber, checkWholeNumbers, type WholeNumberRange } from '../../options.js';
 import { checkQueueName, newTicket, parseTicket, queueKeys, type QueueKeys } from './keys.js';
-import { callHook, hooksOption, shortName, wholeNumber } from './queue-options.js';
+import { callHook, hooksOption, shortName } from './queue-options.js';
 import { storableRequest } from './request.js';
 import { withScripts, type QueueScripts } from './scripts.js';
 import { ticketStatus } from './ticket-state.js';
@@ -59,6 +59,16 @@ const OPTION_NAMES = ['redis', 'prefix', 'maxLength', 'resultTtlMs', 'maxBodyByt
 const HOOK_NAMES = ['enqueued', 'refused', 'queueLength'];
 const WHERE = 'createDeferredQueue';
 const MAX_LENGTH_LIMIT = 10_000_000;
+const DAY_MS = 86_400_000;
+const MIB = 1_048_576;
+
+/** The queue's whole-number options: their ranges and defaults. */
+const QUEUE_NUMBERS = {
+  maxLength: { min: 1, max: MAX_LENGTH_LIMIT, fallback: 10_000 },
+  resultTtlMs: { min: 1_000, max: 365 * DAY_MS, fallback: DAY_MS },
+  maxBodyBytes: { min: 0, max: 512 * MIB, fallback: MIB },
+  maxResultBodyBytes: { min: 0, max: 512 * MIB, fallback: MIB },
+} as const satisfies Record<string, WholeNumberRange>;
 
 /** Settings a drain worker reads off its queue. */
 export interface QueueSettings {
@@ -92,7 +102,7 @@ export class RedisDeferredQueue implements DeferredQueue {
   async enqueue(queueName: string, request: DeferredRequestInput, options: { readonly maxLength?: number } = {}): Promise<EnqueueResult> {
     checkQueueName(queueName);
     checkOptions('enqueue', options, ['maxLength'], '{ maxLength: 100 }');
-    const maxLength = wholeNumber('enqueue', 'maxLength', options.maxLength, this.maxLength, 1, MAX_LENGTH_LIMIT);
+    const maxLength = checkWholeNumber(options.maxLength, { ...QUEUE_NUMBERS.maxLength, name: 'enqueue: maxLength', fallback: this.maxLength });
     const stored = storableRequest(request, this.maxBodyBytes);
     const keys = this.keys(queueName);
     const ticket = newTicket(queueName);
@@ -136,10 +146,7 @@ export function createDeferredQueue(options: DeferredQueueOptions): DeferredQueu
     throw new InvalidOptionError(`${WHERE}: redis must be an ioredis Redis or Cluster client, got ${describeValue(options.redis)}`);
   }
   const prefix = shortName(WHERE, 'prefix', options.prefix, 'tollgate:defer:', /^[^{}\s]{0,200}$/, 'a string of at most 200 characters without braces or spaces');
-  const maxLength = wholeNumber(WHERE, 'maxLength', options.maxLength, 10_000, 1, MAX_LENGTH_LIMIT);
-  const resultTtlMs = wholeNumber(WHERE, 'resultTtlMs', options.resultTtlMs, 86_400_000, 1_000, 365 * 86_400_000);
-  const maxBodyBytes = wholeNumber(WHERE, 'maxBodyBytes', options.maxBodyBytes, 1_048_576, 0, 512 * 1_048_576);
-  const maxResultBodyBytes = wholeNumber(WHERE, 'maxResultBodyBytes', options.maxResultBodyBytes, 1_048_576, 0, 512 * 1_048_576);
+  const { maxLength, resultTtlMs, maxBodyBytes, maxResultBodyBytes } = checkWholeNumbers(QUEUE_NUMBERS, (name) => options[name], (name) => `${WHERE}: ${name}`);
   if (options.clock !== undefined && typeof options.clock !== 'function') throw new InvalidOptionError(`${WHERE}: clock must be a function returning epoch ms, got ${describeValue(options.clock)}`);
   const hooks = hooksOption<DeferredQueueHooks>(WHERE, options.hooks, HOOK_NAMES);
   const settings: QueueSettings = { maxResultBodyBytes, resultTtlMs, clock: options.clock ?? Date.now, hooks };

@@ -4,8 +4,7 @@
  */
 import { request, type Dispatcher } from 'undici';
 import { InvalidOptionError, describeValue } from '../../errors.js';
-import { checkOptions } from '../../options.js';
-import { wholeNumber } from './queue-options.js';
+import { checkOptions, checkWholeNumber } from '../../options.js';
 import type { DeferredEntry, DeliveryResponse } from './types.js';
 
 /** Options of {@link upstreamDeliverer}. */
@@ -31,7 +30,7 @@ export function upstreamDeliverer(baseUrl: string, options: UpstreamDelivererOpt
     throw new InvalidOptionError(`${WHERE}: baseUrl must be an http:// or https:// URL, got ${describeValue(baseUrl)}`);
   }
   if (origin.protocol !== 'http:' && origin.protocol !== 'https:') throw new InvalidOptionError(`${WHERE}: baseUrl must be an http:// or https:// URL, got ${describeValue(baseUrl)}`);
-  const timeoutMs = wholeNumber(WHERE, 'timeoutMs', options.timeoutMs, 30_000, 1, 3_600_000);
+  const timeoutMs = checkWholeNumber(options.timeoutMs, { name: `${WHERE}: timeoutMs`, min: 1, max: 3_600_000, fallback: 30_000 });
   const base = origin.href.replace(/\/$/, '');
   return async (entry, idempotencyKey, signal) => {
     const headers: string[] = [];

@@ -1,8 +1,8 @@
 /** The drain worker's options, checked once when it starts. */
 import { InvalidOptionError, describeValue } from '../../errors.js';
-import { checkOptions } from '../../options.js';
+import { checkOptions, checkWholeNumber, checkWholeNumbers, type WholeNumberRange } from '../../options.js';
 import { checkQueueName } from './keys.js';
-import { callback, hooksOption, shortName, wholeNumber } from './queue-options.js';
+import { callback, hooksOption, shortName } from './queue-options.js';
 import { RedisDeferredQueue, type DeferredQueue } from './queue.js';
 import type { Admission, DeferredEntry, DeliveryResponse } from './types.js';
 
@@ -81,13 +81,23 @@ const HOOK_NAMES = ['delivered', 'retried', 'failed', 'error'];
 const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
 const HOUR = 3_600_000;
 
+/** The worker's whole-number options that stand alone: their ranges and defaults. */
+const WORKER_NUMBERS = {
+  maxAttempts: { min: 1, max: 1_000, fallback: 5 },
+  backoffBaseMs: { min: 1, max: HOUR, fallback: 500 },
+  minIdleMs: { min: 10, max: 24 * HOUR, fallback: 30_000 },
+  blockMs: { min: 1, max: 60_000, fallback: 1_000 },
+  stopGraceMs: { min: 0, max: HOUR, fallback: 5_000 },
+} as const satisfies Record<string, WholeNumberRange>;
+
 export function workerSettings(options: DrainWorkerOptions): WorkerSettings {
   checkOptions(WHERE, options, OPTION_NAMES, '{ queue, queueName, consumer, admit, deliver }');
   if (!(options.queue instanceof RedisDeferredQueue)) throw new InvalidOptionError(`${WHERE}: queue must come from createDeferredQueue(...), got ${describeValue(options.queue)}`);
   checkQueueName(options.queueName);
-  const backoffBaseMs = wholeNumber(WHERE, 'backoffBaseMs', options.backoffBaseMs, 500, 1, HOUR);
-  const backoffMaxMs = wholeNumber(WHERE, 'backoffMaxMs', options.backoffMaxMs, Math.max(30_000, backoffBaseMs), backoffBaseMs, 24 * HOUR);
-  const minIdleMs = wholeNumber(WHERE, 'minIdleMs', options.minIdleMs, 30_000, 10, 24 * HOUR);
+  const { maxAttempts, backoffBaseMs, minIdleMs, blockMs, stopGraceMs } = checkWholeNumbers(WORKER_NUMBERS, (name) => options[name], (name) => `${WHERE}: ${name}`);
+  // These two are bounded by, or default to, the options above.
+  const backoffMaxMs = checkWholeNumber(options.backoffMaxMs, { name: `${WHERE}: backoffMaxMs`, min: backoffBaseMs, max: 24 * HOUR, fallback: Math.max(30_000, backoffBaseMs) });
+  const reclaimIntervalMs = checkWholeNumber(options.reclaimIntervalMs, { name: `${WHERE}: reclaimIntervalMs`, min: 10, max: HOUR, fallback: Math.min(1_000, minIdleMs) });
   return {
     queue: options.queue,
     queueName: options.queueName,
@@ -95,12 +105,12 @@ export function workerSettings(options: DrainWorkerOptions): WorkerSettings {
     group: shortName(WHERE, 'group', options.group, 'tollgate-drain', NAME, '1-128 letters, digits, "_", ".", "-" or ":"'),
     admit: callback(WHERE, 'admit', options.admit),
     deliver: callback(WHERE, 'deliver', options.deliver),
-    maxAttempts: wholeNumber(WHERE, 'maxAttempts', options.maxAttempts, 5, 1, 1_000),
+    maxAttempts,
     backoff: { baseMs: backoffBaseMs, maxMs: backoffMaxMs },
     minIdleMs,
-    reclaimIntervalMs: wholeNumber(WHERE, 'reclaimIntervalMs', options.reclaimIntervalMs, Math.min(1_000, minIdleMs), 10, HOUR),
-    blockMs: wholeNumber(WHERE, 'blockMs', options.blockMs, 1_000, 1, 60_000),
-    stopGraceMs: wholeNumber(WHERE, 'stopGraceMs', options.stopGraceMs, 5_000, 0, HOUR),
+    reclaimIntervalMs,
+    blockMs,
+    stopGraceMs,
     sleep: options.sleep === undefined ? undefined : callback(WHERE, 'sleep', options.sleep),
     random: callback(WHERE, 'random', options.random, Math.random),
     hooks: hooksOption<DrainWorkerHooks>(WHERE, options.hooks, HOOK_NAMES),

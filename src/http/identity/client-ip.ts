@@ -8,7 +8,7 @@ import { Address, Kind, formatAddress, formatNetwork, parseHost, parseV4, v6Mask
 import { lastComma, lastElementSeparator, parseForwardedFor, parseTrimmed } from './forwarded.js';
 import type { HeaderGetter } from './text.js';
 import { compileTrusted, isTrusted, type TrustedRanges } from './trusted-proxies.js';
-import { checkOptions } from '../../options.js';
+import { checkOptions, checkWholeNumber } from '../../options.js';
 
 export interface ClientIpOptions {
   /**
@@ -75,10 +75,7 @@ const enum Trust {
  */
 export function clientIp(options: ClientIpOptions = {}): ClientIp {
   checkOptions('clientIp', options, CLIENT_IP_OPTIONS, '{ trustProxy: 1 }');
-  const subnet = options.ipv6Subnet ?? 56;
-  if (!Number.isInteger(subnet) || subnet < 32 || subnet > 64) {
-    throw new InvalidOptionError(`clientIp: ipv6Subnet must be an integer from 32 to 64 (the prefix one IPv6 customer gets, usually 48 to 64), got ${describeValue(options.ipv6Subnet)}`);
-  }
+  const subnet = checkWholeNumber(options.ipv6Subnet ?? 56, { name: 'clientIp: ipv6Subnet', min: 32, max: 64, meaning: 'the prefix one IPv6 customer gets, usually 48 to 64' });
   const header = options.proxyHeader === undefined ? 'x-forwarded-for' : String(options.proxyHeader).toLowerCase();
   if (!(PROXY_HEADERS as readonly string[]).includes(header)) {
     throw new InvalidOptionError(`clientIp: proxyHeader must be ${PROXY_HEADERS.map((name) => JSON.stringify(name)).join(', ')}, got ${describeValue(options.proxyHeader)}`);

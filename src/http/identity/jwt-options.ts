@@ -5,6 +5,7 @@
 import { KeyObject, createPublicKey, webcrypto, type JsonWebKey } from 'node:crypto';
 import { currentTime } from '../../clock.js';
 import { InvalidOptionError, describeValue } from '../../errors.js';
+import { checkWholeNumber } from '../../options.js';
 import { checkOptions, credentialReader, type CredentialReader } from './credentials.js';
 
 export interface JwtOptions {
@@ -77,10 +78,7 @@ export function jwtSettings(options: JwtOptions): JwtSettings {
   if (options.now !== undefined && typeof options.now !== 'function') {
     throw new InvalidOptionError(`${where}: now must be a function returning epoch ms, got ${describeValue(options.now)}`);
   }
-  const cacheSize = options.cacheSize ?? 10_000;
-  if (!Number.isInteger(cacheSize) || cacheSize < 0) {
-    throw new InvalidOptionError(`${where}: cacheSize must be an integer ≥ 0 (verified tokens remembered; 0 turns the cache off), got ${describeValue(options.cacheSize)}`);
-  }
+  const cacheSize = checkWholeNumber(options.cacheSize ?? 10_000, { name: `${where}: cacheSize`, min: 0, meaning: 'verified tokens remembered; 0 turns the cache off' });
   if (options.onError !== undefined && typeof options.onError !== 'function') {
     throw new InvalidOptionError(`${where}: onError must be a function, got ${describeValue(options.onError)}`);
   }

@@ -9,6 +9,7 @@
  * through the primary, which also gives a new worker the blocks in force ({@link shareBlocks}).
  */
 import { InvalidOptionError, describeValue } from '../../errors.js';
+import { checkWholeNumber } from '../../options.js';
 import { workerLink, type BlockChange } from '../cluster/workers.js';
 
 const MAX_BLOCKS = 10_000;
@@ -60,9 +61,7 @@ export class BlockList {
       const got = typeof key === 'string' && key !== '' ? `${key.length} characters` : describeValue(key);
       throw new InvalidOptionError(`key must be a non-empty string of at most ${MAX_BLOCK_KEY} characters, got ${got}`);
     }
-    if (!Number.isSafeInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_BLOCK_MS) {
-      throw new InvalidOptionError(`ttlMs must be a whole number of ms from 1 to ${MAX_BLOCK_MS} (one week), got ${String(ttlMs)}`);
-    }
+    checkWholeNumber(ttlMs, { name: 'ttlMs', min: 1, max: MAX_BLOCK_MS, unit: 'ms', meaning: 'one week' });
     const scope = blockScope(domain);
     this.prune(now);
     const id = scoped(scope, key);

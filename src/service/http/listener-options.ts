@@ -4,6 +4,7 @@
  */
 import { isIP } from 'node:net';
 import { InvalidOptionError } from '../../errors.js';
+import type { WholeNumberRange } from '../../options.js';
 
 /**
  * The certificate files of TLS (docs/operations.md, "TLS"). Every listener (decisions over HTTP,
@@ -32,6 +33,9 @@ export interface PlaneSettings {
   readonly adminHost: string;
   readonly metricsToken?: string;
 }
+
+/** What a port flag may hold (`--port`, `--admin-port`, ...; the gateway's too): 0 picks a free port. */
+export const PORT_RANGE = { min: 0, max: 65_535, noun: 'a port' } as const satisfies WholeNumberRange;
 
 /** envoyproxy/ratelimit's DEBUG_PORT: the admin listener's default port. */
 export const DEFAULT_ADMIN_PORT = 6070;

@@ -4,6 +4,7 @@
  */
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import { InvalidOptionError, describeValue } from '../../errors.js';
+import { checkWholeNumber, type WholeNumberRange } from '../../options.js';
 
 /** Options of {@link redisStore}: exactly one of `url`, `client`, `cluster` or `sentinels`. */
 export interface RedisStoreOptions {
@@ -63,6 +64,29 @@ export const OPTION_NAMES: ReadonlySet<string> = new Set([
   'connectTimeoutMs',
   'maxBatch',
 ]);
+
+/** The timeouts the Redis store and the region store take alike: their ranges and defaults. */
+export const TIMEOUT_NUMBERS = {
+  commandTimeoutMs: { min: 1, fallback: 1_000 },
+  connectTimeoutMs: { min: 1, fallback: 5_000 },
+} as const satisfies Record<string, WholeNumberRange>;
+
+/** A store's `deadlineMs`: undefined (the limiter's own deadline then applies) or a whole number ≥ 1. */
+export function checkStoreDeadline(where: string, value: unknown): number | undefined {
+  return value === undefined ? undefined : checkWholeNumber(value, { name: `${where}: deadlineMs`, min: 1 });
+}
+
+/**
+ * Checks a key prefix, default `tollgate:`. No braces: the caller's key is the hash tag, and a
+ * brace in the prefix would move it.
+ */
+export function checkKeyPrefix(where: string, value: unknown): string {
+  if (value === undefined) return 'tollgate:';
+  if (typeof value !== 'string' || /[{}]/.test(value)) {
+    throw new InvalidOptionError(`${where}: keyPrefix must be a string without { or }, got ${describeValue(value)}`);
+  }
+  return value;
+}
 
 /** Reconnection delays, in ms: exponential from 25 ms, capped at 500 ms. */
 const RECONNECT_BASE_MS = 25;

@@ -7,9 +7,9 @@
  */
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
-import { OPTION_NAMES, openClient, type RedisStoreOptions } from './connect.js';
+import { OPTION_NAMES, TIMEOUT_NUMBERS, checkKeyPrefix, checkStoreDeadline, openClient, type RedisStoreOptions } from './connect.js';
 import type { Decision } from '../../decision.js';
-import { InvalidOptionError, StoreDataError, StoreError, StoreUnavailableError, describeValue } from '../../errors.js';
+import { InvalidOptionError, StoreDataError, StoreError, StoreUnavailableError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
 import type { Store, StoreRequest, WindowCounts } from '../types.js';
 import { escapeKeyPart, groupBySlot, keySuffix } from './keys.js';
@@ -34,7 +34,10 @@ import { LeanFunctions } from './functions.js';
 import type { AlgorithmName } from '../../algorithms/catalog.js';
 
 export type { RedisStoreOptions } from './connect.js';
-import { checkOptions } from '../../options.js';
+import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../../options.js';
+
+/** The store's whole-number options: its timeouts, and the most requests one script call decides. */
+const STORE_NUMBERS = { ...TIMEOUT_NUMBERS, maxBatch: { min: 1, fallback: 64 } } as const satisfies Record<string, WholeNumberRange>;
 
 /**
  * A script refused because its slot is half-moved between masters: TRYAGAIN, or ioredis giving up
@@ -96,16 +99,14 @@ export class RedisStore implements Store {
         `redisStore: give exactly one of url, client, cluster or sentinels (got ${sources.length === 0 ? 'none' : sources.join(' and ')})`,
       );
     }
-    this.keyPrefix = options.keyPrefix ?? 'tollgate:';
-    if (typeof this.keyPrefix !== 'string' || /[{}]/.test(this.keyPrefix)) {
-      throw new InvalidOptionError(`redisStore: keyPrefix must be a string without { or }, got ${describeValue(options.keyPrefix)}`);
-    }
-    const commandTimeout = positiveInteger('commandTimeoutMs', options.commandTimeoutMs, 1_000);
-    this.connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs, 5_000);
-    this.maxBatch = positiveInteger('maxBatch', options.maxBatch, 64);
-    this.deadlineMs = options.deadlineMs === undefined ? undefined : positiveInteger('deadlineMs', options.deadlineMs, 50);
+    // `?? undefined`: null has always meant the default prefix here.
+    this.keyPrefix = checkKeyPrefix('redisStore', options.keyPrefix ?? undefined);
+    const { commandTimeoutMs, connectTimeoutMs, maxBatch } = checkWholeNumbers(STORE_NUMBERS, (name) => options[name], (name) => `redisStore: ${name}`);
+    this.connectTimeoutMs = connectTimeoutMs;
+    this.maxBatch = maxBatch;
+    this.deadlineMs = checkStoreDeadline('redisStore', options.deadlineMs);
 
-    const connected = openClient(options, { commandTimeout, connectTimeout: this.connectTimeoutMs });
+    const connected = openClient(options, { commandTimeout: commandTimeoutMs, connectTimeout: connectTimeoutMs });
     this.client = connected.client;
     this.ownsClient = connected.owned;
     this.isCluster = connected.client instanceof Cluster;
@@ -410,12 +411,4 @@ function dataError(key: string, reason: number): StoreDataError {
 function replyCode(error: unknown): string | undefined {
   if (!(error instanceof Error)) return undefined;
   return error.message.split(' ', 1)[0];
-}
-
-function positiveInteger(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new InvalidOptionError(`redisStore: ${name} must be a whole number ≥ 1, got ${describeValue(value)}`);
-  }
-  return value;
 }

@@ -10,9 +10,10 @@
  */
 import type { Redis } from 'ioredis';
 import { InvalidOptionError, StoreUnavailableError, describeValue } from '../../errors.js';
-import { checkOptions } from '../../options.js';
+import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../../options.js';
+import { checkKeyPrefix } from '../redis/connect.js';
 import { REGION_ACK_SCRIPT, REGION_MERGE_SCRIPT, REGION_PULL_SCRIPT } from './lua.js';
-import { checkKeyPrefix, checkRegionName, evaluate, openRegionClient, regionKeys, wholeNumber, type RegionConnection, type RegionKeys } from './shared.js';
+import { checkRegionName, evaluate, openRegionClient, regionKeys, type RegionConnection, type RegionKeys } from './shared.js';
 
 /** A peer region: its name and its Redis. */
 export interface PeerRegion extends RegionConnection {
@@ -86,6 +87,14 @@ export interface Replicator {
 const OPTION_NAMES: ReadonlySet<string> = new Set(['region', 'from', 'to', 'intervalMs', 'keyPrefix', 'batchSize', 'maxInFlight', 'commandTimeoutMs', 'onError']);
 const CONNECTION_NAMES: ReadonlySet<string> = new Set(['url', 'client', 'password', 'username', 'tls', 'cluster', 'sentinels']);
 
+/** The replicator's whole-number options: their ranges and defaults. */
+const REPLICATOR_NUMBERS = {
+  intervalMs: { min: 1, fallback: 50 },
+  batchSize: { min: 1, fallback: 500 },
+  maxInFlight: { min: 1, fallback: 8 },
+  commandTimeoutMs: { min: 1, fallback: 2_000 },
+} as const satisfies Record<string, WholeNumberRange>;
+
 interface Peer {
   readonly region: string;
   readonly client: Redis;
@@ -130,10 +139,11 @@ class RegionReplicator implements Replicator {
     checkOptions(where, options, OPTION_NAMES, "{ region: 'eu', from: { url }, to: [{ region: 'us', url }] }");
     this.region = checkRegionName(where, options.region);
     this.keys = regionKeys(checkKeyPrefix(where, options.keyPrefix), this.region);
-    this.intervalMs = wholeNumber(where, 'intervalMs', options.intervalMs, 50);
-    this.batchSize = wholeNumber(where, 'batchSize', options.batchSize, 500);
-    this.maxInFlight = wholeNumber(where, 'maxInFlight', options.maxInFlight, 8);
-    const timeouts = { commandTimeout: wholeNumber(where, 'commandTimeoutMs', options.commandTimeoutMs, 2_000), connectTimeout: 5_000 };
+    const numbers = checkWholeNumbers(REPLICATOR_NUMBERS, (name) => options[name], (name) => `${where}: ${name}`);
+    this.intervalMs = numbers.intervalMs;
+    this.batchSize = numbers.batchSize;
+    this.maxInFlight = numbers.maxInFlight;
+    const timeouts = { commandTimeout: numbers.commandTimeoutMs, connectTimeout: 5_000 };
     if (options.onError !== undefined && typeof options.onError !== 'function') {
       throw new InvalidOptionError(`${where}: onError must be a function (error, peer) => void, got ${describeValue(options.onError)}`);
     }

@@ -21,15 +21,6 @@ export function checkRegionName(where: string, value: unknown): string {
   return value;
 }
 
-/** Checks a key prefix: the same rule as the Redis store's (no braces: the caller's key is the hash tag). */
-export function checkKeyPrefix(where: string, value: unknown): string {
-  if (value === undefined) return 'tollgate:';
-  if (typeof value !== 'string' || /[{}]/.test(value)) {
-    throw new InvalidOptionError(`${where}: keyPrefix must be a string without { or }, got ${describeValue(value)}`);
-  }
-  return value;
-}
-
 /** The keys a region keeps besides its counters. */
 export interface RegionKeys {
   /** Sorted set: hash keys this region changed, scored by change sequence. */
@@ -95,13 +86,4 @@ export async function evaluate(client: Redis, script: Script, keys: readonly str
     if (!(error instanceof Error) || error.message.split(' ', 1)[0] !== 'NOSCRIPT') throw error;
     return client.eval(script.source, keys.length, ...keys, ...args);
   }
-}
-
-/** A whole number ≥ `minimum`, or `fallback` when undefined. */
-export function wholeNumber(where: string, name: string, value: unknown, fallback: number, minimum = 1): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < minimum) {
-    throw new InvalidOptionError(`${where}: ${name} must be a whole number ≥ ${minimum}, got ${describeValue(value)}`);
-  }
-  return value;
 }

@@ -7,14 +7,15 @@
 import type { Redis } from 'ioredis';
 import type { Decision } from '../../decision.js';
 import { InvalidPolicyError, StoreDataError, StoreError, StoreUnavailableError } from '../../errors.js';
-import { checkOptions } from '../../options.js';
+import { checkOptions, checkWholeNumbers } from '../../options.js';
 import type { CompiledPolicy } from '../../policy.js';
+import { TIMEOUT_NUMBERS, checkKeyPrefix, checkStoreDeadline } from '../redis/connect.js';
 import { escapeKeyPart, layoutOneSuffix } from '../redis/keys.js';
 import { ALGORITHM_CODES, OP_CONSUME, OP_PEEK, OP_RESET, REASON_CORRUPT_STATE, REASON_WRONG_TYPE, RESULT_START, RESULT_WIDTH, decodeDecision } from '../redis/protocol.js';
 import { globEscape, unlinkMatching } from '../redis/scan.js';
 import type { Store, StoreRequest } from '../types.js';
 import { REGION_DECIDE_SCRIPT } from './lua.js';
-import { checkKeyPrefix, checkRegionName, evaluate, openRegionClient, regionKeys, wholeNumber, type RegionConnection, type RegionKeys } from './shared.js';
+import { checkRegionName, evaluate, openRegionClient, regionKeys, type RegionConnection, type RegionKeys } from './shared.js';
 
 /** Options of {@link regionStore}: the region's name and its Redis (exactly one of `url` or `client`). */
 export interface RegionStoreOptions extends RegionConnection {
@@ -60,10 +61,10 @@ export class RegionStore implements Store {
     this.region = checkRegionName('regionStore', options.region);
     this.keyPrefix = checkKeyPrefix('regionStore', options.keyPrefix);
     this.keys = regionKeys(this.keyPrefix, this.region);
-    const commandTimeout = wholeNumber('regionStore', 'commandTimeoutMs', options.commandTimeoutMs, 1_000);
-    this.connectTimeoutMs = wholeNumber('regionStore', 'connectTimeoutMs', options.connectTimeoutMs, 5_000);
-    this.deadlineMs = options.deadlineMs === undefined ? undefined : wholeNumber('regionStore', 'deadlineMs', options.deadlineMs, 50);
-    const opened = openRegionClient('regionStore', options, { commandTimeout, connectTimeout: this.connectTimeoutMs });
+    const { commandTimeoutMs, connectTimeoutMs } = checkWholeNumbers(TIMEOUT_NUMBERS, (name) => options[name], (name) => `regionStore: ${name}`);
+    this.connectTimeoutMs = connectTimeoutMs;
+    this.deadlineMs = checkStoreDeadline('regionStore', options.deadlineMs);
+    const opened = openRegionClient('regionStore', options, { commandTimeout: commandTimeoutMs, connectTimeout: connectTimeoutMs });
     this.client = opened.client;
     this.ownsClient = opened.owned;
     this.address = opened.address;
