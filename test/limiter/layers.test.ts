@@ -58,6 +58,21 @@ describe('the engine as layers', () => {
     expect(alone.hits).toBeGreaterThan(0);
   });
 
+  it('answers a denied key from the cache before its lease, counting one hit per answer', async () => {
+    const store = foreignStore();
+    const limiter = createLimiter({ store, overLimitCache: true });
+    for (let i = 0; i < 20; i++) expect((await limiter.limit('k', window, { lease: 4, now: T0 + i })).allowed).toBe(true);
+    const first = await limiter.limit('k', window, { lease: 4, now: T0 + 20 });
+    expect(first.allowed).toBe(false);
+    expect(limiter.overLimitCacheStats()!.hits).toBe(0);
+    const calls = store.calls;
+    for (let i = 1; i <= 3; i++) {
+      expect(await limiter.limit('k', window, { lease: 4, now: T0 + 20 + i })).toEqual({ ...first, retryAfter: first.retryAfter - i, now: first.now + i });
+      expect(limiter.overLimitCacheStats()!.hits).toBe(i);
+    }
+    expect(store.calls).toBe(calls);
+  });
+
   it('refuses a lease with local-first on every entry point, with the same words', async () => {
     const limiter = createLimiter({ store: memoryStore() });
     const both = { lease: 5, syncIntervalMs: 100 };
