@@ -8,6 +8,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { LAYERS } from './support/layers.js';
 
 const SRC = resolve(import.meta.dirname, '../src');
 const TEST = import.meta.dirname;
@@ -20,25 +21,6 @@ const MAX_FUNCTION_LINES = 60;
 /** A function longer than MAX_FUNCTION_LINES must say why in a comment just above it, starting so. */
 const LONG_REASON = /Long on purpose:/;
 
-/**
- * The layers, lowest first. A module may import its own layer and the ones below, never above.
- * Matched by path prefix (relative to src/, without extension); the first match wins.
- */
-const LAYERS: readonly (readonly string[])[] = [
-  ['errors', 'options', 'duration', 'units', 'keys', 'clock', 'decision', 'tracing', 'algorithms/catalog'],
-  // The SDK for callers: foundations only, never the engine (its users have no limiter).
-  ['client/'],
-  ['policy'],
-  ['algorithms/'],
-  ['store/'],
-  ['limiter/'],
-  ['rules/'],
-  ['http/', 'service/', 'simulate/'],
-  ['gateway/'],
-  // The admin API's command line: a client of the service over HTTP, using the rules parser.
-  ['cli/admin/'],
-  ['cli/', 'index'],
-];
 
 /** How many `.ts` files a folder of src/ may hold before it wants splitting by concern. */
 const MAX_FOLDER_FILES = 20;

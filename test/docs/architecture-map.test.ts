@@ -7,6 +7,7 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { LAYERS } from '../support/layers.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MAP = readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8');
@@ -51,6 +52,14 @@ describe('docs/architecture.md', () => {
     const paths = namedPaths();
     expect(paths.length).toBeGreaterThan(40);
     expect(paths.filter((path) => !existsSync(join(ROOT, path)))).toEqual([]);
+  });
+
+  it("has the architecture test's layers in its layer table, in order", () => {
+    const table = MAP.slice(MAP.indexOf('## The layers'), MAP.indexOf("## The engine's layers"));
+    const rows = [...table.matchAll(/^\| [^|]+ \| [^|]+ \| ([^|]+) \|/gm)].slice(2);
+    // `errors.ts` is the module errors, `client/` every module under client/; notes in brackets are prose.
+    const documented = rows.map((row) => [...row[1]!.replace(/\(.*?\)/g, '').matchAll(/`([^`]+)`/g)].map((name) => name[1]!.replace(/\.ts$/, '')));
+    expect(documented).toEqual(LAYERS.map((layer) => [...layer]));
   });
 
   it('has a row in its table of rooms for every folder of src/', () => {
