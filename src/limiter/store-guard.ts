@@ -6,7 +6,9 @@
  *
  * A reply that arrives after its deadline is dropped: the answer already given stands. Whatever
  * the late call wrote in the store (it ran atomically there) is kept; nothing is retried, so
- * nothing is counted twice.
+ * nothing is counted twice. A call holds its place among the calls in flight until it settles or
+ * its deadline passes, whichever is first: a store call that never settles (a custom `Store` can
+ * do that) cannot keep the bound full or the breaker from probing.
  *
  * While an OpenTelemetry SDK is registered, each call is a `tollgate.store` span (tracing.ts):
  * one per call rather than per Redis batch, since a batch carries requests of several traces.
@@ -42,7 +44,7 @@ export interface StoreHealthSnapshot {
   /** Epoch ms and message of the last failed call. */
   readonly lastFailureAt: number | undefined;
   readonly lastError: string | undefined;
-  /** Store calls out now. */
+  /** Store calls out now and within their deadline. */
   readonly inFlight: number;
   /** Calls answered by the fallback since start, by cause. */
   readonly fallbacks: Readonly<Record<FallbackCause, number>>;
@@ -139,8 +141,9 @@ export class StoreGuard {
 
   private runUntraced<T>(call: () => MaybePromise<T>, deadlineMs: number, fallback: (cause: FallbackCause, error?: unknown) => T): MaybePromise<T> {
     if (this.breaker !== undefined) {
-      // While the breaker is not closed, a probe goes out only once earlier calls have settled: a
-      // stalled store never collects more than a few calls, however long it stalls.
+      // While the breaker is not closed, a probe goes out only once earlier calls have settled or
+      // passed their deadline: a stalled store never collects more than a few calls, however long
+      // it stalls.
       if (this.breaker.state !== 'closed' && this.inFlight > 0) return this.fallBack(fallback, 'breaker-open');
       if (!this.breaker.allow()) return this.fallBack(fallback, 'breaker-open');
     }
@@ -166,9 +169,17 @@ export class StoreGuard {
     this.inFlight += 1;
     return new Promise<T>((resolve, reject) => {
       let answered = false;
+      // The call's place is freed once, when it settles or at its deadline, whichever comes first.
+      let out = true;
+      const free = (): void => {
+        if (!out) return;
+        out = false;
+        this.inFlight -= 1;
+      };
       const expire = (): void => {
         if (answered) return;
         answered = true;
+        free();
         const late = new StoreUnavailableError(`the store did not answer within the ${deadlineMs} ms deadline`);
         this.failed(late);
         try {
@@ -183,7 +194,7 @@ export class StoreGuard {
       const timer = setTimeout(() => setImmediate(expire), deadlineMs);
       pending.then(
         (value) => {
-          this.inFlight -= 1;
+          free();
           if (answered) return;
           answered = true;
           clearTimeout(timer);
@@ -191,7 +202,7 @@ export class StoreGuard {
           resolve(value);
         },
         (error: unknown) => {
-          this.inFlight -= 1;
+          free();
           if (answered) return;
           answered = true;
           clearTimeout(timer);
