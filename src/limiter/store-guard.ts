@@ -2,7 +2,8 @@
  * What stands between the limiter and a store that can fail: a deadline on every call, a bound on
  * the calls in flight, and the circuit breaker. A call that fails, times out, finds too many calls
  * out or the breaker open is answered by the caller's fallback (the failure modes, guard-layer.ts)
- * instead; the guard only says when and why.
+ * instead; the guard only says when and why. Only a failed or late call counts against the store
+ * in the breaker: a call shed because too many are out (overload) never reached it.
  *
  * A reply that arrives after its deadline is dropped: the answer already given stands. Whatever
  * the late call wrote in the store (it ran atomically there) is kept; nothing is retried, so
@@ -148,8 +149,9 @@ export class StoreGuard {
       if (!this.breaker.allow()) return this.fallBack(fallback, 'breaker-open');
     }
     if (this.inFlight >= this.maxInFlight) {
-      // The breaker let it through (a probe, maybe): give that permit back as a failure.
-      this.breaker?.failure('too many store calls in flight');
+      // Overload is this process's, not the store's: the breaker is not told of a failure, and a
+      // probe's permit it gave is given back.
+      this.breaker?.release();
       return this.fallBack(fallback, 'overload');
     }
     let pending: MaybePromise<T>;

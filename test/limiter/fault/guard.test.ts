@@ -66,4 +66,25 @@ describe('the guard around a custom store', () => {
     store.hang = false;
     expect((await limiter.limit('k', HOURLY)).reason).toBeUndefined();
   });
+
+  it('overload is shed without calling the store unhealthy: past maxInFlight the failure mode answers (cause overload) and the breaker stays closed (issue 26, item 8)', async () => {
+    const store = testStore();
+    // A store that answers slowly but correctly.
+    store.delayMs = 20;
+    const limiter = createLimiter({ store, clock: () => T0, deadlineMs: 1_000, maxInFlight: 2, failureMode: 'open' });
+    const transitions: BreakerTransition[] = [];
+    limiter.onTransition((transition) => transitions.push(transition));
+    const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.limit('k', HOURLY)));
+    expect(decisions.map((d) => d.reason)).toEqual([undefined, undefined, ...Array<string>(8).fill('fail-open')]);
+    expect(limiter.health()).toMatchObject({ breaker: 'closed', inFlight: 0, lastFailureAt: undefined, fallbacks: { timeout: 0, error: 0, 'breaker-open': 0, overload: 8 } });
+    expect(transitions).toEqual([]);
+    // Twice more, so well past the 5 that would open it were they failures: still closed, and the
+    // store still decides the calls within the bound.
+    for (let round = 0; round < 2; round++) await Promise.all(Array.from({ length: 10 }, () => limiter.limit('k', HOURLY)));
+    expect(limiter.health()).toMatchObject({ breaker: 'closed', fallbacks: { overload: 24, 'breaker-open': 0 } });
+    expect(transitions).toEqual([]);
+    const after = await limiter.limit('k', HOURLY);
+    expect([after.reason, after.remaining]).toEqual([undefined, HOURLY.limit - 7]);
+    expect(store.calls).toBe(7);
+  });
 });
