@@ -170,18 +170,13 @@ export class StoreGuard {
   private race<T>(pending: Promise<T>, deadlineMs: number, fallback: (cause: FallbackCause, error?: unknown) => T): Promise<T> {
     this.inFlight += 1;
     return new Promise<T>((resolve, reject) => {
+      // Answered once, when the call settles or at its deadline, whichever comes first: its place
+      // among the calls in flight is freed then, whatever the store does after.
       let answered = false;
-      // The call's place is freed once, when it settles or at its deadline, whichever comes first.
-      let out = true;
-      const free = (): void => {
-        if (!out) return;
-        out = false;
-        this.inFlight -= 1;
-      };
       const expire = (): void => {
         if (answered) return;
         answered = true;
-        free();
+        this.inFlight -= 1;
         const late = new StoreUnavailableError(`the store did not answer within the ${deadlineMs} ms deadline`);
         this.failed(late);
         try {
@@ -196,17 +191,17 @@ export class StoreGuard {
       const timer = setTimeout(() => setImmediate(expire), deadlineMs);
       pending.then(
         (value) => {
-          free();
           if (answered) return;
           answered = true;
+          this.inFlight -= 1;
           clearTimeout(timer);
           this.succeeded();
           resolve(value);
         },
         (error: unknown) => {
-          free();
           if (answered) return;
           answered = true;
+          this.inFlight -= 1;
           clearTimeout(timer);
           try {
             resolve(this.settleError(error, fallback));
