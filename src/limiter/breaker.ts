@@ -77,7 +77,7 @@ export class CircuitBreaker {
   /**
    * Whether a call may go to the store now. Open: no, until `openMs` has passed, then the breaker
    * half-opens. Half-open: only while fewer than `halfOpenProbes` probes are out. Every `true`
-   * must be followed by exactly one `success()` or `failure()`.
+   * must be followed by exactly one `success()`, `failure()` or `release()`.
    */
   allow(): boolean {
     if (this.current === 'closed') return true;
@@ -99,6 +99,15 @@ export class CircuitBreaker {
     }
     this.consecutive = 0;
     this.count(false);
+  }
+
+  /**
+   * The call `allow()` let through did not go to the store after all (the guard shed it: too many
+   * calls in flight). It says nothing of the store's health: a probe's permit is given back, and
+   * nothing is counted.
+   */
+  release(): void {
+    if (this.current === 'half-open') this.probesInFlight = Math.max(0, this.probesInFlight - 1);
   }
 
   failure(cause: string): void {

@@ -6,7 +6,9 @@
  * permit is only spent while the count it came from still holds — until the window it was taken
  * in ends (a fixed window), or one window after it was taken (sliding windows, buckets). Unspent
  * permits are not returned: they lapse then. The price is under-admission: while a node holds
- * permits the others cannot use them, at most nodes × (lease − 1) units per window.
+ * permits the others cannot use them, at most nodes × (lease − 1) units per window. A node takes
+ * one lease at a time per key: calls that find a lease on its way wait for it and spend from it,
+ * so no permit taken is lost and a node never holds more than one lease's worth.
  *
  * Off for policies that must see every attempt (`countRejected`) and for `leaky-bucket` (its
  * answer is a place in a queue, which a batch cannot hand out).
@@ -44,6 +46,8 @@ export class LeaseBook {
   private readonly leases = new Map<string, Lease>();
   /** Keys with less than a whole lease left, until when a lease could be had again (store time). */
   private readonly short = new Map<string, { readonly until: number; readonly offset: number }>();
+  /** Keys with a lease on its way from the store: whether the store answered it (a lease or a refusal). */
+  private readonly coming = new Map<string, Promise<boolean>>();
   private spent = 0;
   private taken = 0;
 
@@ -117,6 +121,31 @@ export class LeaseBook {
     return false;
   }
 
+  /** The key's lease on its way from the store, if one is: resolves once it is recorded or refused. */
+  incoming(key: string, policy: CompiledPolicy): Promise<boolean> | undefined {
+    return this.coming.get(leaseId(key, policy));
+  }
+
+  /**
+   * Notes the key's lease on its way (`leased`, whose answer is recorded by a callback attached
+   * before this call): the key's next calls wait for it, told true once the store answered (the
+   * lease recorded or refused), false when it could not (a failure mode's answer, an error).
+   */
+  expect(key: string, policy: CompiledPolicy, leased: Promise<Decision>): void {
+    const id = leaseId(key, policy);
+    const answered = leased.then(
+      (decision) => {
+        this.coming.delete(id);
+        return decision.reason === undefined;
+      },
+      () => {
+        this.coming.delete(id);
+        return false;
+      },
+    );
+    this.coming.set(id, answered);
+  }
+
   /** Drops the key's lease (a reset: its permits came from counts that are gone). */
   forget(key: string, policy: CompiledPolicy): void {
     this.leases.delete(leaseId(key, policy));
@@ -137,7 +166,9 @@ function leaseId(key: string, policy: CompiledPolicy): string {
  * Leases as a layer: a `limit` call with a `lease` on a leasable policy is answered from the key's
  * lease when it holds enough permits, else by taking a new lease of `lease` units (this request's
  * cost included) from the layers below; when they have less than a whole lease left, this request
- * alone is decided, as without a lease. Every other call passes.
+ * alone is decided, as without a lease. One lease per key is on its way at a time: a call that
+ * finds one waits for it, then is decided again (from its permits, or by the next lease); if the
+ * store could not answer it, the waiting calls are decided alone. Every other call passes.
  */
 export class LeaseLayer extends PassThroughLayer {
   readonly name = 'lease';
@@ -164,6 +195,9 @@ export class LeaseLayer extends PassThroughLayer {
     if (spent !== undefined) return spent;
     // A key with less than a whole lease left is decided alone until one could be had again.
     if (book.isShort(key, policy, now)) return this.below.one(key, policy, cost, now, mode, options);
+    // A second lease taken meanwhile would replace the first: wait for it, then spend from it.
+    const incoming = book.incoming(key, policy);
+    if (incoming !== undefined) return incoming.then((answered) => (answered ? this.one(key, policy, cost, now, mode, options) : this.below.one(key, policy, cost, now, mode, options)));
     const take = Math.max(lease, cost);
     const leased = this.below.one(key, policy, take, now, mode, options);
     const settle = (decision: Decision): MaybePromise<Decision> => {
@@ -173,7 +207,11 @@ export class LeaseLayer extends PassThroughLayer {
       book.refused(key, policy, decision, now);
       return this.below.one(key, policy, cost, now, mode, options);
     };
-    return leased instanceof Promise ? leased.then(settle) : settle(leased);
+    if (!(leased instanceof Promise)) return settle(leased);
+    // Recorded (or refused) first, then the calls that waited for it are decided.
+    const answer = leased.then(settle);
+    book.expect(key, policy, leased);
+    return answer;
   }
 
   protected override forget(key: string, policy: CompiledPolicy): void {

@@ -88,7 +88,7 @@ export class LocalFirstBook {
   private readonly views = new Map<string, View>();
   /** Views holding units not sent yet. */
   private readonly unsent = new Set<View>();
-  /** The store's clock minus this process's, from the last sync answered in the store's time. */
+  /** The store's clock minus this process's (whole ms), from the last sync answered in the store's time. */
   private offset = 0;
   private timer: NodeJS.Timeout | undefined;
   private timerMs = Infinity;
@@ -271,8 +271,9 @@ export class LocalFirstBook {
     const { view, seq } = sending;
     view.out -= 1;
     sending.done?.();
-    // The store read its clock between sending and answering: halfway is the best guess of when.
-    if (sending.now === undefined) this.offset = counts.now - (sending.sentClock + this.clock()) / 2;
+    // The store read its clock between sending and answering: halfway is the best guess of when,
+    // rounded to a whole ms, as every time in a decision is.
+    if (sending.now === undefined) this.offset = Math.round(counts.now - (sending.sentClock + this.clock()) / 2);
     if (seq <= view.answered || this.views.get(view.id) !== view) return;
     view.answered = seq;
     view.state.fill(0);

@@ -2,11 +2,14 @@
  * What stands between the limiter and a store that can fail: a deadline on every call, a bound on
  * the calls in flight, and the circuit breaker. A call that fails, times out, finds too many calls
  * out or the breaker open is answered by the caller's fallback (the failure modes, guard-layer.ts)
- * instead; the guard only says when and why.
+ * instead; the guard only says when and why. Only a failed or late call counts against the store
+ * in the breaker: a call shed because too many are out (overload) never reached it.
  *
  * A reply that arrives after its deadline is dropped: the answer already given stands. Whatever
  * the late call wrote in the store (it ran atomically there) is kept; nothing is retried, so
- * nothing is counted twice.
+ * nothing is counted twice. A call holds its place among the calls in flight until it settles or
+ * its deadline passes, whichever is first: a store call that never settles (a custom `Store` can
+ * do that) cannot keep the bound full or the breaker from probing.
  *
  * While an OpenTelemetry SDK is registered, each call is a `tollgate.store` span (tracing.ts):
  * one per call rather than per Redis batch, since a batch carries requests of several traces.
@@ -42,7 +45,7 @@ export interface StoreHealthSnapshot {
   /** Epoch ms and message of the last failed call. */
   readonly lastFailureAt: number | undefined;
   readonly lastError: string | undefined;
-  /** Store calls out now. */
+  /** Store calls out now and within their deadline. */
   readonly inFlight: number;
   /** Calls answered by the fallback since start, by cause. */
   readonly fallbacks: Readonly<Record<FallbackCause, number>>;
@@ -139,14 +142,16 @@ export class StoreGuard {
 
   private runUntraced<T>(call: () => MaybePromise<T>, deadlineMs: number, fallback: (cause: FallbackCause, error?: unknown) => T): MaybePromise<T> {
     if (this.breaker !== undefined) {
-      // While the breaker is not closed, a probe goes out only once earlier calls have settled: a
-      // stalled store never collects more than a few calls, however long it stalls.
+      // While the breaker is not closed, a probe goes out only once earlier calls have settled or
+      // passed their deadline: a stalled store never collects more than a few calls, however long
+      // it stalls.
       if (this.breaker.state !== 'closed' && this.inFlight > 0) return this.fallBack(fallback, 'breaker-open');
       if (!this.breaker.allow()) return this.fallBack(fallback, 'breaker-open');
     }
     if (this.inFlight >= this.maxInFlight) {
-      // The breaker let it through (a probe, maybe): give that permit back as a failure.
-      this.breaker?.failure('too many store calls in flight');
+      // Overload is this process's, not the store's: the breaker is not told of a failure, and a
+      // probe's permit it gave is given back.
+      this.breaker?.release();
       return this.fallBack(fallback, 'overload');
     }
     let pending: MaybePromise<T>;
@@ -165,10 +170,13 @@ export class StoreGuard {
   private race<T>(pending: Promise<T>, deadlineMs: number, fallback: (cause: FallbackCause, error?: unknown) => T): Promise<T> {
     this.inFlight += 1;
     return new Promise<T>((resolve, reject) => {
+      // Answered once, when the call settles or at its deadline, whichever comes first: its place
+      // among the calls in flight is freed then, whatever the store does after.
       let answered = false;
       const expire = (): void => {
         if (answered) return;
         answered = true;
+        this.inFlight -= 1;
         const late = new StoreUnavailableError(`the store did not answer within the ${deadlineMs} ms deadline`);
         this.failed(late);
         try {
@@ -183,17 +191,17 @@ export class StoreGuard {
       const timer = setTimeout(() => setImmediate(expire), deadlineMs);
       pending.then(
         (value) => {
-          this.inFlight -= 1;
           if (answered) return;
           answered = true;
+          this.inFlight -= 1;
           clearTimeout(timer);
           this.succeeded();
           resolve(value);
         },
         (error: unknown) => {
-          this.inFlight -= 1;
           if (answered) return;
           answered = true;
+          this.inFlight -= 1;
           clearTimeout(timer);
           try {
             resolve(this.settleError(error, fallback));

@@ -5,7 +5,7 @@
  * store calls divided by about the lease size; off where it must be.
  */
 import { describe, expect, it } from 'vitest';
-import { InvalidOptionError, createLimiter, redisStore, type Policy } from '../../src/index.js';
+import { InvalidOptionError, createLimiter, memoryStore, redisStore, type Decision, type Policy, type Store } from '../../src/index.js';
 import { compileRules, parseRules } from '../../src/rules/index.js';
 import { useRedisServer } from '../support/redis-topologies.js';
 import { burstyTrace } from '../support/traces.js';
@@ -63,6 +63,63 @@ describe('token leases', () => {
       expect(leasedCalls).toBeLessThan(exactCalls);
     },
   );
+
+  it.each([
+    ['Redis', 1],
+    ['Redis', 3],
+    // The memory store decides in-process, so a lease is recorded before the next call: the same figures.
+    ['memory store', 1],
+  ] as const)(
+    'concurrent calls keep every permit taken (issue 26, item 2): %s, %d node(s), 20 calls at once on each, then 40 one by one, admit the exact mode\'s 50 less at most nodes × (lease − 1)',
+    async (on, count) => {
+      const nodes = on === 'Redis' ? await Promise.all(Array.from({ length: count }, () => node())) : [createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) })];
+      const policy: Policy = { algorithm: 'fixed-window', limit: 50, window: '1h' };
+      const run = async (key: string, options: { lease?: number }): Promise<Decision[]> => {
+        const burst = nodes.flatMap((limiter) => Array.from({ length: 20 }, (_, i) => limiter.limit(key, policy, { ...options, now: T0 + i })));
+        const decisions = await Promise.all(burst);
+        for (let i = 0; i < 40; i++) decisions.push(await nodes[i % count]!.limit(key, policy, { ...options, now: T0 + 100 + i }));
+        return decisions;
+      };
+      const exact = (await run(unique('exact'), {})).filter((d) => d.allowed).length;
+      const leased = await run(unique('concurrent'), { lease: 10 });
+      const admitted = leased.filter((d) => d.allowed);
+      console.log(`[leases] fixed-window, limit 50, lease 10, ${on}, ${count} node(s), 20 concurrent calls each then 40: admitted ${admitted.length} leased vs ${exact} exact`);
+      expect(exact).toBe(50);
+      expect(admitted.length).toBeLessThanOrEqual(exact);
+      expect(admitted.length).toBeGreaterThanOrEqual(exact - count * (10 - 1));
+      if (count === 1) {
+        // One node keeps every permit: each admitted request is told a different remaining, 49 down to 0.
+        expect(admitted.map((d) => d.remaining).sort((a, b) => b - a)).toEqual(Array.from({ length: 50 }, (_, i) => 49 - i));
+      }
+    },
+  );
+
+  it('calls waiting for a lease the store could not answer are decided alone, at once, not one lease after another (issue 26, item 2)', async () => {
+    // A store whose calls never settle: each is answered by the failure mode at its 30 ms deadline.
+    const calledAt: number[] = [];
+    const hung = memoryStore({ sweepIntervalMs: 0 });
+    const store: Store = {
+      name: 'hung',
+      consume: () => {
+        calledAt.push(performance.now());
+        return new Promise<Decision>(() => undefined);
+      },
+      peek: (key, policy, cost, now) => hung.peek(key, policy, cost, now),
+      consumeAll: (requests, now, commit) => hung.consumeAll(requests, now, commit),
+      reset: (key, policy) => hung.reset(key, policy),
+      resetPrefix: (prefix) => hung.resetPrefix(prefix),
+      close: () => hung.close(),
+    };
+    const limiter = createLimiter({ store, deadlineMs: 30, breaker: false, failureMode: 'closed' });
+    const policy: Policy = { algorithm: 'fixed-window', limit: 50, window: '1h' };
+    const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.limit('k', policy, { lease: 10, now: T0 })));
+    expect(decisions.map((d) => d.reason)).toEqual(Array<string>(10).fill('fail-closed'));
+    // The lease, then the nine waiting calls together once its deadline passed: not one lease
+    // after another, a deadline apart.
+    expect(calledAt).toHaveLength(10);
+    expect(calledAt[1]! - calledAt[0]!).toBeGreaterThanOrEqual(29);
+    expect(calledAt[9]! - calledAt[1]!).toBeLessThan(29);
+  });
 
   it('rules: lease_size on a rate_limit leases for checks of that limit alone', async () => {
     const rules = compileRules(parseRules('domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 40, lease_size: 8 }\n', 'rules.yaml'));

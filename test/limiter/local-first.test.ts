@@ -174,6 +174,25 @@ describe('local-first on Redis', () => {
     expect((await other.look(key, policy)).remaining).toBe(0);
   });
 
+  it('decisions in the store\'s time are whole ms: now, resetAt and retryAfter of local decisions are integers (issue 26, item 3)', async () => {
+    const limiter = await redisNode();
+    opened.push(limiter);
+    // A small limit in a short window: denials (retryAfter > 0) as well as admissions.
+    const policy: Policy = { algorithm: 'fixed-window', limit: 5, window: 200 };
+    const key = unique('whole-ms');
+    const decisions = [];
+    // Each sync answered sets the store's clock offset, (sent + answered) / 2 away from this
+    // process's clock: half of them land on a half ms. 40 syncs, each followed by local decisions.
+    for (let round = 0; round < 40; round++) {
+      for (let i = 0; i < 4; i++) decisions.push(await limiter.limit(key, policy, { syncIntervalMs: 10 }));
+      await new Promise((resolve) => setTimeout(resolve, 12));
+    }
+    expect(limiter.localFirstStats()!.local).toBeGreaterThan(80);
+    const fractional = decisions.filter((d) => !Number.isInteger(d.now) || !Number.isInteger(d.resetAt) || !Number.isInteger(d.retryAfter));
+    expect(fractional.map(({ now, resetAt, retryAfter }) => ({ now, resetAt, retryAfter }))).toEqual([]);
+    expect(decisions.some((d) => !d.allowed && d.retryAfter > 0)).toBe(true);
+  });
+
   it('a store that stops answering: the views go stale after 3 intervals and the failure mode answers', async () => {
     const store = redisStore({ url: redis.url });
     stores.push(store);

@@ -96,6 +96,23 @@ describe('circuit breaker', () => {
     expect(b.allow()).toBe(true);
   });
 
+  it('a permit given back (release: the call was shed, never sent) counts neither as a success nor as a failure (issue 26, item 8)', () => {
+    const { b, call, advance, transitions } = breaker({ failureThreshold: 2, openMs: 100, halfOpenProbes: 1 });
+    call(false);
+    expect(b.allow()).toBe(true);
+    b.release();
+    expect(b.state).toBe('closed'); // not the second failure in a row
+    call(false);
+    expect(b.state).toBe('open');
+    advance(100);
+    expect(b.allow()).toBe(true); // the one probe
+    expect(b.allow()).toBe(false);
+    b.release();
+    expect(b.state).toBe('half-open');
+    expect(call(true)).toBe('sent'); // the probe's place was given back
+    expect(transitions.map((t) => t.to)).toEqual(['open', 'half-open', 'closed']);
+  });
+
   it.each([
     [{ failureThreshold: 0 }, /breaker.failureThreshold must be a whole number from 1/],
     [{ errorRate: 0 }, /breaker.errorRate must be a share above 0 and at most 1/],
