@@ -113,6 +113,49 @@ export abstract class PassThroughLayer implements DecisionLayer {
   protected clear(): void {}
 }
 
+/** What a layer keeps per key, as its reset hooks and stats see it. */
+export interface KeyBook<Stats> {
+  stats(): Stats;
+  /** Forgets `key` under `policy`. */
+  forget(key: string, policy: CompiledPolicy): void;
+  /** Forgets every key. */
+  clear(): void;
+}
+
+/**
+ * A layer whose state is a book of keys, made on the first call that uses it: until then it holds
+ * nothing to forget and has no stats.
+ */
+export abstract class BookLayer<Book extends KeyBook<Stats>, Stats> extends PassThroughLayer {
+  private made: Book | undefined;
+
+  /** Makes the book, on the first call that needs it. */
+  protected abstract makeBook(): Book;
+
+  /** The book, made now if it was not. */
+  protected get book(): Book {
+    return (this.made ??= this.makeBook());
+  }
+
+  /** The book if a call made it. */
+  protected get existingBook(): Book | undefined {
+    return this.made;
+  }
+
+  /** The book's counters, once the layer was used. */
+  stats(): Stats | undefined {
+    return this.made?.stats();
+  }
+
+  protected override forget(key: string, policy: CompiledPolicy): void {
+    this.made?.forget(key, policy);
+  }
+
+  protected override clear(): void {
+    this.made?.clear();
+  }
+}
+
 /**
  * A look spends nothing and is never refused: a peek of cost 0 is denied only when more than the
  * capacity is already logged (a sliding log with `countRejected`), which a look reports as allowed

@@ -17,7 +17,7 @@ import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { MaybePromise } from '../store/types.js';
 import type { DecideMode, LimitOptions } from './checks.js';
-import { PassThroughLayer, type DecisionLayer } from './layer.js';
+import { BookLayer, type DecisionLayer } from './layer.js';
 
 interface Lease {
   readonly policy: CompiledPolicy;
@@ -170,10 +170,8 @@ function leaseId(key: string, policy: CompiledPolicy): string {
  * finds one waits for it, then is decided again (from its permits, or by the next lease); if the
  * store could not answer it, the waiting calls are decided alone. Every other call passes.
  */
-export class LeaseLayer extends PassThroughLayer {
+export class LeaseLayer extends BookLayer<LeaseBook, ReturnType<LeaseBook['stats']>> {
   readonly name = 'lease';
-  /** Made on the first leased call. */
-  private book: LeaseBook | undefined;
 
   constructor(
     below: DecisionLayer,
@@ -182,15 +180,14 @@ export class LeaseLayer extends PassThroughLayer {
     super(below);
   }
 
-  /** Permits spent from leases and leases taken, once leases were used. */
-  stats(): ReturnType<LeaseBook['stats']> | undefined {
-    return this.book?.stats();
+  protected makeBook(): LeaseBook {
+    return new LeaseBook(this.clock);
   }
 
   override one(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode, options: LimitOptions | undefined): MaybePromise<Decision> {
     const lease = options?.lease;
     if (lease === undefined || mode !== 'limit' || !leasable(policy)) return this.below.one(key, policy, cost, now, mode, options);
-    const book = (this.book ??= new LeaseBook(this.clock));
+    const book = this.book;
     const spent = book.spend(key, policy, cost, now);
     if (spent !== undefined) return spent;
     // A key with less than a whole lease left is decided alone until one could be had again.
@@ -212,13 +209,5 @@ export class LeaseLayer extends PassThroughLayer {
     const answer = leased.then(settle);
     book.expect(key, policy, leased);
     return answer;
-  }
-
-  protected override forget(key: string, policy: CompiledPolicy): void {
-    this.book?.forget(key, policy);
-  }
-
-  protected override clear(): void {
-    this.book?.clear();
   }
 }

@@ -22,7 +22,7 @@ import { InvalidOptionError } from '../errors.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { MaybePromise, WindowCounts } from '../store/types.js';
 import type { DecideMode, LimitOptions } from './checks.js';
-import { PassThroughLayer, type DecisionLayer, type WindowAdd, type WindowSyncAnswer } from './layer.js';
+import { BookLayer, type DecisionLayer, type WindowAdd, type WindowSyncAnswer } from './layer.js';
 
 /**
  * How views reach the store: the syncs of one tick in one call, answered in order, each with its
@@ -326,10 +326,8 @@ function viewId(key: string, policy: CompiledPolicy): string {
  * fetches a view in the same store call. Syncs go down the stack (the guard runs them). Every
  * other call passes.
  */
-export class LocalFirstLayer extends PassThroughLayer {
+export class LocalFirstLayer extends BookLayer<LocalFirstBook, LocalFirstStats> {
   readonly name = 'local-first';
-  /** Made on the first local-first call. */
-  private book: LocalFirstBook | undefined;
 
   constructor(
     below: DecisionLayer,
@@ -340,9 +338,8 @@ export class LocalFirstLayer extends PassThroughLayer {
     super(below);
   }
 
-  /** Local-first decisions and syncs, once local-first was used. */
-  stats(): LocalFirstStats | undefined {
-    return this.book?.stats();
+  protected makeBook(): LocalFirstBook {
+    return new LocalFirstBook(this.clock, (adds) => this.below.sync(adds));
   }
 
   override one(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode, options: LimitOptions | undefined): MaybePromise<Decision> {
@@ -352,7 +349,7 @@ export class LocalFirstLayer extends PassThroughLayer {
       throw new InvalidOptionError(`syncIntervalMs (local-first) needs a fixed-window or sliding-window policy of precision 1, whose counts add up across nodes; for ${describeState(policy)} use a lease instead`);
     }
     if (!this.store.syncs) throw new InvalidOptionError(`syncIntervalMs (local-first) needs a store that can sync window counts; the ${this.store.name} store cannot`);
-    const book = (this.book ??= new LocalFirstBook(this.clock, (adds) => this.below.sync(adds)));
+    const book = this.book;
     const local = book.decide(key, policy, cost, now, syncMs);
     if (local !== undefined) return local;
     const decided = this.below.one(key, policy, cost, now, mode, options);
@@ -363,16 +360,9 @@ export class LocalFirstLayer extends PassThroughLayer {
 
   /** A local-first node's unsent units reach the store before it closes. */
   override async close(): Promise<void> {
-    this.book?.close();
-    await this.book?.flush();
+    const book = this.existingBook;
+    book?.close();
+    await book?.flush();
     await this.below.close();
-  }
-
-  protected override forget(key: string, policy: CompiledPolicy): void {
-    this.book?.forget(key, policy);
-  }
-
-  protected override clear(): void {
-    this.book?.clear();
   }
 }
