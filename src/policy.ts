@@ -65,6 +65,14 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
 export const POLICY_RANGES = Object.freeze({
   limit: { min: 0, max: Number.MAX_SAFE_INTEGER },
   burst: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  /**
+   * In ms (parseDuration holds every duration to it). Past 2^53 − 1 the window's arithmetic rounds,
+   * and the Redis script refuses the argument: a store that refuses a caller's policy must never
+   * be how a policy is found out (issue 27).
+   */
+  window: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  /** What is admitted, soft allowance included: counted in doubles, exact up to 2^53 − 1. */
+  capacity: { min: 1, max: Number.MAX_SAFE_INTEGER },
   /** At most 1000: 10× the capacity is already no limit at all. */
   softPercent: { min: 0, max: 1000 },
   /** At most 100 buckets: past that the counts take about as much room as a sliding log of a modest limit. */
@@ -237,13 +245,7 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
   const precision = checkPrecision(algorithm, policy.precision, windowMs);
 
   const { burst, nominalCapacity, capacity, setBy } = policyCapacity(algorithm, limit, requestedBurst, softPercent);
-  if (!countsExactly(algorithm, capacity, windowMs, limit)) {
-    throw new InvalidPolicyError(
-      setBy,
-      `${setBy} ${nominalCapacity} over a window of ${windowMs} ms is too large to count exactly; ` +
-        `${wideBound(algorithm, 'limit')} (lower the ${setBy} or the window, or use fixed-window or sliding-log, which count any quota exactly)`,
-    );
-  }
+  checkCapacity(algorithm, { nominalCapacity, capacity, setBy }, softPercent, windowMs, limit);
   return new CompiledPolicy({
     algorithm,
     limit,
@@ -260,6 +262,23 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
     stateIndex: internStateId(stateIdOf(algorithm, firstHit, precision, windowMs)),
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
   });
+}
+
+/** Throws unless the capacity is counted exactly: within 2^53 − 1, and within the wide bound where the algorithm needs it. */
+function checkCapacity(algorithm: AlgorithmName, { nominalCapacity, capacity, setBy }: Omit<PolicyCapacity, 'burst'>, softPercent: number, windowMs: number, limit: number): void {
+  if (capacity > POLICY_RANGES.capacity.max) {
+    throw new InvalidPolicyError(
+      'softPercent',
+      `softPercent ${softPercent} lifts a ${setBy} of ${nominalCapacity} to a capacity of ${capacity}, past ${POLICY_RANGES.capacity.max} (2^53 − 1), where counts round; lower the softPercent or the ${setBy}`,
+    );
+  }
+  if (!countsExactly(algorithm, capacity, windowMs, limit)) {
+    throw new InvalidPolicyError(
+      setBy,
+      `${setBy} ${nominalCapacity} over a window of ${windowMs} ms is too large to count exactly; ` +
+        `${wideBound(algorithm, 'limit')} (lower the ${setBy} or the window, or use fixed-window or sliding-log, which count any quota exactly)`,
+    );
+  }
 }
 
 /** Whether `windowStart` asks for first-hit windows; throws if it is not a window start of a fixed window. */
