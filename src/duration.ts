@@ -11,7 +11,7 @@ const DURATION_PATTERN = new RegExp(`^\\s*(\\d+)\\s*(${DURATION_UNITS.join('|')}
 const UNIT_LIST = `${DURATION_UNITS.slice(0, -1).join(', ')} or ${DURATION_UNITS.at(-1)!}`;
 
 /**
- * Parses a duration into whole milliseconds, or returns an explanation of what is wrong.
+ * Parses a duration into whole milliseconds (1 to 2^53 − 1), or returns an explanation of what is wrong.
  * Returning the problem (instead of throwing) lets each caller raise its own typed error.
  */
 export function parseDuration(value: unknown): number | string {
@@ -19,6 +19,8 @@ export function parseDuration(value: unknown): number | string {
     if (!Number.isFinite(value)) return `must be finite, got ${value}`;
     if (!Number.isInteger(value)) return `must be a whole number of milliseconds, got ${value}`;
     if (value < 1) return `must be at least 1 ms, got ${value}`;
+    // Past 2^53 − 1 a double no longer holds every whole number: the window's arithmetic (and the Redis script) would round.
+    if (!Number.isSafeInteger(value)) return `must be at most ${Number.MAX_SAFE_INTEGER} ms (2^53 − 1, about 285,000 years), got ${value}`;
     return value;
   }
   if (typeof value !== 'string') {

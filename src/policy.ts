@@ -65,6 +65,14 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
 export const POLICY_RANGES = Object.freeze({
   limit: { min: 0, max: Number.MAX_SAFE_INTEGER },
   burst: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  /**
+   * In ms (parseDuration holds every duration to it). Past 2^53 − 1 the window's arithmetic rounds,
+   * and the Redis script refuses the argument: a store that refuses a caller's policy must never
+   * be how a policy is found out (issue 27).
+   */
+  window: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  /** What is admitted, soft allowance included: counted in doubles, exact up to 2^53 − 1. */
+  capacity: { min: 1, max: Number.MAX_SAFE_INTEGER },
   /** At most 1000: 10× the capacity is already no limit at all. */
   softPercent: { min: 0, max: 1000 },
   /** At most 100 buckets: past that the counts take about as much room as a sliding log of a modest limit. */
@@ -196,6 +204,17 @@ export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
 }
 
 /**
+ * {@link compilePolicy} for a policy a request names (the service's `/v1/limit` and key routes):
+ * a state space (algorithm and window) that no policy has yet takes one of the
+ * {@link MAX_AD_HOC_STATE_SPACES} set aside for requests, so requests inventing windows can never
+ * use up the spaces the operator's rules need. Past that bound a request's new window is refused
+ * (InvalidPolicyError on `window`); windows already in use are always accepted.
+ */
+export function compileAdHocPolicy(policy: Policy): CompiledPolicy {
+  return compileFresh(policy, false, true);
+}
+
+/**
  * @internal tests only (not exported from the package): compiles a policy that fits the plain
  * arithmetic to decide with the wide one, to show both give the same decisions. The memory store
  * only: the Redis script always picks by the bound.
@@ -204,7 +223,7 @@ export function compilePolicyForcingWide(policy: Policy): CompiledPolicy {
   return compileFresh(policy, true);
 }
 
-function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
+function compileFresh(policy: Policy, forceWide: boolean, adHoc = false): CompiledPolicy {
   if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
     throw new InvalidPolicyError('policy', `expected an object like { algorithm: 'token-bucket', limit: 10, window: '1s' }, got ${describeValue(policy)}`);
   }
@@ -237,13 +256,7 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
   const precision = checkPrecision(algorithm, policy.precision, windowMs);
 
   const { burst, nominalCapacity, capacity, setBy } = policyCapacity(algorithm, limit, requestedBurst, softPercent);
-  if (!countsExactly(algorithm, capacity, windowMs, limit)) {
-    throw new InvalidPolicyError(
-      setBy,
-      `${setBy} ${nominalCapacity} over a window of ${windowMs} ms is too large to count exactly; ` +
-        `${wideBound(algorithm, 'limit')} (lower the ${setBy} or the window, or use fixed-window or sliding-log, which count any quota exactly)`,
-    );
-  }
+  checkCapacity(algorithm, { nominalCapacity, capacity, setBy }, softPercent, windowMs, limit);
   return new CompiledPolicy({
     algorithm,
     limit,
@@ -257,9 +270,26 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
     capacity,
     softExtra: capacity - nominalCapacity,
     stateId: stateIdOf(algorithm, firstHit, precision, windowMs),
-    stateIndex: internStateId(stateIdOf(algorithm, firstHit, precision, windowMs)),
+    stateIndex: internStateId(stateIdOf(algorithm, firstHit, precision, windowMs), adHoc),
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
   });
+}
+
+/** Throws unless the capacity is counted exactly: within 2^53 − 1, and within the wide bound where the algorithm needs it. */
+function checkCapacity(algorithm: AlgorithmName, { nominalCapacity, capacity, setBy }: Omit<PolicyCapacity, 'burst'>, softPercent: number, windowMs: number, limit: number): void {
+  if (capacity > POLICY_RANGES.capacity.max) {
+    throw new InvalidPolicyError(
+      'softPercent',
+      `softPercent ${softPercent} lifts a ${setBy} of ${nominalCapacity} to a capacity of ${capacity}, past ${POLICY_RANGES.capacity.max} (2^53 − 1), where counts round; lower the softPercent or the ${setBy}`,
+    );
+  }
+  if (!countsExactly(algorithm, capacity, windowMs, limit)) {
+    throw new InvalidPolicyError(
+      setBy,
+      `${setBy} ${nominalCapacity} over a window of ${windowMs} ms is too large to count exactly; ` +
+        `${wideBound(algorithm, 'limit')} (lower the ${setBy} or the window, or use fixed-window or sliding-log, which count any quota exactly)`,
+    );
+  }
 }
 
 /** Whether `windowStart` asks for first-hit windows; throws if it is not a window start of a fixed window. */
@@ -311,10 +341,25 @@ function stateIdOf(algorithm: AlgorithmName, firstHit: boolean, precision: numbe
 const stateIndexes = new Map<string, number>();
 /** Distinct (algorithm, window) pairs per process: stores index their state by a 2-byte number. */
 const MAX_STATE_SPACES = 65_536;
+/**
+ * Of {@link MAX_STATE_SPACES}, at most this many are taken by windows first named in requests
+ * ({@link compileAdHocPolicy}); the other 61,440 are the configuration's, whatever requests send.
+ * Spaces are never freed or reused: the memory store, the over-limit cache, leases and local-first
+ * keep a key's state under its space's number, so a number given to another window would hand it
+ * their counters.
+ */
+export const MAX_AD_HOC_STATE_SPACES = 4_096;
+let adHocSpaces = 0;
 
-function internStateId(stateId: string): number {
+function internStateId(stateId: string, adHoc: boolean): number {
   let index = stateIndexes.get(stateId);
   if (index === undefined) {
+    if (adHoc && adHocSpaces >= MAX_AD_HOC_STATE_SPACES) {
+      throw new InvalidPolicyError(
+        'window',
+        `requests have named ${MAX_AD_HOC_STATE_SPACES} distinct algorithm and window pairs already, the most the service takes from requests; use a window already in use (one of the rules' windows), or put this one in the rules`,
+      );
+    }
     if (stateIndexes.size >= MAX_STATE_SPACES) {
       throw new InvalidPolicyError(
         'window',
@@ -323,6 +368,7 @@ function internStateId(stateId: string): number {
     }
     index = stateIndexes.size;
     stateIndexes.set(stateId, index);
+    if (adHoc) adHocSpaces += 1;
   }
   return index;
 }

@@ -253,7 +253,8 @@ export class StoreGuard {
 /**
  * Whether a store error means the store is failing (answer by the failure mode) rather than that
  * the data is wrong or the call was bad. Input errors never reach the store: the limiter
- * validates first, so no request can make a store call fail on purpose.
+ * validates first, and an argument the Redis script refuses anyway comes back as the caller's
+ * InvalidPolicyError (store/redis/store.ts), so no request can make the store look unhealthy.
  */
 export function isOutage(error: unknown): boolean {
   if (error instanceof StoreDataError) return false;

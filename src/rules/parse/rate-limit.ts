@@ -114,7 +114,21 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     algorithm: shape.algorithm ?? 'fixed-window',
     softPercent: shape.softPercent ?? 0,
   };
-  return fitsExactArithmetic(reader, fields, complete) && fitsPrecision(reader, fields, complete) && fitsLocalFirst(reader, fields, complete) ? complete : undefined;
+  return fitsWindow(reader, fields, complete) && fitsExactArithmetic(reader, fields, complete) && fitsPrecision(reader, fields, complete) && fitsLocalFirst(reader, fields, complete) ? complete : undefined;
+}
+
+/** The window, `unit` × `unit_multiplier`, within the engine's range (policy.ts POLICY_RANGES.window). */
+function fitsWindow(reader: DocumentReader, fields: Fields, shape: Shape & { unit: RuleUnit }): boolean {
+  const windowMs = ruleWindowMs(shape.unit, shape.unitMultiplier);
+  const { max } = POLICY_RANGES.window;
+  if (windowMs <= max) return true;
+  const entry = fields.get('unit_multiplier')!;
+  reader.report(
+    entry.value,
+    entry.path,
+    `unit_multiplier ${shape.unitMultiplier} makes a window of ${windowMs} ms, past the longest window counted exactly, ${max} ms (2^53 − 1); lower unit_multiplier to ${Math.floor(max / ruleWindowMs(shape.unit, 1))} or less`,
+  );
+  return false;
 }
 
 /** `precision` splits a sliding window into buckets of at least 1 ms (policy.ts checkPrecision). */

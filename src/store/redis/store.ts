@@ -9,7 +9,7 @@ import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 import { OPTION_NAMES, TIMEOUT_NUMBERS, checkKeyPrefix, checkStoreDeadline, openClient, type RedisStoreOptions } from './connect.js';
 import type { Decision } from '../../decision.js';
-import { InvalidOptionError, StoreDataError, StoreError, StoreUnavailableError } from '../../errors.js';
+import { InvalidOptionError, InvalidPolicyError, StoreDataError, StoreError, StoreUnavailableError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
 import type { Store, StoreRequest, WindowCounts } from '../types.js';
 import { escapeKeyPart, groupBySlot, keySuffix } from './keys.js';
@@ -44,6 +44,8 @@ const STORE_NUMBERS = { ...TIMEOUT_NUMBERS, maxBatch: { min: 1, fallback: 64 } }
  * after its redirections (ASK to the new owner, TRYAGAIN there, back to the old one...). Either
  * way no attempt ran the script.
  */
+/** The script's own refusal of its arguments (decide.lua bad_argument, single.lua): nothing was read or written. */
+const ARGUMENT_REFUSED = /^(ReplyError: )?ERR tollgate: (argument \d+|single decision arguments)/;
 const SLOT_MOVING = /^(ReplyError: )?TRYAGAIN|Too many Cluster redirections\. Last error: (ReplyError: )?(TRYAGAIN|ASK|MOVED)/;
 
 /** One group of requests (all-or-nothing) waiting for its batch; a single decision is a group of one. */
@@ -304,6 +306,7 @@ export class RedisStore implements Store {
       values = lean === undefined ? await this.evaluate(script, keys, args) : await this.functions.call(lean, keys, args, () => this.evaluate(script, keys, args));
     } catch (error) {
       if (this.isCluster && SLOT_MOVING.test(String(error)) && this.tryAgain(timeKey, batch, tryAgains)) return;
+      if (ARGUMENT_REFUSED.test(String(error))) return this.refuseArguments(timeKey, batch, error);
       const failure = this.describeFailure(error);
       for (const pending of batch) pending.reject(failure);
       return;
@@ -342,6 +345,21 @@ export class RedisStore implements Store {
     if (tryAgains >= 40) return false;
     setTimeout(() => void this.send(timeKey, batch, tryAgains + 1), 25);
     return true;
+  }
+
+  /**
+   * The script refused an argument: the caller's error (a policy past the engine's ranges that
+   * got by compilePolicy), never the store's health, so it is an {@link InvalidPolicyError}, which
+   * the guard does not count as an outage. The script refused the whole batch before reading a
+   * key; each caller's group is sent again on its own, so only the one at fault is refused.
+   */
+  private refuseArguments(timeKey: string, batch: Pending[], error: unknown): void {
+    if (batch.length > 1) {
+      for (const pending of batch) void this.send(timeKey, [pending]);
+      return;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    batch[0]!.reject(new InvalidPolicyError('policy', `Redis refused the decision's arguments (${message}); compile policies with compilePolicy, which holds them to the ranges the script accepts`));
   }
 
   /** EVALSHA, loading the script again if Redis lost it (restart, SCRIPT FLUSH, failover). */
