@@ -15,6 +15,7 @@ import { resolveGatewayOptions } from '../../src/gateway/options.js';
 import { pino } from 'pino';
 import { startGateway } from '../../src/gateway/server.js';
 import { TestClock, send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
+import { PROCESS_START_MS } from '../support/service.js';
 
 const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const INVALID = new URL('fixtures/invalid/', import.meta.url).pathname;
@@ -157,7 +158,7 @@ it('tollgate gateway stops on SIGTERM with exit code 0', async () => {
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + PROCESS_START_MS;
   while (!out.includes('gateway listening')) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the gateway did not start: ${out}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
