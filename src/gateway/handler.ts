@@ -91,7 +91,7 @@ function shapingDelay(result: CheckResult): number {
 }
 
 function blockedReport(result: CheckResult): LimitReport {
-  const wait = Math.max(1, ...result.statuses.map((status) => status.durationUntilReset));
+  const wait = Math.max(1, ...result.statuses.map((status) => status.retryAfter ?? status.durationUntilReset));
   return { name: 'blocked', limit: 0, windowMs: wait, remaining: 0, resetAt: result.now + wait, allowed: false, retryAfter: wait, partitionKey: 'blocked' };
 }
 

@@ -30,7 +30,9 @@ export function decisionHeaders(decision: Decision, windowMs: number, key = ''):
  * One report per limit that applied to a check. Unlimited and unmatched descriptors have no limit;
  * a shadow-mode or quota-mode limit that was exceeded did not deny, so it is left out rather than
  * shown at 0.
- * A denied limit's wait is its `durationUntilReset`, which is never earlier than the real retry.
+ * A denied limit's wait is its `retryAfter`, when the same request would pass (a token bucket's
+ * next token), not its `durationUntilReset`, when the limit is whole again: Retry-After is the
+ * former rounded up to whole seconds on every path (middleware, `/v1/check`, `/json`, gRPC, gateway).
  */
 export function checkReports(result: CheckResult): LimitReport[] {
   const { now } = result;
@@ -46,7 +48,7 @@ export function checkReports(result: CheckResult): LimitReport[] {
       remaining: status.limitRemaining,
       resetAt: now + status.durationUntilReset,
       allowed: !denied,
-      retryAfter: denied ? Math.max(1, status.durationUntilReset) : 0,
+      retryAfter: denied ? Math.max(1, status.retryAfter ?? status.durationUntilReset) : 0,
       partitionKey: status.key ?? status.rule ?? '',
     });
   });
@@ -59,7 +61,7 @@ export function checkHeaders(result: CheckResult): Record<string, string> {
   if (reports.length === 0) {
     // Denied without a limit (a blocked key): only when to come back.
     if (result.overallCode !== 'OVER_LIMIT') return {};
-    const wait = String(Math.max(1, Math.ceil(Math.max(...result.statuses.map((status) => status.durationUntilReset)) / 1000)));
+    const wait = String(Math.max(1, Math.ceil(Math.max(...result.statuses.map((status) => status.retryAfter ?? status.durationUntilReset)) / 1000)));
     return { 'retry-after': wait, 'x-ratelimit-retry-after': wait };
   }
   return Object.fromEntries(rateLimitHeaders(reports, 'both', result.now));

@@ -9,7 +9,8 @@
  * so N nodes admitting r units/s each can pass the limit by about (N − 1) × r × (syncIntervalMs +
  * one store round trip) per window (docs/scaling.md derives and measures it). A key the node has
  * no fresh view of — new to it, or not synced for 3 intervals (a store that stopped answering) —
- * is decided by the store, exactly and through the failure modes, while a sync fetches its view.
+ * is decided by the store, exactly and through the failure modes, while a sync fetches its view
+ * (the units it admitted and has not sent go to the store first, in the same store call).
  *
  * Window counters only (fixed-window, sliding-window): a count is a sum of increments, so the
  * nodes' pushes add up whatever order they arrive in. A push that failed is sent again with the
@@ -136,6 +137,19 @@ export class LocalFirstBook {
     // One sync out per view: a slow store slows the syncs down instead of piling them up.
     if (at - view.sentAt >= syncMs && view.out === 0) this.send(view, view.explicit ? at : undefined);
     return decision;
+  }
+
+  /**
+   * Right before the store is asked to decide a request for a key without a fresh view: pushes the
+   * units this node admitted and has not sent (a view gone stale while it held some), at once, so
+   * the store counts them before it decides (a store call's requests are applied in order). Left
+   * out, one node alone would pass its own limit by those units.
+   */
+  pushUnsent(key: string, policy: CompiledPolicy): void {
+    const view = this.views.get(viewId(key, policy));
+    // Whatever compiled it (the view of a policy object since replaced, a reload), the view counts in this key's state.
+    if (view === undefined || view.pending === 0) return;
+    this.send(view, view.explicit ? view.pendingAt : undefined, NOTHING);
   }
 
   /**
@@ -316,6 +330,9 @@ export class LocalFirstBook {
   }
 }
 
+/** A `done` that waits for nothing: {@link LocalFirstBook.send} with it goes at once, not at the end of the tick. */
+const NOTHING = (): void => undefined;
+
 function viewId(key: string, policy: CompiledPolicy): string {
   return `${policy.stateIndex}\u0000${key}`;
 }
@@ -352,6 +369,7 @@ export class LocalFirstLayer extends BookLayer<LocalFirstBook, LocalFirstStats> 
     const book = this.book;
     const local = book.decide(key, policy, cost, now, syncMs);
     if (local !== undefined) return local;
+    book.pushUnsent(key, policy);
     const decided = this.below.one(key, policy, cost, now, mode, options);
     const synced = book.adopt(key, policy, now, syncMs);
     // Answered once the sync sent with it is (the same store call): the next request finds the view.
@@ -366,3 +384,4 @@ export class LocalFirstLayer extends BookLayer<LocalFirstBook, LocalFirstStats> 
     await this.below.close();
   }
 }
+

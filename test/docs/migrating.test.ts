@@ -16,7 +16,7 @@ import { loadRules } from '../../src/index.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { rateLimitClient } from '../support/grpc-client.js';
 import { useRedisServer } from '../support/redis-topologies.js';
-import { serviceForSuite } from '../support/service.js';
+import { PROCESS_START_MS, serviceForSuite } from '../support/service.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 const guide = readFileSync(join(root, 'docs/migrating.md'), 'utf8');
@@ -80,7 +80,7 @@ async function runExample(name: string): Promise<Example> {
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${stderr}`)), 10_000);
+    const timer = setTimeout(() => reject(new Error(`${name} did not listen within ${PROCESS_START_MS} ms: ${stderr}`)), PROCESS_START_MS);
     child.once('exit', (code) => reject(new Error(`${name} exited with ${code}: ${stderr}`)));
     createInterface({ input: child.stdout }).on('line', (line) => {
       const match = /^listening on (\d+)$/.exec(line);

@@ -15,6 +15,7 @@ import { resolveGatewayOptions } from '../../src/gateway/options.js';
 import { pino } from 'pino';
 import { startGateway } from '../../src/gateway/server.js';
 import { TestClock, send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
+import { PROCESS_START_MS } from '../support/service.js';
 
 const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const INVALID = new URL('fixtures/invalid/', import.meta.url).pathname;
@@ -68,6 +69,14 @@ const FIXTURES: Readonly<Record<string, readonly string[]>> = {
   ],
   'shape-without-max-delay.yaml': ['shape-without-max-delay.yaml:3:5: routes[0].shaping: missing shaping: on_limit: shape holds requests up to a longest wait: give shaping: { max_delay: 2s }'],
   'bad-timeout.yaml': ['bad-timeout.yaml:5:14: routes[0].timeout: timeout "15 seconds" is not a duration: write a whole number and one unit of ms, s, m, h, d or w (e.g. "1m")'],
+  // A duration is written with its unit: a bare number is refused, wherever a duration goes.
+  'timeout-without-unit.yaml': ['timeout-without-unit.yaml:5:14: routes[0].timeout: timeout 15 has no unit: write it with one, "15s" for seconds or "15ms" for milliseconds'],
+  'defaults-without-unit.yaml': [
+    'defaults-without-unit.yaml:2:10: timeout: timeout 30 has no unit: write it with one, "30s" for seconds or "30ms" for milliseconds',
+    'defaults-without-unit.yaml:3:18: connect_timeout: connect_timeout 2000 has no unit: write it with one, "2000s" for seconds or "2000ms" for milliseconds',
+  ],
+  'max-delay-without-unit.yaml': ['max-delay-without-unit.yaml:6:27: routes[0].shaping.max_delay: max_delay 150 has no unit: write it with one, "150s" for seconds or "150ms" for milliseconds'],
+  'defer-duration-without-unit.yaml': ['defer-duration-without-unit.yaml:6:26: routes[0].defer.result_ttl: result_ttl 3600 has no unit: write it with one, "3600s" for seconds or "3600ms" for milliseconds'],
   'hits-addend-negative.yaml': ['hits-addend-negative.yaml:7:32: routes[0].rate_limits[0].hits_addend.number: number must be a whole number from 0 to 1000000, got -1'],
   'too-many-actions.yaml': ["too-many-actions.yaml:7:18: routes[0].rate_limits[0].actions: a rate limit has at most 32 actions (one descriptor's entries), got 33"],
   'yaml-syntax.yaml': ['yaml-syntax.yaml:5:1: YAML error: sequence item without - indicator'],
@@ -157,7 +166,7 @@ it('tollgate gateway stops on SIGTERM with exit code 0', async () => {
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + PROCESS_START_MS;
   while (!out.includes('gateway listening')) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the gateway did not start: ${out}`);
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -89,13 +89,33 @@ export function peerFingerprint(port: number, tls: { ca?: Buffer; cert?: Buffer;
 
 const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 
-/** Runs the built `tollgate` with `args`; resolves with its exit code and stderr. */
+/** How long one `tollgate` run may take: a start on a busy machine loads the whole CLI in seconds. */
+const CLI_TIMEOUT_MS = 60_000;
+/** Runs at once by {@link cliExits}: each is a Node start, CPU-bound; more than the cores only queue. */
+const CLI_CONCURRENCY = 2;
+
+/** Runs the built `tollgate` with `args`; resolves with its exit code and stderr (which says so if it was killed for taking too long). */
 export function cliExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { timeout: 15_000 }, (error, _stdout, stderr) => {
-      resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? null), stderr });
+    execFile(process.execPath, [CLI, ...args], { timeout: CLI_TIMEOUT_MS }, (error, _stdout, stderr) => {
+      const killed = error !== null && (error as { killed?: boolean }).killed === true;
+      resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? null), stderr: killed ? `${stderr}\n(killed after ${CLI_TIMEOUT_MS} ms)` : stderr });
     });
   });
+}
+
+/** {@link cliExit} for each of `runs`, {@link CLI_CONCURRENCY} at a time; the results in the order of `runs`. */
+export async function cliExits(runs: readonly string[][]): Promise<{ code: number | null; stderr: string }[]> {
+  const results: { code: number | null; stderr: string }[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < runs.length) {
+      const index = next++;
+      results[index] = await cliExit(runs[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: CLI_CONCURRENCY }, worker));
+  return results;
 }
 
 /**

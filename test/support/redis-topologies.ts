@@ -23,7 +23,7 @@ export function useRedisTopologies(): RedisTopologies {
   const stores: RedisStore[] = [];
   beforeAll(async () => {
     [single, cluster] = await Promise.all([startRedis(), startCluster(3)]);
-  }, 60_000);
+  }, 180_000);
   afterAll(async () => {
     await Promise.all(stores.map((store) => store.close()));
     await Promise.all([single?.stop(), cluster?.stop()]);
@@ -72,7 +72,7 @@ export function useRedisServer(): SingleRedis {
   const stores: RedisStore[] = [];
   beforeAll(async () => {
     server = await startRedis();
-  }, 20_000);
+  }, 100_000);
   afterAll(async () => {
     await Promise.all(stores.map((store) => store.close()));
     await server?.stop();
@@ -89,6 +89,7 @@ export function useRedisServer(): SingleRedis {
       return server!.pid;
     },
     cli: (...args) => server!.cli(...args),
+    logTail: () => server!.logTail(),
     restart: () => server!.restart(),
     stop: () => server!.stop(),
   };
@@ -117,7 +118,7 @@ export function useRedisCluster(masters = 3, options: ClusterOptions = {}): Redi
   let cluster: RedisCluster | undefined;
   beforeAll(async () => {
     cluster = await startCluster(masters, options);
-  }, 60_000);
+  }, 180_000);
   afterAll(async () => {
     await cluster?.stop();
   });

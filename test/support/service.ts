@@ -24,6 +24,12 @@ export interface ServiceProcess {
 }
 
 /**
+ * How long a `tollgate` process may take to listen: generous, as a start on a 2-core machine busy
+ * with other work (and the suite's own files) takes seconds; under the suite's 30 s test timeout.
+ */
+export const PROCESS_START_MS = 25_000;
+
+/**
  * Starts `tollgate serve --port 0 --grpc-port 0 --admin-port 0 ...args`. Without a drain delay in
  * `args` or `env`, `--drain-delay 0` is added so SIGTERM stops at once (the default 5 s would slow
  * every suite); without an admin port, a free one is taken (the default 6070 would be shared).
@@ -45,9 +51,10 @@ export async function startServiceProcess(args: string[], env: Record<string, st
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + PROCESS_START_MS;
   while (!logs.some((line) => String(line.msg).startsWith('HTTP listening'))) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`tollgate serve did not start: ${stderr}`);
+    if (child.exitCode !== null) throw new Error(`tollgate serve exited (${child.exitCode}) before listening: ${stderr}`);
+    if (Date.now() > deadline) throw new Error(`tollgate serve did not listen within ${PROCESS_START_MS} ms: ${stderr}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   // gRPC starts right after HTTP; give it a moment to log.
@@ -81,7 +88,7 @@ export function serviceForSuite(args: string[], env: Record<string, string> = {}
   let service: ServiceProcess | undefined;
   beforeAll(async () => {
     service = await startServiceProcess(args, env);
-  }, 20_000);
+  }, PROCESS_START_MS + 5_000);
   afterAll(async () => {
     expect(await service?.stop()).toBe(0);
   });

@@ -141,7 +141,7 @@ function readRoute(reader: DocumentReader, map: YAMLMap, path: string, upstreams
   if (rateLimits.length > 0 && domain === undefined) reportMissing(reader, map, path, 'domain', 'name the rules domain its descriptors are checked in, e.g. domain: rl (or a top-level domain)');
   const timeoutMs = readDuration(reader, fields.get('timeout')) ?? defaults.timeoutMs;
   const shaping = readShaping(reader, fields.get('shaping'));
-  const onLimit = readOnLimit(reader, fields.get('on_limit'), shaping, map, path);
+  const onLimit = readOnLimit(reader, fields.get('on_limit'), shaping, fields.has('shaping'), map, path);
   const deferEntry = fields.get('defer');
   if (deferEntry !== undefined && onLimit !== 'defer' && onLimit !== undefined) reader.report(deferEntry.key, deferEntry.path, 'defer settings only apply with on_limit: defer; add it, or remove defer');
   const defer = onLimit === 'defer' ? readDeferBlock(reader, deferEntry, path, domain) : undefined;
@@ -159,8 +159,8 @@ function readUpstreamName(reader: DocumentReader, entry: Entry | undefined, upst
   return undefined;
 }
 
-/** `on_limit` (default reject; shape when `shaping` is given). */
-function readOnLimit(reader: DocumentReader, entry: Entry | undefined, maxDelayMs: number | undefined, map: YAMLMap, path: string): OnLimit | undefined {
+/** `on_limit` (default reject; shape when `shaping` is given). A `shaping` given but refused was reported already: it is not also missing. */
+function readOnLimit(reader: DocumentReader, entry: Entry | undefined, maxDelayMs: number | undefined, shapingGiven: boolean, map: YAMLMap, path: string): OnLimit | undefined {
   const chosen = readChoice(reader, entry, ON_LIMIT);
   if (entry !== undefined && chosen === undefined) return undefined;
   if (chosen === 'defer' && maxDelayMs !== undefined) {
@@ -169,7 +169,7 @@ function readOnLimit(reader: DocumentReader, entry: Entry | undefined, maxDelayM
   }
   const onLimit = chosen ?? (maxDelayMs !== undefined ? 'shape' : 'reject');
   if (onLimit === 'shape' && maxDelayMs === undefined) {
-    reportMissing(reader, map, path, 'shaping', 'on_limit: shape holds requests up to a longest wait: give shaping: { max_delay: 2s }');
+    if (!shapingGiven) reportMissing(reader, map, path, 'shaping', 'on_limit: shape holds requests up to a longest wait: give shaping: { max_delay: 2s }');
     return undefined;
   }
   if (onLimit === 'reject' && maxDelayMs !== undefined) {

@@ -3,11 +3,19 @@ import { isScalar } from 'yaml';
 import { parseDuration } from '../../duration.js';
 import type { DocumentReader, Entry } from '../../rules/parse/fields.js';
 
-/** A duration (`15s`, `250ms`, or a number of ms), in ms; reported at the entry when it is not one. */
+/**
+ * A duration written with its unit (`15s`, `250ms`), in ms; reported at the entry when it is not
+ * one. A bare number is refused, not read as ms: `timeout: 15` meant 15 s to whoever wrote it, and
+ * read as 15 ms it made every request a 504.
+ */
 export function readDuration(reader: DocumentReader, entry: Entry | undefined): number | undefined {
   if (entry?.value === undefined) return undefined;
   const raw = isScalar(entry.value) ? entry.value.value : undefined;
-  const ms = parseDuration(typeof raw === 'number' || typeof raw === 'string' ? raw : undefined);
+  if (typeof raw === 'number') {
+    reader.report(entry.value, entry.path, `${entry.name} ${raw} has no unit: write it with one, "${raw}s" for seconds or "${raw}ms" for milliseconds`);
+    return undefined;
+  }
+  const ms = parseDuration(typeof raw === 'string' ? raw : undefined);
   if (typeof ms === 'number') return ms;
   reader.report(entry.value, entry.path, `${entry.name} ${ms}`);
   return undefined;

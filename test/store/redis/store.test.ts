@@ -46,7 +46,7 @@ describe('the decision script', () => {
   });
 
   it('survives SCRIPT FLUSH without a failed decision', async () => {
-    const limiter = createLimiter({ store: await open({ url: redis.single.url }) });
+    const limiter = createLimiter({ store: await open({ url: redis.single.url }), deadlineMs: 10_000 });
     const key = unique('flush');
     expect((await limiter.limit(key, PER_MINUTE, { now: NOW })).remaining).toBe(2);
     redis.single.cli('SCRIPT', 'FLUSH');
@@ -58,7 +58,7 @@ describe('the decision script', () => {
     const server = await startRedis();
     try {
       const store = await open({ url: server.url });
-      const limiter = createLimiter({ store });
+      const limiter = createLimiter({ store, deadlineMs: 10_000 });
       expect((await limiter.limit('k', PER_MINUTE, { now: NOW })).allowed).toBe(true);
       await server.restart();
       await expect.poll(() => store.ready().then(() => true, () => false), { timeout: 10_000 }).toBe(true);
@@ -116,7 +116,7 @@ describe('batching', () => {
 describe('keys', () => {
   it('are readable, prefixed, escaped, and expire with their state', async () => {
     const store = await open({ url: redis.single.url, keyPrefix: 'app:' });
-    const limiter = createLimiter({ store });
+    const limiter = createLimiter({ store, deadlineMs: 10_000 });
     await limiter.limit('user:{42}%', PER_MINUTE);
     const key = store.redisKey('user:{42}%', compilePolicy(PER_MINUTE));
     expect(key).toBe('app:{user:%7B42%7D%25}f1m');
@@ -138,7 +138,7 @@ describe('keys', () => {
   });
 
   it('with braces in the identity still land in the identity\'s own slot on a Cluster', async () => {
-    const limiter = createLimiter({ store: await open({ cluster: redis.cluster.nodes }) });
+    const limiter = createLimiter({ store: await open({ cluster: redis.cluster.nodes }), deadlineMs: 10_000 });
     for (const identity of ['x{y', 'x}y', '{tag}rest', 'plain']) {
       const d1 = await limiter.limit(identity, PER_MINUTE, { now: NOW });
       const d2 = await limiter.limit(identity, PER_MINUTE, { now: NOW });
@@ -150,7 +150,7 @@ describe('keys', () => {
 describe('foreign and corrupt keys', () => {
   it('a key of another type is a typed error and is left alone; other decisions of the batch go on', async () => {
     const store = await open({ url: redis.single.url });
-    const limiter = createLimiter({ store });
+    const limiter = createLimiter({ store, deadlineMs: 10_000 });
     const key = store.redisKey('foreign', compilePolicy(PER_MINUTE));
     redis.single.cli('HSET', key, 'owner', 'another-app');
     const [foreign, normal] = await Promise.allSettled([limiter.limit('foreign', PER_MINUTE), limiter.limit(unique('normal'), PER_MINUTE)]);
@@ -165,7 +165,7 @@ describe('foreign and corrupt keys', () => {
 
   it('unreadable state is a typed error and is not overwritten', async () => {
     const store = await open({ url: redis.single.url });
-    const limiter = createLimiter({ store });
+    const limiter = createLimiter({ store, deadlineMs: 10_000 });
     for (const algorithm of ['token-bucket', 'sliding-window', 'sliding-log'] as const) {
       const policy: Policy = { algorithm, limit: 5, window: 1000 };
       const key = store.redisKey('corrupt', compilePolicy(policy));
@@ -252,7 +252,7 @@ describe.each([
   ['Redis Cluster', () => ({ cluster: redis.cluster.nodes })],
 ])('multi-limit checks on %s', (_name, options) => {
   it('are all-or-nothing: when one limit denies, no other counter moves', async () => {
-    const limiter = createLimiter({ store: await open(options()) });
+    const limiter = createLimiter({ store: await open(options()), deadlineMs: 10_000 });
     const perIp: Policy = { algorithm: 'token-bucket', limit: 10, window: '1m' };
     const perUser: Policy = { algorithm: 'sliding-log', limit: 2, window: '1m' };
     const ip = unique('ip');
@@ -279,7 +279,7 @@ describe('an explicit now on Redis means what it means in memory, however much r
 
   it('fixed window 3/s at a fixed now: denied, and still denied 1.2 s of real time later', async () => {
     const store = await redis.open({ url: redis.single.url });
-    const limiter = createLimiter({ store });
+    const limiter = createLimiter({ store, deadlineMs: 10_000 });
     const policy = { algorithm: 'fixed-window', limit: 3, window: '1s' } as const;
     const now = Date.UTC(2026, 0, 1, 12, 0, 0, 100);
     const answers = [];
@@ -291,7 +291,7 @@ describe('an explicit now on Redis means what it means in memory, however much r
 
   it('a 1 ms window admits exactly its limit in that millisecond, however slowly the calls come', async () => {
     const store = await redis.open({ url: redis.single.url });
-    const limiter = createLimiter({ store });
+    const limiter = createLimiter({ store, deadlineMs: 10_000 });
     const memory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
     const policy = { algorithm: 'fixed-window', limit: 1, window: 1 } as const;
     const now = Date.UTC(2026, 0, 1, 12, 0, 0, 0);
@@ -310,7 +310,7 @@ describe('an explicit now on Redis means what it means in memory, however much r
 describe('look on Redis', () => {
   it.each(['single', 'cluster'] as const)('%s: a peek of cost 0 reports the quota as it stands, as in memory', async (topology) => {
     const store = await redis.open(topology === 'single' ? { url: redis.single.url } : { cluster: redis.cluster.nodes });
-    const limiter = createLimiter({ store });
+    const limiter = createLimiter({ store, deadlineMs: 10_000 });
     const memory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
     const now = Date.UTC(2026, 0, 1, 12, 0, 0, 0);
     for (const algorithm of ['token-bucket', 'leaky-bucket', 'fixed-window', 'sliding-log', 'sliding-window', 'gcra'] as const) {

@@ -87,7 +87,8 @@ const PAIRS: readonly (readonly [Policy, Policy])[] = [
 ];
 
 async function play(store: Store, key: string, pair: readonly [Policy, Policy] | readonly [CompiledPolicy, CompiledPolicy], steps: readonly { gap: number; cost: number; wide: boolean }[]): Promise<Decision[]> {
-  const limiter = createLimiter({ store });
+  // A generous deadline: under load the default 50 ms falls back to a local decision, which would not compare.
+  const limiter = createLimiter({ store, deadlineMs: 10_000 });
   const decisions: Decision[] = [];
   let now = EPOCH;
   for (const step of steps) {
