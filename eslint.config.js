@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
 const BROWSER_SCRIPTS = ['src/service/observe/assets/**/*.js'];
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/'] },
+  { ignores: ['dist/', 'dist-cjs/', 'node_modules/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -3,7 +3,7 @@
  * runs under plain `node`. (`npm test` builds dist/ first.)
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,8 +13,12 @@ const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url),
   name: string;
   version: string;
   bin: Record<string, string>;
-  exports: Record<string, string | { types: string; import: string }>;
+  exports: Record<string, string | Record<'import' | 'require', { types: string; default: string }>>;
 };
+
+/** Every file an entry point names, for both formats: its types and its module. */
+const exportedFiles = (): string[] =>
+  Object.values(pkg.exports).flatMap((target) => (typeof target === 'string' ? [target] : Object.values(target).flatMap((format) => [format.types, format.default])));
 
 /**
  * The values each entry point exports, sorted: the public API. A change here is a change for every
@@ -36,6 +40,7 @@ const RUNTIME_EXPORTS: Record<string, string[]> = {
   './hono': ['rateLimiter'],
   './express-rate-limit': ['TollgateStore'],
   './client': ['CLIENT_DEFAULTS', 'createClient', 'parseRetryAfter', 'rateLimitedFetch', 'readRateLimit'],
+  './deferred': ['IDEMPOTENCY_HEADER', 'createDeferredQueue', 'startDrainWorker', 'upstreamDeliverer'],
   './simulate': [
     'InvalidLogError', 'LOG_FORMATS', 'checkMapping', 'detectFormat', 'jsonFieldMap', 'loadDomainConfigs', 'mappingFromFlags', 'parseMapping',
     'readAccessLog', 'readMappingFile', 'renderHtml', 'renderText', 'simulate',
@@ -115,7 +120,7 @@ describe('the packed tarball (what `npm pack` and `npm publish` ship)', () => {
   /** An app with the tarball installed as node_modules/tollgate. */
   const app = join(work, 'app');
   beforeAll(() => {
-    // `npm pack` runs `prepare`, which leaves the dist/ `npm test` built alone.
+    // `npm pack` runs `prepack`, which leaves the dist/ `npm test` built alone.
     const output = execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, encoding: 'utf8', timeout: 60_000 });
     const [packed] = JSON.parse(output) as { filename: string; files: { path: string }[] }[];
     files = packed!.files.map((file) => file.path);
@@ -129,7 +134,7 @@ describe('the packed tarball (what `npm pack` and `npm publish` ship)', () => {
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   it('holds the bin, every export with its types, the docs, LICENSE and README', () => {
-    const exported = Object.values(pkg.exports).flatMap((target) => (typeof target === 'string' ? [target] : [target.types, target.import]));
+    const exported = exportedFiles();
     const docs = readdirSync(join(root, 'docs')).map((name) => `docs/${name}`);
     for (const path of [pkg.bin.tollgate!, ...exported, ...docs, 'LICENSE', 'README.md', 'package.json']) {
       expect(files, path).toContain(path.replace(/^\.\//, ''));
@@ -137,9 +142,20 @@ describe('the packed tarball (what `npm pack` and `npm publish` ship)', () => {
     expect(files.filter((path) => path.endsWith('.d.ts')).length).toBeGreaterThan(50);
   });
 
-  it('leaves out the sources, tests, benchmarks, deploy files and scripts', () => {
-    expect(files.filter((path) => /^(src|test|tests|bench|deploy|scripts|examples|node_modules)\//.test(path))).toEqual([]);
+  it('leaves out the sources, tests, benchmarks, deploy files and scripts, and ships nothing that points at them', () => {
+    expect(files.filter((path) => /^(src|test|tests|bench|deploy|scripts|node_modules)\//.test(path))).toEqual([]);
     expect(files.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'))).toEqual([]);
+    // Source maps would point at src/, which is not shipped.
+    expect(files.filter((path) => path.endsWith('.map'))).toEqual([]);
+    // No script runs when the tarball is installed (prepack builds dist/ before packing and for git installs).
+    const shipped = JSON.parse(readFileSync(join(unpacked, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+    expect(Object.keys(shipped.scripts ?? {}).filter((name) => ['preinstall', 'install', 'postinstall', 'prepare'].includes(name))).toEqual([]);
+    // Every examples/ file the shipped docs cite is shipped.
+    const cited = new Set(files.filter((path) => path.startsWith('docs/')).flatMap((path) => readFileSync(join(unpacked, path), 'utf8').match(/examples\/[\w./-]+\.\w+/g) ?? []));
+    // (Only our own: docs/rules.md also names a file of envoy's repository, examples/ratelimit/.)
+    const ours = [...cited].filter((path) => existsSync(join(root, path.split('/').slice(0, 2).join('/'))));
+    expect(ours.length).toBeGreaterThan(5);
+    expect(ours.filter((path) => !files.includes(path))).toEqual([]);
   });
 
   it('declares its license, repository and npm provenance; the LICENSE is MIT', () => {
@@ -181,6 +197,46 @@ describe('the packed tarball (what `npm pack` and `npm publish` ship)', () => {
     const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8', timeout: 20_000 });
     expect(JSON.parse(output)).toEqual(RUNTIME_EXPORTS);
   });
+
+  it('an app with the tarball installed requires every entry point (CommonJS): the same pinned values, and it decides', () => {
+    const entries = Object.keys(pkg.exports).filter((path) => path !== './package.json');
+    const script = `
+      const names = {};
+      for (const entry of ${JSON.stringify(entries)}) names[entry] = Object.keys(require('${pkg.name}' + entry.slice(1))).filter((name) => name !== '__esModule').sort();
+      const { createLimiter, memoryStore, InvalidOptionError } = require('tollgate');
+      const { RulesHolder, compileRules, parseRules } = require('tollgate/rules');
+      const limiter = createLimiter({ store: memoryStore() });
+      const policy = { algorithm: 'gcra', limit: 1, window: '1m' };
+      Promise.all([limiter.limit('k', policy, { now: 0 }), limiter.limit('k', policy, { now: 0 })]).then(async ([a, b]) => {
+        const holder = new RulesHolder(compileRules(parseRules('domain: api\\ndescriptors:\\n  - key: user\\n    rate_limit: { unit: minute, requests_per_unit: 1 }\\n', 'api.yaml')));
+        const ruled = createLimiter({ store: memoryStore(), rules: holder });
+        const check = await ruled.check({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'u' }] }] });
+        const refused = await limiter.limit('k', policy, { cost: 0 }).catch((error) => error instanceof InvalidOptionError || error.name);
+        console.log(JSON.stringify({ names, answers: [a.allowed, b.allowed, b.retryAfter, check.overallCode], refused: typeof refused, from: require.resolve('tollgate').includes('/package/dist-cjs/') }));
+        await limiter.close();
+        await ruled.close();
+      });`;
+    const output = execFileSync(process.execPath, ['--input-type=commonjs', '-e', script], { cwd: app, encoding: 'utf8', timeout: 20_000 });
+    const result = JSON.parse(output) as { names: Record<string, string[]>; answers: unknown[]; from: boolean };
+    expect(result.names).toEqual(RUNTIME_EXPORTS);
+    expect(result.answers).toEqual([true, false, 60_000, 'OK']);
+    expect(result.from).toBe(true);
+  });
+
+  it('types resolve for both formats: a CommonJS and an ES module file of an app type-check against the tarball', () => {
+    writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'node16', moduleResolution: 'node16', strict: true, noEmit: true, skipLibCheck: true, types: [] }, files: ['app.cts', 'app.mts'] }));
+    const body = (load: string) => `${load}
+const limiter = createLimiter({ store: memoryStore() });
+const pending: Promise<{ allowed: boolean }> = limiter.limit('k', { algorithm: 'gcra', limit: 1, window: '1m' });
+const policy: Policy = { algorithm: 'fixed-window', limit: 5, window: '1s' };
+export { pending, policy, rateLimit, readRateLimit };
+`;
+    writeFileSync(join(app, 'app.cts'), body(`import { createLimiter, memoryStore, type Policy } from 'tollgate';\nimport { rateLimit } from 'tollgate/http';\nimport { readRateLimit } from 'tollgate/client';`));
+    writeFileSync(join(app, 'app.mts'), body(`import { createLimiter, memoryStore, type Policy } from 'tollgate';\nimport { rateLimit } from 'tollgate/http';\nimport { readRateLimit } from 'tollgate/client';`));
+    const tsc = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', app], { cwd: app, encoding: 'utf8', timeout: 120_000 });
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(tsc.status).toBe(0);
+  }, 150_000);
 
   it('tollgate/rules and tollgate share one copy of each class: a RulesHolder from tollgate/rules drives createLimiter', () => {
     const script = `

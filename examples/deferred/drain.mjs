@@ -4,8 +4,7 @@
 import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 import { createLimiter } from 'tollgate';
-// Not a package subpath: the gateway's `on_limit: defer` routes are how most users meet the queue.
-import { createDeferredQueue, startDrainWorker, upstreamDeliverer } from '../../dist/gateway/defer/index.js';
+import { createDeferredQueue, startDrainWorker, upstreamDeliverer } from 'tollgate/deferred';
 
 // The service behind the gateway: it sees each order once per attempt, with the same Idempotency-Key.
 const upstream = createServer((req, res) => {

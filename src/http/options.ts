@@ -3,7 +3,7 @@
  * created. Every refusal is an {@link InvalidOptionError} that says what to write instead.
  */
 import { InvalidOptionError, describeValue } from '../errors.js';
-import { checkFailureMode as checkMode, checkLease, checkSyncInterval, MAX_LIMITS_PER_CHECK, type BreakerOptions, type FailureMode, type OverLimitCacheOptions } from '../limiter/index.js';
+import { checkFailureMode as checkMode, checkLeasable, checkLease, checkSyncInterval, MAX_LIMITS_PER_CHECK, type BreakerOptions, type FailureMode, type OverLimitCacheOptions } from '../limiter/index.js';
 import { countsInWindows, describeState } from '../algorithms/window-add.js';
 import { compilePolicy, shapedLeakyBucket, type CompiledPolicy, type Policy } from '../policy.js';
 import type { RateLimitDescriptor } from '../rules/check.js';
@@ -255,11 +255,14 @@ export function prepareLimit<Req>(spec: Partial<LimitSpec<Req>>, where: string):
 function limitCallOptions(spec: Pick<Partial<LimitSpec<never>>, 'failureMode' | 'lease' | 'syncIntervalMs'>, policy: CompiledPolicy, where: string): LimitCallOptions | undefined {
   const options: { failureMode?: FailureMode; lease?: number; syncIntervalMs?: number } = {};
   if (spec.failureMode !== undefined) options.failureMode = checkFailureMode(spec.failureMode, `${where}.failureMode`);
-  if (spec.lease !== undefined) options.lease = checkLease(spec.lease, `${where}.lease`);
+  if (spec.lease !== undefined) {
+    options.lease = checkLease(spec.lease, `${where}.lease`);
+    checkLeasable(policy, `${where}.lease`);
+  }
   if (spec.syncIntervalMs !== undefined) {
     options.syncIntervalMs = checkSyncInterval(spec.syncIntervalMs, `${where}.syncIntervalMs`);
     if (options.lease !== undefined) throw new InvalidOptionError(`${where}: give lease or syncIntervalMs (local-first), not both`);
-    if (!countsInWindows(policy)) throw new InvalidOptionError(`${where}.syncIntervalMs (local-first) needs a fixed-window or sliding-window policy of precision 1; for ${describeState(policy)} use lease`);
+    if (!countsInWindows(policy)) throw new InvalidOptionError(`${where}.syncIntervalMs (local-first) needs a fixed-window or sliding-window policy of precision 1; for ${describeState(policy)} ${policy.algorithm === 'sliding-window' ? 'use lease instead' : 'decide exactly (no lease either: a lease keeps fixed-window and sliding-window caps only)'}`);
   }
   return Object.keys(options).length === 0 ? undefined : options;
 }

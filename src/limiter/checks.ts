@@ -7,7 +7,7 @@ import { checkDeadline, checkFailureMode, type LimiterFailureMode } from './fail
 import { InvalidCostError, InvalidKeyError, InvalidOptionError, InvalidTimeError, describeValue } from '../errors.js';
 import { MAX_KEY_BYTES, wellFormedKey } from '../keys.js';
 import { checkOptions, checkWholeNumber } from '../options.js';
-import type { CompiledPolicy, Policy } from '../policy.js';
+import type { AlgorithmName, CompiledPolicy, Policy } from '../policy.js';
 
 /** Per-call options. */
 export interface LimitOptions {
@@ -22,7 +22,8 @@ export interface LimitOptions {
   /**
    * Token lease (2 to 1,000,000): take this many units from the store in one call and admit the
    * next requests for this key from them in-process (limiter/leases.ts: never over the limit, some
-   * under-admission). `limit` only; ignored for `countRejected` and `leaky-bucket` policies.
+   * under-admission). `limit` only; fixed-window and sliding-window policies only (a lease on
+   * another algorithm, or on a `countRejected` policy, is an InvalidOptionError).
    */
   readonly lease?: number;
   /**
@@ -109,6 +110,26 @@ export const MAX_SYNC_INTERVAL_MS = 60_000;
 
 export function checkSyncInterval(interval: unknown, where: string): number {
   return checkWholeNumber(interval, { name: `${where} (local-first)`, min: MIN_SYNC_INTERVAL_MS, max: MAX_SYNC_INTERVAL_MS, unit: 'ms', meaning: 'how often a node syncs its counts with the store' });
+}
+
+/** The algorithms whose caps a lease keeps (see the module's comment). */
+export const LEASABLE_ALGORITHMS: readonly AlgorithmName[] = ['fixed-window', 'sliding-window'];
+
+/**
+ * Why a lease cannot keep `policy`'s caps, in words that name the alternative; undefined when it
+ * can. One text for every entry point (the limiter, the middleware, the rules).
+ */
+function leaseRefusal(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected'>): string | undefined {
+  if (policy.countRejected) return 'a lease cannot keep a countRejected policy, which counts every attempt, refused ones too: drop lease or countRejected';
+  if (LEASABLE_ALGORITHMS.includes(policy.algorithm)) return undefined;
+  const why = policy.algorithm === 'leaky-bucket' ? 'its answer is a place in a queue, which a batch of permits cannot hand out' : policy.algorithm === 'sliding-log' ? 'its rolling window moves on while leased permits wait, so they would be spent beside requests admitted later, past the limit' : 'the bucket refills while leased permits wait, so they would be spent beside the new tokens, past the burst';
+  return `a lease keeps the caps of fixed-window and sliding-window only, not ${policy.algorithm}: ${why}; use a fixed-window or sliding-window policy with the lease, or decide ${policy.algorithm} without one (the over-limit cache still spares the store its denials)`;
+}
+
+/** Throws the refusal of {@link leaseRefusal} for a lease asked on `policy`. */
+export function checkLeasable(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected'>, where: string): void {
+  const refusal = leaseRefusal(policy);
+  if (refusal !== undefined) throw new InvalidOptionError(`${where}: ${refusal}`);
 }
 
 export function checkLease(lease: unknown, where: string): number {

@@ -15,7 +15,7 @@ import { PolicyCache, type CompiledPolicy, type Policy } from '../policy.js';
 import { MemoryStore } from '../store/memory.js';
 import type { MaybePromise, Store } from '../store/types.js';
 import { activeTracer } from '../tracing.js';
-import { checkCallOptions, checkCost, checkKey, checkLocalModes, checkNow, type DecideMode, type LimitAllOptions, type LimitOptions, type LimitRequest } from './checks.js';
+import { checkCallOptions, checkCost, checkKey, checkLeasable, checkLocalModes, checkNow, type DecideMode, type LimitAllOptions, type LimitOptions, type LimitRequest } from './checks.js';
 import { checkFailureMode } from './failure-modes.js';
 import { GuardLayer } from './guard-layer.js';
 import { PassThroughLayer, unspent, type DecisionLayer, type GroupRequest, type LayerName } from './layer.js';
@@ -247,6 +247,7 @@ export class CoreLimiter implements LimiterCore {
       checkCallOptions(options);
       if (options.cost !== undefined) cost = checkCost(options.cost);
     }
+    if (options?.lease !== undefined) checkLeasable(compiled, 'lease');
     const now = this.callTime(options);
     if (compiled.limit === 0) return limitZero(compiled, now ?? currentTime());
     return this.top.one(key, compiled, mode === 'look' || mode === 'probe' ? 0 : cost, now, mode, options);
@@ -297,6 +298,7 @@ export class CoreLimiter implements LimiterCore {
     checkLocalModes(request, 'limitAll: ');
     const key = checkKey(request.key);
     const policy = this.policies.get(request.policy);
+    if (request.lease !== undefined) checkLeasable(policy, 'limitAll: lease');
     const cost = request.cost === undefined ? 1 : checkCost(request.cost);
     return { key, policy, cost: mode === 'look' || mode === 'probe' ? 0 : cost, failureMode: request.failureMode };
   }

@@ -4,7 +4,7 @@
  */
 export { CoreLimiter, createLimiterCore, MAX_LIMITS_PER_CHECK, MAX_KEY_BYTES, type LimiterCore } from './core.js';
 export { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './settings.js';
-export { checkLease, checkSyncInterval, MAX_SYNC_INTERVAL_MS, MIN_SYNC_INTERVAL_MS, type DecideMode, type LimitAllOptions, type LimitOptions, type LimitRequest } from './checks.js';
+export { checkLeasable, checkLease, checkSyncInterval, LEASABLE_ALGORITHMS, MAX_SYNC_INTERVAL_MS, MIN_SYNC_INTERVAL_MS, type DecideMode, type LimitAllOptions, type LimitOptions, type LimitRequest } from './checks.js';
 export {
   checkFailureMode,
   degradedReasonOf,

@@ -2,16 +2,21 @@
  * Token leases: instead of one store call per request, a node takes a batch of permits (`lease`
  * units) from the shared counter in one call and admits its next requests from them locally.
  *
- * Never over the limit: every admitted request spends a permit the store already counted, and a
- * permit is only spent while the count it came from still holds — until the window it was taken
- * in ends (a fixed window), or one window after it was taken (sliding windows, buckets). Unspent
- * permits are not returned: they lapse then. The price is under-admission: while a node holds
+ * Never over the algorithm's own cap, for the two algorithms whose count belongs to a window that
+ * ends: a permit is spent only while the window (fixed-window) or the bucket of the rolling window
+ * (sliding-window: its current fixed window, or one of its `precision` buckets) it was counted in
+ * lasts, and it lapses then. Within that span the count the permit came from stands — a fixed
+ * window's count only grows, and a sliding window's estimate only falls as its previous window's
+ * weight decays — so every request admitted from a permit is one the store admitted at its
+ * instant. Unspent permits are not returned. The price is under-admission: while a node holds
  * permits the others cannot use them, at most nodes × (lease − 1) units per window. A node takes
  * one lease at a time per key: calls that find a lease on its way wait for it and spend from it,
  * so no permit taken is lost and a node never holds more than one lease's worth.
  *
- * Off for policies that must see every attempt (`countRejected`) and for `leaky-bucket` (its
- * answer is a place in a queue, which a batch cannot hand out).
+ * Refused (InvalidOptionError) elsewhere: a bucket (token-bucket, GCRA) refills while a permit
+ * waits, and a sliding log's window moves on, so permits spent later would join requests the store
+ * admitted meanwhile, past the burst (10 per second with a lease of 10: 18 at one instant); a leaky
+ * bucket's answer is a place in a queue; `countRejected` must see every attempt.
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
@@ -37,9 +42,16 @@ interface Lease {
 /** Most leases held; the oldest go first (their permits lapse). */
 const MAX_LEASES = 100_000;
 
-/** Whether `policy` can be leased (see the module's comment). */
-export function leasable(policy: CompiledPolicy): boolean {
-  return !policy.countRejected && policy.algorithm !== 'leaky-bucket';
+/** When permits taken at `now` lapse: the end of the window, or of the rolling window's bucket, they were counted in. */
+export function leaseLapse(policy: CompiledPolicy, decision: Decision): number {
+  if (policy.algorithm === 'fixed-window') return decision.resetAt;
+  // Sliding window: its buckets are W / precision wide, aligned on the epoch; the bucket holding
+  // `now` ends at the first whole ms of the next, ⌈(⌊now × p / W⌋ + 1) × W / p⌉.
+  const now = BigInt(decision.now);
+  const windowMs = BigInt(policy.windowMs);
+  const precision = BigInt(policy.precision);
+  const next = ((now * precision) / windowMs + 1n) * windowMs;
+  return Number((next + precision - 1n) / precision);
 }
 
 export class LeaseBook {
@@ -84,7 +96,7 @@ export class LeaseBook {
     const permits = taken - cost;
     if (permits <= 0) return decision;
     if (this.leases.size >= MAX_LEASES) this.leases.delete(this.leases.keys().next().value!);
-    const until = policy.algorithm === 'fixed-window' ? decision.resetAt : decision.now + policy.windowMs;
+    const until = leaseLapse(policy, decision);
     this.taken += 1;
     this.leases.set(id, {
       policy,
@@ -186,7 +198,8 @@ export class LeaseLayer extends BookLayer<LeaseBook, ReturnType<LeaseBook['stats
 
   override one(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode, options: LimitOptions | undefined): MaybePromise<Decision> {
     const lease = options?.lease;
-    if (lease === undefined || mode !== 'limit' || !leasable(policy)) return this.below.one(key, policy, cost, now, mode, options);
+    // Leases on other algorithms were refused by the core (checks.ts checkLeasable).
+    if (lease === undefined || mode !== 'limit') return this.below.one(key, policy, cost, now, mode, options);
     const book = this.book;
     const spent = book.spend(key, policy, cost, now);
     if (spent !== undefined) return spent;

@@ -363,7 +363,7 @@ export class LocalFirstLayer extends BookLayer<LocalFirstBook, LocalFirstStats> 
     const syncMs = options?.syncIntervalMs;
     if (syncMs === undefined || mode !== 'limit') return this.below.one(key, policy, cost, now, mode, options);
     if (!countsInWindows(policy)) {
-      throw new InvalidOptionError(`syncIntervalMs (local-first) needs a fixed-window or sliding-window policy of precision 1, whose counts add up across nodes; for ${describeState(policy)} use a lease instead`);
+      throw new InvalidOptionError(`syncIntervalMs (local-first) needs a fixed-window or sliding-window policy of precision 1, whose counts add up across nodes; for ${describeState(policy)} ${policy.algorithm === 'sliding-window' ? 'use a lease instead' : 'decide exactly (a lease keeps fixed-window and sliding-window caps only)'}`);
     }
     if (!this.store.syncs) throw new InvalidOptionError(`syncIntervalMs (local-first) needs a store that can sync window counts; the ${this.store.name} store cannot`);
     const book = this.book;

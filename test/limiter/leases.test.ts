@@ -41,7 +41,7 @@ describe('token leases', () => {
     expect(calls).toBeLessThanOrEqual(10 + 2 * 20);
   });
 
-  it.each(['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra'] as const)(
+  it.each(['fixed-window', 'sliding-window'] as const)(
     '%s: three nodes on a bursty trace never admit more than the exact mode, and at most 3 × (lease − 1) fewer',
     async (algorithm) => {
       const nodes = [await node(), await node(), await node()];
@@ -143,17 +143,47 @@ describe('token leases', () => {
     expect(calls).toBeLessThan(60);
   });
 
-  it('is off for countRejected and leaky-bucket policies (the same answers as without a lease); refuses a bad lease', async () => {
+  it('refuses a lease where it cannot keep the algorithm\'s caps (token-bucket, GCRA, sliding-log, leaky-bucket, countRejected), on every entry point, naming the alternative', async () => {
     const limiter = await node();
-    for (const policy of [{ algorithm: 'fixed-window', limit: 3, window: '1h', countRejected: true }, { algorithm: 'leaky-bucket', limit: 3, window: '1h' }] as Policy[]) {
-      const a = unique('a');
-      const b = unique('b');
-      for (let i = 0; i < 6; i++) {
-        const now = 1_700_000_000_000 + i;
-        expect(await limiter.limit(a, policy, { lease: 4, now })).toEqual(await limiter.limit(b, policy, { now }));
-      }
+    const refused: Policy[] = [
+      { algorithm: 'token-bucket', limit: 10, window: '1s' },
+      { algorithm: 'gcra', limit: 10, window: '1s' },
+      { algorithm: 'sliding-log', limit: 10, window: '1s' },
+      { algorithm: 'leaky-bucket', limit: 10, window: '1s' },
+      { algorithm: 'fixed-window', limit: 10, window: '1s', countRejected: true },
+    ];
+    for (const policy of refused) {
+      const key = unique('refused');
+      await expect(limiter.limit(key, policy, { lease: 10, now: T0 })).rejects.toThrow(InvalidOptionError);
+      await expect(limiter.limitAll([{ key, policy, lease: 10 }], { now: T0 })).rejects.toThrow(/a lease (keeps the caps of fixed-window and sliding-window only|cannot keep a countRejected policy)/);
+      // Nothing was counted by the refused calls.
+      expect(await limiter.look(key, policy, { now: T0 })).toMatchObject({ remaining: 10 });
     }
-    await expect(limiter.limit('k', { algorithm: 'gcra', limit: 3, window: '1h' }, { lease: 1 })).rejects.toThrow(InvalidOptionError);
-    await expect(limiter.limit('k', { algorithm: 'gcra', limit: 3, window: '1h' }, { lease: 2.5 })).rejects.toThrow(/lease must be a whole number of units from 2/);
+    await expect(limiter.limit('k', refused[0]!, { lease: 10 })).rejects.toThrow(/use a fixed-window or sliding-window policy with the lease/);
+    expect(() => compileRules(parseRules('domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: second, requests_per_unit: 10, algorithm: token-bucket, lease_size: 5 }\n', 'rules.yaml'))).toThrow(/rules\.yaml:4:\d+.*lease_size keeps the caps of algorithm fixed-window and sliding-window only, not token-bucket/s);
+    await expect(limiter.limit('k', { algorithm: 'fixed-window', limit: 3, window: '1h' }, { lease: 1 })).rejects.toThrow(InvalidOptionError);
+    await expect(limiter.limit('k', { algorithm: 'fixed-window', limit: 3, window: '1h' }, { lease: 2.5 })).rejects.toThrow(/lease must be a whole number of units from 2/);
+  });
+
+  it('leased permits lapse with the window they were counted in: 10 a second, lease 10, a call at 990 then bursts at 1010 and 1980 admit in [1000, 2000) what the exact mode admits (19 when permits outlived their window)', async () => {
+    for (const algorithm of ['fixed-window', 'sliding-window'] as const) {
+      const limiter = await node();
+      const policy: Policy = { algorithm, limit: 10, window: '1s' };
+      const admittedIn = async (key: string, lease: number | undefined): Promise<number> => {
+        const at = (now: number) => limiter.limit(key, policy, { now: T0 + now, ...(lease === undefined ? {} : { lease }) });
+        await at(990);
+        let admitted = 0;
+        for (const now of [1010, 1980]) for (let i = 0; i < 15; i++) if ((await at(now)).allowed) admitted += 1;
+        return admitted;
+      };
+      // T0 is a whole second: 1000 starts a window.
+      expect(T0 % 1000).toBe(0);
+      const exact = await admittedIn(unique('exact'), undefined);
+      const leased = await admittedIn(unique('leased'), 10);
+      console.log(`[leases] ${algorithm}, 10/s, lease 10, calls at 990, 1010, 1980: admitted in [1000, 2000) ${leased} leased vs ${exact} exact`);
+      expect(exact).toBe(10);
+      expect(leased).toBeLessThanOrEqual(exact);
+      expect(leased).toBeGreaterThanOrEqual(exact - (10 - 1));
+    }
   });
 });

@@ -7,12 +7,12 @@
  * limits are compiled.
  */
 import type { YAMLMap } from 'yaml';
-import { ALGORITHMS, POLICY_RANGES, countsExactly, policyCapacity, precisionWindowProblem, wideBound } from '../../policy.js';
+import { ALGORITHMS, POLICY_RANGES, type AlgorithmName, countsExactly, policyCapacity, precisionWindowProblem, wideBound } from '../../policy.js';
 import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMissing } from './fields.js';
 import type { DocumentReader, Entry, FieldSet } from './fields.js';
 import { offsetOf } from './yaml.js';
 import { RULE_UNIT_NAMES, ruleWindowMs, type RuleUnit } from '../../units.js';
-import { FAILURE_MODES, MAX_DEADLINE_MS, MAX_SYNC_INTERVAL_MS, MIN_SYNC_INTERVAL_MS } from '../../limiter/index.js';
+import { FAILURE_MODES, LEASABLE_ALGORITHMS, MAX_DEADLINE_MS, MAX_SYNC_INTERVAL_MS, MIN_SYNC_INTERVAL_MS } from '../../limiter/index.js';
 import type { RateLimitConfig } from '../types.js';
 
 /** envoy's protocol carries `requests_per_unit` (the policy's limit) as a uint32. */
@@ -114,7 +114,7 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     algorithm: shape.algorithm ?? 'fixed-window',
     softPercent: shape.softPercent ?? 0,
   };
-  return fitsWindow(reader, fields, complete) && fitsExactArithmetic(reader, fields, complete) && fitsPrecision(reader, fields, complete) && fitsLocalFirst(reader, fields, complete) ? complete : undefined;
+  return fitsWindow(reader, fields, complete) && fitsExactArithmetic(reader, fields, complete) && fitsPrecision(reader, fields, complete) && fitsLocalFirst(reader, fields, complete) && fitsLease(reader, fields, complete) ? complete : undefined;
 }
 
 /** The window, `unit` × `unit_multiplier`, within the engine's range (policy.ts POLICY_RANGES.window). */
@@ -153,7 +153,7 @@ function fitsLocalFirst(reader: DocumentReader, fields: Fields, shape: Shape): b
     return false;
   }
   if (shape.algorithm !== 'fixed-window' && shape.algorithm !== 'sliding-window') {
-    reader.report(entry.key, entry.path, `sync_interval_ms (local-first) needs algorithm fixed-window or sliding-window, whose counts add up across nodes; ${shape.algorithm} cannot (use lease_size instead)`);
+    reader.report(entry.key, entry.path, `sync_interval_ms (local-first) needs algorithm fixed-window or sliding-window, whose counts add up across nodes; ${shape.algorithm} cannot (and lease_size keeps fixed-window and sliding-window caps only): remove sync_interval_ms or change the algorithm`);
     return false;
   }
   if ((shape.precision ?? 1) > 1) {
@@ -161,6 +161,14 @@ function fitsLocalFirst(reader: DocumentReader, fields: Fields, shape: Shape): b
     return false;
   }
   return true;
+}
+
+/** A lease keeps the caps of fixed-window and sliding-window only (limiter/checks.ts leaseRefusal). */
+function fitsLease(reader: DocumentReader, fields: Fields, shape: Shape & { algorithm: AlgorithmName }): boolean {
+  const entry = fields.get('lease_size');
+  if (entry === undefined || shape.leaseSize === undefined || LEASABLE_ALGORITHMS.includes(shape.algorithm)) return true;
+  reader.report(entry.key, entry.path, `lease_size keeps the caps of algorithm fixed-window and sliding-window only, not ${shape.algorithm}: leased permits would be spent while it refills or slides, past its limit; remove lease_size or set algorithm: fixed-window or sliding-window`);
+  return false;
 }
 
 const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
