@@ -66,7 +66,8 @@ export function resolveGatewayOptions(flags: Readonly<Record<string, string | un
     serviceFlags[flag] = flags[flag];
     serviceEnv[SERVE_FLAGS[flag]!] = env[SERVE_FLAGS[flag]!];
   }
-  const service = resolveServiceOptions(serviceFlags, serviceEnv);
+  const rulesHint = { missing: `no rules given (no rules: in ${configPath}, no --rules, no TOLLGATE_CONFIG)`, fix: `add rules: FILE|DIR to ${configPath} or give --rules FILE|DIR (docs/gateway.md)` };
+  const service = { ...resolveServiceOptions(serviceFlags, serviceEnv), rulesHint };
   const deferring = config.routes.find((route) => route.onLimit === 'defer');
   if (deferring !== undefined && !hasRedis(service)) throw new InvalidOptionError(`${deferring.where}: ${deferNeedsRedis()}`);
   const proxyPort = port('port', config.listen?.port ?? DEFAULT_PORT);

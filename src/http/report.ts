@@ -19,6 +19,11 @@ export interface LimitReport {
   readonly limit: number;
   /** The policy's window in ms (`w` in `RateLimit-Policy`). */
   readonly windowMs: number;
+  /**
+   * The policy's rate, requests per window, when it is not {@link limit} (a bucket whose `burst`
+   * is its quota): the 429's words say both.
+   */
+  readonly rate?: number;
   readonly remaining: number;
   /** When the quota is whole again (never before the decision). */
   readonly resetAt: number;
@@ -164,6 +169,7 @@ export function limitedBody(reports: readonly LimitReport[], message: string | u
     last.remaining === binding.remaining &&
     last.retryAfter === retryAfter &&
     last.windowMs === binding.windowMs &&
+    last.rate === binding.rate &&
     last.name === binding.name &&
     last.message === message
   ) {
@@ -189,14 +195,14 @@ export function limitedBody(reports: readonly LimitReport[], message: string | u
         text: JSON.stringify({ error: 'rate_limited', message: text, limit: binding.limit, remaining: binding.remaining, retryAfter }),
       };
   if (reports.length === 1) {
-    lastBody = { problem, limit: binding.limit, remaining: binding.remaining, retryAfter, windowMs: binding.windowMs, name: binding.name, message, body };
+    lastBody = { problem, limit: binding.limit, remaining: binding.remaining, retryAfter, windowMs: binding.windowMs, rate: binding.rate, name: binding.name, message, body };
   }
   return body;
 }
 
 /** The last single-report body and what it was made from. */
 let lastBody:
-  | { problem: boolean; limit: number; remaining: number; retryAfter: number; windowMs: number; name: string; message: string | undefined; body: LimitedBody }
+  | { problem: boolean; limit: number; remaining: number; retryAfter: number; windowMs: number; rate: number | undefined; name: string; message: string | undefined; body: LimitedBody }
   | undefined;
 
 /**
@@ -222,7 +228,9 @@ export function prefersProblem(accept: string): boolean {
 }
 
 function defaultMessage(binding: LimitReport, retryAfter: number): string {
-  return `Too many requests: the limit is ${binding.limit} per ${describeWindow(binding.windowMs)}. Retry in ${retryAfter} s.`;
+  const per = describeWindow(binding.windowMs);
+  const limit = binding.rate === undefined || binding.rate === binding.limit ? `${binding.limit} per ${per}` : `${binding.rate} per ${per}, in bursts of up to ${binding.limit}`;
+  return `Too many requests: the limit is ${limit}. Retry in ${retryAfter} s.`;
 }
 
 

@@ -16,6 +16,8 @@ export { DEFAULT_ADMIN_PORT, type TlsFiles } from './http/listener-options.js';
 export interface ServiceOptions {
   /** Rules file or directory (`--config`, `TOLLGATE_CONFIG`). */
   readonly config?: string;
+  /** How the user gives rules, for the warning when none are loaded (the gateway's differs from serve's). */
+  readonly rulesHint?: { readonly missing: string; readonly fix: string };
   /**
    * Most keys the memory store holds (`--max-keys`, `TOLLGATE_MAX_KEYS`); when full, the least
    * recently used key is evicted (docs/operations.md, "Memory store bound"). Default 1,000,000.

@@ -123,7 +123,8 @@ async function startRulesSync(store: MemoryStore | RedisStore, link: StoreLink |
 function warnIfNoRules(options: ServiceOptions, holder: RulesHolder, store: MemoryStore | RedisStore, logger: Logger): void {
   if (options.config !== undefined || holder.current.domainNames().length > 0) return;
   const until = store.name === 'redis' ? ' until rules are pushed (PUT /v1/rules)' : '';
-  logger.warn(`no --config (or TOLLGATE_CONFIG) given: no rules are loaded, so nothing is limited and every check answers OK${until}; give --config FILE|DIR (docs/rules.md)`);
+  const hint = options.rulesHint ?? { missing: 'no --config (or TOLLGATE_CONFIG) given', fix: 'give --config FILE|DIR (docs/rules.md)' };
+  logger.warn(`${hint.missing}: no rules are loaded, so nothing is limited and every check answers OK${until}; ${hint.fix}`);
 }
 
 /** What buildContext needs beyond what it makes (the limiter, the events, the block list). */

@@ -14,6 +14,7 @@ import { loadGatewayConfig } from '../../src/gateway/config/read.js';
 import { resolveGatewayOptions } from '../../src/gateway/options.js';
 import { pino } from 'pino';
 import { startGateway } from '../../src/gateway/server.js';
+import { capturedLogger } from '../support/logs.js';
 import { TestClock, send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
 import { PROCESS_START_MS } from '../support/service.js';
 
@@ -112,6 +113,22 @@ describe('tollgate gateway --config: invalid configurations', () => {
     expect(several.status).toBe(2);
     expect(unknown).toMatchObject({ status: 2, stderr: expect.stringContaining("Unknown option '--no-such-flag'") });
     expect(help).toMatchObject({ status: 0, stdout: expect.stringContaining('gateway       A reverse proxy that rate limits') });
+  });
+});
+
+describe('a gateway without rules', () => {
+  it('says how to give them in the gateway\'s own terms (rules: in its file, --rules), not serve\'s --config', async () => {
+    const upstream = await startUpstream();
+    const { logger, logs } = capturedLogger('warn');
+    const running = await startTestGateway(`listen: 0\nupstreams: { app: "${upstream.url}" }\ndomain: live\nroutes:\n  - match: { prefix: / }\n    upstream: app\n`, undefined, { logger });
+    try {
+      const warning = logs.map((line) => String(line.msg)).find((msg) => msg.includes('no rules are loaded'));
+      expect(warning).toMatch(/^no rules given \(no rules: in .*gateway\.yaml, no --rules, no TOLLGATE_CONFIG\): .*; add rules: FILE\|DIR to .*gateway\.yaml or give --rules FILE\|DIR/);
+      expect(warning).not.toMatch(/--config/);
+    } finally {
+      await running.close();
+      await upstream.close();
+    }
   });
 });
 

@@ -45,6 +45,15 @@ describe.each(FRAMEWORKS)('%s middleware', (framework) => {
     expect(body).toEqual({ error: 'rate_limited', message: expect.stringContaining('2 per second'), limit: 2, remaining: 0, retryAfter: 1 });
   });
 
+  it('says the rate and the burst apart when they differ: 2 per second, in bursts of up to 3', async () => {
+    const url = await start([{ policy: { algorithm: 'token-bucket', limit: 2, burst: 3, window: '1s' } }]);
+    const responses = [];
+    for (let i = 0; i < 4; i++) responses.push(await fetch(`${url}/hello`));
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    const { message } = (await responses[3]!.json()) as { message: string };
+    expect(message).toMatch(/^Too many requests: the limit is 2 per second, in bursts of up to 3\. Retry in 1 s\.$/);
+  });
+
   it('answers application/problem+json with the quota-exceeded problem type when asked', async () => {
     const url = await start([{ name: 'burst', policy: hourly(1) }]);
     await fetch(`${url}/hello`);

@@ -30,6 +30,8 @@ export interface StoreLinkOptions {
 export class StoreLink {
   private lastError: Error | undefined;
   private wasReachable = false;
+  /** Whether the start's outcome was told: later changes are logged from then on. */
+  private announced = false;
   private scriptLoad: Promise<void> = Promise.resolve();
   private probeTimer: NodeJS.Timeout | undefined;
   private readonly connectedListeners: (() => void)[] = [];
@@ -62,6 +64,7 @@ export class StoreLink {
   async start(timeoutMs: number): Promise<boolean> {
     if (!this.reachable) await this.firstOutcome(timeoutMs);
     if (this.reachable) {
+      this.announced = true;
       await this.scriptLoad;
       return true;
     }
@@ -69,6 +72,7 @@ export class StoreLink {
       { store: 'redis', address: this.store.address, err: this.lastError },
       'store unreachable at start; serving by the failure modes until it answers',
     );
+    this.announced = true;
     this.startProbing();
     return false;
   }
@@ -123,6 +127,9 @@ export class StoreLink {
   private changed(reachable: boolean): void {
     if (reachable === this.wasReachable) return;
     this.wasReachable = reachable;
+    // Each change is one line: an operator who read "unreachable" also reads when it came back.
+    if (reachable && this.announced) this.options.logger.info({ store: 'redis', address: this.store.address }, 'store reachable again; deciding on the shared store');
+    if (!reachable && this.announced) this.options.logger.warn({ store: 'redis', address: this.store.address }, 'store connection lost; serving by the failure modes until it answers');
     this.options.onChange();
   }
 

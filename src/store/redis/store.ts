@@ -59,6 +59,11 @@ interface Pending {
   readonly reject: (error: unknown) => void;
 }
 
+/** Connection errors that mean nothing listens there (or no such host): no use waiting the whole connect timeout. */
+const REFUSALS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
+/** How long refusals go on before `ready()` gives up. */
+const REFUSED_GRACE_MS = 1_000;
+
 /** Creates a Redis (or Redis Cluster) store. Call `await store.ready()` before the first decision. */
 export function redisStore(options: RedisStoreOptions): RedisStore {
   return new RedisStore(options);
@@ -122,7 +127,8 @@ export class RedisStore implements Store {
 
   /**
    * Resolves once connected; rejects with {@link StoreUnavailableError} naming the address if that
-   * takes longer than `connectTimeoutMs`.
+   * takes longer than `connectTimeoutMs`, or once every attempt for a second has been refused
+   * (nothing listens there: ECONNREFUSED, or no such host).
    */
   async ready(): Promise<void> {
     if (this.client.status !== 'ready') {
@@ -139,21 +145,42 @@ export class RedisStore implements Store {
 
   private connected(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.client.off('ready', onReady);
+      const give = (waited: number): void => {
+        settle();
         const cause = this.lastConnectionError;
         reject(
           new StoreUnavailableError(
-            `Redis at ${this.address} is not reachable after ${this.connectTimeoutMs} ms${cause ? ` (${cause.message})` : ''}; check that it is running and the address is right`,
+            `Redis at ${this.address} is not reachable after ${waited} ms${cause ? ` (${cause.message})` : ''}; check that it is running and the address is right`,
             { cause },
           ),
         );
-      }, this.connectTimeoutMs);
+      };
+      const started = performance.now();
+      const timer = setTimeout(() => give(this.connectTimeoutMs), this.connectTimeoutMs);
+      // Nothing listening (or no such host) is an answer, not a slow network: give up once it has
+      // been the answer for REFUSED_GRACE_MS (a server starting beside us gets that long), rather
+      // than waiting out the whole connect timeout.
+      let refusedSince: number | undefined;
+      const onError = (error: Error & { code?: string }): void => {
+        if (!REFUSALS.has(error.code ?? '')) {
+          refusedSince = undefined;
+          return;
+        }
+        const now = performance.now();
+        refusedSince ??= now;
+        if (now - refusedSince >= REFUSED_GRACE_MS) give(Math.round(now - started));
+      };
       const onReady = (): void => {
-        clearTimeout(timer);
+        settle();
         resolve();
       };
+      const settle = (): void => {
+        clearTimeout(timer);
+        this.client.off('ready', onReady);
+        this.client.off('error', onError);
+      };
       this.client.once('ready', onReady);
+      this.client.on('error', onError);
     });
   }
 

@@ -159,6 +159,8 @@ describe('start with Redis down', () => {
     watch.cancel();
     grpc.close();
     expect(JSON.parse((await send(service.httpPort, 'GET', '/readyz')).body)).toMatchObject({ status: 'ready', storeReachable: true });
+    // Its return is logged as its absence was: one info line.
+    expect(service.logs.filter((line) => line.msg === 'store reachable again; deciding on the shared store')).toEqual([expect.objectContaining({ level: 30, address: `redis://127.0.0.1:${redisPort}` })]);
 
     // The rule from --config (3 a minute), now counted in Redis.
     const codes: number[] = [];

@@ -189,6 +189,19 @@ describe('an unreachable Redis', () => {
     expect(Date.now() - started).toBeLessThan(100);
   });
 
+  it('ready() gives up once connections have been refused for a second, not after the whole 5 s connect timeout, and says so', async () => {
+    const port = await freePort();
+    const store = redisStore({ url: `redis://127.0.0.1:${port}` });
+    stores.push(store);
+    const started = performance.now();
+    const failure = await store.ready().then(() => undefined, (error: unknown) => error as Error);
+    const waited = performance.now() - started;
+    expect(failure?.message).toMatch(new RegExp(`Redis at redis://127.0.0.1:${port} is not reachable after \\d+ ms \\(connect ECONNREFUSED`));
+    // At least the grace a server starting beside us gets, and well before the 5 s timeout.
+    expect(waited).toBeGreaterThanOrEqual(1_000);
+    expect(waited).toBeLessThan(4_000);
+  });
+
   it('decisions made before the first connection is up wait for it (no ready() call needed)', async () => {
     const store = redisStore({ url: redis.single.url });
     stores.push(store);
