@@ -29,10 +29,11 @@ export interface DrainWorkerOptions {
   /** Asked before every attempt: the limiter's answer for the entry's route ("at the rate the rule allows"). */
   readonly admit: (entry: DeferredEntry) => Admission | Promise<Admission>;
   /**
-   * Sends the entry upstream with `Idempotency-Key: idempotencyKey` (the same on every attempt) and
+   * Sends the entry upstream with its ticket (the same on every attempt; `upstreamDeliverer` sends it
+   * as `Tollgate-Ticket`, and as `Idempotency-Key` when the client sent none) and
    * answers the response; throws on a network error. Must give up when `signal` aborts (a stop past its grace).
    */
-  readonly deliver: (entry: DeferredEntry, idempotencyKey: string, signal: AbortSignal) => Promise<DeliveryResponse>;
+  readonly deliver: (entry: DeferredEntry, ticket: string, signal: AbortSignal) => Promise<DeliveryResponse>;
   /** Attempts before a ticket is marked failed, counted across workers and restarts. Default 5. */
   readonly maxAttempts?: number;
   /** First wait after a failed attempt, in ms; doubles each time. Default 500. */
