@@ -15,6 +15,11 @@ export interface DrainWorkerHooks {
   failed(queueName: string, ticket: string, attempts: number, error: string): void;
   /** An error the worker rode out (Redis unreachable, `admit` threw); it waits and tries again. */
   error(error: unknown): void;
+  /**
+   * Another worker took over the entry `id` this one held (this one was silent past `minIdleMs`: a
+   * stalled process, a cut link): this one starts no attempt of it any more, the other delivers it.
+   */
+  lost(queueName: string, id: string): void;
 }
 
 /** Options of {@link startDrainWorker}. */
@@ -78,7 +83,7 @@ const OPTION_NAMES = [
   'queue', 'queueName', 'consumer', 'group', 'admit', 'deliver', 'maxAttempts', 'backoffBaseMs', 'backoffMaxMs',
   'minIdleMs', 'reclaimIntervalMs', 'blockMs', 'stopGraceMs', 'sleep', 'random', 'hooks',
 ];
-const HOOK_NAMES = ['delivered', 'retried', 'failed', 'error'];
+const HOOK_NAMES = ['delivered', 'retried', 'failed', 'error', 'lost'];
 const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
 const HOUR = 3_600_000;
 
