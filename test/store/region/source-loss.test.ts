@@ -103,6 +103,7 @@ describe('the replicator of a region whose Redis lost its data', () => {
     await eventually(async () => replicator.stats().peers[0]!.behind === 0, 'us to have acknowledged every change');
     expect(replicator.stats().peers[0]).toMatchObject({ pending: 0, behind: 0, lastError: undefined });
     console.log(`[multi-region] source lost its data (${loss.name}): reset seen (${loss.reason}), the ${after.length + 1} changes made since reached the peer`);
+    await replicator.close();
   }, 20_000);
 
   it('tollgate replicate says so in a line', async () => {
@@ -113,5 +114,6 @@ describe('the replicator of a region whose Redis lost its data', () => {
     regions.eu.cli('FLUSHALL');
     await eventually(async () => lines.length > 0, 'a line about the loss');
     expect(lines).toEqual([expect.stringMatching(/^tollgate replicate: the Redis of region eu lost its data \(restarted without persistence, or flushed\); sending its changes again from the cursors it holds \(epoch [0-9a-f-]{36} -> [0-9a-f-]{36}\)$/)]);
+    await replicator.close();
   });
 });
