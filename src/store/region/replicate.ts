@@ -229,7 +229,7 @@ class RegionReplicator implements Replicator {
   /**
    * Reads the source's epoch (writing a new one if it has none: its data is new) and the peers'
    * cursors in it, in one transaction, and sends from there; batches in flight are dropped. A
-   * cursor is never past the source's sequence (a replica's cursors can be ahead of nothing else).
+   * cursor is held to the source's sequence: one past it would skip the changes made next.
    */
   private async sync(reason: SourceReset['reason'] | undefined): Promise<void> {
     const replies = await this.source.client.multi().set(this.keys.epoch, randomUUID(), 'NX').get(this.keys.epoch).get(this.keys.sequence).hgetall(this.keys.cursors).exec();
