@@ -15,7 +15,7 @@ export type { Store, StoreRequest, MaybePromise, WindowCounts } from './store/ty
 export { redisStore } from './store/redis/index.js';
 export type { RedisStore, RedisStoreOptions } from './store/redis/index.js';
 export { regionStore, startReplicator } from './store/region/index.js';
-export type { RegionStore, RegionStoreOptions, RegionConnection, PeerRegion, PeerStats, Replicator, ReplicatorOptions, ReplicatorStats } from './store/region/index.js';
+export type { RegionStore, RegionStoreOptions, RegionConnection, PeerRegion, PeerStats, Replicator, ReplicatorOptions, ReplicatorStats, SourceReset } from './store/region/index.js';
 
 // Policies and decisions. compilePolicy validates a policy once, at startup (docs/errors.md).
 export { compilePolicy } from './policy.js';

@@ -61,7 +61,8 @@ export function replicateOptions(flags: ReplicateFlags): ReplicatorOptions {
 
 /**
  * Starts the replicator the flags describe (checked by {@link startReplicator} too: region names,
- * a peer naming this region). Failures of a peer are written to `report`, once per new message.
+ * a peer naming this region). Failures of a peer are written to `report`, once per new message, and
+ * so is each loss of data seen at the region's own Redis.
  */
 export function startReplicateCommand(flags: ReplicateFlags, report: (line: string) => void): Replicator {
   const lastErrors = new Map<string, string>();
@@ -72,6 +73,10 @@ export function startReplicateCommand(flags: ReplicateFlags, report: (line: stri
       if (lastErrors.get(peer) === error.message) return;
       lastErrors.set(peer, error.message);
       report(`tollgate replicate: sending to ${peer} failed (retrying every interval): ${error.message}`);
+    },
+    onSourceReset: (reset) => {
+      const what = reset.reason === 'epoch' ? 'lost its data (restarted without persistence, or flushed)' : 'holds fewer changes than were sent (a replica that lagged took over)';
+      report(`tollgate replicate: the Redis of region ${options.region} ${what}; sending its changes again from the cursors it holds (epoch ${reset.previousEpoch ?? 'none'} -> ${reset.epoch})`);
     },
   });
 }

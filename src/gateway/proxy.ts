@@ -11,11 +11,15 @@ import { isIP } from 'node:net';
 import { Pool, buildConnector, errors, type Dispatcher } from 'undici';
 import type { HeaderList } from '../http/report.js';
 import type { UpstreamConfig } from './config/types.js';
+import { TICKET_HEADER } from './defer/upstream-call.js';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1, and the ones proxies have always dropped): never forwarded. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'trailers', 'transfer-encoding', 'upgrade']);
-/** Request headers the gateway writes itself (or undici refuses: `expect`). */
-const REWRITTEN = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'expect']);
+/**
+ * Request headers the gateway writes itself (or undici refuses: `expect`). `Tollgate-Ticket` marks a
+ * deferred request's replay: a client's own never reaches the upstream.
+ */
+const REWRITTEN = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'expect', TICKET_HEADER]);
 
 /** What forwarding needs of the route. */
 export interface ForwardOptions {

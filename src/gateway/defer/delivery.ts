@@ -20,9 +20,14 @@ export interface DeliveryContext {
   readonly stopping: AbortSignal;
   /** Aborted when stop()'s grace runs out: the delivery in flight is abandoned (the entry stays pending). */
   readonly abandoning: AbortSignal;
-  /** Waits `ms`; false when stopping cut it short. */
+  /** Aborted when another worker took this entry over: this one starts no attempt of it any more. */
+  readonly lost: AbortSignal;
+  /** Waits `ms`; false when stopping or the loss of the entry cut it short. */
   wait(ms: number): Promise<boolean>;
 }
+
+/** What the begin script answers when the entry is pending on another consumer. */
+const BEGIN_LOST = -2;
 
 type AttemptOutcome = { readonly kind: 'response'; readonly result: DeliveredResult } | { readonly kind: 'retry'; readonly error: string } | { readonly kind: 'abandoned' };
 
@@ -52,7 +57,7 @@ async function attemptDelivery(context: DeliveryContext, entry: DeferredEntry): 
 /** Asks `admit` until it allows the entry; false when the worker stops first. */
 async function waitForAdmission(context: DeliveryContext, entry: DeferredEntry): Promise<boolean> {
   const { admit, hooks, backoff } = context.settings;
-  while (!context.stopping.aborted) {
+  while (!context.stopping.aborted && !context.lost.aborted) {
     let wait: number;
     try {
       const admission = await admit(entry);
@@ -112,7 +117,9 @@ async function deliverWithRetries(context: DeliveryContext, first: DeferredEntry
   for (;;) {
     if (made >= maxAttempts) return markFailed(context, first, ticketKey, made, lastError);
     if (!(await waitForAdmission(context, { ...first, attempt: made + 1 }))) return;
-    const begun = await queue.scripts.tollgateDeferBegin(ticketKey);
+    const begun = await queue.scripts.tollgateDeferBegin(ticketKey, context.keys.stream, settings.group, first.id, settings.consumer);
+    // Taken over by another worker (this one was silent past minIdleMs): that one delivers it.
+    if (begun === BEGIN_LOST) return;
     if (begun < 0) return finish(context, first.id, ticketKey, []);
     made = begun;
     const outcome = await attemptDelivery(context, { ...first, attempt: made });

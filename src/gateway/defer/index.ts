@@ -3,4 +3,4 @@ export { createDeferredQueue, type DeferredQueue, type DeferredQueueHooks, type 
 export { startDrainWorker, type DrainWorker } from './worker.js';
 export type { DrainWorkerHooks, DrainWorkerOptions } from './worker-options.js';
 export type { Admission, DeferredEntry, DeferredRequest, DeferredRequestInput, DeliveryResponse, EnqueueResult, HeaderPair, HeadersInput, TicketStatus } from './types.js';
-export { IDEMPOTENCY_HEADER, upstreamDeliverer, type UpstreamDelivererOptions } from './upstream-call.js';
+export { IDEMPOTENCY_HEADER, TICKET_HEADER, upstreamDeliverer, type UpstreamDelivererOptions } from './upstream-call.js';

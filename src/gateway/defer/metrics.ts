@@ -21,6 +21,7 @@ export function deferMetrics(registry: Registry): DeferMetricHooks {
   const delivered = counter('tollgate_deferred_delivered_total', 'Deferred requests delivered upstream (a non-5xx answer recorded)');
   const retried = counter('tollgate_deferred_retried_total', 'Delivery attempts that failed (5xx or network error) and will be retried');
   const failed = counter('tollgate_deferred_failed_total', 'Deferred requests marked failed after their last attempt');
+  const lost = counter('tollgate_deferred_lost_total', 'Entries a drain worker gave up to another worker that had taken them over (it was silent past reclaim_after)');
   const length = new Gauge({ name: 'tollgate_deferred_queue_length', help: 'Requests in a deferred queue (waiting or being delivered), as last seen', labelNames: ['queue'], registers });
   return {
     queue: {
@@ -32,6 +33,7 @@ export function deferMetrics(registry: Registry): DeferMetricHooks {
       delivered: (queue) => delivered.inc({ queue }),
       retried: (queue) => retried.inc({ queue }),
       failed: (queue) => failed.inc({ queue }),
+      lost: (queue) => lost.inc({ queue }),
     },
   };
 }

@@ -28,12 +28,27 @@ local finished = tonumber(redis.call('HGET', meta, 'finished') or '0')
 return {1, length + 1, id, seq - finished}
 `;
 
-/** Marks an attempt as started; -1 when a result is already recorded (the entry must not be delivered again). */
-const BEGIN_ATTEMPT = `
+/** Whether the entry is pending on this consumer: XPENDING filtered by consumer finds it. */
+const OWNED = `
+local function owned(stream, group, id, consumer)
+  return #redis.call('XPENDING', stream, group, id, id, 1, consumer) == 1
+end
+`;
+
+/**
+ * Marks an attempt as started; -1 when a result is already recorded (the entry must not be
+ * delivered again), -2 when another worker has taken the entry over (it delivers it, not this one).
+ */
+const BEGIN_ATTEMPT = `${OWNED}
 local ticketKey = KEYS[1]          -- the ticket's hash
+local stream = KEYS[2]             -- the queue's stream
+local group = ARGV[1]              -- the consumer group
+local id = ARGV[2]                 -- the stream entry id
+local consumer = ARGV[3]           -- the worker starting the attempt
 
 local state = redis.call('HGET', ticketKey, 'state')
 if state == 'delivered' or state == 'failed' then return -1 end
+if not owned(stream, group, id, consumer) then return -2 end
 redis.call('HSET', ticketKey, 'state', 'delivering')
 -- An error stays only if this attempt fails: one missing on a counted attempt means it was cut short.
 redis.call('HDEL', ticketKey, 'error')
@@ -66,10 +81,26 @@ redis.call('XDEL', stream, id)
 return {recorded, redis.call('XLEN', stream)}
 `;
 
+/**
+ * Resets the idle time of an entry this consumer holds, and only then: an entry another worker took
+ * over (this one was silent past minIdleMs) stays with it. Answers 1 when held, 0 when lost.
+ */
+const HEARTBEAT = `${OWNED}
+local stream = KEYS[1]             -- the queue's stream
+local group = ARGV[1]              -- the consumer group
+local id = ARGV[2]                 -- the stream entry id
+local consumer = ARGV[3]           -- the worker that holds it
+
+if not owned(stream, group, id, consumer) then return 0 end
+redis.call('XCLAIM', stream, group, consumer, 0, id, 'JUSTID')
+return 1
+`;
+
 /** The scripts as commands on a client (the names are ours; defineCommand is idempotent per name). */
 export interface QueueScripts {
   tollgateDeferEnqueue(stream: string, meta: string, ticketKey: string, ...args: (string | number | Buffer)[]): Promise<[number, number, string?, number?]>;
-  tollgateDeferBegin(ticketKey: string): Promise<number>;
+  tollgateDeferBegin(ticketKey: string, stream: string, group: string, id: string, consumer: string): Promise<number>;
+  tollgateDeferHeartbeat(stream: string, group: string, id: string, consumer: string): Promise<number>;
   tollgateDeferFinish(stream: string, meta: string, ticketKey: string, ...args: (string | number | Buffer)[]): Promise<[number, number]>;
 }
 
@@ -77,7 +108,8 @@ export function withScripts(redis: Redis | Cluster): QueueScripts {
   const client = redis as unknown as Partial<QueueScripts> & Redis;
   if (typeof client.tollgateDeferEnqueue !== 'function') {
     client.defineCommand('tollgateDeferEnqueue', { numberOfKeys: 3, lua: ENQUEUE });
-    client.defineCommand('tollgateDeferBegin', { numberOfKeys: 1, lua: BEGIN_ATTEMPT });
+    client.defineCommand('tollgateDeferBegin', { numberOfKeys: 2, lua: BEGIN_ATTEMPT });
+    client.defineCommand('tollgateDeferHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT });
     client.defineCommand('tollgateDeferFinish', { numberOfKeys: 3, lua: FINISH });
   }
   return client as unknown as QueueScripts;

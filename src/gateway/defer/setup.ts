@@ -151,14 +151,14 @@ export class GatewayDeferral implements DeferralPort {
   }
 
   /** Sends the stored request to the route's upstream as it is configured now, with the X-Forwarded-* a live forward carries. */
-  private deliver(entry: DeferredEntry, idempotencyKey: string, signal: AbortSignal): Promise<DeliveryResponse> {
+  private deliver(entry: DeferredEntry, ticket: string, signal: AbortSignal): Promise<DeliveryResponse> {
     const route = this.routes.get(entry.queueName);
     const upstreams = this.state?.upstreams;
     const origin = route === undefined ? undefined : upstreams?.origin(route.upstream);
     if (route === undefined || origin === undefined) return Promise.reject(new Error(`queue ${entry.queueName} has no defer route any more`));
     // Through the upstream's pool: its connections, and for https:// its CA and server name.
     const dispatcher = upstreams!.pool(route.upstream);
-    return upstreamDeliverer(origin, { timeoutMs: route.timeoutMs, dispatcher })({ ...entry, headers: deliveryHeaders(entry) }, idempotencyKey, signal);
+    return upstreamDeliverer(origin, { timeoutMs: route.timeoutMs, dispatcher })({ ...entry, headers: deliveryHeaders(entry) }, ticket, signal);
   }
 
   /**

@@ -89,8 +89,3 @@ export async function readNew(reader: StreamReader, blockMs: number): Promise<St
   const reply = await reader.blocking.callBuffer('XREADGROUP', 'GROUP', reader.group, reader.consumer, 'COUNT', '1', 'BLOCK', String(blockMs), 'STREAMS', reader.stream, '>');
   return firstRead(reply);
 }
-
-/** Resets an entry's idle time, so a worker that waits long for admission is not taken for dead. */
-export async function touch(reader: StreamReader, id: string): Promise<void> {
-  await reader.redis.call('XCLAIM', reader.stream, reader.group, reader.consumer, '0', id, 'JUSTID');
-}

@@ -1,7 +1,9 @@
 /**
  * A ready-made `deliver` for the drain worker: replays an entry to one upstream base URL with undici,
- * adding the `Idempotency-Key` header. The gateway may pass its own (its routes pick the upstream).
+ * with the client's headers as it sent them (its `Host` and its `Idempotency-Key` too) and the
+ * ticket in `Tollgate-Ticket`. The gateway may pass its own (its routes pick the upstream).
  */
+import { isIP } from 'node:net';
 import { request, type Dispatcher } from 'undici';
 import { InvalidOptionError, describeValue } from '../../errors.js';
 import { checkOptions, checkWholeNumber } from '../../options.js';
@@ -17,11 +19,13 @@ export interface UpstreamDelivererOptions {
 
 const WHERE = 'upstreamDeliverer';
 
-/** The header every attempt carries: the ticket, so the upstream can drop a repeat. */
+/** The client's idempotency key, forwarded as it sent it; the ticket stands in for it when the client sent none. */
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
+/** The header every attempt carries: the ticket, so the upstream can drop a repeat of one deferred request. */
+export const TICKET_HEADER = 'tollgate-ticket';
 
 /** A `deliver` that sends each entry to `baseUrl` + its path (a network error or timeout throws: the worker retries). */
-export function upstreamDeliverer(baseUrl: string, options: UpstreamDelivererOptions = {}): (entry: DeferredEntry, idempotencyKey: string, signal: AbortSignal) => Promise<DeliveryResponse> {
+export function upstreamDeliverer(baseUrl: string, options: UpstreamDelivererOptions = {}): (entry: DeferredEntry, ticket: string, signal: AbortSignal) => Promise<DeliveryResponse> {
   checkOptions(WHERE, options, ['timeoutMs', 'dispatcher'], '{ timeoutMs: 10000 }');
   let origin: URL;
   try {
@@ -32,14 +36,23 @@ export function upstreamDeliverer(baseUrl: string, options: UpstreamDelivererOpt
   if (origin.protocol !== 'http:' && origin.protocol !== 'https:') throw new InvalidOptionError(`${WHERE}: baseUrl must be an http:// or https:// URL, got ${describeValue(baseUrl)}`);
   const timeoutMs = checkWholeNumber(options.timeoutMs, { name: `${WHERE}: timeoutMs`, min: 1, max: 3_600_000, fallback: 30_000 });
   const base = origin.href.replace(/\/$/, '');
-  return async (entry, idempotencyKey, signal) => {
+  // The client's Host goes upstream, but TLS names the upstream: undici would take the server name
+  // (and the name the certificate is checked against) from Host. An address gets no name (RFC 6066).
+  const host = origin.hostname.replace(/^\[|\]$/g, '');
+  const serverName = origin.protocol === 'https:' && isIP(host) === 0 ? { servername: host } : {};
+  return async (entry, ticket, signal) => {
     const headers: string[] = [];
+    let clientKey = false;
     for (const [name, value] of entry.headers) {
-      // The upstream's own host, and our key rather than any the client sent.
       const lower = name.toLowerCase();
-      if (lower !== 'host' && lower !== IDEMPOTENCY_HEADER && lower !== 'content-length') headers.push(name, value);
+      // undici sets the length of the body it sends; the ticket header is ours alone.
+      if (lower === 'content-length' || lower === TICKET_HEADER) continue;
+      if (lower === IDEMPOTENCY_HEADER) clientKey = true;
+      headers.push(name, value);
     }
-    headers.push(IDEMPOTENCY_HEADER, idempotencyKey);
+    headers.push(TICKET_HEADER, ticket);
+    // The client's own key lets the upstream drop the client's retry; without one, the ticket does.
+    if (!clientKey) headers.push(IDEMPOTENCY_HEADER, ticket);
     const response = await request(`${base}${entry.path}`, {
       method: entry.method as Dispatcher.HttpMethod,
       headers,
@@ -47,6 +60,8 @@ export function upstreamDeliverer(baseUrl: string, options: UpstreamDelivererOpt
       signal,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
+      // undici reads `servername` from a request's options (core/request.js), though its types leave it out.
+      ...serverName,
       ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
     });
     const body = Buffer.from(await response.body.arrayBuffer());

@@ -15,6 +15,11 @@ export interface DrainWorkerHooks {
   failed(queueName: string, ticket: string, attempts: number, error: string): void;
   /** An error the worker rode out (Redis unreachable, `admit` threw); it waits and tries again. */
   error(error: unknown): void;
+  /**
+   * Another worker took over the entry `id` this one held (this one was silent past `minIdleMs`: a
+   * stalled process, a cut link): this one starts no attempt of it any more, the other delivers it.
+   */
+  lost(queueName: string, id: string): void;
 }
 
 /** Options of {@link startDrainWorker}. */
@@ -29,10 +34,11 @@ export interface DrainWorkerOptions {
   /** Asked before every attempt: the limiter's answer for the entry's route ("at the rate the rule allows"). */
   readonly admit: (entry: DeferredEntry) => Admission | Promise<Admission>;
   /**
-   * Sends the entry upstream with `Idempotency-Key: idempotencyKey` (the same on every attempt) and
+   * Sends the entry upstream with its ticket (the same on every attempt; `upstreamDeliverer` sends it
+   * as `Tollgate-Ticket`, and as `Idempotency-Key` when the client sent none) and
    * answers the response; throws on a network error. Must give up when `signal` aborts (a stop past its grace).
    */
-  readonly deliver: (entry: DeferredEntry, idempotencyKey: string, signal: AbortSignal) => Promise<DeliveryResponse>;
+  readonly deliver: (entry: DeferredEntry, ticket: string, signal: AbortSignal) => Promise<DeliveryResponse>;
   /** Attempts before a ticket is marked failed, counted across workers and restarts. Default 5. */
   readonly maxAttempts?: number;
   /** First wait after a failed attempt, in ms; doubles each time. Default 500. */
@@ -77,7 +83,7 @@ const OPTION_NAMES = [
   'queue', 'queueName', 'consumer', 'group', 'admit', 'deliver', 'maxAttempts', 'backoffBaseMs', 'backoffMaxMs',
   'minIdleMs', 'reclaimIntervalMs', 'blockMs', 'stopGraceMs', 'sleep', 'random', 'hooks',
 ];
-const HOOK_NAMES = ['delivered', 'retried', 'failed', 'error'];
+const HOOK_NAMES = ['delivered', 'retried', 'failed', 'error', 'lost'];
 const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
 const HOUR = 3_600_000;
 

@@ -9,7 +9,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { abortableSleep } from './backoff.js';
 import { deliverEntry, type DeliveryContext } from './delivery.js';
 import { callHook } from './queue-options.js';
-import { ensureGroup, readNew, readOwnPending, reclaimIdle, touch, type StreamEntry, type StreamReader } from './stream.js';
+import { ensureGroup, readNew, readOwnPending, reclaimIdle, type StreamEntry, type StreamReader } from './stream.js';
 import { workerSettings, type DrainWorkerOptions, type WorkerSettings } from './worker-options.js';
 
 export interface DrainWorker {
@@ -40,7 +40,8 @@ class RedisDrainWorker implements DrainWorker {
   private readonly stopping = new AbortController();
   private readonly abandoning = new AbortController();
   private readonly reader: StreamReader;
-  private readonly context: DeliveryContext;
+  /** What every delivery shares; each adds its entry's `lost` signal. */
+  private readonly context: Omit<DeliveryContext, 'lost' | 'wait'>;
   private readonly running: Promise<void>;
   /** False until this consumer's own pending entries (left by a crash) have been re-read. */
   private ownPendingDone = false;
@@ -56,7 +57,7 @@ class RedisDrainWorker implements DrainWorker {
     // listener ioredis would print every reconnect attempt as an unhandled error event.
     blocking.on('error', () => undefined);
     this.reader = { redis, blocking, stream: keys.stream, group: settings.group, consumer: settings.consumer };
-    this.context = { settings, keys, stopping: this.stopping.signal, abandoning: this.abandoning.signal, wait: (ms) => this.wait(ms) };
+    this.context = { settings, keys, stopping: this.stopping.signal, abandoning: this.abandoning.signal };
     this.running = this.run();
   }
 
@@ -77,8 +78,8 @@ class RedisDrainWorker implements DrainWorker {
     await settlesWithin(closed, 1_000);
   }
 
-  private async wait(ms: number): Promise<boolean> {
-    const signal = this.stopping.signal;
+  /** Waits `ms`; false when `signal` (default: the worker stopping) aborts first. */
+  private async wait(ms: number, signal = this.stopping.signal): Promise<boolean> {
     if (this.settings.sleep === undefined) return abortableSleep(ms, signal);
     await this.settings.sleep(ms, signal);
     return !signal.aborted;
@@ -120,15 +121,39 @@ class RedisDrainWorker implements DrainWorker {
     }
   }
 
-  /** Delivers one entry, keeping it from looking idle (and being reclaimed) however long it waits. */
+  /**
+   * Delivers one entry, keeping it from looking idle (and being reclaimed) however long it waits.
+   * The heartbeat resets the idle time only while the entry is still this worker's: once another
+   * worker has taken it over (this one was silent past minIdleMs), it stays with that one, and this
+   * one starts no attempt of it (the begin script checks the owner too).
+   */
   private async process(entry: StreamEntry): Promise<void> {
+    const lost = new AbortController();
+    // Ends this entry's waits: the worker stopping, or the entry lost.
+    const halt = new AbortController();
+    const onStop = (): void => halt.abort();
+    this.stopping.signal.addEventListener('abort', onStop, { once: true });
+    const { queue, group, queueName, hooks } = this.settings;
+    let finished = false;
     const heartbeat = setInterval(() => {
-      touch(this.reader, entry.id).catch((error: unknown) => callHook(this.settings.hooks.error, error));
+      queue.scripts.tollgateDeferHeartbeat(this.reader.stream, group, entry.id, this.consumer).then(
+        (held) => {
+          // A late answer after the entry was finished (acknowledged: no longer pending) says nothing.
+          if (held === 1 || lost.signal.aborted || finished) return;
+          lost.abort();
+          halt.abort();
+          clearInterval(heartbeat);
+          callHook(hooks.lost, queueName, entry.id);
+        },
+        (error: unknown) => callHook(hooks.error, error),
+      );
     }, Math.max(5, Math.floor(this.settings.minIdleMs / 3)));
     try {
-      await deliverEntry(this.context, entry);
+      await deliverEntry({ ...this.context, lost: lost.signal, wait: (ms) => this.wait(ms, halt.signal) }, entry);
     } finally {
+      finished = true;
       clearInterval(heartbeat);
+      this.stopping.signal.removeEventListener('abort', onStop);
     }
   }
 }

@@ -8,6 +8,7 @@
  * Pushes to a peer are pipelined (a new batch goes out every interval without waiting for the
  * last one's reply), so a change reaches a peer within about one interval plus the one-way delay.
  */
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { InvalidOptionError, StoreUnavailableError, describeValue } from '../../errors.js';
 import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../../options.js';
@@ -40,6 +41,23 @@ export interface ReplicatorOptions {
   readonly commandTimeoutMs?: number;
   /** Called with each failed round of a peer (a down link, say); the replicator keeps retrying. */
   readonly onError?: (error: Error, peer: string) => void;
+  /**
+   * Called when the region's own Redis lost its data (restarted without persistence, flushed) or
+   * holds less than was sent (a failover to a replica that lagged): the replicator sends its change
+   * log again from the cursors that Redis holds (from the start when it lost them).
+   */
+  readonly onSourceReset?: (reset: SourceReset) => void;
+}
+
+/** A loss of data at the region's own Redis, as the replicator saw it. */
+export interface SourceReset {
+  /** `epoch`: the id of its data is another or gone (restart, FLUSHALL); `sequence`: its change sequence is below what was sent (a lagging replica promoted). */
+  readonly reason: 'epoch' | 'sequence';
+  /** When it was seen (epoch ms). */
+  readonly at: number;
+  /** The epoch id before, and the one the replicator goes on with. */
+  readonly previousEpoch: string | undefined;
+  readonly epoch: string;
 }
 
 /** What the replicator did, per peer. */
@@ -53,6 +71,8 @@ export interface PeerStats {
   readonly acked: number;
   /** Changes waiting to be sent, as of the last read. */
   readonly pending: number;
+  /** Changes the region made that the peer has not acknowledged, as of the last read (its sequence − `acked`). */
+  readonly behind: number;
   /** Time from reading the last applied batch to its acknowledgement by the peer, in ms. */
   readonly lastLagMs: number | undefined;
   /** The longest such time since the replicator started, in ms. */
@@ -72,6 +92,11 @@ export interface PeerStats {
 export interface ReplicatorStats {
   readonly region: string;
   readonly rounds: number;
+  /** The id of the data of the region's own Redis the replicator sends from (see {@link SourceReset}). */
+  readonly epoch: string | undefined;
+  /** How many times the region's own Redis was seen to lose data; the last of them. */
+  readonly sourceResets: number;
+  readonly lastSourceReset: SourceReset | undefined;
   readonly peers: readonly PeerStats[];
 }
 
@@ -84,7 +109,7 @@ export interface Replicator {
   close(): Promise<void>;
 }
 
-const OPTION_NAMES: ReadonlySet<string> = new Set(['region', 'from', 'to', 'intervalMs', 'keyPrefix', 'batchSize', 'maxInFlight', 'commandTimeoutMs', 'onError']);
+const OPTION_NAMES: ReadonlySet<string> = new Set(['region', 'from', 'to', 'intervalMs', 'keyPrefix', 'batchSize', 'maxInFlight', 'commandTimeoutMs', 'onError', 'onSourceReset']);
 const CONNECTION_NAMES: ReadonlySet<string> = new Set(['url', 'client', 'password', 'username', 'tls', 'cluster', 'sentinels']);
 
 /** The replicator's whole-number options: their ranges and defaults. */
@@ -107,6 +132,8 @@ interface Peer {
   keysReplicated: number;
   fieldsRaised: number;
   pending: number;
+  /** The region's change sequence as of the last read. */
+  sequence: number;
   lastLagMs: number | undefined;
   maxLagMs: number | undefined;
   lastReadAt: number | undefined;
@@ -129,7 +156,14 @@ class RegionReplicator implements Replicator {
   private readonly batchSize: number;
   private readonly maxInFlight: number;
   private readonly onError: ((error: Error, peer: string) => void) | undefined;
+  private readonly onSourceReset: ((reset: SourceReset) => void) | undefined;
   private readonly started: Promise<void>;
+  /** The id of the source's data the cursors were read in; undefined until first read. */
+  private epoch: string | undefined;
+  /** Set while the epoch and cursors are read again: no batch goes out meanwhile. */
+  private syncing: Promise<void> | undefined;
+  private sourceResets = 0;
+  private lastSourceReset: SourceReset | undefined;
   private timer: NodeJS.Timeout | undefined;
   private rounds = 0;
   private closed = false;
@@ -148,14 +182,22 @@ class RegionReplicator implements Replicator {
       throw new InvalidOptionError(`${where}: onError must be a function (error, peer) => void, got ${describeValue(options.onError)}`);
     }
     this.onError = options.onError;
+    if (options.onSourceReset !== undefined && typeof options.onSourceReset !== 'function') {
+      throw new InvalidOptionError(`${where}: onSourceReset must be a function (reset) => void, got ${describeValue(options.onSourceReset)}`);
+    }
+    this.onSourceReset = options.onSourceReset;
     const peerOptions = checkPeers(where, this.region, options.to);
     checkOptions(`${where}: from`, options.from, CONNECTION_NAMES, "{ url: 'redis://127.0.0.1:6379' }");
     this.source = openRegionClient(`${where}: from`, options.from, timeouts);
     this.peers = peerOptions.map((peer) => {
       const opened = openRegionClient(`${where}: to (${peer.region})`, peer, timeouts);
-      return { region: peer.region, client: opened.client, owned: opened.owned, acked: 0, sent: 0, generation: 0, inFlight: 0, keysReplicated: 0, fieldsRaised: 0, pending: 0, lastLagMs: undefined, maxLagMs: undefined, lastReadAt: undefined, maxReadGapMs: undefined, lastSuccessAt: undefined, lastError: undefined };
+      return { region: peer.region, client: opened.client, owned: opened.owned, acked: 0, sent: 0, generation: 0, inFlight: 0, keysReplicated: 0, fieldsRaised: 0, pending: 0, sequence: 0, lastLagMs: undefined, maxLagMs: undefined, lastReadAt: undefined, maxReadGapMs: undefined, lastSuccessAt: undefined, lastError: undefined };
     });
     for (const client of [this.source.client, ...this.peers.map((peer) => peer.client)]) client.on('error', () => undefined);
+    // A reconnection may reach another server (a restart, a failover): read the epoch and cursors again.
+    this.source.client.on('ready', () => {
+      if (this.epoch !== undefined) this.resync(undefined);
+    });
     this.started = this.start();
     // A failure to start is reported by ready(); the rounds go on trying regardless.
     this.started.catch(() => undefined);
@@ -170,22 +212,61 @@ class RegionReplicator implements Replicator {
     return Promise.race([this.started, late]).finally(() => clearTimeout(timer));
   }
 
-  /** Waits for the source, reads each peer's persisted cursor, then starts the rounds; retries until it can. */
+  /** Waits for the source, reads its epoch and each peer's persisted cursor, then starts the rounds; retries until it can. */
   private async start(): Promise<void> {
     while (!this.closed) {
       if (this.source.client.status !== 'ready') await new Promise((resolve) => this.source.client.once('ready', resolve));
       try {
-        const cursors = await this.source.client.hgetall(this.keys.cursors);
-        for (const peer of this.peers) {
-          peer.acked = Number(cursors[peer.region] ?? 0);
-          peer.sent = peer.acked;
-        }
+        await this.sync(undefined);
         if (!this.closed) this.schedule();
         return;
       } catch {
         await new Promise((resolve) => setTimeout(resolve, this.intervalMs));
       }
     }
+  }
+
+  /**
+   * Reads the source's epoch (writing a new one if it has none: its data is new) and the peers'
+   * cursors in it, in one transaction, and sends from there; batches in flight are dropped. A
+   * cursor is held to the source's sequence: one past it would skip the changes made next.
+   */
+  private async sync(reason: SourceReset['reason'] | undefined): Promise<void> {
+    const replies = await this.source.client.multi().set(this.keys.epoch, randomUUID(), 'NX').get(this.keys.epoch).get(this.keys.sequence).hgetall(this.keys.cursors).exec();
+    const failed = replies?.find(([error]) => error !== null)?.[0];
+    if (replies === null || failed !== undefined) throw failed ?? new StoreUnavailableError(`replicator ${this.region}: reading the epoch was aborted`);
+    const epoch = String(replies[1]![1]);
+    const sequence = Number(replies[2]![1] ?? 0);
+    const cursors = replies[3]![1] as Record<string, string>;
+    const previousEpoch = this.epoch;
+    // Same data, but fewer changes than were sent: an older copy of it (a lagging replica, a snapshot).
+    if (reason === undefined && previousEpoch === epoch && this.peers.some((peer) => peer.sent > sequence)) reason = 'sequence';
+    this.epoch = epoch;
+    for (const peer of this.peers) {
+      peer.generation += 1;
+      peer.acked = Math.min(Number(cursors[peer.region] ?? 0), sequence);
+      peer.sent = peer.acked;
+      peer.sequence = sequence;
+    }
+    if (previousEpoch === undefined || (reason === undefined && previousEpoch === epoch)) return;
+    const reset: SourceReset = { reason: reason ?? 'epoch', at: Date.now(), previousEpoch, epoch };
+    this.sourceResets += 1;
+    this.lastSourceReset = reset;
+    try {
+      this.onSourceReset?.(reset);
+    } catch {
+      // A reporting hook must not stop the replication.
+    }
+  }
+
+  /** Reads the epoch and cursors again, once at a time; the rounds retry a failure. */
+  private resync(reason: SourceReset['reason'] | undefined): void {
+    if (this.syncing !== undefined || this.closed) return;
+    this.syncing = this.sync(reason)
+      .catch((error: unknown) => {
+        for (const peer of this.peers) peer.lastError = error instanceof Error ? error.message : String(error);
+      })
+      .finally(() => (this.syncing = undefined));
   }
 
   private schedule(): void {
@@ -198,17 +279,25 @@ class RegionReplicator implements Replicator {
 
   /** One batch to `peer`: read what it was not sent, push it, then acknowledge (in order). */
   private async send(peer: Peer): Promise<void> {
-    if (peer.inFlight >= this.maxInFlight || this.closed) return;
+    if (peer.inFlight >= this.maxInFlight || this.closed || this.syncing !== undefined) return;
     const generation = peer.generation;
+    const epoch = this.epoch!;
     const readAt = Date.now();
     if (peer.lastReadAt !== undefined) peer.maxReadGapMs = Math.max(peer.maxReadGapMs ?? 0, readAt - peer.lastReadAt);
     peer.lastReadAt = readAt;
     peer.inFlight += 1;
     try {
-      const reply = (await evaluate(this.source.client, REGION_PULL_SCRIPT, [this.keys.changes], [this.region, peer.sent, this.batchSize])) as (string | number)[];
+      const reply = (await evaluate(this.source.client, REGION_PULL_SCRIPT, [this.keys.changes, this.keys.epoch, this.keys.sequence], [this.region, peer.sent, this.batchSize, epoch])) as (string | number)[];
+      if (generation !== peer.generation) return;
+      if (reply[0] === 'reset') {
+        // The source lost data since the cursors were read: read them again, and send from there.
+        this.resync(reply[1] === 'sequence' ? 'sequence' : 'epoch');
+        return;
+      }
       const last = Number(reply[0]);
       peer.pending = Number(reply[1]);
-      if (last <= peer.sent || generation !== peer.generation) return;
+      peer.sequence = Number(reply[2]);
+      if (last <= peer.sent) return;
       peer.sent = last;
       // More changed than one batch holds: read the next batch now rather than an interval later.
       if (peer.pending > 0) void this.send(peer);
@@ -224,7 +313,7 @@ class RegionReplicator implements Replicator {
       peer.maxLagMs = Math.max(peer.maxLagMs ?? 0, peer.lastLagMs);
       peer.lastSuccessAt = Date.now();
       peer.lastError = undefined;
-      await evaluate(this.source.client, REGION_ACK_SCRIPT, [this.keys.changes, this.keys.cursors], [peer.region, peer.acked, ...this.peers.map((p) => p.region)]);
+      await evaluate(this.source.client, REGION_ACK_SCRIPT, [this.keys.changes, this.keys.cursors, this.keys.epoch], [epoch, peer.region, peer.acked, ...this.peers.map((p) => p.region)]);
     } catch (error) {
       // Send again from what the peer acknowledged: the merge is idempotent, so resending is safe.
       if (generation === peer.generation) {
@@ -243,12 +332,16 @@ class RegionReplicator implements Replicator {
     return {
       region: this.region,
       rounds: this.rounds,
-      peers: this.peers.map(({ region, keysReplicated, fieldsRaised, acked, pending, lastLagMs, maxLagMs, maxReadGapMs, lastSuccessAt, lastError }) => ({
+      epoch: this.epoch,
+      sourceResets: this.sourceResets,
+      lastSourceReset: this.lastSourceReset,
+      peers: this.peers.map(({ region, keysReplicated, fieldsRaised, acked, pending, sequence, lastLagMs, maxLagMs, maxReadGapMs, lastSuccessAt, lastError }) => ({
         region,
         keysReplicated,
         fieldsRaised,
         acked,
         pending,
+        behind: Math.max(0, sequence - acked),
         lastLagMs,
         maxLagMs,
         maxReadGapMs,
@@ -284,11 +377,11 @@ function checkPeers(where: string, region: string, peers: unknown): PeerRegion[]
   });
 }
 
-/** The merge script's keys and arguments from a pull reply (key, ttl, n, then n field/value pairs each). */
+/** The merge script's keys and arguments from a pull reply (after its last, pending and sequence: key, ttl, n, then n field/value pairs each). */
 export function mergeArguments(reply: readonly (string | number)[]): { keys: string[]; args: (string | number)[] } {
   const keys: string[] = [];
   const args: (string | number)[] = [];
-  let at = 2;
+  let at = 3;
   while (at < reply.length) {
     const fields = Number(reply[at + 2]);
     keys.push(String(reply[at]));

@@ -29,6 +29,12 @@ export interface RegionKeys {
   readonly sequence: string;
   /** Hash: peer region → the sequence it has been sent up to. */
   readonly cursors: string;
+  /**
+   * String: a random id the replicator writes once (SET NX) for the data this Redis holds. When the
+   * Redis loses its data (a restart without persistence, FLUSHALL) the id goes with it and the
+   * sequence starts again: the replicator sees an id it does not know, and sends from the start.
+   */
+  readonly epoch: string;
 }
 
 export function regionKeys(keyPrefix: string, region: string): RegionKeys {
@@ -36,6 +42,7 @@ export function regionKeys(keyPrefix: string, region: string): RegionKeys {
     changes: `${keyPrefix}region-changes:${region}`,
     sequence: `${keyPrefix}region-sequence:${region}`,
     cursors: `${keyPrefix}region-cursors:${region}`,
+    epoch: `${keyPrefix}region-epoch:${region}`,
   };
 }
 

@@ -91,7 +91,8 @@ describe('drain', () => {
     await eventually(() => allDelivered(queue, [enqueued.ticket]), 'the ticket delivered');
     const [request] = target.received;
     expect(request).toMatchObject({ method: 'PUT', path: '/items/7?dry=1&x=%20', body });
-    expect(request!.headers).toMatchObject({ 'content-type': 'application/octet-stream', 'x-trace': 'a, b', 'idempotency-key': enqueued.ticket });
+    // The client's own key goes through as it was sent; the ticket has a header of its own.
+    expect(request!.headers).toMatchObject({ 'content-type': 'application/octet-stream', 'x-trace': 'a, b', 'idempotency-key': 'client-chosen', 'tollgate-ticket': enqueued.ticket });
     for (const dropped of ['x-private', 'keep-alive', 'upgrade']) expect(request!.headers[dropped]).toBeUndefined();
     const status = await queue.status(enqueued.ticket);
     expect(status).toMatchObject({ state: 'delivered', attempts: 1, status: 201, bodyTruncated: false });

@@ -2,7 +2,8 @@
  * `on_limit: defer` end to end, over loopback against a real redis-server: a burst on a defer
  * route is partly proxied and partly answered 202 with tickets; the gateway's drain worker replays
  * the deferred requests at the rule's rate (through the same limiter as live traffic), once each,
- * in order, intact, with the ticket as Idempotency-Key; the tickets read delivered at the status URL.
+ * in order, intact, with the ticket as Tollgate-Ticket (and Idempotency-Key, as the clients sent none);
+ * the tickets read delivered at the status URL.
  * The queue's bound (429), the body cap (413), the reserved status path, and defer on the memory
  * store (exit 2) are refused as documented. The crash case runs the gateway as a real process.
  */
@@ -82,6 +83,7 @@ describe('a defer route in the gateway process', () => {
 
     const replays = upstream.received.filter((request) => request.headers['idempotency-key'] !== undefined);
     expect(replays.map((request) => request.headers['idempotency-key'])).toEqual(tickets.map((t) => t.ticket));
+    expect(replays.map((request) => request.headers['tollgate-ticket'])).toEqual(tickets.map((t) => t.ticket));
     const firstDeferred = answers.findIndex((answer) => answer.status === 202);
     for (const [i, replay] of replays.entries()) {
       const n = answers.indexOf(deferred[i]!);

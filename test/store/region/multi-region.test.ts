@@ -82,7 +82,7 @@ describe('multi-region: the scripts', () => {
       MAX_REPLAY_LAG: REPLAY_MAX_LAG_MS,
       REPLAY_SLACK: REPLAY_SLACK_MS,
     });
-    const pinned = { decide: '09a2d9cb3011c3da180ef9836914f86cbe45f0d0', pull: 'd07f0850c748bdf4affb81f63ac8360bd05ae18b', merge: '105299bae510b66dc39d40e5cf9effe2b6ae6207', ack: '396dba6be5e35053d1d3f37ca378b82e71add684' };
+    const pinned = { decide: '09a2d9cb3011c3da180ef9836914f86cbe45f0d0', pull: 'e60cd7eb4791c0d6ddfa1ec4e8dc6784f47436bb', merge: '105299bae510b66dc39d40e5cf9effe2b6ae6207', ack: '89a0c5fca4a3077ea678d8c8e45d88ccdf6ec566' };
     const scripts = { decide: REGION_DECIDE_SCRIPT, pull: REGION_PULL_SCRIPT, merge: REGION_MERGE_SCRIPT, ack: REGION_ACK_SCRIPT };
     for (const [name, script] of Object.entries(scripts)) {
       expect(script.sha1, name).toBe(pinned[name as keyof typeof pinned]);
