@@ -14,6 +14,7 @@ import type { CheckRequest, CheckResult } from '../rules/check.js';
 import { decideCheck, degradedAnswer, errorReply, type ServiceContext } from '../service/index.js';
 import { DEFERRED_STATUS_PREFIX } from './defer/config.js';
 import { answerTicket, deferRequest } from './defer/answers.js';
+import { normalizeTarget } from './paths.js';
 import { forward } from './proxy.js';
 import { sendJson, sendText } from './reply.js';
 import type { GatewayRoute, GatewayState } from './state.js';
@@ -33,6 +34,19 @@ interface Exchange {
 
 /** Handles one request; never throws (every failure is answered). */
 export function handleRequest(state: GatewayState, req: IncomingMessage, res: ServerResponse): void {
+  const normalized = normalizeTarget(req.url ?? '/', state.paths);
+  if (normalized.kind === 'refuse') {
+    state.context.events.emit('rejected', { via: 'http', reason: normalized.reason });
+    sendJson(res, 400, { error: 'bad_request', message: normalized.reason });
+    return;
+  }
+  if (normalized.kind === 'redirect') {
+    // envoy's UNESCAPE_AND_REDIRECT: the client asks again for the unescaped path, and every party on the way sees that one.
+    sendJson(res, 307, { error: 'redirect', message: `escaped slashes are unescaped: ask for ${normalized.target}` }, [['location', normalized.target]]);
+    return;
+  }
+  // The upstream gets the path the routes matched (forward, and a deferred request, read req.url).
+  req.url = normalized.target;
   const request = new GatewayRequest(req);
   if (state.deferral !== undefined && request.path.startsWith(DEFERRED_STATUS_PREFIX)) {
     answerTicket(state.deferral, request.method, request.path, res);

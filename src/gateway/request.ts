@@ -19,12 +19,13 @@ export interface RequestFacts {
 export class GatewayRequest {
   /** Method, upper-case. */
   readonly method: string;
-  /** The path as sent, query string included (`:path`). */
+  /** The path as the gateway forwards it (normalised, src/gateway/paths.ts), query string included (`:path`). */
   readonly target: string;
   /** The path without its query string. */
   readonly path: string;
-  /** The host without its port, lower-case ('' when none). */
+  /** The host without its port or a trailing dot, lower-case ('' when none). */
   readonly host: string;
+  private lowerCase: string | undefined;
 
   constructor(readonly incoming: RequestFacts) {
     this.method = incoming.method ?? 'GET';
@@ -32,6 +33,11 @@ export class GatewayRequest {
     const query = this.target.indexOf('?');
     this.path = query === -1 ? this.target : this.target.slice(0, query);
     this.host = hostName(incoming.headers.host ?? '');
+  }
+
+  /** `target` in lower case, for routes that are not case-sensitive. */
+  get lowerCaseTarget(): string {
+    return (this.lowerCase ??= this.target.toLowerCase());
   }
 
   /** A header's value (`name` lower-case), or a pseudo-header; undefined when absent. */
@@ -48,12 +54,13 @@ export class GatewayRequest {
   }
 }
 
-/** `Host` without the port: `api.example.com:8080` → `api.example.com`, `[::1]:80` → `[::1]`. */
+/** `Host` without the port or a trailing dot: `API.example.com.:8080` → `api.example.com`, `[::1]:80` → `[::1]`. */
 function hostName(host: string): string {
   const lower = host.toLowerCase();
   if (lower.startsWith('[')) return lower.slice(0, lower.indexOf(']') + 1);
   const colon = lower.indexOf(':');
-  return colon === -1 ? lower : lower.slice(0, colon);
+  const name = colon === -1 ? lower : lower.slice(0, colon);
+  return name.endsWith('.') ? name.slice(0, -1) : name;
 }
 
 /**

@@ -16,8 +16,8 @@ export function findRoute<R extends RouteConfig>(routes: readonly R[], request: 
 }
 
 function routeMatches(match: RouteMatch, request: GatewayRequest): boolean {
-  if (match.prefix !== undefined && !request.target.startsWith(match.prefix)) return false;
-  if (match.path !== undefined && request.path !== match.path) return false;
+  if (match.prefix !== undefined && !(match.caseSensitive ? request.target : request.lowerCaseTarget).startsWith(match.prefix)) return false;
+  if (match.path !== undefined && (match.caseSensitive ? request.path : request.path.toLowerCase()) !== match.path) return false;
   if (match.regex !== undefined && !match.regex.test(request.path)) return false;
   if (match.methods !== undefined && !match.methods.includes(request.method)) return false;
   if (match.hosts !== undefined && !match.hosts.some((host) => hostMatches(host, request.host))) return false;

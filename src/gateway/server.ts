@@ -130,6 +130,7 @@ function stateMaker(options: GatewayOptions, service: RunningService, deferral: 
     return {
       context: service.context,
       routes: gatewayRoutes(config.routes),
+      paths: config.paths,
       upstreams,
       sourceCluster: config.sourceCluster,
       clientIp: clientIps,

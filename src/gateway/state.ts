@@ -10,6 +10,7 @@ import type { AnswerSettings } from '../http/verdict.js';
 import type { ServiceContext } from '../service/index.js';
 import type { RateLimitConfig, RouteConfig } from './config/types.js';
 import type { DeferredQueue, TicketStatus } from './defer/index.js';
+import type { PathSettings } from './paths.js';
 import type { Upstreams } from './proxy.js';
 
 /** The deferred queues as a defer route's requests and the status URL use them (`GatewayDeferral`). */
@@ -33,6 +34,8 @@ export interface GatewayRoute extends RouteConfig {
 export interface GatewayState {
   readonly context: ServiceContext;
   readonly routes: readonly GatewayRoute[];
+  /** How request paths are normalised before the routes see them. */
+  readonly paths: PathSettings;
   readonly upstreams: Upstreams;
   readonly sourceCluster: string;
   readonly clientIp: ClientIp;

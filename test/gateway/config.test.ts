@@ -79,6 +79,11 @@ const FIXTURES: Readonly<Record<string, readonly string[]>> = {
   'defer-duration-without-unit.yaml': ['defer-duration-without-unit.yaml:6:26: routes[0].defer.result_ttl: result_ttl 3600 has no unit: write it with one, "3600s" for seconds or "3600ms" for milliseconds'],
   'hits-addend-negative.yaml': ['hits-addend-negative.yaml:7:32: routes[0].rate_limits[0].hits_addend.number: number must be a whole number from 0 to 1000000, got -1'],
   'too-many-actions.yaml': ["too-many-actions.yaml:7:18: routes[0].rate_limits[0].actions: a rate limit has at most 32 actions (one descriptor's entries), got 33"],
+  'path-settings.yaml': [
+    'path-settings.yaml:2:35: path_with_escaped_slashes_action: path_with_escaped_slashes_action "decode" is not one of keep_unchanged, reject_request, unescape_and_redirect, unescape_and_forward',
+    'path-settings.yaml:3:16: merge_slashes: merge_slashes must be true or false, got "yes"',
+    'path-settings.yaml:5:46: routes[0].match.case_sensitive: case_sensitive must be true or false, got "sometimes"',
+  ],
   'yaml-syntax.yaml': ['yaml-syntax.yaml:5:1: YAML error: sequence item without - indicator'],
   'several-errors.yaml': [
     'several-errors.yaml:1:9: listen: listen must be a port (8888) or host:port ("127.0.0.1:8888"), got "eighty"',

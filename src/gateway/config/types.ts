@@ -4,6 +4,7 @@
  * configuration so its users recognise it; docs/gateway.md is the reference.
  */
 import type { HeaderStyle } from '../../http/report.js';
+import type { PathSettings } from '../paths.js';
 
 /** How a header matcher compares a header's value (envoy's HeaderMatcher / StringMatcher). */
 export type HeaderMatchKind = 'exact' | 'prefix' | 'suffix' | 'contains' | 'safe_regex' | 'present';
@@ -49,10 +50,12 @@ export interface RateLimitConfig {
 
 /** What a request must be for a route to take it (every given condition). */
 export interface RouteMatch {
-  /** The start of the path, query string included (envoy's `prefix`). */
+  /** The start of the normalised path, query string included (envoy's `prefix`); lower-case when not `caseSensitive`. */
   readonly prefix?: string;
-  /** The whole path without its query string (envoy's `path`). */
+  /** The whole normalised path without its query string (envoy's `path`); lower-case when not `caseSensitive`. */
   readonly path?: string;
+  /** envoy's `case_sensitive` (default true): whether `prefix` and `path` compare case; `safe_regex` always does. */
+  readonly caseSensitive: boolean;
   /** Matches the whole path without its query string (envoy's `safe_regex`). */
   readonly regex?: RegExp;
   /** Upper-case methods; absent: any. */
@@ -133,4 +136,6 @@ export interface GatewayConfig {
   readonly headers: HeaderStyle;
   /** Longest wait for an upstream connection, in ms. */
   readonly connectTimeoutMs: number;
+  /** How request paths are normalised before routes see them (`normalize_path`, `merge_slashes`, `path_with_escaped_slashes_action`). */
+  readonly paths: PathSettings;
 }
