@@ -25,7 +25,7 @@ const TOP_FIELDS: FieldSet = {
   what: 'the gateway configuration',
   names: [
     'listen', 'source_cluster', 'upstreams', 'rules', 'routes', 'domain', 'trust_proxy', 'headers', 'timeout', 'connect_timeout',
-    'normalize_path', 'merge_slashes', 'path_with_escaped_slashes_action',
+    'normalize_path', 'merge_slashes', 'path_with_escaped_slashes_action', 'ipv6_subnet',
   ],
   misplaced: { match: 'belongs in a route (an item of routes)', rate_limits: 'belongs in a route (an item of routes)', upstream: 'belongs in a route; the list of upstreams is upstreams' },
 };
@@ -104,6 +104,8 @@ function readTop(reader: DocumentReader, node: NonNullable<Entry['value']>, base
     rules: rules === undefined ? undefined : resolve(base, rules),
     routes,
     trustProxy: readTrustProxy(reader, fields.get('trust_proxy')),
+    // The middleware's bounds (clientIp's ipv6Subnet) and default.
+    ipv6Subnet: readWholeNumber(reader, fields.get('ipv6_subnet'), 32, 64) ?? 56,
     headers: (readChoice(reader, fields.get('headers'), HEADER_STYLES) ?? 'legacy') as HeaderStyle,
     connectTimeoutMs: readDuration(reader, fields.get('connect_timeout')) ?? DEFAULT_CONNECT_TIMEOUT_MS,
     paths: readPathSettings(reader, fields),

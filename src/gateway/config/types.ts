@@ -30,6 +30,8 @@ export type RateLimitAction =
   | { readonly type: 'destination_cluster' }
   | { readonly type: 'request_headers'; readonly headerName: string; readonly descriptorKey: string; readonly skipIfAbsent: boolean }
   | { readonly type: 'remote_address' }
+  /** envoy's `masked_remote_address`: the client's network, `10.1.2.0/24`; defaults 32 and 128, the whole address. */
+  | { readonly type: 'masked_remote_address'; readonly v4PrefixLength: number; readonly v6PrefixLength: number }
   | { readonly type: 'generic_key'; readonly descriptorKey: string; readonly descriptorValue: string }
   | {
       readonly type: 'header_value_match';
@@ -132,6 +134,8 @@ export interface GatewayConfig {
   readonly routes: readonly RouteConfig[];
   /** Which peers may say who the client is (X-Forwarded-For), for `remote_address`; the middleware's `trustProxy`. */
   readonly trustProxy: false | number | readonly string[];
+  /** IPv6 clients' `remote_address` is their network of this many bits (`ipv6_subnet`, 32..64, default 56: the middleware's `ipv6Subnet`). */
+  readonly ipv6Subnet: number;
   /** Which rate-limit headers answers carry (the middleware's `headers`): legacy (default), ietf, both, none. */
   readonly headers: HeaderStyle;
   /** Longest wait for an upstream connection, in ms. */
