@@ -1,7 +1,8 @@
 /**
- * A request as the gateway's routes and actions see it: its headers (several of one name joined
- * with `,` as envoy joins them) and envoy's pseudo-headers `:path`, `:method`, `:authority` and
- * `:scheme`; and envoy's header matchers over them.
+ * A request as the gateway's routes and actions see it: its headers (several lines of one name
+ * joined with `, ` as node joins them; a header a limit counts must come once, `repeatedHeader`)
+ * and envoy's pseudo-headers `:path`, `:method`, `:authority` and `:scheme`; and envoy's header
+ * matchers over them.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HeaderMatcher } from './config/types.js';
@@ -52,6 +53,20 @@ export class GatewayRequest {
     const value = this.incoming.headers[name];
     return Array.isArray(value) ? value.join(',') : value;
   }
+}
+
+/**
+ * The first of `names` (lower-case) that `rawHeaders` (node's `[name, value, ...]`) carries on more
+ * than one line, or undefined. envoy counts a repeated header's first line; an upstream may read
+ * the first, the last or all of them joined, so a header a limit counts must come once.
+ */
+export function repeatedHeader(rawHeaders: readonly string[], names: readonly string[]): string | undefined {
+  if (names.length === 0) return undefined;
+  for (const name of names) {
+    let seen = 0;
+    for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.length === name.length && rawHeaders[i]!.toLowerCase() === name && ++seen > 1) return name;
+  }
+  return undefined;
 }
 
 /** `Host` without the port or a trailing dot: `API.example.com.:8080` → `api.example.com`, `[::1]:80` → `[::1]`. */
