@@ -52,7 +52,7 @@ export function normalizeTarget(target: string, settings: PathSettings): Normali
     if (typeof decoded !== 'string') return decoded;
     path = removeDotSegments(decoded);
   }
-  if (settings.mergeSlashes) path = path.replace(/\/{2,}/g, '/');
+  if (settings.mergeSlashes && path.includes('//')) path = path.replace(/\/{2,}/g, '/');
   const normalized = path + query;
   return redirect ? { kind: 'redirect', target: normalized } : { kind: 'forward', target: normalized };
 }
