@@ -103,7 +103,8 @@ function decodeUnreserved(path: string): string | NormalizedTarget {
 
 /** RFC 3986 §5.2.4 on an absolute path: `.` segments dropped, `..` drops the one before (never above the root). */
 function removeDotSegments(path: string): string {
-  if (!path.includes('.')) return path;
+  // A dot segment starts after a slash (a `\` was read as one already).
+  if (!path.includes('/.')) return path;
   const segments = path.split('/');
   const out: string[] = [];
   // segments[0] is the empty text before the leading slash.
