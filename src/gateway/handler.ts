@@ -14,10 +14,11 @@ import type { CheckRequest, CheckResult } from '../rules/check.js';
 import { decideCheck, degradedAnswer, errorReply, type ServiceContext } from '../service/index.js';
 import { DEFERRED_STATUS_PREFIX } from './defer/config.js';
 import { answerTicket, deferRequest } from './defer/answers.js';
+import { normalizeTarget } from './paths.js';
 import { forward } from './proxy.js';
 import { sendJson, sendText } from './reply.js';
 import type { GatewayRoute, GatewayState } from './state.js';
-import { GatewayRequest } from './request.js';
+import { GatewayRequest, repeatedHeader } from './request.js';
 import { descriptorsOf, findRoute } from './routes.js';
 
 /** One exchange as the verdict actions see it. */
@@ -33,6 +34,15 @@ interface Exchange {
 
 /** Handles one request; never throws (every failure is answered). */
 export function handleRequest(state: GatewayState, req: IncomingMessage, res: ServerResponse): void {
+  const normalized = normalizeTarget(req.url ?? '/', state.paths);
+  if (normalized.kind === 'refuse') return badRequest(state, res, normalized.reason);
+  if (normalized.kind === 'redirect') {
+    // envoy's UNESCAPE_AND_REDIRECT: the client asks again for the unescaped path, and every party on the way sees that one.
+    sendJson(res, 307, { error: 'redirect', message: `escaped slashes are unescaped: ask for ${normalized.target}` }, [['location', normalized.target]]);
+    return;
+  }
+  // The upstream gets the path the routes matched (forward, and a deferred request, read req.url).
+  req.url = normalized.target;
   const request = new GatewayRequest(req);
   if (state.deferral !== undefined && request.path.startsWith(DEFERRED_STATUS_PREFIX)) {
     answerTicket(state.deferral, request.method, request.path, res);
@@ -43,6 +53,8 @@ export function handleRequest(state: GatewayState, req: IncomingMessage, res: Se
     sendJson(res, 404, { error: 'not_found', message: `no route takes ${request.method} ${request.path}; the gateway's routes are in its configuration (docs/gateway.md)` });
     return;
   }
+  const repeated = repeatedHeader(req.rawHeaders, route.countedHeaders);
+  if (repeated !== undefined) return badRequest(state, res, `the header ${repeated} comes more than once; a rate limit counts it, so send it once`);
   const exchange: Exchange = { state, route, request, req, res };
   const descriptors = route.domain === undefined ? [] : descriptorsOf(route.beforeLimits, route, request, state);
   if (descriptors.length === 0) {
@@ -58,6 +70,12 @@ export function handleRequest(state: GatewayState, req: IncomingMessage, res: Se
   }
   if (decided instanceof Promise) decided.then((result) => answer(exchange, result), (error: unknown) => failed(exchange, error));
   else answer(exchange, decided);
+}
+
+/** A request the gateway cannot take as sent: 400, counted as the service counts rejected input. */
+function badRequest(state: GatewayState, res: ServerResponse, reason: string): void {
+  state.context.events.emit('rejected', { via: 'http', reason });
+  sendJson(res, 400, { error: 'bad_request', message: reason });
 }
 
 function decide(context: ServiceContext, route: GatewayRoute, request: CheckRequest): CheckResult | Promise<CheckResult> {

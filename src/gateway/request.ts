@@ -1,7 +1,8 @@
 /**
- * A request as the gateway's routes and actions see it: its headers (several of one name joined
- * with `,` as envoy joins them) and envoy's pseudo-headers `:path`, `:method`, `:authority` and
- * `:scheme`; and envoy's header matchers over them.
+ * A request as the gateway's routes and actions see it: its headers (several lines of one name
+ * joined with `, ` as node joins them; a header a limit counts must come once, `repeatedHeader`)
+ * and envoy's pseudo-headers `:path`, `:method`, `:authority` and `:scheme`; and envoy's header
+ * matchers over them.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HeaderMatcher } from './config/types.js';
@@ -19,12 +20,13 @@ export interface RequestFacts {
 export class GatewayRequest {
   /** Method, upper-case. */
   readonly method: string;
-  /** The path as sent, query string included (`:path`). */
+  /** The path as the gateway forwards it (normalised, src/gateway/paths.ts), query string included (`:path`). */
   readonly target: string;
   /** The path without its query string. */
   readonly path: string;
-  /** The host without its port, lower-case ('' when none). */
+  /** The host without its port or a trailing dot, lower-case ('' when none). */
   readonly host: string;
+  private lowerCase: string | undefined;
 
   constructor(readonly incoming: RequestFacts) {
     this.method = incoming.method ?? 'GET';
@@ -32,6 +34,11 @@ export class GatewayRequest {
     const query = this.target.indexOf('?');
     this.path = query === -1 ? this.target : this.target.slice(0, query);
     this.host = hostName(incoming.headers.host ?? '');
+  }
+
+  /** `target` in lower case, for routes that are not case-sensitive. */
+  get lowerCaseTarget(): string {
+    return (this.lowerCase ??= this.target.toLowerCase());
   }
 
   /** A header's value (`name` lower-case), or a pseudo-header; undefined when absent. */
@@ -48,12 +55,27 @@ export class GatewayRequest {
   }
 }
 
-/** `Host` without the port: `api.example.com:8080` → `api.example.com`, `[::1]:80` → `[::1]`. */
+/**
+ * The first of `names` (lower-case) that `rawHeaders` (node's `[name, value, ...]`) carries on more
+ * than one line, or undefined. envoy counts a repeated header's first line; an upstream may read
+ * the first, the last or all of them joined, so a header a limit counts must come once.
+ */
+export function repeatedHeader(rawHeaders: readonly string[], names: readonly string[]): string | undefined {
+  if (names.length === 0) return undefined;
+  for (const name of names) {
+    let seen = 0;
+    for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.length === name.length && rawHeaders[i]!.toLowerCase() === name && ++seen > 1) return name;
+  }
+  return undefined;
+}
+
+/** `Host` without the port or a trailing dot: `API.example.com.:8080` → `api.example.com`, `[::1]:80` → `[::1]`. */
 function hostName(host: string): string {
   const lower = host.toLowerCase();
   if (lower.startsWith('[')) return lower.slice(0, lower.indexOf(']') + 1);
   const colon = lower.indexOf(':');
-  return colon === -1 ? lower : lower.slice(0, colon);
+  const name = colon === -1 ? lower : lower.slice(0, colon);
+  return name.endsWith('.') ? name.slice(0, -1) : name;
 }
 
 /**

@@ -3,7 +3,7 @@
  * descriptors its rate-limit actions make of the request, with envoy's semantics (an action that
  * cannot produce its entry drops the whole descriptor; `skip_if_absent` drops only the entry).
  */
-import type { ClientIp } from '../http/identity/index.js';
+import { UNKNOWN_IP_KEY, type ClientIp } from '../http/identity/index.js';
 import type { DescriptorEntry } from '../rules/match.js';
 import type { RateLimitDescriptor } from '../rules/check.js';
 import type { RateLimitAction, RateLimitConfig, RouteConfig, RouteMatch } from './config/types.js';
@@ -16,8 +16,8 @@ export function findRoute<R extends RouteConfig>(routes: readonly R[], request: 
 }
 
 function routeMatches(match: RouteMatch, request: GatewayRequest): boolean {
-  if (match.prefix !== undefined && !request.target.startsWith(match.prefix)) return false;
-  if (match.path !== undefined && request.path !== match.path) return false;
+  if (match.prefix !== undefined && !(match.caseSensitive ? request.target : request.lowerCaseTarget).startsWith(match.prefix)) return false;
+  if (match.path !== undefined && (match.caseSensitive ? request.path : request.path.toLowerCase()) !== match.path) return false;
   if (match.regex !== undefined && !match.regex.test(request.path)) return false;
   if (match.methods !== undefined && !match.methods.includes(request.method)) return false;
   if (match.hosts !== undefined && !match.hosts.some((host) => hostMatches(host, request.host))) return false;
@@ -68,10 +68,16 @@ function entriesOf(actions: readonly RateLimitAction[], route: RouteConfig, requ
         break;
       }
       case 'remote_address': {
-        const incoming = request.incoming;
-        const address = context.clientIp.address(incoming.socket.remoteAddress, (name) => request.header(name));
-        if (address === undefined) return undefined;
-        entries.push({ key: 'remote_address', value: address });
+        // The middleware's key for the client: an IPv6 client is its subnet, whichever of its addresses it uses.
+        const key = context.clientIp.key(request.incoming.socket.remoteAddress, (name) => request.header(name));
+        if (key === UNKNOWN_IP_KEY) return undefined;
+        entries.push({ key: 'remote_address', value: key.slice(3) });
+        break;
+      }
+      case 'masked_remote_address': {
+        const network = context.clientIp.masked(request.incoming.socket.remoteAddress, (name) => request.header(name), action.v4PrefixLength, action.v6PrefixLength);
+        if (network === undefined) return undefined;
+        entries.push({ key: 'masked_remote_address', value: network });
         break;
       }
       case 'generic_key':

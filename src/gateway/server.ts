@@ -123,13 +123,14 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
 
 /** Builds the state a configuration gives; a defer route without Redis is refused (at a reload too: the last good one stays). */
 function stateMaker(options: GatewayOptions, service: RunningService, deferral: GatewayDeferral | undefined): (config: GatewayConfig, upstreams: Upstreams) => GatewayState {
-  const clientIps = clientIp({ trustProxy: options.config.trustProxy === false ? false : (options.config.trustProxy as number | string[]) });
+  const clientIps = clientIp({ trustProxy: options.config.trustProxy === false ? false : (options.config.trustProxy as number | string[]), ipv6Subnet: options.config.ipv6Subnet });
   return (config, upstreams) => {
     const defers = config.routes.some((route) => route.onLimit === 'defer');
     if (defers && deferral === undefined) throw new InvalidOptionError(deferNeedsRedis());
     return {
       context: service.context,
       routes: gatewayRoutes(config.routes),
+      paths: config.paths,
       upstreams,
       sourceCluster: config.sourceCluster,
       clientIp: clientIps,

@@ -10,6 +10,7 @@ import type { AnswerSettings } from '../http/verdict.js';
 import type { ServiceContext } from '../service/index.js';
 import type { RateLimitConfig, RouteConfig } from './config/types.js';
 import type { DeferredQueue, TicketStatus } from './defer/index.js';
+import type { PathSettings } from './paths.js';
 import type { Upstreams } from './proxy.js';
 
 /** The deferred queues as a defer route's requests and the status URL use them (`GatewayDeferral`). */
@@ -27,12 +28,16 @@ export interface GatewayRoute extends RouteConfig {
   readonly beforeLimits: readonly RateLimitConfig[];
   /** Sent once the response is over (envoy's `apply_on_stream_done`); they only count. */
   readonly afterLimits: readonly RateLimitConfig[];
+  /** The request headers its `request_headers` actions read (lower-case, no pseudo-headers): each must come at most once. */
+  readonly countedHeaders: readonly string[];
 }
 
 /** What the handler reads; a reload of the gateway configuration swaps `routes` and `upstreams`. */
 export interface GatewayState {
   readonly context: ServiceContext;
   readonly routes: readonly GatewayRoute[];
+  /** How request paths are normalised before the routes see them. */
+  readonly paths: PathSettings;
   readonly upstreams: Upstreams;
   readonly sourceCluster: string;
   readonly clientIp: ClientIp;
@@ -47,6 +52,15 @@ export function gatewayRoutes(routes: readonly RouteConfig[]): GatewayRoute[] {
     ...route,
     beforeLimits: route.rateLimits.filter((limit) => !limit.applyOnStreamDone),
     afterLimits: route.rateLimits.filter((limit) => limit.applyOnStreamDone),
+    countedHeaders: countedHeaders(route.rateLimits),
   }));
+}
+
+function countedHeaders(rateLimits: readonly RateLimitConfig[]): string[] {
+  const names = new Set<string>();
+  for (const { actions } of rateLimits) {
+    for (const action of actions) if (action.type === 'request_headers' && !action.headerName.startsWith(':')) names.add(action.headerName);
+  }
+  return [...names];
 }
 

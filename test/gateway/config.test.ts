@@ -59,7 +59,7 @@ const FIXTURES: Readonly<Record<string, readonly string[]>> = {
   'upstream-with-path.yaml': ['upstream-with-path.yaml:1:20: upstreams.mock: "http://127.0.0.1:9999/api": give the origin only (scheme, host and port): request paths are forwarded as they are'],
   'unknown-action.yaml': ['unknown-action.yaml:8:13: routes[0].rate_limits[0].actions[0].request_header: unknown key "request_header"; did you mean "request_headers"?'],
   'unsupported-action.yaml': [
-    'unsupported-action.yaml:8:13: routes[0].rate_limits[0].actions[0].metadata: the metadata action reads envoy dynamic metadata, which the gateway does not have; the gateway takes source_cluster, destination_cluster, request_headers, remote_address, generic_key, header_value_match',
+    'unsupported-action.yaml:8:13: routes[0].rate_limits[0].actions[0].metadata: the metadata action reads envoy dynamic metadata, which the gateway does not have; the gateway takes source_cluster, destination_cluster, request_headers, remote_address, masked_remote_address, generic_key, header_value_match',
   ],
   'missing-domain.yaml': ['missing-domain.yaml:3:5: routes[0].domain: missing domain: name the rules domain its descriptors are checked in, e.g. domain: rl (or a top-level domain)'],
   'two-path-matches.yaml': ['two-path-matches.yaml:3:12: routes[0].match: a match takes exactly one of prefix, path, safe_regex; got prefix and path'],
@@ -80,6 +80,15 @@ const FIXTURES: Readonly<Record<string, readonly string[]>> = {
   'defer-duration-without-unit.yaml': ['defer-duration-without-unit.yaml:6:26: routes[0].defer.result_ttl: result_ttl 3600 has no unit: write it with one, "3600s" for seconds or "3600ms" for milliseconds'],
   'hits-addend-negative.yaml': ['hits-addend-negative.yaml:7:32: routes[0].rate_limits[0].hits_addend.number: number must be a whole number from 0 to 1000000, got -1'],
   'too-many-actions.yaml': ["too-many-actions.yaml:7:18: routes[0].rate_limits[0].actions: a rate limit has at most 32 actions (one descriptor's entries), got 33"],
+  'client-networks.yaml': [
+    'client-networks.yaml:2:14: ipv6_subnet: ipv6_subnet must be a whole number from 32 to 64, got 128',
+    'client-networks.yaml:8:66: routes[0].rate_limits[0].actions[0].masked_remote_address.v4_prefix_mask_len: v4_prefix_mask_len must be a whole number from 0 to 32, got 33',
+  ],
+  'path-settings.yaml': [
+    'path-settings.yaml:2:35: path_with_escaped_slashes_action: path_with_escaped_slashes_action "decode" is not one of keep_unchanged, reject_request, unescape_and_redirect, unescape_and_forward',
+    'path-settings.yaml:3:16: merge_slashes: merge_slashes must be true or false, got "yes"',
+    'path-settings.yaml:5:46: routes[0].match.case_sensitive: case_sensitive must be true or false, got "sometimes"',
+  ],
   'yaml-syntax.yaml': ['yaml-syntax.yaml:5:1: YAML error: sequence item without - indicator'],
   'several-errors.yaml': [
     'several-errors.yaml:1:9: listen: listen must be a port (8888) or host:port ("127.0.0.1:8888"), got "eighty"',

@@ -88,10 +88,13 @@ export interface Answer {
   readonly body: string;
 }
 
-/** One request over a fresh connection (node:http, so hop-by-hop headers go out as written). */
-export function send(url: string, options: { method?: string; headers?: Record<string, string | string[]>; body?: string | Buffer } = {}): Promise<Answer> {
+/**
+ * One request over a fresh connection (node:http, so hop-by-hop headers go out as written). `path`
+ * is sent exactly as written (the URL's own path is normalised by the URL parser: `/./a` → `/a`).
+ */
+export function send(url: string, options: { method?: string; headers?: Record<string, string | string[]>; body?: string | Buffer; path?: string } = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: options.method ?? 'GET', headers: options.headers, agent: false }, (res) => {
+    const req = httpRequest(url, { method: options.method ?? 'GET', headers: options.headers, agent: false, ...(options.path !== undefined ? { path: options.path } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));

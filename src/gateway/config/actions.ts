@@ -11,14 +11,13 @@ import { readHeaderMatchers, readHeaderName } from './matchers.js';
 import type { RateLimitAction, RateLimitConfig } from './types.js';
 
 /** The action types the gateway takes; envoy's others are refused by name. */
-export const ACTION_TYPES = ['source_cluster', 'destination_cluster', 'request_headers', 'remote_address', 'generic_key', 'header_value_match'] as const;
+export const ACTION_TYPES = ['source_cluster', 'destination_cluster', 'request_headers', 'remote_address', 'masked_remote_address', 'generic_key', 'header_value_match'] as const;
 
 /** envoy action types the gateway does not take, and why. */
 const UNSUPPORTED_ACTIONS: Readonly<Record<string, string>> = {
   metadata: 'reads envoy dynamic metadata, which the gateway does not have',
   dynamic_metadata: 'reads envoy dynamic metadata, which the gateway does not have',
   extension: 'runs an envoy extension',
-  masked_remote_address: 'is not supported yet; use remote_address',
   query_parameter_value_match: 'is not supported yet',
   query_parameters: 'is not supported yet',
 };
@@ -33,8 +32,17 @@ const ACTION_FIELDS: FieldSet = { what: 'an action', names: [...ACTION_TYPES, ..
 const REQUEST_HEADERS_FIELDS: FieldSet = { what: 'request_headers', names: ['header_name', 'descriptor_key', 'skip_if_absent'], misplaced: {} };
 const GENERIC_KEY_FIELDS: FieldSet = { what: 'generic_key', names: ['descriptor_value', 'descriptor_key'], misplaced: {} };
 const HEADER_VALUE_MATCH_FIELDS: FieldSet = { what: 'header_value_match', names: ['descriptor_value', 'descriptor_key', 'expect_match', 'headers'], misplaced: {} };
+const MASKED_REMOTE_ADDRESS_FIELDS: FieldSet = { what: 'masked_remote_address', names: ['v4_prefix_mask_len', 'v6_prefix_mask_len'], misplaced: {} };
 const NO_FIELDS: FieldSet = { what: 'this action', names: [], misplaced: {} };
 const HITS_ADDEND_FIELDS: FieldSet = { what: 'hits_addend', names: ['number', 'format'], misplaced: {} };
+
+/** The settings each action type takes (none: `{}`). */
+const FIELD_SETS: Partial<Record<(typeof ACTION_TYPES)[number], FieldSet>> = {
+  request_headers: REQUEST_HEADERS_FIELDS,
+  generic_key: GENERIC_KEY_FIELDS,
+  header_value_match: HEADER_VALUE_MATCH_FIELDS,
+  masked_remote_address: MASKED_REMOTE_ADDRESS_FIELDS,
+};
 
 /** Most hits one descriptor may add (envoy's is a uint32; ours must fit a cost). */
 const MAX_HITS_ADDEND = 1_000_000;
@@ -108,7 +116,7 @@ function readActionBody(reader: DocumentReader, entry: Entry): RateLimitAction |
   const type = entry.name as (typeof ACTION_TYPES)[number];
   const body = entry.value === undefined ? undefined : reader.mapping(entry.value, entry.path, `${type}'s settings (a mapping, {} when it has none)`);
   if (entry.value !== undefined && body === undefined) return undefined;
-  const fieldSet = type === 'request_headers' ? REQUEST_HEADERS_FIELDS : type === 'generic_key' ? GENERIC_KEY_FIELDS : type === 'header_value_match' ? HEADER_VALUE_MATCH_FIELDS : NO_FIELDS;
+  const fieldSet = FIELD_SETS[type] ?? NO_FIELDS;
   const fields = body === undefined ? new Map<string, Entry>() : reader.entries(body, entry.path, fieldSet);
   const required = (name: string, fix: string): string | undefined => {
     const value = name === 'header_name' ? readHeaderName(reader, fields.get(name)) : readText(reader, fields.get(name));
@@ -123,6 +131,9 @@ function readActionBody(reader: DocumentReader, entry: Entry): RateLimitAction |
     case 'destination_cluster':
     case 'remote_address':
       return { type };
+    case 'masked_remote_address':
+      // envoy's defaults: the whole address.
+      return { type, v4PrefixLength: readWholeNumber(reader, fields.get('v4_prefix_mask_len'), 0, 32) ?? 32, v6PrefixLength: readWholeNumber(reader, fields.get('v6_prefix_mask_len'), 0, 128) ?? 128 };
     case 'request_headers': {
       const headerName = required('header_name', 'name the request header, e.g. header_name: x-user-id');
       const descriptorKey = required('descriptor_key', 'name the descriptor entry, e.g. descriptor_key: user');

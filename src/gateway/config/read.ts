@@ -9,7 +9,7 @@ import { LineCounter, isScalar, isSeq, type YAMLMap } from 'yaml';
 import { GatewayConfigError, type RulesError } from '../../errors.js';
 import { clientIp } from '../../http/identity/index.js';
 import { HEADER_STYLES, type HeaderStyle } from '../../http/report.js';
-import { DocumentReader, readChoice, readText, readWholeNumber, reportMissing, type Entry, type FieldSet } from '../../rules/parse/fields.js';
+import { DocumentReader, readChoice, readFlag, readText, readWholeNumber, reportMissing, type Entry, type FieldSet } from '../../rules/parse/fields.js';
 import { closestMatch } from '../../rules/parse/suggest.js';
 import { Problems, StopReading, parseYamlDocuments, sizeProblem, RULES_LIMITS } from '../../rules/parse/yaml.js';
 import { readRateLimits } from './actions.js';
@@ -18,11 +18,15 @@ import { readHeaderMatchers, readRegex } from './matchers.js';
 import { readDeferBlock, checkDeferRoutes } from '../defer/config.js';
 import { declaredNames, readUpstreams } from './upstreams.js';
 import { readDuration } from './values.js';
+import { EDGE_PATH_SETTINGS, ESCAPED_SLASH_ACTIONS, type PathSettings } from '../paths.js';
 import type { GatewayConfig, OnLimit, RouteConfig, RouteMatch } from './types.js';
 
 const TOP_FIELDS: FieldSet = {
   what: 'the gateway configuration',
-  names: ['listen', 'source_cluster', 'upstreams', 'rules', 'routes', 'domain', 'trust_proxy', 'headers', 'timeout', 'connect_timeout'],
+  names: [
+    'listen', 'source_cluster', 'upstreams', 'rules', 'routes', 'domain', 'trust_proxy', 'headers', 'timeout', 'connect_timeout',
+    'normalize_path', 'merge_slashes', 'path_with_escaped_slashes_action', 'ipv6_subnet',
+  ],
   misplaced: { match: 'belongs in a route (an item of routes)', rate_limits: 'belongs in a route (an item of routes)', upstream: 'belongs in a route; the list of upstreams is upstreams' },
 };
 
@@ -37,7 +41,7 @@ const ROUTE_FIELDS: FieldSet = {
   },
 };
 
-const MATCH_FIELDS: FieldSet = { what: 'a match', names: ['prefix', 'path', 'safe_regex', 'methods', 'method', 'host', 'headers'], misplaced: {} };
+const MATCH_FIELDS: FieldSet = { what: 'a match', names: ['prefix', 'path', 'safe_regex', 'case_sensitive', 'methods', 'method', 'host', 'headers'], misplaced: {} };
 const SHAPING_FIELDS: FieldSet = { what: 'shaping', names: ['max_delay'], misplaced: {} };
 
 /** The answers to a throttled request a route may choose. */
@@ -100,8 +104,21 @@ function readTop(reader: DocumentReader, node: NonNullable<Entry['value']>, base
     rules: rules === undefined ? undefined : resolve(base, rules),
     routes,
     trustProxy: readTrustProxy(reader, fields.get('trust_proxy')),
+    // The middleware's bounds (clientIp's ipv6Subnet) and default.
+    ipv6Subnet: readWholeNumber(reader, fields.get('ipv6_subnet'), 32, 64) ?? 56,
     headers: (readChoice(reader, fields.get('headers'), HEADER_STYLES) ?? 'legacy') as HeaderStyle,
     connectTimeoutMs: readDuration(reader, fields.get('connect_timeout')) ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    paths: readPathSettings(reader, fields),
+  };
+}
+
+/** The path settings, envoy's edge recommendations by default (`EDGE_PATH_SETTINGS`); envoy's upper-case enum names are taken too. */
+function readPathSettings(reader: DocumentReader, fields: ReadonlyMap<string, Entry>): PathSettings {
+  const escaped = readChoice(reader, fields.get('path_with_escaped_slashes_action'), ESCAPED_SLASH_ACTIONS, (text) => text.toLowerCase());
+  return {
+    normalize: readFlag(reader, fields.get('normalize_path')) ?? EDGE_PATH_SETTINGS.normalize,
+    mergeSlashes: readFlag(reader, fields.get('merge_slashes')) ?? EDGE_PATH_SETTINGS.mergeSlashes,
+    escapedSlashes: escaped ?? EDGE_PATH_SETTINGS.escapedSlashes,
   };
 }
 
@@ -199,8 +216,10 @@ function readMatch(reader: DocumentReader, entry: Entry): RouteMatch | undefined
     reader.report(map, entry.path, `a match takes exactly one of prefix, path, safe_regex; got ${given.length === 0 ? 'none' : given.join(' and ')}`);
     return undefined;
   }
-  const prefix = readPathText(reader, fields.get('prefix'));
-  const path = readPathText(reader, fields.get('path'));
+  const caseSensitive = readFlag(reader, fields.get('case_sensitive')) ?? true;
+  const inCase = (text: string | undefined): string | undefined => (caseSensitive ? text : text?.toLowerCase());
+  const prefix = inCase(readPathText(reader, fields.get('prefix')));
+  const path = inCase(readPathText(reader, fields.get('path')));
   const regexEntry = fields.get('safe_regex');
   const regex = regexEntry === undefined ? undefined : readRegex(reader, regexEntry);
   const methods = readMethods(reader, fields.get('methods') ?? fields.get('method'));
@@ -209,6 +228,7 @@ function readMatch(reader: DocumentReader, entry: Entry): RouteMatch | undefined
   return {
     ...(prefix !== undefined ? { prefix } : {}),
     ...(path !== undefined ? { path } : {}),
+    caseSensitive,
     ...(regex !== undefined ? { regex } : {}),
     ...(methods !== undefined ? { methods } : {}),
     ...(hosts !== undefined ? { hosts } : {}),
@@ -233,7 +253,8 @@ function readHosts(reader: DocumentReader, entry: Entry | undefined): string[] |
   return readWords(reader, entry, {
     list: 'a list of host names',
     valid: /^(?:\*|(?:\*\.)?[a-z0-9.-]+)$/,
-    normalize: (host) => host.toLowerCase(),
+    // A fully qualified name's trailing dot names the same host (a request's is dropped too).
+    normalize: (host) => host.toLowerCase().replace(/\.$/, ''),
     problem: (host) => `${JSON.stringify(host)} is not a host name: write api.example.com, *.example.com or *`,
   });
 }

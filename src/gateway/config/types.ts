@@ -4,6 +4,7 @@
  * configuration so its users recognise it; docs/gateway.md is the reference.
  */
 import type { HeaderStyle } from '../../http/report.js';
+import type { PathSettings } from '../paths.js';
 
 /** How a header matcher compares a header's value (envoy's HeaderMatcher / StringMatcher). */
 export type HeaderMatchKind = 'exact' | 'prefix' | 'suffix' | 'contains' | 'safe_regex' | 'present';
@@ -29,6 +30,8 @@ export type RateLimitAction =
   | { readonly type: 'destination_cluster' }
   | { readonly type: 'request_headers'; readonly headerName: string; readonly descriptorKey: string; readonly skipIfAbsent: boolean }
   | { readonly type: 'remote_address' }
+  /** envoy's `masked_remote_address`: the client's network, `10.1.2.0/24`; defaults 32 and 128, the whole address. */
+  | { readonly type: 'masked_remote_address'; readonly v4PrefixLength: number; readonly v6PrefixLength: number }
   | { readonly type: 'generic_key'; readonly descriptorKey: string; readonly descriptorValue: string }
   | {
       readonly type: 'header_value_match';
@@ -49,10 +52,12 @@ export interface RateLimitConfig {
 
 /** What a request must be for a route to take it (every given condition). */
 export interface RouteMatch {
-  /** The start of the path, query string included (envoy's `prefix`). */
+  /** The start of the normalised path, query string included (envoy's `prefix`); lower-case when not `caseSensitive`. */
   readonly prefix?: string;
-  /** The whole path without its query string (envoy's `path`). */
+  /** The whole normalised path without its query string (envoy's `path`); lower-case when not `caseSensitive`. */
   readonly path?: string;
+  /** envoy's `case_sensitive` (default true): whether `prefix` and `path` compare case; `safe_regex` always does. */
+  readonly caseSensitive: boolean;
   /** Matches the whole path without its query string (envoy's `safe_regex`). */
   readonly regex?: RegExp;
   /** Upper-case methods; absent: any. */
@@ -129,8 +134,12 @@ export interface GatewayConfig {
   readonly routes: readonly RouteConfig[];
   /** Which peers may say who the client is (X-Forwarded-For), for `remote_address`; the middleware's `trustProxy`. */
   readonly trustProxy: false | number | readonly string[];
+  /** IPv6 clients' `remote_address` is their network of this many bits (`ipv6_subnet`, 32..64, default 56: the middleware's `ipv6Subnet`). */
+  readonly ipv6Subnet: number;
   /** Which rate-limit headers answers carry (the middleware's `headers`): legacy (default), ietf, both, none. */
   readonly headers: HeaderStyle;
   /** Longest wait for an upstream connection, in ms. */
   readonly connectTimeoutMs: number;
+  /** How request paths are normalised before routes see them (`normalize_path`, `merge_slashes`, `path_with_escaped_slashes_action`). */
+  readonly paths: PathSettings;
 }

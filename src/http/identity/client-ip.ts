@@ -4,7 +4,7 @@
  * (`ip:1.2.3.4`, or the network of an IPv6 address such as `ip:2001:db8:1200::/56`).
  */
 import { InvalidOptionError, describeValue } from '../../errors.js';
-import { Address, Kind, formatAddress, formatNetwork, parseHost, parseV4, v6Masks } from './addresses.js';
+import { Address, Kind, formatAddress, formatNetwork, formatV4, formatV6, parseHost, parseV4, v4Mask, v6Masks } from './addresses.js';
 import { lastComma, lastElementSeparator, parseForwardedFor, parseTrimmed } from './forwarded.js';
 import type { HeaderGetter } from './text.js';
 import { compileTrusted, isTrusted, type TrustedRanges } from './trusted-proxies.js';
@@ -41,6 +41,12 @@ export interface ClientIp {
    * prefix). When no address is known: 'ip:unknown'.
    */
   key(remoteAddress: string | undefined, header: HeaderGetter): string;
+  /**
+   * The client's network as CIDR text (envoy's `masked_remote_address`): the address masked to
+   * `v4Prefix` (0..32) or `v6Prefix` (0..128) bits, `10.1.2.0/24`, `2001:db8:7:8::/64`. undefined
+   * when no valid address is known.
+   */
+  masked(remoteAddress: string | undefined, header: HeaderGetter, v4Prefix: number, v6Prefix: number): string | undefined;
 }
 
 /** The key of requests whose address is not known (no socket address, nothing valid forwarded). */
@@ -105,6 +111,9 @@ class ClientIpResolver implements ClientIp {
   private readonly second = new Address();
   private readonly keyMasks: Uint16Array;
   private readonly keySuffix: string;
+  /** `masked`'s IPv6 masks by prefix length (a configuration names a few). */
+  private readonly masks = new Map<number, Uint16Array>();
+  private readonly maskedGroups = new Uint16Array(8);
 
   constructor(
     private readonly trust: Trust,
@@ -131,6 +140,16 @@ class ClientIpResolver implements ClientIp {
     if (client === undefined) return UNKNOWN_IP_KEY;
     if (client.kind === Kind.V4) return 'ip:' + formatAddress(client);
     return 'ip:' + formatNetwork(client.groups, this.keyMasks) + this.keySuffix;
+  }
+
+  masked(remoteAddress: string | undefined, header: HeaderGetter, v4Prefix: number, v6Prefix: number): string | undefined {
+    const client = this.resolve(remoteAddress, header);
+    if (client === undefined) return undefined;
+    if (client.kind === Kind.V4) return `${formatV4((client.v4 & v4Mask(v4Prefix)) >>> 0)}/${v4Prefix}`;
+    let masks = this.masks.get(v6Prefix);
+    if (masks === undefined) this.masks.set(v6Prefix, (masks = v6Masks(v6Prefix)));
+    for (let i = 0; i < 8; i++) this.maskedGroups[i] = client.groups[i]! & masks[i]!;
+    return `${formatV6(this.maskedGroups)}/${v6Prefix}`;
   }
 
   /** The client's address, in one of the two reusable buffers (valid until the next call). */
