@@ -21,6 +21,8 @@ const root = new URL('..', import.meta.url).pathname;
 const deployDir = join(root, 'deploy');
 const CLI = join(root, 'dist/cli/main.js');
 const text = (path: string) => readFileSync(join(root, path), 'utf8');
+/** Longest a `tollgate` command run here may take: loading the CLI takes seconds on a busy 2-core machine. */
+const COMMAND_MS = 20_000;
 
 type Tree = Record<string, unknown>;
 const at = (value: unknown, ...path: (string | number)[]): unknown => path.reduce<unknown>((node, step) => (node as Tree | undefined)?.[step], value);
@@ -144,7 +146,7 @@ function resolveLaunch(launch: Launch): ServiceOptions {
 const drainBudgetMs = (options: ServiceOptions) => options.drainDelayMs + options.shutdownTimeoutMs;
 
 describe('deploy files: flags and environment variables', () => {
-  const help = spawnSync(process.execPath, [CLI, 'serve', '--help'], { encoding: 'utf8', timeout: 10_000 }).stdout;
+  const help = spawnSync(process.execPath, [CLI, 'serve', '--help'], { encoding: 'utf8', timeout: COMMAND_MS }).stdout;
 
   it.each(LAUNCHES.map((launch) => [launch().where, launch] as const))('%s: every serve flag exists, is in serve --help, and resolves, with the rules', (_name, launch) => {
     const { args, where } = launch();
@@ -219,7 +221,7 @@ describe('deploy files: manifests', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-configmap-'));
     try {
       for (const [name, body] of Object.entries(at(k8s('ConfigMap'), 'data') as Record<string, string>)) writeFileSync(join(dir, name), body);
-      const result = spawnSync(process.execPath, [CLI, 'validate', dir], { encoding: 'utf8', timeout: 10_000 });
+      const result = spawnSync(process.execPath, [CLI, 'validate', dir], { encoding: 'utf8', timeout: COMMAND_MS });
       expect(result.stdout + result.stderr).toMatch(/^OK: 2 domains/);
       expect(result.status).toBe(0);
     } finally {
@@ -312,7 +314,7 @@ const addressFilePath = (dir: string) => join(dir, 'addresses.json');
 function runHealthcheck(addressFile: string): { status: number | null; output: string } {
   const [program, script, ...args] = dockerJson('HEALTHCHECK');
   expect([program, script]).toEqual(['node', '/app/dist/cli/health-check.js']);
-  const result = spawnSync(process.execPath, [join(root, script!.slice('/app/'.length)), ...args], { env: { ...process.env, ...dockerEnv(), TOLLGATE_ADDRESS_FILE: addressFile }, encoding: 'utf8', timeout: 10_000 });
+  const result = spawnSync(process.execPath, [join(root, script!.slice('/app/'.length)), ...args], { env: { ...process.env, ...dockerEnv(), TOLLGATE_ADDRESS_FILE: addressFile }, encoding: 'utf8', timeout: COMMAND_MS });
   return { status: result.status, output: result.stdout + result.stderr };
 }
 
@@ -342,7 +344,7 @@ describe('health checks and probes ask endpoints the running service answers', (
     const imports = (file: string) => [...text(file).matchAll(/^import .* from '([^']+)';$/gm)].map((match) => match[1]);
     expect(imports('dist/cli/health-check.js')).toEqual(['./health.js']);
     expect(imports('dist/cli/health.js').filter((module) => !module!.startsWith('node:'))).toEqual(['../options.js']);
-    const help = spawnSync(process.execPath, [CLI, 'health', '--help'], { encoding: 'utf8', timeout: 10_000 });
+    const help = spawnSync(process.execPath, [CLI, 'health', '--help'], { encoding: 'utf8', timeout: COMMAND_MS });
     expect(help.stdout).toMatch(/^Usage: tollgate health \[--address-file FILE\]/);
   });
 
@@ -416,7 +418,7 @@ describe("the image's HEALTHCHECK over TLS and mutual TLS", () => {
 
   it('an address file that cannot be written stops the start (exit 2), naming the flag and the fix', () => {
     const missingDir = join(certificates.dir, 'no-such-dir', 'addresses.json');
-    const result = spawnSync(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', '--admin-port', '0', '--address-file', missingDir], { encoding: 'utf8', timeout: 20_000 });
+    const result = spawnSync(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', '--admin-port', '0', '--address-file', missingDir], { encoding: 'utf8', timeout: COMMAND_MS });
     expect(result.stderr).toContain(`--address-file (or TOLLGATE_ADDRESS_FILE) ${missingDir} cannot be written: ENOENT`);
     expect(result.stderr).toContain('give a path in a writable directory (e.g. /tmp), or leave it unset');
     expect(result.status).toBe(2);
