@@ -2,22 +2,27 @@
  * The deployment files (deploy/, examples/envoy/) against the service they deploy: every flag and
  * TOLLGATE_* variable they give `tollgate serve` exists and resolves, every manifest parses, the
  * compose file's paths exist, Envoy asks Tollgate's gRPC port, the health checks and probes ask
- * endpoints a running service answers, and every stop timeout outlasts the drain.
+ * endpoints a running service answers (the image's `tollgate health` against services on a --port
+ * flag, on TLS and on mutual TLS), the example tokens are refused by name, and every stop timeout
+ * outlasts the drain.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions, type ServiceOptions } from '../src/service/options.js';
+import { TestCertificates } from './support/certs.js';
 import { startServiceProcess, type ServiceProcess } from './support/service.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const deployDir = join(root, 'deploy');
 const CLI = join(root, 'dist/cli/main.js');
 const text = (path: string) => readFileSync(join(root, path), 'utf8');
+/** Longest a `tollgate` command run here may take: loading the CLI takes seconds on a busy 2-core machine. */
+const COMMAND_MS = 20_000;
 
 type Tree = Record<string, unknown>;
 const at = (value: unknown, ...path: (string | number)[]): unknown => path.reduce<unknown>((node, step) => (node as Tree | undefined)?.[step], value);
@@ -58,18 +63,30 @@ function dockerJson(keyword: string): string[] {
   return JSON.parse(rest) as string[];
 }
 
-function dockerLaunch(): Launch {
+/** The image's environment (its ENV instructions). */
+function dockerEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const { keyword, rest } of dockerInstructions()) {
     if (keyword !== 'ENV') continue;
     for (const [, name, value] of rest.matchAll(/(\w+)=(\S+)/g)) env[name!] = value!;
   }
-  return { where: 'Dockerfile', args: dockerJson('CMD'), env };
+  return env;
+}
+
+/** What the container runs: the ENTRYPOINT after `tollgate`, then the CMD or what replaces it (compose's command, a pod's args). */
+function containerArgs(command: readonly string[]): string[] {
+  const [program, ...entrypoint] = dockerJson('ENTRYPOINT');
+  expect(program).toBe('tollgate');
+  return [...entrypoint, ...command];
+}
+
+function dockerLaunch(): Launch {
+  return { where: 'Dockerfile', args: containerArgs(dockerJson('CMD')), env: dockerEnv() };
 }
 
 function composeLaunch(): Launch {
   const service = at(parseYaml(text('deploy/docker-compose.yml')), 'services', 'tollgate') as Tree;
-  return { where: 'docker-compose.yml', args: service.command as string[], env: service.environment as Record<string, string> };
+  return { where: 'docker-compose.yml', args: containerArgs(service.command as string[]), env: { ...dockerEnv(), ...(service.environment as Record<string, string>) } };
 }
 
 function systemdSettings(): Record<string, string> {
@@ -81,15 +98,21 @@ function systemdSettings(): Record<string, string> {
   return settings;
 }
 
-function systemdLaunch(): Launch {
-  const words = systemdSettings().ExecStart!.split(/\s+/);
-  const env = Object.fromEntries(
+/** deploy/tollgate.env's variables; `commented`: with the commented-out `TOLLGATE_*=` lines too. */
+function envFile(commented = false): Record<string, string> {
+  return Object.fromEntries(
     text('deploy/tollgate.env')
       .split('\n')
+      .map((line) => (commented ? line.replace(/^# (TOLLGATE_\w+=)/, '$1') : line))
       .filter((line) => /^\w+=/.test(line))
       .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
   );
-  return { where: 'tollgate.service', args: words.slice(words.findIndex((word) => word.endsWith('/dist/cli/main.js')) + 1), env };
+}
+
+function systemdLaunch(): Launch {
+  const [program, ...args] = systemdSettings().ExecStart!.split(/\s+/);
+  expect(program).toBe('tollgate');
+  return { where: 'tollgate.service', args, env: envFile() };
 }
 
 function k8sDocuments(): Tree[] {
@@ -105,7 +128,7 @@ function k8sLaunch(): Launch {
   const container = k8sContainer();
   const env: Record<string, string> = {};
   for (const variable of container.env as { name: string; value?: string }[]) if (variable.value !== undefined) env[variable.name] = variable.value;
-  return { where: 'k8s/deployment.yaml', args: container.args as string[], env };
+  return { where: 'k8s/deployment.yaml', args: containerArgs(container.args as string[]), env: { ...dockerEnv(), ...env } };
 }
 
 const LAUNCHES = [dockerLaunch, composeLaunch, systemdLaunch, k8sLaunch];
@@ -123,12 +146,12 @@ function resolveLaunch(launch: Launch): ServiceOptions {
 const drainBudgetMs = (options: ServiceOptions) => options.drainDelayMs + options.shutdownTimeoutMs;
 
 describe('deploy files: flags and environment variables', () => {
-  const help = spawnSync(process.execPath, [CLI, 'serve', '--help'], { encoding: 'utf8', timeout: 10_000 }).stdout;
+  const help = spawnSync(process.execPath, [CLI, 'serve', '--help'], { encoding: 'utf8', timeout: COMMAND_MS }).stdout;
 
-  it.each(LAUNCHES.map((launch) => [launch().where, launch] as const))('%s: every serve flag exists, is in serve --help, and resolves', (_name, launch) => {
+  it.each(LAUNCHES.map((launch) => [launch().where, launch] as const))('%s: every serve flag exists, is in serve --help, and resolves, with the rules', (_name, launch) => {
     const { args, where } = launch();
     const flags = args.filter((arg) => arg.startsWith('--'));
-    expect(flags.length, where).toBeGreaterThan(0);
+    expect(resolveLaunch(launch()).config, where).toBe('/etc/tollgate/rules');
     for (const flag of flags) {
       expect(Object.keys(SERVE_FLAGS), `${where}: ${flag}`).toContain(flag.slice(2));
       expect(help, `${where}: ${flag} in serve --help`).toContain(`${flag} `);
@@ -141,6 +164,23 @@ describe('deploy files: flags and environment variables', () => {
     const named = DEPLOY_TEXT_FILES.flatMap((file) => [...text(file).matchAll(/TOLLGATE_[A-Z0-9_]+/g)].map((match) => `${file}: ${match[0]}`));
     expect(named.length).toBeGreaterThan(10);
     expect(named.filter((entry) => !known.has(entry.split(': ')[1]!))).toEqual([]);
+  });
+
+  it("systemd: ExecStart runs the package's command by name, which systemd finds where `npm install -g` links it ($(npm prefix -g)/bin)", () => {
+    const command = systemdSettings().ExecStart!.split(/\s+/)[0]!;
+    expect(Object.keys((JSON.parse(text('package.json')) as { bin: Record<string, string> }).bin)).toEqual([command]);
+    expect(text('deploy/tollgate.service')).toContain('$(npm prefix -g)/bin/tollgate: /usr/local/bin/tollgate or /usr/bin/tollgate');
+  });
+
+  it("deploy/tollgate.env's example tokens, once uncommented, are refused by name with how to make one; a real token passes", () => {
+    const uncommented = envFile(true);
+    expect(Object.keys(uncommented)).toEqual(expect.arrayContaining(['TOLLGATE_ADMIN_TOKEN', 'TOLLGATE_METRICS_TOKEN']));
+    const args = ['serve'];
+    expect(() => resolveLaunch({ where: 'env', args, env: uncommented })).toThrow(/is still the example's placeholder "CHANGE_ME[^"]*": set a token of your own \(make one with `openssl rand -hex 32`\)/);
+    const real = 'a3f9c2e17b5d4e8f90a1b2c3d4e5f607';
+    expect(resolveLaunch({ where: 'env', args, env: { ...uncommented, TOLLGATE_ADMIN_TOKEN: real, TOLLGATE_METRICS_TOKEN: real } }).adminToken).toBe(real);
+    // The placeholders pass the length check: only their name refuses them.
+    for (const name of ['TOLLGATE_ADMIN_TOKEN', 'TOLLGATE_METRICS_TOKEN']) expect(uncommented[name]!.length).toBeGreaterThanOrEqual(16);
   });
 
   it('a misspelt variable or flag would be caught (the checks above can fail)', () => {
@@ -181,7 +221,7 @@ describe('deploy files: manifests', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-configmap-'));
     try {
       for (const [name, body] of Object.entries(at(k8s('ConfigMap'), 'data') as Record<string, string>)) writeFileSync(join(dir, name), body);
-      const result = spawnSync(process.execPath, [CLI, 'validate', dir], { encoding: 'utf8', timeout: 10_000 });
+      const result = spawnSync(process.execPath, [CLI, 'validate', dir], { encoding: 'utf8', timeout: COMMAND_MS });
       expect(result.stdout + result.stderr).toMatch(/^OK: 2 domains/);
       expect(result.status).toBe(0);
     } finally {
@@ -216,6 +256,20 @@ describe('deploy/Dockerfile', () => {
     const runtime = instructions.slice(instructions.findLastIndex((instruction) => instruction.keyword === 'FROM'));
     expect(runtime.filter((i) => i.keyword === 'RUN').map((i) => i.rest).join(' ')).toMatch(/npm ci --omit=dev --ignore-scripts/);
     expect(runtime.find((i) => i.keyword === 'USER')?.rest).toBe('node');
+  });
+
+  it('runs `tollgate serve` with the flags given after the image name added (docker run IMAGE --redis URL keeps the rules)', () => {
+    expect(dockerJson('ENTRYPOINT')).toEqual(['tollgate', 'serve']);
+    expect(dockerJson('CMD')).toEqual([]);
+    // `docker run IMAGE --redis redis://redis:6379 --port 9000`: the flags follow the entry point.
+    const options = resolveLaunch({ where: 'docker run', args: containerArgs(['--redis', 'redis://redis:6379', '--port', '9000']), env: dockerEnv() });
+    expect([options.config, options.redis, options.port]).toEqual(['/etc/tollgate/rules', 'redis://redis:6379', 9000]);
+    // `tollgate` is the package's own command, linked onto the PATH as `npm install -g` links it.
+    const link = dockerInstructions().find((i) => i.keyword === 'RUN' && i.rest.includes('/usr/local/bin/tollgate'))!.rest;
+    const bin = (JSON.parse(text('package.json')) as { bin: Record<string, string> }).bin.tollgate!;
+    expect(link).toContain(`ln -s /app/${bin.replace(/^\.\//, '')} /usr/local/bin/tollgate`);
+    expect(link).toMatch(/chmod 755 dist\/cli\/main\.js/);
+    expect(text(bin).split('\n')[0]).toBe('#!/usr/bin/env node');
   });
 });
 
@@ -253,26 +307,54 @@ describe('examples/envoy/envoy.yaml, wired to the compose file', () => {
   });
 });
 
+/** A temporary path for a service's address file (the image's own, /tmp/tollgate-addresses.json, would be shared). */
+const addressFilePath = (dir: string) => join(dir, 'addresses.json');
+
+/** The Dockerfile's HEALTHCHECK command run as written (/app is this checkout), in the image's environment but for the address file. */
+function runHealthcheck(addressFile: string): { status: number | null; output: string } {
+  const [program, script, ...args] = dockerJson('HEALTHCHECK');
+  expect([program, script]).toEqual(['node', '/app/dist/cli/health-check.js']);
+  const result = spawnSync(process.execPath, [join(root, script!.slice('/app/'.length)), ...args], { env: { ...process.env, ...dockerEnv(), TOLLGATE_ADDRESS_FILE: addressFile }, encoding: 'utf8', timeout: COMMAND_MS });
+  return { status: result.status, output: result.stdout + result.stderr };
+}
+
 describe('health checks and probes ask endpoints the running service answers', () => {
   const rulesDir = mkdtempSync(join(tmpdir(), 'tollgate-deploy-'));
   let service: ServiceProcess;
   beforeAll(async () => {
     for (const [name, body] of Object.entries(at(k8s('ConfigMap'), 'data') as Record<string, string>)) writeFileSync(join(rulesDir, name), body);
-    const { env } = k8sLaunch(); // the Deployment's own settings, with its ConfigMap's rules
-    service = await startServiceProcess(['--config', rulesDir, '--log-level', 'info'], { ...env, TOLLGATE_DRAIN_DELAY: '0', TOLLGATE_ADMIN_PORT: '0' });
+    const { env } = k8sLaunch(); // the Deployment's own settings (the image's among them), with its ConfigMap's rules
+    // `--port 0` (startServiceProcess) is a flag, while the image's TOLLGATE_PORT says 8080: the health check must follow the flag.
+    service = await startServiceProcess(['--config', rulesDir, '--log-level', 'info'], { ...env, TOLLGATE_DRAIN_DELAY: '0', TOLLGATE_ADMIN_PORT: '0', TOLLGATE_ADDRESS_FILE: addressFilePath(rulesDir) });
   }, 20_000);
   afterAll(async () => {
     await service?.stop();
     rmSync(rulesDir, { recursive: true, force: true });
   });
 
-  it("the Dockerfile's HEALTHCHECK command, run as written, passes against the service", () => {
-    const healthcheck = dockerJson('HEALTHCHECK');
-    expect(healthcheck.join(' ')).toMatch(/\/healthz/);
-    const ok = spawnSync(healthcheck[0] === 'node' ? process.execPath : healthcheck[0]!, healthcheck.slice(1), { env: { ...process.env, TOLLGATE_PORT: String(service.httpPort) }, timeout: 10_000 });
-    expect(ok.status).toBe(0);
-    const refused = spawnSync(process.execPath, healthcheck.slice(1), { env: { ...process.env, TOLLGATE_PORT: '1' }, timeout: 10_000 });
-    expect(refused.status).toBe(1);
+  it("the Dockerfile's HEALTHCHECK, run as written, passes against a service whose --port flag overrides the image's TOLLGATE_PORT", () => {
+    expect(dockerEnv().TOLLGATE_PORT).toBe('8080');
+    expect(service.httpPort).not.toBe(8080);
+    const healthy = runHealthcheck(addressFilePath(rulesDir));
+    expect(healthy.output).toBe(`healthy: http://127.0.0.1:${service.httpPort}/healthz\n`);
+    expect(healthy.status).toBe(0);
+  });
+
+  it('the health check is `tollgate health` without the rest of the CLI: it loads no module of the service', () => {
+    const imports = (file: string) => [...text(file).matchAll(/^import .* from '([^']+)';$/gm)].map((match) => match[1]);
+    expect(imports('dist/cli/health-check.js')).toEqual(['./health.js']);
+    expect(imports('dist/cli/health.js').filter((module) => !module!.startsWith('node:'))).toEqual(['../options.js']);
+    const help = spawnSync(process.execPath, [CLI, 'health', '--help'], { encoding: 'utf8', timeout: COMMAND_MS });
+    expect(help.stdout).toMatch(/^Usage: tollgate health \[--address-file FILE\]/);
+  });
+
+  it('the health check fails (exit 1) on an address where nothing listens, and without an address file', () => {
+    const dead = join(rulesDir, 'dead.json');
+    writeFileSync(dead, JSON.stringify({ pid: 1, http: 'http://127.0.0.1:1', admin: 'http://127.0.0.1:1', clientCertificates: false }));
+    const refused = runHealthcheck(dead);
+    expect([refused.status, refused.output]).toEqual([1, expect.stringMatching(/^tollgate health: http:\/\/127\.0\.0\.1:1\/healthz: .*ECONNREFUSED/)]);
+    const missing = runHealthcheck(join(rulesDir, 'none.json'));
+    expect([missing.status, missing.output]).toEqual([1, expect.stringMatching(/no address file at .*none\.json: the service has not started listening yet/)]);
   });
 
   it('the Deployment probes /readyz and /healthz on the HTTP port, and both answer 200', async () => {
@@ -299,7 +381,54 @@ describe('health checks and probes ask endpoints the running service answers', (
     ]);
     const exposed = dockerInstructions().find((instruction) => instruction.keyword === 'EXPOSE')!.rest.split(/\s+/).map(Number);
     expect(exposed).toEqual([options.port, options.grpcPort]);
-    expect(dockerJson('ENTRYPOINT')).toEqual(['node', 'dist/cli/main.js']);
+  });
+});
+
+describe("the image's HEALTHCHECK over TLS and mutual TLS", () => {
+  const certificates = new TestCertificates();
+  const files = (name: string) => addressFilePath(certificates.dir).replace('addresses', name);
+  let tls: ServiceProcess;
+  let mutual: ServiceProcess;
+  beforeAll(async () => {
+    const ca = certificates.ca('ca');
+    const server = certificates.issue(ca, 'server', 'server');
+    const flags = ['--config', join(root, 'examples/rules'), '--tls-cert', server.cert, '--tls-key', server.key];
+    [tls, mutual] = await Promise.all([
+      startServiceProcess([...flags, '--address-file', files('tls')]),
+      startServiceProcess([...flags, '--tls-client-ca', ca.cert, '--address-file', files('mutual')]),
+    ]);
+  }, 30_000);
+  afterAll(async () => {
+    await Promise.all([tls?.stop(), mutual?.stop()]);
+    certificates.close();
+  });
+
+  it('with TLS it asks the decision listener over HTTPS', () => {
+    const healthy = runHealthcheck(files('tls'));
+    expect(healthy.output).toBe(`healthy: https://127.0.0.1:${tls.httpPort}/healthz\n`);
+    expect(healthy.status).toBe(0);
+  });
+
+  it('with mutual TLS (the decision listener wants a client certificate) it asks the admin listener', async () => {
+    await expect(fetch(`https://127.0.0.1:${mutual.httpPort}/healthz`)).rejects.toThrow();
+    const healthy = runHealthcheck(files('mutual'));
+    expect(healthy.output).toBe(`healthy: https://127.0.0.1:${mutual.adminPort}/healthz\n`);
+    expect(healthy.status).toBe(0);
+  });
+
+  it('an address file that cannot be written stops the start (exit 2), naming the flag and the fix', () => {
+    const missingDir = join(certificates.dir, 'no-such-dir', 'addresses.json');
+    const result = spawnSync(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', '--admin-port', '0', '--address-file', missingDir], { encoding: 'utf8', timeout: COMMAND_MS });
+    expect(result.stderr).toContain(`--address-file (or TOLLGATE_ADDRESS_FILE) ${missingDir} cannot be written: ENOENT`);
+    expect(result.stderr).toContain('give a path in a writable directory (e.g. /tmp), or leave it unset');
+    expect(result.status).toBe(2);
+  });
+
+  it('a stopped service removes its address file, and the health check fails', async () => {
+    expect(existsSync(files('tls'))).toBe(true);
+    expect(await tls.stop()).toBe(0);
+    expect(existsSync(files('tls'))).toBe(false);
+    expect(runHealthcheck(files('tls')).status).toBe(1);
   });
 });
 
@@ -327,6 +456,5 @@ describe('every stop timeout outlasts the drain (drain delay + shutdown timeout)
   it('the defaults alone also fit (a deployment that drops the explicit timings stays safe)', () => {
     const defaults = resolveServiceOptions({}, {});
     expect(drainBudgetMs(defaults)).toBeLessThan(seconds(systemdSettings().TimeoutStopSec!));
-    expect(dirname(systemdSettings().ExecStart!.split(/\s+/)[1]!)).toBe('/opt/tollgate/dist/cli');
   });
 });

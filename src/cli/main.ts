@@ -2,7 +2,7 @@
 /**
  * The `tollgate` command: `serve` (the decision service), `validate` (check rules files),
  * `gateway` (a rate-limiting reverse proxy), `replicate` (carry one region's counts to the others,
- * multi-region), `simulate` (replay an access log against rules offline), `demo` (the limiter
+ * multi-region), `simulate` (replay an access log against rules offline), `health` (a container's health check, health.ts), `demo` (the limiter
  * deciding on the embedded store), `check`, `rules`, `keys` (a running service's API, src/cli/admin/), `help` (or `--help` after any command), `--version`. `bench`
  * arrives with its issue.
  */
@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ADMIN_COMMANDS, runAdminCommand, type AdminCommand } from './admin/index.js';
 import { runDemo } from './demo.js';
+import { runHealthCommand } from './health.js';
 import { GATEWAY_FLAGS, GATEWAY_SWITCHES, resolveGatewayOptions } from '../gateway/options.js';
 import { startGateway } from '../gateway/server.js';
 import { GatewayConfigError, TollgateError } from '../errors.js';
@@ -54,6 +55,8 @@ Commands:
                   --request-timeout MS     a whole request within (10000)
                   --max-requests-per-socket N  requests per connection (0: no cap)
                   --settings FILE          YAML/JSON of these settings (flags and env win)
+                  --address-file FILE      once listening, write the listeners' URLs there (JSON),
+                                           for tollgate health; removed at stop
                 when the store fails, is slow or its breaker is open (docs/operations.md):
                   --failure-mode MODE      local (each node enforces limit / --expected-nodes),
                                            open (admit) or closed (refuse) (local)
@@ -118,6 +121,8 @@ Commands:
                 the admin listener http://127.0.0.1:6070, TOLLGATE_ADMIN_URL), admin token from
                 TOLLGATE_ADMIN_TOKEN or --token-file FILE, --json, --timeout MS; each has --help
                 (docs/service.md, "Command line for the admin API")
+  health        Exit 0 when the tollgate serve of this host answers /healthz, 1 if not: a
+                container's health check (--address-file FILE: serve's; --timeout DURATION, 2s)
   help          Show this help (as does --help after any command)
 
 Options:
@@ -138,6 +143,7 @@ async function main(argv: string[]): Promise<number> {
   if (first === 'validate') return validate(rest);
   if (first === 'replicate') return replicate(rest);
   if (first === 'simulate') return simulateCommand(rest);
+  if (first === 'health') return runHealthCommand(rest, process.env, { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) });
   if ((ADMIN_COMMANDS as readonly string[]).includes(first ?? '')) return runAdminCommand(first as AdminCommand, rest, { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) });
   if (first === 'demo') {
     if (rest.length === 1 && HELP_FLAGS.has(rest[0]!)) return help([]);
@@ -171,7 +177,7 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
-const COMMANDS = new Set(['serve', 'gateway', 'validate', 'replicate', 'simulate', 'demo', ...ADMIN_COMMANDS, 'help']);
+const COMMANDS = new Set(['serve', 'gateway', 'validate', 'replicate', 'simulate', 'demo', 'health', ...ADMIN_COMMANDS, 'help']);
 const HELP_FLAGS = new Set(['--help', '-h']);
 /** The `--help` / `-h` flag every command takes. */
 const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;

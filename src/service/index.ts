@@ -13,3 +13,4 @@ export { closeSilentConnections, followConnections } from './http/close.js';
 export { secureServer, type secureContextOptions } from './http/tls.js';
 export type { DrainState } from './health/readiness.js';
 export { startReportsPrimary } from './cluster/primary.js';
+export type { ListenerAddresses } from './health/address-file.js';

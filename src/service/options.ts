@@ -63,6 +63,12 @@ export interface ServiceOptions {
    * Unset: they answer anyone who reaches the admin listener. The admin token opens them too.
    */
   readonly metricsToken?: string;
+  /**
+   * Once every listener is up, where they listen is written to this file as JSON, for `tollgate
+   * health` (`--address-file`, `TOLLGATE_ADDRESS_FILE`; docs/operations.md, "Health checks"); removed
+   * at stop. Unset: no file.
+   */
+  readonly addressFile?: string;
   /** HTTPS and gRPC over TLS (`--tls-cert`, `--tls-key`, `--tls-client-ca`): see {@link TlsFiles}; unset: plain text. */
   readonly tls?: TlsFiles;
 
@@ -185,6 +191,7 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'max-requests-per-socket': 'TOLLGATE_MAX_REQUESTS_PER_SOCKET',
   'max-keys': 'TOLLGATE_MAX_KEYS',
   settings: 'TOLLGATE_SETTINGS',
+  'address-file': 'TOLLGATE_ADDRESS_FILE',
 };
 
 /** The `serve` flags that are switches: `--merge-domains` alone means true; variables take true/false. */
@@ -399,6 +406,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   const logLevel = value('log-level') ?? 'info';
   if (!LOG_LEVELS.has(logLevel)) throw new InvalidOptionError(`${where('log-level')} must be one of ${[...LOG_LEVELS].join(', ')}, got ${JSON.stringify(logLevel)}`);
   const config = value('config');
+  const addressFile = value('address-file');
   const grpcServer = value('grpc-server') ?? 'http2';
   if (!(GRPC_SERVERS as readonly string[]).includes(grpcServer)) {
     throw new InvalidOptionError(`${where('grpc-server')} must be http2 (node:http2, the default) or grpc-js (@grpc/grpc-js), got ${JSON.stringify(grpcServer)}`);
@@ -420,6 +428,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     ...shutdownSettings(value, where),
     connections: connectionLimits(value, where),
     ...(config !== undefined ? { config } : {}),
+    ...(addressFile !== undefined ? { addressFile } : {}),
     ...(redis !== undefined ? { redis } : {}),
     ...(redisCluster !== undefined ? { redisCluster } : {}),
     ...(redisSentinel !== undefined ? { redisSentinel } : {}),

@@ -29,6 +29,7 @@ import { breakerCheck, logStoreHealth } from './health/store-health.js';
 import type { ServiceOptions } from './options.js';
 import { DrainState, evaluateReadiness, rulesCheck, type ReadinessCheck } from './health/readiness.js';
 import { RulesSyncStarter, StoreLink, probeAddress } from './health/store-link.js';
+import { listenerUrl, removeAddressFile, writeAddressFile } from './health/address-file.js';
 
 /** A running service. */
 export interface RunningService {
@@ -240,6 +241,8 @@ async function shutDown(parts: ServiceParts, grpc: GrpcServer | undefined): Prom
   const { context, listeners } = parts;
   const started = Date.now();
   const timeoutMs = context.options.shutdownTimeoutMs;
+  // Listeners closing: a health check reading the address file fails from now on.
+  if (context.options.addressFile !== undefined) removeAddressFile(context.options.addressFile);
   // Event streams never finish on their own: end them first so the server can close at once.
   parts.dashboard.close();
   await Promise.all([listeners.decision?.connections.close(timeoutMs, context.logger), listeners.admin.connections.close(timeoutMs, context.logger), grpc?.close(timeoutMs)]);
@@ -266,6 +269,25 @@ async function openListeners(parts: ServiceParts, hooks: ServiceHooks): Promise<
   );
   if (grpc !== undefined) logger.info({ port: grpc.port }, `gRPC listening on ${options.host}:${grpc.port}`);
   return { httpPort, adminPort, grpc };
+}
+
+/** `--address-file`: where the listeners are, for `tollgate health`; a path that cannot be written stops the start. */
+async function publishAddresses(parts: ServiceParts, ports: { httpPort: number | undefined; adminPort: number; grpc: GrpcServer | undefined }): Promise<void> {
+  const { options } = parts.context;
+  if (options.addressFile === undefined) return;
+  const tls = options.tls !== undefined;
+  try {
+    writeAddressFile(options.addressFile, {
+      pid: process.pid,
+      ...(ports.httpPort !== undefined ? { http: listenerUrl(options.host, ports.httpPort, tls) } : {}),
+      admin: listenerUrl(options.adminHost, ports.adminPort, tls),
+      ...(ports.grpc !== undefined ? { grpc: new URL(listenerUrl(options.host, ports.grpc.port, tls)).host } : {}),
+      clientCertificates: options.tls?.clientCa !== undefined,
+    });
+  } catch (error) {
+    await shutDown(parts, ports.grpc);
+    throw error;
+  }
 }
 
 /** What an embedding program (or a test) may give the service beyond its options. */
@@ -305,6 +327,7 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   tls?.watch();
   const parts: ServiceParts = { context, listeners, metrics: planes.metrics, dashboard: planes.dashboard, link, starter: pushed?.starter, tls };
   const { httpPort, adminPort, grpc } = await openListeners(parts, hooks);
+  await publishAddresses(parts, { httpPort, adminPort, grpc });
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {

@@ -43,10 +43,21 @@ export const DEFAULT_ADMIN_PORT = 6070;
 /** Shortest admin and metrics token: guessing one must not be practical. */
 export const MIN_TOKEN_LENGTH = 16;
 
-/** A token flag's value, at least {@link MIN_TOKEN_LENGTH} characters (`guards` says why), or undefined. */
+/**
+ * The example files' placeholder tokens (`CHANGE_ME...` in deploy/tollgate.env): long enough to pass
+ * the length check, so they are refused by name, or a copied example would run with a public token.
+ */
+export const PLACEHOLDER_TOKEN = /^change[-_]?me/i;
+
+/** How to make a token, said wherever one is refused. */
+const MAKE_ONE = 'make one with `openssl rand -hex 32`';
+
+/** A token flag's value, at least {@link MIN_TOKEN_LENGTH} characters (`guards` says why) and not a placeholder, or undefined. */
 export function token(value: (flag: string) => string | undefined, where: (flag: string) => string, flag: string, guards: string): string | undefined {
   const given = value(flag);
-  if (given !== undefined && given.length < MIN_TOKEN_LENGTH) throw new InvalidOptionError(`${where(flag)} must be at least ${MIN_TOKEN_LENGTH} characters (${guards})`);
+  if (given === undefined) return undefined;
+  if (PLACEHOLDER_TOKEN.test(given)) throw new InvalidOptionError(`${where(flag)} is still the example's placeholder ${JSON.stringify(given)}: set a token of your own (${MAKE_ONE}), or remove the setting`);
+  if (given.length < MIN_TOKEN_LENGTH) throw new InvalidOptionError(`${where(flag)} must be at least ${MIN_TOKEN_LENGTH} characters (${guards}): ${MAKE_ONE}`);
   return given;
 }
 
