@@ -241,7 +241,8 @@ function defaultMessage(binding: LimitReport, retryAfter: number): string {
  *
  * Except on a node request whose prototype was swapped (Express gives every request its app's
  * prototype, which V8 keeps in dictionary mode): there V8 adds a property in the runtime, ~3 µs, and
- * a WeakMap entry is the cheaper of the two (measured in BENCHMARKS.md, "HTTP middleware", "Issue 15, item 5").
+ * a WeakMap entry is the cheaper of the two (measured in one process, 100,000 fresh pairs per round:
+ * adding a symbol property to an Express request 2.5–4.4 µs, against 69 ns on node's own).
  */
 const REPORTS: unique symbol = Symbol('tollgate.reports');
 const SWAPPED_REPORTS = new WeakMap<object, readonly LimitReport[]>();

@@ -3,7 +3,7 @@
  * RateLimitService/ShouldRateLimit and grpc.health.v1 Check/Watch, the gRPC protocol done by hand
  * (framing.ts) with protobufjs codecs (codec.ts). It answers what the grpc-js server
  * answers, byte for byte (test/service/grpc/wire.test.ts), for about half the CPU per call
- * (BENCHMARKS.md, "gRPC ceiling"): grpc-js's call machinery was the ceiling.
+ * (BENCHMARKS.md, "Decision service over gRPC"): grpc-js's call machinery was the ceiling.
  *
  * Per stream: `content-type: application/grpc*` or HTTP 415 (as grpc-js); a known method or
  * UNIMPLEMENTED; `grpc-timeout` (DEADLINE_EXCEEDED when it passes); exactly one request message
