@@ -87,6 +87,7 @@ export function stepArb(window: number): fc.Arbitrary<number> {
     { weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) },
     { weight: 3, arbitrary: fc.integer({ min: 1, max: window }) },
     { weight: 1, arbitrary: fc.integer({ min: Math.max(1, window - 2), max: window * 2 + 2 }) },
+    { weight: 1, arbitrary: fc.integer({ min: -Math.min(window, 20), max: -1 }) },
   );
 }
 
