@@ -57,7 +57,7 @@ const scheduleArb: fc.Arbitrary<Schedule> = policyArb().chain((policy) =>
   }),
 );
 
-const byFields = (a: ModelDecision, b: ModelDecision): number => JSON.stringify(a).localeCompare(JSON.stringify(b));
+const byFields = (a: Decision | ModelDecision, b: Decision | ModelDecision): number => JSON.stringify(a).localeCompare(JSON.stringify(b));
 
 /**
  * Runs `schedule` on `limiters`, handing each decision and the model's to `check`; a burst's

@@ -14,7 +14,7 @@ import { compilePolicy, createLimiter, redisStore, type Decision, type RedisStor
 import { useRedisServer } from '../support/redis-topologies.js';
 import { FaultyStore } from './faulty-store.js';
 import { T0, checkModel, expectDecision, freshKeys, pinned, policyArb, stepArb } from './harness.js';
-import { capacityOf, referenceModel, type ModelDecision, type ModelPolicy } from './reference.js';
+import { capacityOf, referenceModel, type KeyModel, type ModelPolicy } from './reference.js';
 
 const FILE = 'test/model/faults.test.ts';
 /** Runs in CI: each costs a restart at most and a few slow calls; TOLLGATE_MODEL_RUNS for more. */
@@ -32,6 +32,8 @@ type Mode = 'open' | 'closed' | 'local';
 interface Schedule {
   readonly policy: ModelPolicy;
   readonly failureMode: Mode;
+  /** `expectedNodes`: `local` enforces ⌈limit / n⌉ (and burst) on its own. */
+  readonly expectedNodes: number;
   readonly steps: readonly { readonly kind: Kind; readonly cost: number; readonly dt: number }[];
 }
 
@@ -39,6 +41,7 @@ const scheduleArb: fc.Arbitrary<Schedule> = policyArb().chain((policy) =>
   fc.record({
     policy: fc.constant(policy),
     failureMode: fc.constantFrom<Mode>('open', 'closed', 'local'),
+    expectedNodes: fc.integer({ min: 1, max: 3 }),
     steps: fc
       .array(
         fc.record({
@@ -54,10 +57,10 @@ const scheduleArb: fc.Arbitrary<Schedule> = policyArb().chain((policy) =>
 );
 
 /** The failure mode's answer (docs/operations.md, "The failure mode"); `local` decides on its own model. */
-function expectFailureAnswer(actual: Decision, mode: Mode, policy: ModelPolicy, local: ReturnType<typeof referenceModel>, now: number, cost: number, what: string): void {
+function expectFailureAnswer(actual: Decision, mode: Mode, policy: ModelPolicy, local: KeyModel, now: number, cost: number, what: string): void {
   const nominal = capacityOf(policy).nominal;
   if (mode === 'local') {
-    expectDecision(actual, { ...local.limit(now, cost), reason: 'local-fallback' } as unknown as ModelDecision, `${what}: local's own limiter`);
+    expectDecision(actual, { ...local.limit(now, cost), reason: 'local-fallback' }, `${what}: local's own limiter`);
     return;
   }
   expect(actual.resetAt, `${what}: resetAt never before now`).toBeGreaterThanOrEqual(now);
@@ -88,13 +91,14 @@ describe('model: faults on a real Redis (slow calls, hung calls, a restart)', ()
     await checkModel(
       FILE,
       name,
-      fc.asyncProperty(scheduleArb, async ({ policy, failureMode, steps }) => {
+      fc.asyncProperty(scheduleArb, async ({ policy, failureMode, expectedNodes, steps }) => {
         const [key] = freshKeys(1, 'faults');
         const faulty = new FaultyStore(store, SLOW_MS);
         // A breaker that probes soon again: the schedule runs in a few ms of real time.
-        const limiter = createLimiter({ store: faulty, failureMode, deadlineMs: 5_000, breaker: { openMs: 20 } });
+        const limiter = createLimiter({ store: faulty, failureMode, expectedNodes, deadlineMs: 5_000, breaker: { openMs: 20 } });
         let model = referenceModel(policy);
-        const local = referenceModel(policy);
+        const share = (units: number): number => Math.ceil(units / expectedNodes);
+        const local = referenceModel({ ...policy, limit: share(policy.limit), ...(policy.burst !== undefined ? { burst: share(policy.burst) } : {}) });
         let now = T0;
         for (const [i, { kind, cost, dt }] of steps.entries()) {
           now += dt;
