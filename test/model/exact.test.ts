@@ -18,7 +18,7 @@ const FILE = 'test/model/exact.test.ts';
 const NODES = 3;
 const KEYS = 2;
 /** Runs per property and store in CI (about 25 steps each); TOLLGATE_MODEL_RUNS for more. */
-const RUNS = 12;
+const RUNS = 10;
 
 const redis = useRedisTopologies();
 

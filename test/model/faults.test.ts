@@ -18,7 +18,7 @@ import { capacityOf, referenceModel, type KeyModel, type ModelPolicy } from './r
 
 const FILE = 'test/model/faults.test.ts';
 /** Runs in CI: each costs a restart at most and a few slow calls; TOLLGATE_MODEL_RUNS for more. */
-const RUNS = 6;
+const RUNS = 5;
 /** The deadline of a faulty call, how late a slow call reaches Redis, and the slack a loaded machine gets. */
 const DEADLINE_MS = 50;
 const SLOW_MS = 120;

@@ -23,7 +23,7 @@ import { capacityOf, referenceModel, type ModelAlgorithm, type ModelPolicy } fro
 const FILE = 'test/model/local-modes.test.ts';
 const NODES = 3;
 /** Runs per property and store in CI; TOLLGATE_MODEL_RUNS for more. */
-const RUNS = 10;
+const RUNS = 8;
 
 const redis = useRedisTopologies();
 
