@@ -1,10 +1,9 @@
 /**
  * The model-based suite, exact mode and the over-limit cache: random schedules of calls (`limit`
  * and `peek`, costs 1–4, requests at one instant, across window edges, a clock that goes back a
- * few ms, several keys) on 1–3
- * limiters sharing one store — each limiter on its own connection, as nodes are — checked decision
- * for decision against the reference model (./reference.ts), on the memory store, one Redis and a
- * Redis Cluster. Bursts are concurrent calls at one instant spread over the limiters: any order
+ * few ms, several keys) on 1–3 limiters sharing one store — each limiter on its own connection, as
+ * nodes are — checked decision for decision against the reference model (./reference.ts), on the
+ * memory store, one Redis and a Redis Cluster. Bursts are concurrent calls at one instant spread over the limiters: any order
  * is correct, so their decisions must be the model's for that many calls, as a multiset.
  */
 import fc from 'fast-check';
