@@ -92,11 +92,15 @@ export class LeaseBook {
    */
   record(key: string, policy: CompiledPolicy, taken: number, cost: number, decision: Decision, callerNow: number | undefined): Decision {
     const id = leaseId(key, policy);
+    const until = leaseLapse(policy, decision);
+    // Permits left of the key's last lease (fewer than a request's cost) join the new one while
+    // they lapse with it: counted in the same window, so no permit taken is lost to a costly request.
+    const earlier = this.leases.get(id);
+    const kept = earlier !== undefined && earlier.policy === policy && earlier.until === until ? earlier.permits : 0;
     this.leases.delete(id);
-    const permits = taken - cost;
+    const permits = taken - cost + kept;
     if (permits <= 0) return decision;
     if (this.leases.size >= MAX_LEASES) this.leases.delete(this.leases.keys().next().value!);
-    const until = leaseLapse(policy, decision);
     this.taken += 1;
     this.leases.set(id, {
       policy,
@@ -208,7 +212,8 @@ export class LeaseLayer extends BookLayer<LeaseBook, ReturnType<LeaseBook['stats
     // A second lease taken meanwhile would replace the first: wait for it, then spend from it.
     const incoming = book.incoming(key, policy);
     if (incoming !== undefined) return incoming.then((answered) => (answered ? this.one(key, policy, cost, now, mode, options) : this.below.one(key, policy, cost, now, mode, options)));
-    const take = Math.max(lease, cost);
+    // A lease past the policy's capacity could never be granted: take at most the capacity.
+    const take = Math.max(Math.min(lease, policy.capacity), cost);
     const leased = this.below.one(key, policy, take, now, mode, options);
     const settle = (decision: Decision): MaybePromise<Decision> => {
       // A failure mode's answer is no lease: it is returned as it is.

@@ -6,7 +6,7 @@
  * view costs no store round trip on the decision path.
  *
  * The price is over-admission: a node does not see what the others admitted since its last sync,
- * so N nodes admitting r units/s each can pass the limit by about (N − 1) × r × (syncIntervalMs +
+ * so N nodes admitting r units/s each can pass the limit by about (N − 1) × r × (2 × syncIntervalMs +
  * one store round trip) per window (docs/scaling.md derives and measures it). A key the node has
  * no fresh view of — new to it, or not synced for 3 intervals (a store that stopped answering) —
  * is decided by the store, exactly and through the failure modes, while a sync fetches its view

@@ -240,13 +240,13 @@ describe('model: known false today', () => {
   afterAll(() => closeAll(limiters));
   const step = (dt: number, count: number): Request => ({ node: 0, count, spread: true, dt });
 
-  it.fails('known false: a lease larger than the capacity still admits a request that fits (today: every request refused, cost-exceeds-capacity)', async () => {
+  it('guarantee: a lease larger than the capacity takes at most the capacity, and admits a request that fits (every request was refused, cost-exceeds-capacity)', async () => {
     const [limiter] = nodes(1);
     const decision = await limiter!.limit('k', { algorithm: 'fixed-window', limit: 3, window: 1_000 }, { now: T0, lease: 4 });
     expect(decision).toMatchObject({ allowed: true });
   });
 
-  it.fails('known false: a lease under-admits at most N × (lease − 1) units per window, costs above 1 (today: limit 10, lease 3, cost 2, one limiter: 6 admitted, exact 10)', async () => {
+  it('guarantee: a lease under-admits at most N × (lease − 1) units per window, costs above 1 too: permits left join the next lease (limit 10, lease 3, cost 2, one limiter: 6 admitted when they were dropped, exact 10)', async () => {
     const schedule: Schedule = { policy: { algorithm: 'fixed-window', limit: 10, window: 1_000 }, nodes: 1, size: 3, cost: 2, steps: [step(1, 1), step(1, 4)] };
     const leased = perWindow(await run(nodes(1), schedule, { lease: 3 }, 'lease-cost'), 1_000).get(T0) ?? 0;
     const exact = perWindow(exactAdmitted(schedule), 1_000).get(T0) ?? 0;
