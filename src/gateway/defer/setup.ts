@@ -27,6 +27,8 @@ const WORKER_ERROR_LOG_MS = 10_000;
 const ALLOWED: Admission = { allowed: true, retryAfterMs: 0 };
 /** A blocking read waits at most a second; commands get ten. */
 const COMMAND_TIMEOUT_MS = 10_000;
+/** How long the queue's connection may take to open before a worker's errors are news. */
+const CONNECT_TIMEOUT_MS = 5_000;
 
 /** Whether the service's options name a Redis (a defer route needs one). */
 export function hasRedis(options: ServiceOptions): boolean {
@@ -50,6 +52,8 @@ export class GatewayDeferral implements DeferralPort {
   /** This process's name in every queue's consumer group. */
   readonly consumer = `${hostname().replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 100)}-${process.pid}`;
   private client: Redis | Cluster | undefined;
+  /** Whether the connection has been up once (a worker's error before that is the start's, not news). */
+  private everConnected = false;
   private readonly queues = new Map<string, DeferredQueue>();
   private readonly workers = new Map<string, { readonly fingerprint: string; readonly worker: DrainWorker }>();
   /** The current defer route of each queue: workers read it at each attempt, so a reload takes effect at once. */
@@ -66,7 +70,8 @@ export class GatewayDeferral implements DeferralPort {
     if (this.client !== undefined) return this.client;
     const { redis: url, redisCluster: cluster, redisSentinel: sentinel } = this.options;
     const where = url !== undefined ? { url } : cluster !== undefined ? { cluster } : { sentinels: sentinel!.nodes, name: sentinel!.name };
-    this.client = openClient(where, { commandTimeout: COMMAND_TIMEOUT_MS, connectTimeout: 5_000 }).client;
+    this.client = openClient(where, { commandTimeout: COMMAND_TIMEOUT_MS, connectTimeout: CONNECT_TIMEOUT_MS }).client;
+    this.client.once('ready', () => (this.everConnected = true));
     this.client.on('error', (error: Error) => this.logger.debug({ err: error.message }, 'deferred queue: Redis connection error'));
     return this.client;
   }
@@ -126,8 +131,15 @@ export class GatewayDeferral implements DeferralPort {
   private workerErrorLog(queue: string): (error: unknown) => void {
     let lastAt = -Infinity;
     let suppressed = 0;
+    const startedAt = Date.now();
     return (error) => {
       const now = Date.now();
+      // The connection is still being opened (the worker starts with the gateway, before Redis
+      // answers): that is no news, unless it goes on past the connect timeout.
+      if (!this.everConnected && now - startedAt < CONNECT_TIMEOUT_MS) {
+        this.logger.debug({ err: error instanceof Error ? error.message : error, queue }, 'deferred queue: the drain worker waits for Redis');
+        return;
+      }
       if (now - lastAt < WORKER_ERROR_LOG_MS) {
         suppressed += 1;
         return;

@@ -32,6 +32,8 @@ export class StoreLink {
   private wasReachable = false;
   /** Whether the start's outcome was told: later changes are logged from then on. */
   private announced = false;
+  /** Connected since the last lost connection was logged (one line per outage). */
+  private upSinceLoss = false;
   private scriptLoad: Promise<void> = Promise.resolve();
   private probeTimer: NodeJS.Timeout | undefined;
   private readonly connectedListeners: (() => void)[] = [];
@@ -44,7 +46,7 @@ export class StoreLink {
     const client = store.client;
     client.on('error', (error: Error) => (this.lastError = error));
     client.on('ready', () => this.onReady());
-    for (const event of ['close', 'end', 'reconnecting']) client.on(event, () => this.onDown());
+    for (const event of ['close', 'end', 'reconnecting']) client.on(event, () => this.onDown(event === 'reconnecting'));
   }
 
   /** Whether Redis answers now. */
@@ -112,6 +114,7 @@ export class StoreLink {
 
   private onReady(): void {
     this.lastError = undefined;
+    this.upSinceLoss = true;
     this.stopProbing();
     // ready() on a connected client only loads the script (a later NOSCRIPT falls back to EVAL).
     this.scriptLoad = this.store.ready().catch(() => undefined);
@@ -119,7 +122,12 @@ export class StoreLink {
     for (const listener of this.connectedListeners) listener();
   }
 
-  private onDown(): void {
+  /** `lost`: the client reconnects (an outage), not a close of ours. */
+  private onDown(lost: boolean): void {
+    if (lost && this.upSinceLoss && !this.closed) {
+      this.upSinceLoss = false;
+      this.options.logger.warn({ store: 'redis', address: this.store.address }, 'store connection lost; serving by the failure modes until it answers');
+    }
     this.changed(false);
     if (!this.closed && this.store.client.status === 'reconnecting') this.startProbing();
   }
@@ -129,7 +137,6 @@ export class StoreLink {
     this.wasReachable = reachable;
     // Each change is one line: an operator who read "unreachable" also reads when it came back.
     if (reachable && this.announced) this.options.logger.info({ store: 'redis', address: this.store.address }, 'store reachable again; deciding on the shared store');
-    if (!reachable && this.announced) this.options.logger.warn({ store: 'redis', address: this.store.address }, 'store connection lost; serving by the failure modes until it answers');
     this.options.onChange();
   }
 
