@@ -53,6 +53,12 @@ Commands:
                   --headers-timeout MS     headers within (5000); a connection silent this long is closed
                   --request-timeout MS     a whole request within (10000)
                   --max-requests-per-socket N  requests per connection (0: no cap)
+                  --grpc-idle-timeout D    gRPC: GOAWAY to a connection with no call this long (5m; 0: never)
+                  --grpc-max-connection-age D  ... to any connection this old (24h; 0: never),
+                  --grpc-max-connection-age-grace D  cut this long after (1h)
+                  --grpc-receive-timeout D  a call's request within (10s), else DEADLINE_EXCEEDED
+                  --grpc-max-concurrent-streams N  calls per connection (100)
+                  --grpc-max-connections N  connections at once (10000); durations: ms or 30s, 5m
                   --settings FILE          YAML/JSON of these settings (flags and env win)
                 when the store fails, is slow or its breaker is open (docs/operations.md):
                   --failure-mode MODE      local (each node enforces limit / --expected-nodes),

@@ -10,6 +10,7 @@ import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../limiter/ind
 import { checkWholeNumberText, checkWholeNumbers, type WholeNumberRange } from '../options.js';
 import { MEMORY_STORE_NUMBERS } from '../store/memory.js';
 import { PORT_RANGE, planeSettings, tlsFiles, token, type TlsFiles } from './http/listener-options.js';
+import { GRPC_CONNECTION_FLAGS, grpcConnectionLimits, type GrpcConnectionLimits } from './grpc/connection-options.js';
 
 export { DEFAULT_ADMIN_PORT, type TlsFiles } from './http/listener-options.js';
 
@@ -124,6 +125,12 @@ export interface ServiceOptions {
    * carries at most `maxRequestsPerSocket` requests (`--max-requests-per-socket`, 0: no cap).
    */
   readonly connections: ConnectionLimits;
+  /**
+   * The gRPC listener's connection limits (docs/operations.md, "gRPC connections"): idle and
+   * maximum age (with grace), the per-call receive timeout, calls per connection and connections;
+   * a connection that sends nothing is closed after `connections.headersTimeoutMs`, as on HTTP.
+   */
+  readonly grpcConnections: GrpcConnectionLimits;
 }
 
 /** See {@link ServiceOptions.connections}; every duration in ms. */
@@ -181,6 +188,7 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'headers-timeout': 'TOLLGATE_HEADERS_TIMEOUT',
   'request-timeout': 'TOLLGATE_REQUEST_TIMEOUT',
   'max-requests-per-socket': 'TOLLGATE_MAX_REQUESTS_PER_SOCKET',
+  ...GRPC_CONNECTION_FLAGS,
   'max-keys': 'TOLLGATE_MAX_KEYS',
   settings: 'TOLLGATE_SETTINGS',
 };
@@ -417,6 +425,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     ...faultSettings(value, where),
     ...shutdownSettings(value, where),
     connections: connectionLimits(value, where),
+    grpcConnections: grpcConnectionLimits(value, where),
     ...(config !== undefined ? { config } : {}),
     ...(redis !== undefined ? { redis } : {}),
     ...(redisCluster !== undefined ? { redisCluster } : {}),
