@@ -33,10 +33,13 @@ Commands:
                   --grpc-server S          what serves gRPC: http2 (node:http2) or grpc-js (http2)
                   --admin-port N           the admin listener: dashboard, metrics, events, rules,
                                            admin API (6070); --port answers 404 for those
-                  --admin-bind ADDR        its address (127.0.0.1: loopback; 0.0.0.0 to open it)
+                  --admin-bind ADDR        its address (127.0.0.1: loopback; 0.0.0.0 to open it,
+                                           with --metrics-token, or --admin-public to leave it open)
+                  --admin-public           the admin listener beyond loopback without a metrics token
                   --admin-token TOKEN      enables PUT /v1/rules and the key admin endpoints
                   --metrics-token TOKEN    required for /metrics, /dashboard, /v1/events, GET /v1/rules
                                            (Bearer; the admin token also opens them)
+                  --admin-token-file FILE, --metrics-token-file FILE  the tokens from files (ps shows flags)
                   --tls-cert FILE          HTTPS and gRPC over TLS on every listener: the PEM
                   --tls-key FILE           certificate chain and its key, reloaded when they change
                   --tls-client-ca FILE     mutual TLS on the decision listeners (HTTP and gRPC):
@@ -87,7 +90,7 @@ Commands:
                   --tls-key FILE           chain and its key, reloaded when they change
                   --tls-client-ca FILE     mutual TLS on the proxy: clients need a certificate this CA
                   --tls-client-san NAME    signed (... and carrying NAME among its alternative names)
-                  and serve's --redis*, --admin-token, --metrics-token, --log-level, --failure-mode, --expected-nodes,
+                  and serve's --redis*, --admin-token(-file), --metrics-token(-file), --admin-public, --log-level, --failure-mode, --expected-nodes,
                   --deadline-ms, --fail-closed-status, --local-cache-keys, --merge-domains,
                   --shadow-mode, --quota-mode, --drain-delay, --shutdown-timeout,
                   --keep-alive-timeout, --headers-timeout, --max-requests-per-socket, --max-keys

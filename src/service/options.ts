@@ -44,7 +44,7 @@ export interface ServiceOptions {
   readonly grpcServer: GrpcServerKind;
   /** Address to listen on (`--host`, `TOLLGATE_HOST`), default 0.0.0.0. */
   readonly host: string;
-  /** Bearer token for the admin endpoints (`--admin-token`, `TOLLGATE_ADMIN_TOKEN`); unset: admin disabled. */
+  /** Bearer token for the admin endpoints (`--admin-token`, `TOLLGATE_ADMIN_TOKEN`, or the file `--admin-token-file` names); unset: admin disabled. */
   readonly adminToken?: string;
   /**
    * The admin listener (docs/service.md, "Planes"): the dashboard, `/metrics`, `/v1/events`, the
@@ -58,10 +58,16 @@ export interface ServiceOptions {
   readonly adminHost: string;
   /**
    * Bearer token for the read-only observability endpoints on the admin listener (`--metrics-token`,
-   * `TOLLGATE_METRICS_TOKEN`): `/metrics`, `/dashboard`, `/v1/events`, `GET /v1/rules`, `/rlconfig`.
+   * `TOLLGATE_METRICS_TOKEN`, or the file `--metrics-token-file` names): `/metrics`, `/dashboard`, `/v1/events`, `GET /v1/rules`, `/rlconfig`.
    * Unset: they answer anyone who reaches the admin listener. The admin token opens them too.
    */
   readonly metricsToken?: string;
+  /**
+   * `--admin-public` (`TOLLGATE_ADMIN_PUBLIC`): the admin listener may be bound beyond loopback
+   * without a metrics token, its observability pages open to whoever reaches it. Without it, such
+   * a start is refused. Default false.
+   */
+  readonly adminPublic: boolean;
   /** HTTPS and gRPC over TLS (`--tls-cert`, `--tls-key`, `--tls-client-ca`): see {@link TlsFiles}; unset: plain text. */
   readonly tls?: TlsFiles;
 
@@ -160,9 +166,12 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'grpc-server': 'TOLLGATE_GRPC_SERVER',
   host: 'TOLLGATE_HOST',
   'admin-token': 'TOLLGATE_ADMIN_TOKEN',
+  'admin-token-file': 'TOLLGATE_ADMIN_TOKEN_FILE',
   'admin-port': 'TOLLGATE_ADMIN_PORT',
   'admin-bind': 'TOLLGATE_ADMIN_BIND',
   'metrics-token': 'TOLLGATE_METRICS_TOKEN',
+  'metrics-token-file': 'TOLLGATE_METRICS_TOKEN_FILE',
+  'admin-public': 'TOLLGATE_ADMIN_PUBLIC',
   'tls-cert': 'TOLLGATE_TLS_CERT',
   'tls-key': 'TOLLGATE_TLS_KEY',
   'tls-client-ca': 'TOLLGATE_TLS_CLIENT_CA',
@@ -194,7 +203,7 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
 };
 
 /** The `serve` flags that are switches: `--merge-domains` alone means true; variables take true/false. */
-export const SWITCH_FLAGS: ReadonlySet<string> = new Set(['merge-domains', 'response-dynamic-metadata', 'shadow-mode', 'quota-mode']);
+export const SWITCH_FLAGS: ReadonlySet<string> = new Set(['admin-public', 'merge-domains', 'response-dynamic-metadata', 'shadow-mode', 'quota-mode']);
 
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -229,14 +238,17 @@ export function readSettingsFile(path: string): Record<string, string> {
 
 type EnvoySettings = Pick<ServiceOptions, 'mergeDomains' | 'responseHeaders' | 'headerNames' | 'responseDynamicMetadata' | 'shadowMode' | 'quotaMode'>;
 
+/** A switch's value: unset, false or 0 is off; true or 1 on; anything else refused. */
+function switchValue(value: (flag: string) => string | undefined, where: (flag: string) => string, flag: string): boolean {
+  const text = value(flag)?.toLowerCase();
+  if (text === undefined || text === 'false' || text === '0') return false;
+  if (text === 'true' || text === '1') return true;
+  throw new InvalidOptionError(`${where(flag)} must be true or false, got ${JSON.stringify(value(flag))}`);
+}
+
 /** The settings envoyproxy/ratelimit users know (MERGE_DOMAIN_CONFIG, LIMIT_*_HEADER, ...). */
 function envoySettings(value: (flag: string) => string | undefined, where: (flag: string) => string): EnvoySettings {
-  const toggle = (flag: string): boolean => {
-    const text = value(flag)?.toLowerCase();
-    if (text === undefined || text === 'false' || text === '0') return false;
-    if (text === 'true' || text === '1') return true;
-    throw new InvalidOptionError(`${where(flag)} must be true or false, got ${JSON.stringify(value(flag))}`);
-  };
+  const toggle = (flag: string): boolean => switchValue(value, where, flag);
   const headerName = (flag: string, fallback: string): string => {
     const name = value(flag) ?? fallback;
     if (!HEADER_NAME.test(name)) throw new InvalidOptionError(`${where(flag)} must be an HTTP header name like ${fallback}, got ${JSON.stringify(name)}`);
@@ -420,7 +432,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   return {
     workers,
     maxKeys,
-    ...planeSettings(value, where, { port, http: httpPort, grpc: grpcPort }),
+    ...planeSettings(value, where, (flag) => switchValue(value, where, flag), { port, http: httpPort, grpc: grpcPort }),
     ...envoySettings(value, where),
     ...faultSettings(value, where),
     ...shutdownSettings(value, where),

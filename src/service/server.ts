@@ -25,6 +25,7 @@ import { createHttpServer, type HttpServer } from './http/listener.js';
 import { followConnections } from './http/close.js';
 import { buildPlanes } from './admin/planes.js';
 import { TlsReloader, secureServer } from './http/tls.js';
+import { isLoopback } from './http/listener-options.js';
 import { breakerCheck, logStoreHealth } from './health/store-health.js';
 import type { ServiceOptions } from './options.js';
 import { DrainState, evaluateReadiness, rulesCheck, type ReadinessCheck } from './health/readiness.js';
@@ -255,6 +256,9 @@ async function openListeners(parts: ServiceParts, hooks: ServiceHooks): Promise<
   const { options, logger } = context;
   const adminPort = await listenHttp(listeners.admin.server, options.adminHost, options.adminPort, 'the admin listener').catch((error: unknown) => abandon(parts, error));
   logger.info({ port: adminPort }, `Admin listening on ${options.adminHost}:${adminPort} (dashboard, metrics, rules, admin API)`);
+  if (options.adminPublic && options.metricsToken === undefined && !isLoopback(options.adminHost)) {
+    logger.warn({ adminBind: options.adminHost }, `--admin-public: the dashboard, /metrics and /v1/events (callers' addresses and ids) answer anyone who reaches ${options.adminHost}:${adminPort}, without a token`);
+  }
   let httpPort: number | undefined;
   if (listeners.decision !== undefined) {
     httpPort = await listenHttp(listeners.decision.server, options.host, options.port, 'HTTP').catch((error: unknown) => abandon(parts, error));

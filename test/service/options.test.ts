@@ -15,6 +15,7 @@ describe('serve settings', () => {
       host: '0.0.0.0',
       adminPort: 6070,
       adminHost: '127.0.0.1',
+      adminPublic: false,
       logLevel: 'info',
       workers: 1,
       maxKeys: 1_000_000,

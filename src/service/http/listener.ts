@@ -124,7 +124,7 @@ export function createHttpServer(ctx: ServiceContext, plan: ListenerPlan, tls?: 
 
 /** 401 for an observability page without its token; the challenge lets a browser ask for it (Basic, the token as password). */
 function refuse(request: IncomingMessage, response: ServerResponse, error: HttpError): void {
-  sendJson(response, error.status, error.body(), { 'www-authenticate': 'Basic realm="tollgate", charset="UTF-8"' });
+  sendJson(response, error.status, error.body(), { 'www-authenticate': 'Basic realm="tollgate", charset="UTF-8"', ...error.headers });
   request.resume();
 }
 
@@ -156,7 +156,7 @@ function answerError(ctx: ServiceContext, response: ServerResponse, request: Inc
   if (response.headersSent) response.destroy();
   // The rest of the body is still arriving: answer first, then read it away before closing.
   else if (status === 413) sendJsonAndLinger(request, response, status, body);
-  else sendJson(response, status, body);
+  else sendJson(response, status, body, error instanceof HttpError ? error.headers : {});
 }
 
 /** The decisions: envoy's `/json`, the friendlier `/v1/check`, and `/v1/limit` for one key. */
