@@ -21,7 +21,7 @@ import { AuditLog } from './admin/audit.js';
 import { BlockList, shareBlocks } from './check/blocks.js';
 import type { ServiceContext, ServiceEvents } from './context.js';
 import { startGrpcServer, type GrpcServer } from './grpc/listener.js';
-import { createHttpServer, type HttpServer } from './http/listener.js';
+import { createHttpServer, flushClientGone, type HttpServer } from './http/listener.js';
 import { followConnections } from './http/close.js';
 import { buildPlanes } from './admin/planes.js';
 import { TlsReloader, secureServer } from './http/tls.js';
@@ -243,6 +243,7 @@ async function shutDown(parts: ServiceParts, grpc: GrpcServer | undefined): Prom
   // Event streams never finish on their own: end them first so the server can close at once.
   parts.dashboard.close();
   await Promise.all([listeners.decision?.connections.close(timeoutMs, context.logger), listeners.admin.connections.close(timeoutMs, context.logger), grpc?.close(timeoutMs)]);
+  flushClientGone(context);
   await closeRest(parts);
   context.logger.info({ closingMs: Date.now() - started, drainedMs: Date.now() - (context.lifecycle.drainingSince ?? started) }, 'stopped');
 }

@@ -17,6 +17,7 @@ import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, decideCheck, degrad
 import { closeSilentConnections } from './close.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from '../check/envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readJson, sendJson, sendJsonAndLinger } from './body.js';
+import { ClientGoneSummary, clientGoneCode } from './client-gone.js';
 
 /** A route's handler; `url()` parses the request's URL (its query) when the handler needs it. */
 export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: () => URL) => Promise<void> | void;
@@ -145,8 +146,32 @@ function notServed({ routes, elsewhere }: ListenerPlan, request: IncomingMessage
   request.resume();
 }
 
-/** Answers an error a handler threw: 4xx for the client's mistakes, 503 for the store, else 500 (logged). */
+const clientGone = new WeakMap<ServiceContext, ClientGoneSummary>();
+
+/** The service's count of requests their clients ended, made on first use. */
+function clientGoneOf(ctx: ServiceContext): ClientGoneSummary {
+  let summary = clientGone.get(ctx);
+  if (summary === undefined) clientGone.set(ctx, (summary = new ClientGoneSummary(ctx.logger)));
+  return summary;
+}
+
+/** Writes the pending count of requests their clients ended (at shutdown). */
+export function flushClientGone(ctx: ServiceContext): void {
+  clientGone.get(ctx)?.flush();
+}
+
+/**
+ * Answers an error a handler threw: 4xx for the client's mistakes, 503 for the store, else 500
+ * (logged). A request its client ended (an aborted upload, a reset) is only counted: nobody is
+ * left to answer, and a client can cause as many as it likes.
+ */
 function answerError(ctx: ServiceContext, response: ServerResponse, request: IncomingMessage, pathname: string, error: unknown): void {
+  const gone = clientGoneCode(error);
+  if (gone !== undefined) {
+    clientGoneOf(ctx).count(gone, pathname);
+    response.destroy();
+    return;
+  }
   const { status, body } = errorReply(error);
   if (status === 400 || status === 413) ctx.events.emit('rejected', { via: 'http', reason: String(body.message) });
   if (status >= 500) {
