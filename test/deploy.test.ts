@@ -124,10 +124,16 @@ function k8sDocuments(): Tree[] {
 const k8s = (kind: string): Tree => k8sDocuments().find((doc) => doc.kind === kind)!;
 const k8sContainer = (): Tree => (at(k8s('Deployment'), 'spec', 'template', 'spec', 'containers') as Tree[]).find((c) => c.name === 'tollgate')!;
 
+/** What a token taken from a required key of the Secret stands for here: a token of 32 characters. */
+const SECRET_TOKEN = 'a-token-from-the-secret-01234567';
+
 function k8sLaunch(): Launch {
   const container = k8sContainer();
   const env: Record<string, string> = {};
-  for (const variable of container.env as { name: string; value?: string }[]) if (variable.value !== undefined) env[variable.name] = variable.value;
+  for (const variable of container.env as { name: string; value?: string; valueFrom?: { secretKeyRef?: { optional?: boolean } } }[]) {
+    if (variable.value !== undefined) env[variable.name] = variable.value;
+    else if (variable.name.endsWith('_TOKEN') && variable.valueFrom?.secretKeyRef !== undefined && variable.valueFrom.secretKeyRef.optional !== true) env[variable.name] = SECRET_TOKEN;
+  }
   return { where: 'k8s/deployment.yaml', args: containerArgs(container.args as string[]), env: { ...dockerEnv(), ...env } };
 }
 
@@ -368,7 +374,9 @@ describe('health checks and probes ask endpoints the running service answers', (
     expect(at(container, 'readinessProbe', 'httpGet')).toEqual({ path: '/readyz', port: 'http' });
     expect(at(container, 'livenessProbe', 'httpGet')).toEqual({ path: '/healthz', port: 'http' });
     for (const path of ['/readyz', '/healthz']) expect((await fetch(service.url(path))).status, path).toBe(200);
-    expect((await fetch(service.admin('/metrics'))).status).toBe(200);
+    // The metrics token the Secret must hold guards /metrics, as Prometheus's bearer token.
+    expect((await fetch(service.admin('/metrics'))).status).toBe(401);
+    expect((await fetch(service.admin('/metrics'), { headers: { authorization: `Bearer ${SECRET_TOKEN}` } })).status).toBe(200);
     expect((await fetch(service.url('/no-such-probe'))).status).toBe(404);
   });
 

@@ -34,10 +34,13 @@ Commands:
                   --grpc-server S          what serves gRPC: http2 (node:http2) or grpc-js (http2)
                   --admin-port N           the admin listener: dashboard, metrics, events, rules,
                                            admin API (6070); --port answers 404 for those
-                  --admin-bind ADDR        its address (127.0.0.1: loopback; 0.0.0.0 to open it)
+                  --admin-bind ADDR        its address (127.0.0.1: loopback; 0.0.0.0 to open it,
+                                           with --metrics-token, or --admin-public to leave it open)
+                  --admin-public           the admin listener beyond loopback without a metrics token
                   --admin-token TOKEN      enables PUT /v1/rules and the key admin endpoints
                   --metrics-token TOKEN    required for /metrics, /dashboard, /v1/events, GET /v1/rules
                                            (Bearer; the admin token also opens them)
+                  --admin-token-file FILE, --metrics-token-file FILE  the tokens from files (ps shows flags)
                   --tls-cert FILE          HTTPS and gRPC over TLS on every listener: the PEM
                   --tls-key FILE           certificate chain and its key, reloaded when they change
                   --tls-client-ca FILE     mutual TLS on the decision listeners (HTTP and gRPC):
@@ -54,6 +57,12 @@ Commands:
                   --headers-timeout MS     headers within (5000); a connection silent this long is closed
                   --request-timeout MS     a whole request within (10000)
                   --max-requests-per-socket N  requests per connection (0: no cap)
+                  --grpc-idle-timeout D    gRPC: GOAWAY to a connection with no call this long (5m; 0: never)
+                  --grpc-max-connection-age D  ... to any connection this old (24h; 0: never),
+                  --grpc-max-connection-age-grace D  cut this long after (1h)
+                  --grpc-receive-timeout D  a call's request within (10s), else DEADLINE_EXCEEDED
+                  --grpc-max-concurrent-streams N  calls per connection (100)
+                  --grpc-max-connections N  connections at once (10000); durations: ms or 30s, 5m
                   --settings FILE          YAML/JSON of these settings (flags and env win)
                   --address-file FILE      once listening, write the listeners' URLs there (JSON),
                                            for tollgate health; removed at stop
@@ -84,7 +93,7 @@ Commands:
                   --tls-key FILE           chain and its key, reloaded when they change
                   --tls-client-ca FILE     mutual TLS on the proxy: clients need a certificate this CA
                   --tls-client-san NAME    signed (... and carrying NAME among its alternative names)
-                  and serve's --redis*, --admin-token, --metrics-token, --log-level, --failure-mode, --expected-nodes,
+                  and serve's --redis*, --admin-token(-file), --metrics-token(-file), --admin-public, --log-level, --failure-mode, --expected-nodes,
                   --deadline-ms, --fail-closed-status, --local-cache-keys, --merge-domains,
                   --shadow-mode, --quota-mode, --drain-delay, --shutdown-timeout,
                   --keep-alive-timeout, --headers-timeout, --max-requests-per-socket, --max-keys

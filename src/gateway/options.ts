@@ -21,7 +21,7 @@ const OWN_FLAGS: Readonly<Record<string, string>> = {
 
 /** The service flags the gateway passes on as they are. */
 const SHARED_FLAGS = [
-  'redis', 'redis-cluster', 'redis-sentinel', 'redis-sentinel-name', 'admin-token', 'admin-bind', 'metrics-token', 'log-level', 'merge-domains', 'shadow-mode', 'quota-mode',
+  'redis', 'redis-cluster', 'redis-sentinel', 'redis-sentinel-name', 'admin-token', 'admin-token-file', 'admin-bind', 'admin-public', 'metrics-token', 'metrics-token-file', 'log-level', 'merge-domains', 'shadow-mode', 'quota-mode',
   'failure-mode', 'expected-nodes', 'deadline-ms', 'fail-closed-status', 'local-cache-keys', 'drain-delay', 'shutdown-timeout',
   'keep-alive-timeout', 'headers-timeout', 'max-requests-per-socket', 'max-keys',
   // TLS: the proxy listener (mutual with --tls-client-ca) and the admin listener serve the certificate.

@@ -10,6 +10,7 @@ import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../limiter/ind
 import { checkWholeNumberText, checkWholeNumbers, type WholeNumberRange } from '../options.js';
 import { MEMORY_STORE_NUMBERS } from '../store/memory.js';
 import { PORT_RANGE, planeSettings, tlsFiles, token, type TlsFiles } from './http/listener-options.js';
+import { GRPC_CONNECTION_FLAGS, grpcConnectionLimits, type GrpcConnectionLimits } from './grpc/connection-options.js';
 
 export { DEFAULT_ADMIN_PORT, type TlsFiles } from './http/listener-options.js';
 
@@ -45,7 +46,7 @@ export interface ServiceOptions {
   readonly grpcServer: GrpcServerKind;
   /** Address to listen on (`--host`, `TOLLGATE_HOST`), default 0.0.0.0. */
   readonly host: string;
-  /** Bearer token for the admin endpoints (`--admin-token`, `TOLLGATE_ADMIN_TOKEN`); unset: admin disabled. */
+  /** Bearer token for the admin endpoints (`--admin-token`, `TOLLGATE_ADMIN_TOKEN`, or the file `--admin-token-file` names); unset: admin disabled. */
   readonly adminToken?: string;
   /**
    * The admin listener (docs/service.md, "Planes"): the dashboard, `/metrics`, `/v1/events`, the
@@ -59,7 +60,7 @@ export interface ServiceOptions {
   readonly adminHost: string;
   /**
    * Bearer token for the read-only observability endpoints on the admin listener (`--metrics-token`,
-   * `TOLLGATE_METRICS_TOKEN`): `/metrics`, `/dashboard`, `/v1/events`, `GET /v1/rules`, `/rlconfig`.
+   * `TOLLGATE_METRICS_TOKEN`, or the file `--metrics-token-file` names): `/metrics`, `/dashboard`, `/v1/events`, `GET /v1/rules`, `/rlconfig`.
    * Unset: they answer anyone who reaches the admin listener. The admin token opens them too.
    */
   readonly metricsToken?: string;
@@ -69,6 +70,12 @@ export interface ServiceOptions {
    * at stop. Unset: no file.
    */
   readonly addressFile?: string;
+  /**
+   * `--admin-public` (`TOLLGATE_ADMIN_PUBLIC`): the admin listener may be bound beyond loopback
+   * without a metrics token, its observability pages open to whoever reaches it. Without it, such
+   * a start is refused. Default false.
+   */
+  readonly adminPublic: boolean;
   /** HTTPS and gRPC over TLS (`--tls-cert`, `--tls-key`, `--tls-client-ca`): see {@link TlsFiles}; unset: plain text. */
   readonly tls?: TlsFiles;
 
@@ -132,6 +139,12 @@ export interface ServiceOptions {
    * carries at most `maxRequestsPerSocket` requests (`--max-requests-per-socket`, 0: no cap).
    */
   readonly connections: ConnectionLimits;
+  /**
+   * The gRPC listener's connection limits (docs/operations.md, "gRPC connections"): idle and
+   * maximum age (with grace), the per-call receive timeout, calls per connection and connections;
+   * a connection that sends nothing is closed after `connections.headersTimeoutMs`, as on HTTP.
+   */
+  readonly grpcConnections: GrpcConnectionLimits;
 }
 
 /** See {@link ServiceOptions.connections}; every duration in ms. */
@@ -161,9 +174,12 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'grpc-server': 'TOLLGATE_GRPC_SERVER',
   host: 'TOLLGATE_HOST',
   'admin-token': 'TOLLGATE_ADMIN_TOKEN',
+  'admin-token-file': 'TOLLGATE_ADMIN_TOKEN_FILE',
   'admin-port': 'TOLLGATE_ADMIN_PORT',
   'admin-bind': 'TOLLGATE_ADMIN_BIND',
   'metrics-token': 'TOLLGATE_METRICS_TOKEN',
+  'metrics-token-file': 'TOLLGATE_METRICS_TOKEN_FILE',
+  'admin-public': 'TOLLGATE_ADMIN_PUBLIC',
   'tls-cert': 'TOLLGATE_TLS_CERT',
   'tls-key': 'TOLLGATE_TLS_KEY',
   'tls-client-ca': 'TOLLGATE_TLS_CLIENT_CA',
@@ -189,13 +205,14 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'headers-timeout': 'TOLLGATE_HEADERS_TIMEOUT',
   'request-timeout': 'TOLLGATE_REQUEST_TIMEOUT',
   'max-requests-per-socket': 'TOLLGATE_MAX_REQUESTS_PER_SOCKET',
+  ...GRPC_CONNECTION_FLAGS,
   'max-keys': 'TOLLGATE_MAX_KEYS',
   settings: 'TOLLGATE_SETTINGS',
   'address-file': 'TOLLGATE_ADDRESS_FILE',
 };
 
 /** The `serve` flags that are switches: `--merge-domains` alone means true; variables take true/false. */
-export const SWITCH_FLAGS: ReadonlySet<string> = new Set(['merge-domains', 'response-dynamic-metadata', 'shadow-mode', 'quota-mode']);
+export const SWITCH_FLAGS: ReadonlySet<string> = new Set(['admin-public', 'merge-domains', 'response-dynamic-metadata', 'shadow-mode', 'quota-mode']);
 
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -230,14 +247,17 @@ export function readSettingsFile(path: string): Record<string, string> {
 
 type EnvoySettings = Pick<ServiceOptions, 'mergeDomains' | 'responseHeaders' | 'headerNames' | 'responseDynamicMetadata' | 'shadowMode' | 'quotaMode'>;
 
+/** A switch's value: unset, false or 0 is off; true or 1 on; anything else refused. */
+function switchValue(value: (flag: string) => string | undefined, where: (flag: string) => string, flag: string): boolean {
+  const text = value(flag)?.toLowerCase();
+  if (text === undefined || text === 'false' || text === '0') return false;
+  if (text === 'true' || text === '1') return true;
+  throw new InvalidOptionError(`${where(flag)} must be true or false, got ${JSON.stringify(value(flag))}`);
+}
+
 /** The settings envoyproxy/ratelimit users know (MERGE_DOMAIN_CONFIG, LIMIT_*_HEADER, ...). */
 function envoySettings(value: (flag: string) => string | undefined, where: (flag: string) => string): EnvoySettings {
-  const toggle = (flag: string): boolean => {
-    const text = value(flag)?.toLowerCase();
-    if (text === undefined || text === 'false' || text === '0') return false;
-    if (text === 'true' || text === '1') return true;
-    throw new InvalidOptionError(`${where(flag)} must be true or false, got ${JSON.stringify(value(flag))}`);
-  };
+  const toggle = (flag: string): boolean => switchValue(value, where, flag);
   const headerName = (flag: string, fallback: string): string => {
     const name = value(flag) ?? fallback;
     if (!HEADER_NAME.test(name)) throw new InvalidOptionError(`${where(flag)} must be an HTTP header name like ${fallback}, got ${JSON.stringify(name)}`);
@@ -422,11 +442,12 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   return {
     workers,
     maxKeys,
-    ...planeSettings(value, where, { port, http: httpPort, grpc: grpcPort }),
+    ...planeSettings(value, where, (flag) => switchValue(value, where, flag), { port, http: httpPort, grpc: grpcPort }),
     ...envoySettings(value, where),
     ...faultSettings(value, where),
     ...shutdownSettings(value, where),
     connections: connectionLimits(value, where),
+    grpcConnections: grpcConnectionLimits(value, where),
     ...(config !== undefined ? { config } : {}),
     ...(addressFile !== undefined ? { addressFile } : {}),
     ...(redis !== undefined ? { redis } : {}),

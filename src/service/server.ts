@@ -21,10 +21,11 @@ import { AuditLog } from './admin/audit.js';
 import { BlockList, shareBlocks } from './check/blocks.js';
 import type { ServiceContext, ServiceEvents } from './context.js';
 import { startGrpcServer, type GrpcServer } from './grpc/listener.js';
-import { createHttpServer, type HttpServer } from './http/listener.js';
+import { createHttpServer, flushClientGone, type HttpServer } from './http/listener.js';
 import { followConnections } from './http/close.js';
 import { buildPlanes } from './admin/planes.js';
 import { TlsReloader, secureServer } from './http/tls.js';
+import { isLoopback } from './http/listener-options.js';
 import { breakerCheck, logStoreHealth } from './health/store-health.js';
 import type { ServiceOptions } from './options.js';
 import { DrainState, evaluateReadiness, rulesCheck, type ReadinessCheck } from './health/readiness.js';
@@ -246,6 +247,7 @@ async function shutDown(parts: ServiceParts, grpc: GrpcServer | undefined): Prom
   // Event streams never finish on their own: end them first so the server can close at once.
   parts.dashboard.close();
   await Promise.all([listeners.decision?.connections.close(timeoutMs, context.logger), listeners.admin.connections.close(timeoutMs, context.logger), grpc?.close(timeoutMs)]);
+  flushClientGone(context);
   await closeRest(parts);
   context.logger.info({ closingMs: Date.now() - started, drainedMs: Date.now() - (context.lifecycle.drainingSince ?? started) }, 'stopped');
 }
@@ -259,6 +261,9 @@ async function openListeners(parts: ServiceParts, hooks: ServiceHooks): Promise<
   const { options, logger } = context;
   const adminPort = await listenHttp(listeners.admin.server, options.adminHost, options.adminPort, 'the admin listener').catch((error: unknown) => abandon(parts, error));
   logger.info({ port: adminPort }, `Admin listening on ${options.adminHost}:${adminPort} (dashboard, metrics, rules, admin API)`);
+  if (options.adminPublic && options.metricsToken === undefined && !isLoopback(options.adminHost)) {
+    logger.warn({ adminBind: options.adminHost }, `--admin-public: the dashboard, /metrics and /v1/events (callers' addresses and ids) answer anyone who reaches ${options.adminHost}:${adminPort}, without a token`);
+  }
   let httpPort: number | undefined;
   if (listeners.decision !== undefined) {
     httpPort = await listenHttp(listeners.decision.server, options.host, options.port, 'HTTP').catch((error: unknown) => abandon(parts, error));

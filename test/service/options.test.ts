@@ -15,6 +15,7 @@ describe('serve settings', () => {
       host: '0.0.0.0',
       adminPort: 6070,
       adminHost: '127.0.0.1',
+      adminPublic: false,
       logLevel: 'info',
       workers: 1,
       maxKeys: 1_000_000,
@@ -32,7 +33,19 @@ describe('serve settings', () => {
       drainDelayMs: 5_000,
       shutdownTimeoutMs: 10_000,
       connections: { keepAliveTimeoutMs: 65_000, headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, maxRequestsPerSocket: 0 },
+      grpcConnections: { idleTimeoutMs: 300_000, maxConnectionAgeMs: 86_400_000, maxConnectionAgeGraceMs: 3_600_000, receiveTimeoutMs: 10_000, maxConcurrentStreams: 100, maxConnections: 10_000 },
     });
+  });
+
+  it('gRPC connection limits: durations in ms or with a unit, 0 turning idle and age off; counts; bad values refused', () => {
+    const flags = { 'grpc-idle-timeout': '0', 'grpc-max-connection-age': '30m', 'grpc-max-connection-age-grace': '1500', 'grpc-receive-timeout': '2s', 'grpc-max-concurrent-streams': '10' };
+    expect(resolveServiceOptions(flags, { TOLLGATE_GRPC_MAX_CONNECTIONS: '50' }).grpcConnections).toEqual({
+      idleTimeoutMs: 0, maxConnectionAgeMs: 1_800_000, maxConnectionAgeGraceMs: 1_500, receiveTimeoutMs: 2_000, maxConcurrentStreams: 10, maxConnections: 50,
+    });
+    expect(() => resolveServiceOptions({ 'grpc-receive-timeout': '0' }, {})).toThrow(new InvalidOptionError('--grpc-receive-timeout (or TOLLGATE_GRPC_RECEIVE_TIMEOUT) must be at least 1 ms, got 0'));
+    expect(() => resolveServiceOptions({ 'grpc-idle-timeout': 'soon' }, {})).toThrow(/--grpc-idle-timeout \(or TOLLGATE_GRPC_IDLE_TIMEOUT\) "soon" is not a duration/);
+    expect(() => resolveServiceOptions({ 'grpc-max-connection-age': '8d' }, {})).toThrow(/must be at most a week \(7d\), got "8d"/);
+    expect(() => resolveServiceOptions({}, { TOLLGATE_GRPC_MAX_CONCURRENT_STREAMS: '0' })).toThrow(/--grpc-max-concurrent-streams \(or TOLLGATE_GRPC_MAX_CONCURRENT_STREAMS\) must be a whole number of calls from 1 to 1000000, got "0"/);
   });
 
   it('connection limits: from flags, TOLLGATE_* variables or the settings file; out of range or headers > request refused', () => {

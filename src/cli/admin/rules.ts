@@ -84,13 +84,14 @@ export async function runRulesPush(connection: Connection, positionals: readonly
   requireToken(connection);
   const read = await readValidated(positionals, 'push', output);
   if (typeof read === 'number') return read;
-  const answer = (await callService(connection, { method: 'PUT', path: '/v1/rules', body: read.yaml, contentType: 'application/yaml', shape: { domains: 'array', version: 'string' } })).body as { domains: string[]; version: string; pushed?: number; skipped?: { domain: string }[] };
+  const answer = (await callService(connection, { method: 'PUT', path: '/v1/rules', body: read.yaml, contentType: 'application/yaml', shape: { domains: 'array', version: 'string' } })).body as { domains: string[]; version: string; pushed?: number; skipped?: { domain: string }[]; warnings?: string[] };
   if (connection.json) {
     printJson(output, answer);
     return 0;
   }
   const generation = answer.pushed === undefined ? ' (this node only: the service has no Redis)' : `, generation ${answer.pushed} on every node`;
   output.stdout(`pushed ${answer.domains.join(', ')}: version ${answer.version}${generation}\n`);
+  for (const warning of answer.warnings ?? []) output.stderr(`warning: ${warning}\n`);
   if ((answer.skipped ?? []).length > 0) output.stderr(`warning: every node skips stored domains that do not validate: ${answer.skipped!.map((skip) => skip.domain).join(', ')}; push them again\n`);
   return 0;
 }

@@ -41,9 +41,21 @@ export interface JwtOptions {
    * garbage, a key jose refuses. The request still gets undefined. Token faults are not reported.
    */
   readonly onError?: (error: unknown) => void;
+  /**
+   * Longest token looked at, in characters (default 8,192, as {@link MAX_JWT_LENGTH}; 64 to
+   * 1,048,576). A longer one is not verified: the request has no identity from it, and
+   * `onTooLong` is told. Raise it when your tokens carry many claims; a cap bounds what one
+   * request can make the verifier parse.
+   */
+  readonly maxLength?: number;
+  /** Called with the length of each token refused for `maxLength`: count it in a metric, so an identity that vanished is seen. */
+  readonly onTooLong?: (length: number) => void;
 }
 
-const JWT_OPTIONS = new Set(['claim', 'secret', 'publicKey', 'jwksUrl', 'algorithms', 'issuer', 'audience', 'header', 'scheme', 'now', 'cacheSize', 'onError']);
+/** The default of {@link JwtOptions.maxLength}. */
+export const MAX_JWT_LENGTH = 8192;
+
+const JWT_OPTIONS = new Set(['claim', 'secret', 'publicKey', 'jwksUrl', 'algorithms', 'issuer', 'audience', 'header', 'scheme', 'now', 'cacheSize', 'onError', 'maxLength', 'onTooLong']);
 const HMAC_ALGORITHMS = ['HS256', 'HS384', 'HS512'];
 const PUBLIC_KEY_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 /** The function whose options these are, as error messages name it. */
@@ -62,6 +74,8 @@ export interface JwtSettings {
   readonly now: () => number;
   readonly cacheSize: number;
   readonly onError: ((error: unknown) => void) | undefined;
+  readonly maxLength: number;
+  readonly onTooLong: ((length: number) => void) | undefined;
 }
 
 /** Checks `options` in the order they are documented; throws {@link InvalidOptionError} at the first fault. */
@@ -82,7 +96,11 @@ export function jwtSettings(options: JwtOptions): JwtSettings {
   if (options.onError !== undefined && typeof options.onError !== 'function') {
     throw new InvalidOptionError(`${where}: onError must be a function, got ${describeValue(options.onError)}`);
   }
-  return { reader, claim, algorithms, key, jwksUrl, issuer, audience, now: options.now ?? currentTime, cacheSize, onError: options.onError };
+  const maxLength = checkWholeNumber(options.maxLength ?? MAX_JWT_LENGTH, { name: `${where}: maxLength`, min: 64, max: 1_048_576, unit: 'characters' });
+  if (options.onTooLong !== undefined && typeof options.onTooLong !== 'function') {
+    throw new InvalidOptionError(`${where}: onTooLong must be a function, got ${describeValue(options.onTooLong)}`);
+  }
+  return { reader, claim, algorithms, key, jwksUrl, issuer, audience, now: options.now ?? currentTime, cacheSize, onError: options.onError, maxLength, onTooLong: options.onTooLong };
 }
 
 type Verification = Pick<JwtSettings, 'algorithms' | 'key' | 'jwksUrl'>;

@@ -6,11 +6,10 @@ import type { KeyObject } from 'node:crypto';
 import type * as Jose from 'jose';
 import { MAX_KEY_BYTES } from '../../keys.js';
 import { readCredential } from './credentials.js';
-import { jwtSettings, type JwtOptions, type JwtSettings } from './jwt-options.js';
+import { MAX_JWT_LENGTH, jwtSettings, type JwtOptions, type JwtSettings } from './jwt-options.js';
 import { DOT, type HeaderGetter } from './text.js';
 
-/** Longest JWT looked at; a longer one is not verified. */
-export const MAX_JWT_LENGTH = 8192;
+export { MAX_JWT_LENGTH };
 /** A verified token without `exp` (or with a far one) is verified again after this long. */
 export const MAX_JWT_CACHE_MS = 60_000;
 /** jose error codes that mean "this token is no good", as opposed to "we could not check it". */
@@ -63,7 +62,9 @@ class JwtVerifier {
 
   identify(header: HeaderGetter): Promise<string | undefined> {
     const token = readCredential(this.settings.reader, header);
-    if (token === undefined || !looksLikeJws(token)) return Promise.resolve(undefined);
+    if (token === undefined) return Promise.resolve(undefined);
+    if (token.length > this.settings.maxLength) return this.tooLong(token.length);
+    if (!looksLikeJws(token)) return Promise.resolve(undefined);
     const now = this.settings.now();
     const cached = this.cache.get(token);
     if (cached !== undefined) {
@@ -74,6 +75,16 @@ class JwtVerifier {
       }
     }
     return this.verify(token, now);
+  }
+
+  /** A token over `maxLength`: no identity, and `onTooLong` told (a failing reporter does not fail the request). */
+  private tooLong(length: number): Promise<undefined> {
+    try {
+      this.settings.onTooLong?.(length);
+    } catch {
+      // A failing reporter must not fail the request.
+    }
+    return Promise.resolve(undefined);
   }
 
   private async verify(token: string, now: number): Promise<string | undefined> {
@@ -112,7 +123,6 @@ class JwtVerifier {
 
 /** Three base64url segments (header and payload non-empty), cheap to check before any crypto. */
 function looksLikeJws(token: string): boolean {
-  if (token.length > MAX_JWT_LENGTH) return false;
   let dots = 0;
   let segmentLength = 0;
   for (let i = 0; i < token.length; i++) {

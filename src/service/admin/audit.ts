@@ -12,8 +12,8 @@ import { createLimiterCore, type LimiterCore } from '../../limiter/index.js';
 import { compilePolicy } from '../../policy.js';
 import { memoryStore } from '../../store/memory.js';
 
-/** The admin actions the audit log records, and `auth.failed` for a refused authentication. */
-export type AuditAction = 'rules.push' | 'keys.reset' | 'keys.block' | 'keys.unblock' | 'auth.failed';
+/** The admin actions the audit log records, `auth.failed` for a refused authentication, `auth.lockout` for an address slowed down (backoff.ts). */
+export type AuditAction = 'rules.push' | 'keys.reset' | 'keys.block' | 'keys.unblock' | 'auth.failed' | 'auth.lockout';
 
 /** How an audited request ended: done, refused for its credentials, or failed (bad input, store). */
 export type AuditResult = 'ok' | 'denied' | 'error';
@@ -46,7 +46,7 @@ export function tokenId(token: string): string {
 }
 
 /** Who sent `request`: its peer address (the service trusts no proxy header). */
-function remoteAddress(request: IncomingMessage): string {
+export function remoteAddress(request: IncomingMessage): string {
   return request.socket.remoteAddress ?? 'unknown';
 }
 
@@ -80,6 +80,13 @@ export class AuditLog {
     const target = `${request.method ?? 'GET'} ${(request.url ?? '/').split('?')[0]}`;
     const line = { action: 'auth.failed', remoteAddress: address, ...(token !== undefined ? { tokenId: tokenId(token) } : {}), target, reason, result: 'denied', status };
     this.logger.warn(line, `audit: failed admin authentication from ${address}`);
+  }
+
+  /** One line for an address locked out after `failures` wrong tokens: at most one per lockout, so not rate limited. */
+  lockout(request: IncomingMessage, failures: number, lockoutMs: number): void {
+    const address = remoteAddress(request);
+    const line = { action: 'auth.lockout', remoteAddress: address, failures, lockoutMs, result: 'denied', status: 429 };
+    this.logger.warn(line, `audit: ${address} locked out for ${lockoutMs} ms after ${failures} wrong tokens`);
   }
 
   /** Counts a failed login not logged; its summary is written when the address's window ends. */

@@ -8,6 +8,7 @@ import { parseRules } from '../../rules/parse/index.js';
 import { compileRules } from '../../rules/ruleset.js';
 import { describeValue } from '../../errors.js';
 import { adminRoute } from './auth.js';
+import { denyAllWarnings } from './deny-all.js';
 import { blockScope } from '../check/blocks.js';
 import type { ServiceContext } from '../context.js';
 import type { HttpRoutes } from '../http/listener.js';
@@ -39,18 +40,22 @@ function addRulesRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
 
   routes.add('PUT', '/v1/rules', adminRoute(ctx, 'rules.push', async (request, response, _url, subject) => {
     const yaml = await readBody(request);
+    // Parsed here too (the sync parses again before storing): a rule denying everything is answered with a warning.
+    const parsed = parseRules(yaml, 'PUT /v1/rules');
+    const warnings = denyAllWarnings(parsed);
+    if (warnings.length > 0) ctx.logger.warn({ warnings }, `pushed rules deny every request of a key: ${warnings.join('; ')}`);
+    const warned = warnings.length > 0 ? { warnings } : {};
     if (ctx.sync !== undefined) {
       const { version, domains, skipped } = await ctx.sync.publish(yaml, 'PUT /v1/rules');
       subject.domains = domains;
       if (skipped.length > 0) ctx.logger.warn({ skipped }, 'stored rules documents that every node skips; push those domains again');
-      sendJson(response, 200, { pushed: version, domains, version: ctx.holder.current.version, skipped });
+      sendJson(response, 200, { pushed: version, domains, version: ctx.holder.current.version, skipped, ...warned });
       return;
     }
     // No Redis: this node only.
-    const parsed = parseRules(yaml, 'PUT /v1/rules');
     subject.domains = parsed.map((d) => d.domain);
     ctx.holder.replacePushed(ctx.holder.pushedRules().withDomains(compileRules(parsed, [yaml])));
-    sendJson(response, 200, { domains: subject.domains, version: ctx.holder.current.version });
+    sendJson(response, 200, { domains: subject.domains, version: ctx.holder.current.version, ...warned });
   }), 'admin');
 }
 

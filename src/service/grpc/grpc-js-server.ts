@@ -105,8 +105,14 @@ function refusedPeer(ctx: ServiceContext, call: { getAuthContext(): { sslPeerCer
 /** Starts the grpc-js listener on `host:port` (0: a free port), over TLS with `tls`; resolves once it is bound. */
 export async function startGrpcJsServer(ctx: ServiceContext, host: string, port: number, tls?: TlsReloader): Promise<GrpcServer> {
   const definition = await load([...PROTO_FILES], LOADER_OPTIONS);
+  const limits = ctx.options.grpcConnections;
+  // grpc-js keeps these limits itself; silent connections, the receive timeout and the connection
+  // cap have no hook here (the node:http2 server keeps them: connection-hygiene.ts).
   const server = new Server({
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+    'grpc.max_concurrent_streams': limits.maxConcurrentStreams,
+    ...(limits.idleTimeoutMs > 0 ? { 'grpc.max_connection_idle_ms': limits.idleTimeoutMs } : {}),
+    ...(limits.maxConnectionAgeMs > 0 ? { 'grpc.max_connection_age_ms': limits.maxConnectionAgeMs, 'grpc.max_connection_age_grace_ms': limits.maxConnectionAgeGraceMs } : {}),
   });
   let closing: Promise<void> | undefined;
   const health = new HealthWatchers(ctx, () => closing !== undefined);

@@ -11,12 +11,13 @@
  * flagged (identity, deflate, gzip); then the answer, or a trailers-only error. Nothing a client
  * sends (garbage, a truncated frame, a reset) can throw out of a handler.
  */
-import { createSecureServer, createServer, type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import { constants as h2, createSecureServer, createServer, type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { ServiceContext } from '../context.js';
 import { DEGRADED_HEADER } from '../check/decide.js';
 import { loadGrpcCodecs, type GrpcCodecs } from './codec.js';
 import { FramingError, MessageReader, OK_TRAILERS, RESPONSE_HEADERS, decompress, failureHeaders, failureTrailers, frame, parseTimeout, type RawMessage } from './framing.js';
 import { HealthWatchers, type HealthStream } from './health.js';
+import { hygieneSettings, keepConnectionsClean } from './connection-hygiene.js';
 import { requireClientName, secureContextOptions, type TlsReloader } from '../http/tls.js';
 import { GRPC_STATUS, HEALTH_SERVICE, RATE_LIMIT_SERVICE, SHUTDOWN_GRACE_MS, answerShouldRateLimit, shutDownWithin, type GrpcFailure, type GrpcServer, type ShouldRateLimitAnswer } from './messages.js';
 
@@ -32,7 +33,7 @@ const HEALTH_WATCH_PATH = `/${HEALTH_SERVICE}/Watch`;
 function h2Server(ctx: ServiceContext, tls: TlsReloader | undefined): Http2Server | Http2SecureServer {
   // As grpc-js: no limit on header blocks sent; Node's 10 MB per connection raised to 64 MB, so
   // many calls of up to 1 MiB in flight on one connection are not refused (still a bound).
-  const options = { maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER, maxSessionMemory: 64 };
+  const options = { maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER, maxSessionMemory: 64, settings: hygieneSettings(ctx.options.grpcConnections) };
   if (tls === undefined) return createServer(options);
   const server = createSecureServer({ ...options, ...secureContextOptions(tls.material, true), allowHTTP1: false, handshakeTimeout: ctx.options.connections.headersTimeoutMs });
   tls.subscribe((material) => server.setSecureContext(secureContextOptions(material, true)));
@@ -47,6 +48,7 @@ export async function startGrpcH2Server(ctx: ServiceContext, host: string, port:
   const sessions = new Set<ServerHttp2Session>();
   let closing: Promise<void> | undefined;
   const health = new HealthWatchers(ctx, () => closing !== undefined);
+  keepConnectionsClean(server, ctx.options.grpcConnections, ctx.options.connections.headersTimeoutMs);
 
   server.on('session', (session) => {
     sessions.add(session);
@@ -111,7 +113,7 @@ function onStream(ctx: ServiceContext, codecs: GrpcCodecs, health: HealthWatcher
     stream.resume();
     return;
   }
-  const call = new ServerCall(stream, headers, path);
+  const call = new ServerCall(stream, headers, path, ctx.options.grpcConnections.receiveTimeoutMs);
   if (path === SHOULD_RATE_LIMIT_PATH) {
     call.readRequest((bytes) => guarded(ctx, call, () => shouldRateLimit(ctx, codecs, call, bytes)));
   } else if (path === HEALTH_CHECK_PATH) {
@@ -195,12 +197,14 @@ class ServerCall {
   private finished = false;
   private headersSent = false;
   private deadline: NodeJS.Timeout | undefined;
+  private receiving: NodeJS.Timeout | undefined;
   private readonly encoding: string;
 
   constructor(
     readonly stream: ServerHttp2Stream,
     headers: IncomingHttpHeaders,
     private readonly path: string,
+    private readonly receiveTimeoutMs: number,
   ) {
     const encoding = headers['grpc-encoding'];
     this.encoding = typeof encoding === 'string' ? encoding : 'identity';
@@ -215,6 +219,7 @@ class ServerCall {
   readRequest(handle: (bytes: Buffer) => void): void {
     const reader = new MessageReader();
     let request: RawMessage | undefined;
+    this.keepReceiveTimeout();
     this.stream.on('data', (chunk: Buffer) => {
       if (this.done) return;
       try {
@@ -232,6 +237,7 @@ class ServerCall {
       }
     });
     this.stream.once('end', () => {
+      clearTimeout(this.receiving);
       if (this.done) return;
       if (reader.partial) this.fail(truncated(reader.progress));
       else if (request === undefined) this.fail({ code: GRPC_STATUS.UNIMPLEMENTED, details: `Received no request message for unary method ${this.path}`, metadata: {} });
@@ -308,6 +314,21 @@ class ServerCall {
     }
     this.deadline = setTimeout(() => this.fail({ code: GRPC_STATUS.DEADLINE_EXCEEDED, details: 'Deadline exceeded', metadata: {} }), timeoutMs);
     this.stream.once('close', () => this.clearDeadline());
+  }
+
+  /**
+   * A request that has not fully arrived within the receive timeout (--grpc-receive-timeout) is
+   * answered DEADLINE_EXCEEDED and its stream reset, so a client cannot hold a call (and its
+   * memory) open by never finishing its request.
+   */
+  private keepReceiveTimeout(): void {
+    this.receiving = setTimeout(() => {
+      if (this.done) return;
+      this.fail({ code: GRPC_STATUS.DEADLINE_EXCEEDED, details: `The request did not arrive within ${this.receiveTimeoutMs} ms (the server's receive timeout); send the whole message and end the stream`, metadata: {} });
+      // RST_STREAM(NO_ERROR) after the answer: stop sending, the call is over (RFC 9113, 8.1).
+      this.stream.close(h2.NGHTTP2_NO_ERROR);
+    }, this.receiveTimeoutMs);
+    this.stream.once('close', () => clearTimeout(this.receiving));
   }
 
   private clearDeadline(): void {

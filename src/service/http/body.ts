@@ -26,6 +26,7 @@ export type ServiceErrorCode =
   | 'ERR_TOLLGATE_METHOD_NOT_ALLOWED'
   | 'ERR_TOLLGATE_BODY_TOO_LARGE'
   | 'ERR_TOLLGATE_TOO_MANY_CLIENTS'
+  | 'ERR_TOLLGATE_AUTH_BACKOFF'
   | 'ERR_TOLLGATE_INTERNAL';
 
 /** The `error` name and the default code of each status an {@link HttpError} can have. */
@@ -36,6 +37,7 @@ const STATUS_ERRORS: Readonly<Record<number, { error: string; code: ServiceError
   404: { error: 'not_found', code: 'ERR_TOLLGATE_NOT_FOUND' },
   405: { error: 'method_not_allowed', code: 'ERR_TOLLGATE_METHOD_NOT_ALLOWED' },
   413: { error: 'payload_too_large', code: 'ERR_TOLLGATE_BODY_TOO_LARGE' },
+  429: { error: 'too_many_requests', code: 'ERR_TOLLGATE_AUTH_BACKOFF' },
   503: { error: 'too_many_clients', code: 'ERR_TOLLGATE_TOO_MANY_CLIENTS' },
 };
 
@@ -47,6 +49,8 @@ export class HttpError extends Error {
     readonly status: number,
     message: string,
     code?: ServiceErrorCode,
+    /** Headers the answer carries (`Retry-After`). */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
     this.code = code ?? STATUS_ERRORS[status]?.code ?? 'ERR_TOLLGATE_INVALID_REQUEST';

@@ -17,6 +17,7 @@ import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, decideCheck, degrad
 import { closeSilentConnections } from './close.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from '../check/envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readJson, sendJson, sendJsonAndLinger } from './body.js';
+import { ClientGoneSummary, clientGoneCode } from './client-gone.js';
 
 /** A route's handler; `url()` parses the request's URL (its query) when the handler needs it. */
 export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: () => URL) => Promise<void> | void;
@@ -124,7 +125,7 @@ export function createHttpServer(ctx: ServiceContext, plan: ListenerPlan, tls?: 
 
 /** 401 for an observability page without its token; the challenge lets a browser ask for it (Basic, the token as password). */
 function refuse(request: IncomingMessage, response: ServerResponse, error: HttpError): void {
-  sendJson(response, error.status, error.body(), { 'www-authenticate': 'Basic realm="tollgate", charset="UTF-8"' });
+  sendJson(response, error.status, error.body(), { 'www-authenticate': 'Basic realm="tollgate", charset="UTF-8"', ...error.headers });
   request.resume();
 }
 
@@ -145,8 +146,32 @@ function notServed({ routes, elsewhere }: ListenerPlan, request: IncomingMessage
   request.resume();
 }
 
-/** Answers an error a handler threw: 4xx for the client's mistakes, 503 for the store, else 500 (logged). */
+const clientGone = new WeakMap<ServiceContext, ClientGoneSummary>();
+
+/** The service's count of requests their clients ended, made on first use. */
+function clientGoneOf(ctx: ServiceContext): ClientGoneSummary {
+  let summary = clientGone.get(ctx);
+  if (summary === undefined) clientGone.set(ctx, (summary = new ClientGoneSummary(ctx.logger)));
+  return summary;
+}
+
+/** Writes the pending count of requests their clients ended (at shutdown). */
+export function flushClientGone(ctx: ServiceContext): void {
+  clientGone.get(ctx)?.flush();
+}
+
+/**
+ * Answers an error a handler threw: 4xx for the client's mistakes, 503 for the store, else 500
+ * (logged). A request its client ended (an aborted upload, a reset) is only counted: nobody is
+ * left to answer, and a client can cause as many as it likes.
+ */
 function answerError(ctx: ServiceContext, response: ServerResponse, request: IncomingMessage, pathname: string, error: unknown): void {
+  const gone = clientGoneCode(error);
+  if (gone !== undefined) {
+    clientGoneOf(ctx).count(gone, pathname);
+    response.destroy();
+    return;
+  }
   const { status, body } = errorReply(error);
   if (status === 400 || status === 413) ctx.events.emit('rejected', { via: 'http', reason: String(body.message) });
   if (status >= 500) {
@@ -156,7 +181,7 @@ function answerError(ctx: ServiceContext, response: ServerResponse, request: Inc
   if (response.headersSent) response.destroy();
   // The rest of the body is still arriving: answer first, then read it away before closing.
   else if (status === 413) sendJsonAndLinger(request, response, status, body);
-  else sendJson(response, status, body);
+  else sendJson(response, status, body, error instanceof HttpError ? error.headers : {});
 }
 
 /** The decisions: envoy's `/json`, the friendlier `/v1/check`, and `/v1/limit` for one key. */

@@ -84,6 +84,17 @@ describe('the audit log, admin token configured', () => {
     expect(broken.lines).toEqual([expect.objectContaining({ ...who, action: 'rules.push', result: 'error', status: 400 })]);
   });
 
+  it('refuses a scheme glued to its token, and an inspection with a good token leaves no line', async () => {
+    const glued = await fetch(node.url('/v1/keys/blocked'), { headers: { authorization: `Bearer${TOKEN}` } });
+    expect(glued.status).toBe(401);
+    const before = auditLines(node.logs).length;
+    const inspect = await fetch(node.url('/v1/keys/blocked'), { headers: { authorization: `bEaReR ${TOKEN}` } });
+    expect(inspect.status).toBe(200);
+    await inspect.arrayBuffer();
+    expect(auditLines(node.logs).length).toBe(before);
+  });
+
+  // Last of its service: the wrong tokens leave 127.0.0.1 locked out.
   it('bounds 50 failed logins to a few lines, with summaries accounting for every one, and never logs a token', async () => {
     const wrongHeaders = [`Bearer ${WRONG}`, `Basic ${Buffer.from(`admin:${WRONG}`).toString('base64')}`, ''];
     const before = auditLines(node.logs).length;
@@ -91,7 +102,8 @@ describe('the audit log, admin token configured', () => {
     for (let i = 0; i < 50; i += 1) {
       const authorization = wrongHeaders[i % wrongHeaders.length]!;
       const response = await fetch(node.url('/v1/keys/block'), { method: 'POST', headers: authorization === '' ? {} : { authorization }, body: '{"key":"x"}' });
-      expect(response.status).toBe(401);
+      // Past 5 wrong Bearer tokens the address is locked out (backoff.ts): 429, still a failed login.
+      expect([401, 429]).toContain(response.status);
       await response.arrayBuffer();
     }
     const windows = Math.ceil((Date.now() - started) / 1_000) + 1;
@@ -115,16 +127,6 @@ describe('the audit log, admin token configured', () => {
     expect(everything).not.toContain(WRONG);
     expect(everything).not.toContain(Buffer.from(`admin:${WRONG}`).toString('base64'));
   }, 20_000);
-
-  it('refuses a scheme glued to its token, and an inspection with a good token leaves no line', async () => {
-    const glued = await fetch(node.url('/v1/keys/blocked'), { headers: { authorization: `Bearer${TOKEN}` } });
-    expect(glued.status).toBe(401);
-    const before = auditLines(node.logs).length;
-    const inspect = await fetch(node.url('/v1/keys/blocked'), { headers: { authorization: `bEaReR ${TOKEN}` } });
-    expect(inspect.status).toBe(200);
-    await inspect.arrayBuffer();
-    expect(auditLines(node.logs).length).toBe(before);
-  });
 });
 
 describe('the audit log, admin endpoints disabled', () => {
