@@ -6,7 +6,7 @@
  * times it. A node that leaves drops out of the count; `expectedNodes` is a floor.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLimiter, redisStore, type Limiter, type Policy } from '../../../src/index.js';
+import { InvalidOptionError, createLimiter, redisStore, type Limiter, type Policy } from '../../../src/index.js';
 import { useRedisServer } from '../../support/redis-topologies.js';
 
 const LIMIT = 30;
@@ -72,6 +72,11 @@ describe('the local failure mode divides each limit by the nodes seen alive', ()
     // ⌈30 / 3⌉ on the node that expects 3, ⌈30 / 2⌉ on the other.
     expect(await admittedDuringOutage(nodes, [2, 2], unique('floor'), LIMIT)).toEqual([10, 15]);
   }, 20_000);
+
+  it.each([5, 60_001, 1.5, '2s', true])('heartbeatMs %j is refused, naming the range', (heartbeatMs) => {
+    expect(() => createLimiter({ heartbeatMs: heartbeatMs as number })).toThrow(InvalidOptionError);
+    expect(() => createLimiter({ heartbeatMs: heartbeatMs as number })).toThrow(/^createLimiter: heartbeatMs must be a whole number of ms from 10 to 60000 \(or false: no heartbeat\), got /);
+  });
 
   it('heartbeatMs: false counts no nodes: expectedNodes alone', async () => {
     const nodes = await Promise.all([node({ heartbeatMs: false }), node()]);
