@@ -15,7 +15,7 @@ export type DecisionReason =
   | 'fail-open'
   /** ... and the failure mode `closed` denied. */
   | 'fail-closed'
-  /** ... and the failure mode `local` decided on this process's own limiter (limit / expectedNodes). */
+  /** ... and the failure mode `local` decided on this process's own limiter (⌈limit / nodes⌉, the nodes sharing the store). */
   | 'local-fallback';
 
 /** The outcome of one rate limit check. Times are epoch milliseconds, durations milliseconds. */

@@ -71,11 +71,11 @@ export interface CoreOptions<Req> {
   readonly shaping?: ShapingOptions;
   /**
    * When the store fails, times out or its breaker is open: `local` (default) enforces
-   * `limit / expectedNodes` in this process, `open` lets requests through, `closed` refuses them
+   * ⌈limit / nodes⌉ in this process (nodes: those counted alive on Redis, at least `expectedNodes`), `open` lets requests through, `closed` refuses them
    * (503, or 429 with `failClosedStatus: 429`). Degraded answers carry `Tollgate-Degraded`.
    */
   readonly failureMode?: FailureMode;
-  /** The processes sharing the store, for `failureMode: 'local'`. Default 1. */
+  /** The fewest processes sharing the store, for `failureMode: 'local'` (a floor of the count of processes seen alive on Redis). Default 1. */
   readonly expectedNodes?: number;
   /** Longest wait for the store per request, in ms. Default 50 (or the store's `deadlineMs`). */
   readonly deadlineMs?: number;

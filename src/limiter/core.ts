@@ -21,6 +21,7 @@ import { GuardLayer } from './guard-layer.js';
 import { PassThroughLayer, unspent, type DecisionLayer, type GroupRequest, type LayerName } from './layer.js';
 import { LeaseLayer } from './leases.js';
 import { LocalFirstLayer, type LocalFirstStats } from './local-first.js';
+import { NodeCount } from './node-count.js';
 import { OverLimitCache, OverLimitLayer, type OverLimitCacheStats } from './over-limit.js';
 import { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from './settings.js';
 import type { StoreHealthSnapshot, TransitionListener } from './store-guard.js';
@@ -109,8 +110,9 @@ interface Stack {
 function buildStack(settings: CoreSettings): Stack {
   const { store } = settings;
   const clock = settings.clock ?? currentTime;
-  let top: DecisionLayer = new StoreLayer(store);
-  const guard = store instanceof MemoryStore ? undefined : new GuardLayer(top, { ...settings, clock, storeKind: store.name });
+  const storeLayer = new StoreLayer(store);
+  let top: DecisionLayer = storeLayer;
+  const guard = store instanceof MemoryStore ? undefined : new GuardLayer(top, { ...settings, clock, storeKind: store.name, nodes: nodeCount(storeLayer, settings) });
   if (guard !== undefined) top = guard;
   const localFirst = new LocalFirstLayer(top, clock, { name: store.name, syncs: store.addToWindow !== undefined });
   const lease = new LeaseLayer(localFirst, clock);
@@ -118,6 +120,12 @@ function buildStack(settings: CoreSettings): Stack {
   const overLimit = settings.overLimitCache === false ? undefined : new OverLimitLayer(top, new OverLimitCache(settings.overLimitCache, clock));
   if (overLimit !== undefined) top = overLimit;
   return { top, overLimit, lease, localFirst, guard };
+}
+
+/** Heartbeats counting the nodes that share the store, when it counts them and they are not turned off. */
+function nodeCount(storeLayer: StoreLayer, settings: CoreSettings): NodeCount | undefined {
+  if (settings.heartbeatMs === false || !storeLayer.countsNodes) return undefined;
+  return new NodeCount(storeLayer, settings.heartbeatMs, settings.expectedNodes);
 }
 
 export class CoreLimiter implements LimiterCore {
@@ -206,7 +214,7 @@ export class CoreLimiter implements LimiterCore {
   }
 
   health(): StoreHealthSnapshot {
-    return this.layers.guard?.guard.health() ?? { breaker: 'closed', lastHealthyAt: undefined, lastFailureAt: undefined, lastError: undefined, inFlight: 0, fallbacks: { timeout: 0, error: 0, 'breaker-open': 0, overload: 0 } };
+    return this.layers.guard?.health() ?? { breaker: 'closed', lastHealthyAt: undefined, lastFailureAt: undefined, lastError: undefined, inFlight: 0, fallbacks: { timeout: 0, error: 0, 'breaker-open': 0, overload: 0 } };
   }
 
   onTransition(listener: TransitionListener): () => void {

@@ -1,8 +1,9 @@
 /**
  * What a decision is when the store cannot make it. `open` admits (the API stays up, unprotected),
  * `closed` denies (protected, down), `local` decides on an in-process limiter enforcing
- * `limit / expectedNodes` (up, and still protected: each of N nodes admits its share). Every
- * degraded decision carries its `reason`, so it is never mistaken for a normal one.
+ * ⌈limit / nodes⌉ (up, and still protected: each of N nodes admits its share; node-count.ts says
+ * how many nodes). Every degraded decision carries its `reason`, so it is never mistaken for a
+ * normal one.
  */
 import type { Decision } from '../decision.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
@@ -71,9 +72,9 @@ const BUCKETS: ReadonlySet<string> = new Set(['token-bucket', 'leaky-bucket', 'g
  * nodes sharing the quota, rounded up so no node is left with nothing. N nodes admit at most
  * N × ⌈limit / N⌉ < limit + N per window between them when load is spread evenly.
  */
-export function localPolicy(policy: CompiledPolicy, expectedNodes: number): CompiledPolicy {
-  if (expectedNodes === 1) return policy;
-  const share = (value: number): number => Math.max(1, Math.ceil(value / expectedNodes));
+export function localPolicy(policy: CompiledPolicy, nodes: number): CompiledPolicy {
+  if (nodes === 1) return policy;
+  const share = (value: number): number => Math.max(1, Math.ceil(value / nodes));
   const scaled: Policy = {
     algorithm: policy.algorithm,
     limit: share(policy.limit),

@@ -3,7 +3,8 @@
  * in-process) runs under the {@link StoreGuard} — a deadline, a bound on calls in flight, the
  * circuit breaker — and what the store could not answer is answered by the call's failure mode
  * (failure-modes.ts): `open`, `closed`, `local` (an in-process memory store enforcing
- * `limit / expectedNodes`), or `throw`. A group keeps each limit's own mode, all-or-nothing.
+ * ⌈limit / nodes⌉, the nodes sharing the store as last counted, node-count.ts, at least
+ * `expectedNodes`), or `throw`. A group keeps each limit's own mode, all-or-nothing.
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
@@ -13,13 +14,16 @@ import type { MaybePromise } from '../store/types.js';
 import type { DecideMode, LimitAllOptions, LimitOptions } from './checks.js';
 import { failClosedDecision, failOpenDecision, localPolicy, locally, type FailureMode, type LimiterFailureMode } from './failure-modes.js';
 import { PassThroughLayer, unspent, type DecisionLayer, type GroupRequest, type WindowAdd, type WindowSyncAnswer } from './layer.js';
-import { StoreGuard, unanswered, type GuardOptions } from './store-guard.js';
+import type { NodeCount } from './node-count.js';
+import { StoreGuard, unanswered, type GuardOptions, type StoreHealthSnapshot } from './store-guard.js';
 import { StoreLayer } from './store-layer.js';
 
 export interface GuardLayerSettings extends GuardOptions {
   readonly failureMode: LimiterFailureMode;
   readonly deadlineMs: number;
   readonly expectedNodes: number;
+  /** The nodes sharing the store as heartbeats count them; undefined: `expectedNodes` alone. */
+  readonly nodes: NodeCount | undefined;
 }
 
 export class GuardLayer extends PassThroughLayer {
@@ -28,9 +32,11 @@ export class GuardLayer extends PassThroughLayer {
   private readonly failureMode: LimiterFailureMode;
   private readonly deadlineMs: number;
   private readonly expectedNodes: number;
+  private readonly nodes: NodeCount | undefined;
   /** The in-process store of the `local` failure mode, made on first use. */
   private local: StoreLayer | undefined;
-  private readonly localPolicies = new WeakMap<CompiledPolicy, CompiledPolicy>();
+  /** Each policy's local share, and the node count it was divided by. */
+  private readonly localPolicies = new WeakMap<CompiledPolicy, { readonly nodes: number; readonly policy: CompiledPolicy }>();
 
   constructor(below: DecisionLayer, settings: GuardLayerSettings) {
     super(below);
@@ -38,6 +44,13 @@ export class GuardLayer extends PassThroughLayer {
     this.failureMode = settings.failureMode;
     this.deadlineMs = settings.deadlineMs;
     this.expectedNodes = settings.expectedNodes;
+    this.nodes = settings.nodes;
+  }
+
+  /** The guard's health, and the nodes last counted sharing the store. */
+  health(): StoreHealthSnapshot {
+    const liveNodes = this.nodes?.lastSeen();
+    return liveNodes === undefined ? this.guard.health() : { ...this.guard.health(), liveNodes };
   }
 
   override one(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, mode: DecideMode, options: LimitOptions | undefined): MaybePromise<Decision> {
@@ -70,6 +83,7 @@ export class GuardLayer extends PassThroughLayer {
   }
 
   override async close(): Promise<void> {
+    this.nodes?.stop();
     await Promise.all([this.below.close(), this.local?.close()]);
   }
 
@@ -102,9 +116,10 @@ export class GuardLayer extends PassThroughLayer {
   }
 
   private localPolicy(policy: CompiledPolicy): CompiledPolicy {
+    const nodes = this.nodes?.count() ?? this.expectedNodes;
     let scaled = this.localPolicies.get(policy);
-    if (scaled === undefined) this.localPolicies.set(policy, (scaled = localPolicy(policy, this.expectedNodes)));
-    return scaled;
+    if (scaled === undefined || scaled.nodes !== nodes) this.localPolicies.set(policy, (scaled = { nodes, policy: localPolicy(policy, nodes) }));
+    return scaled.policy;
   }
 
   private deadline(options: LimitAllOptions | undefined): number {

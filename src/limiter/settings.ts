@@ -8,6 +8,7 @@ import type { BreakerOptions } from './breaker.js';
 import { DEFAULT_DEADLINE_MS, checkDeadline, checkExpectedNodes, checkFailureMode, type LimiterFailureMode } from './failure-modes.js';
 import { checkOptions, checkWholeNumber } from '../options.js';
 import { memoryStore } from '../store/memory.js';
+import { DEFAULT_HEARTBEAT_MS } from './node-count.js';
 import type { Store } from '../store/types.js';
 
 /** Options of the limiter without rules (see `createLimiter` for the full set). */
@@ -25,8 +26,18 @@ export interface LimiterCoreOptions {
    * (deny). The decision says so in `reason`. Per call and per limit, `failureMode` overrides it.
    */
   readonly failureMode?: LimiterFailureMode;
-  /** The nodes sharing the store, for `'local'`: each enforces ⌈limit / expectedNodes⌉. Default 1. */
+  /**
+   * The fewest nodes sharing the store, for `'local'`: each enforces ⌈limit / nodes⌉, where nodes is
+   * the count of nodes the store's heartbeats last saw alive (see `heartbeatMs`), never below this.
+   * Default 1.
+   */
   readonly expectedNodes?: number;
+  /**
+   * How often (ms) this limiter marks its node alive in a store shared by several processes (Redis)
+   * and counts the nodes alive, for `'local'`; a node is counted until it missed 3 heartbeats.
+   * Default 2,000 (10 to 60,000); `false`: no heartbeat, `expectedNodes` alone.
+   */
+  readonly heartbeatMs?: number | false;
   /**
    * Longest wait for the store on one decision, in ms; past it the failure mode answers. Default:
    * the store's own `deadlineMs`, else 50. Per call, `deadlineMs` overrides it.
@@ -44,7 +55,7 @@ export interface LimiterCoreOptions {
   readonly overLimitCache?: boolean | OverLimitCacheOptions;
 }
 
-const CORE_OPTIONS: readonly string[] = ['store', 'clock', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'maxInFlight', 'overLimitCache'];
+const CORE_OPTIONS: readonly string[] = ['store', 'clock', 'failureMode', 'expectedNodes', 'heartbeatMs', 'deadlineMs', 'breaker', 'maxInFlight', 'overLimitCache'];
 
 /** The validated options every limiter is built from. */
 export interface CoreSettings {
@@ -52,6 +63,7 @@ export interface CoreSettings {
   readonly clock: (() => number) | undefined;
   readonly failureMode: LimiterFailureMode;
   readonly expectedNodes: number;
+  readonly heartbeatMs: number | false;
   readonly deadlineMs: number;
   readonly breaker: BreakerOptions | false;
   readonly maxInFlight: number;
@@ -81,6 +93,7 @@ export function limiterCoreOptions(options: LimiterCoreOptions, known: readonly 
     clock: options.clock,
     failureMode: options.failureMode === undefined ? 'local' : checkFailureMode(options.failureMode, 'createLimiter: failureMode'),
     expectedNodes: options.expectedNodes === undefined ? 1 : checkExpectedNodes(options.expectedNodes, 'createLimiter: expectedNodes'),
+    heartbeatMs: options.heartbeatMs === false ? false : checkWholeNumber(options.heartbeatMs, { name: 'createLimiter: heartbeatMs', min: 10, max: 60_000, unit: 'ms', meaning: 'or false: no heartbeat', fallback: DEFAULT_HEARTBEAT_MS }),
     deadlineMs: checkDeadline(options.deadlineMs ?? storeDeadline ?? DEFAULT_DEADLINE_MS, options.deadlineMs === undefined && storeDeadline !== undefined ? "the store's deadlineMs" : 'createLimiter: deadlineMs'),
     breaker,
     maxInFlight: checkWholeNumber(options.maxInFlight, { name: 'createLimiter: maxInFlight', min: 1, fallback: 10_000 }),

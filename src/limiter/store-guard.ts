@@ -49,6 +49,12 @@ export interface StoreHealthSnapshot {
   readonly inFlight: number;
   /** Calls answered by the fallback since start, by cause. */
   readonly fallbacks: Readonly<Record<FallbackCause, number>>;
+  /**
+   * The nodes sharing the store as its last heartbeat answered (this one included), which the
+   * `local` failure mode divides limits by (at least `expectedNodes`); absent before the first
+   * answer, or on a store that does not count nodes.
+   */
+  readonly liveNodes?: number;
 }
 
 export interface GuardOptions {

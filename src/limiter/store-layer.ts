@@ -1,7 +1,8 @@
 /**
  * The bottom of the engine's stack and the only door to a `Store`: each mode of a decision becomes
  * the store call that makes it (a look is a peek of cost 0, reported unspent), a group one
- * `consumeAll`, local-first syncs one `addToWindow` per key.
+ * `consumeAll`, local-first syncs one `addToWindow` per key; the heartbeat that counts the nodes
+ * sharing the store (live-nodes.ts) one `heartbeat`.
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
@@ -32,6 +33,16 @@ export class StoreLayer implements DecisionLayer {
     const answers = adds.map((add) => store.addToWindow!(add.key, add.policy, add.units, add.now));
     if (!answers.some((answer) => answer instanceof Promise)) return answers as WindowSyncAnswer[];
     return Promise.all(answers.map((answer) => Promise.resolve(answer).catch((error: unknown) => (isOutage(error) ? Promise.reject(error) : (error as Error)))));
+  }
+
+  /** Whether the store counts the nodes sharing it (see {@link Store.heartbeat}). */
+  get countsNodes(): boolean {
+    return this.store.heartbeat !== undefined;
+  }
+
+  /** Marks this node alive for `ttlMs`; answers how many nodes share the store. */
+  heartbeat(ttlMs: number): MaybePromise<number> {
+    return this.store.heartbeat!(ttlMs);
   }
 
   reset(key: string, policy: CompiledPolicy): MaybePromise<void> {

@@ -30,7 +30,7 @@ export interface Limiter extends LimiterCore {
   decideCheck(request: CheckRequest, options?: CheckOptions): MaybePromise<CheckResult>;
 }
 
-const LIMITER_OPTIONS: readonly string[] = ['store', 'clock', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'maxInFlight', 'overLimitCache', 'rules'];
+const LIMITER_OPTIONS: readonly string[] = ['store', 'clock', 'failureMode', 'expectedNodes', 'heartbeatMs', 'deadlineMs', 'breaker', 'maxInFlight', 'overLimitCache', 'rules'];
 
 /** Creates a limiter on `store` (the embedded memory store by default), with optional rules. */
 export function createLimiter(options: LimiterOptions = {}): Limiter {

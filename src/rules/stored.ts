@@ -58,31 +58,59 @@ export async function readStored(redis: Redis | Cluster, keys: StoredKeys): Prom
 }
 
 // KEYS and ARGV, bound to names; the new generation is Redis's clock in ms, and always above the
-// one it replaces, so generations stay unique even if that clock steps back.
+// one it replaces and the one the pushing node runs, so generations stay unique and rising even if
+// that clock steps back (a failover to a host whose clock is behind).
 const WRITE_SCRIPT = `
 local documentsKey = KEYS[1]   -- hash: domain -> YAML
 local generationKey = KEYS[2]  -- the generation the documents are at
 local expected = ARGV[1]       -- the generation the push was validated against ('' for none)
--- ARGV[2], ARGV[3], ...: domain, YAML, domain, YAML, ...
+local running = tonumber(ARGV[2]) or 0  -- the generation the pushing node runs (0: none)
+-- ARGV[3], ARGV[4], ...: domain, YAML, domain, YAML, ...
 local current = redis.call('GET', generationKey) or ''
 if current ~= expected then return -1 end
-for i = 2, #ARGV, 2 do redis.call('HSET', documentsKey, ARGV[i], ARGV[i + 1]) end
+for i = 3, #ARGV, 2 do redis.call('HSET', documentsKey, ARGV[i], ARGV[i + 1]) end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local generation = math.max(now, (tonumber(current) or 0) + 1)
+local generation = math.max(now, (tonumber(current) or 0) + 1, running + 1)
 redis.call('SET', generationKey, string.format('%d', generation))
 return generation
 `;
 
 /**
  * Stores `documents` (replacing those domains) and a new generation, unless the generation is no
- * longer `expected` (another push landed since the set was read). Resolves with the new
- * generation, or undefined on such a conflict.
+ * longer `expected` (another push landed since the set was read). `running` is the generation the
+ * pushing node runs: the new one is above it. Resolves with the new generation, or undefined on
+ * such a conflict.
  */
-export async function writeStored(redis: Redis | Cluster, keys: StoredKeys, expected: string | undefined, documents: StoredDocuments): Promise<number | undefined> {
+export async function writeStored(redis: Redis | Cluster, keys: StoredKeys, expected: string | undefined, running: number, documents: StoredDocuments): Promise<number | undefined> {
   const fields = Object.entries(documents).flat();
-  const generation = Number(await redis.eval(WRITE_SCRIPT, 2, keys.rules, keys.generation, expected ?? '', ...fields));
+  const generation = Number(await redis.eval(WRITE_SCRIPT, 2, keys.rules, keys.generation, expected ?? '', String(running), ...fields));
   return generation === -1 ? undefined : generation;
+}
+
+// The compare-and-set of a restore: written only where Redis holds no generation or an older one,
+// so a push that landed meanwhile (a newer generation) is never overwritten.
+const RESTORE_SCRIPT = `
+local documentsKey = KEYS[1]   -- hash: domain -> YAML
+local generationKey = KEYS[2]  -- the generation the documents are at
+local generation = ARGV[1]     -- the generation the restoring node runs
+-- ARGV[2], ARGV[3], ...: domain, YAML, domain, YAML, ...
+local current = tonumber(redis.call('GET', generationKey))
+if current ~= nil and current >= tonumber(generation) then return 0 end
+redis.call('DEL', documentsKey)
+for i = 2, #ARGV, 2 do redis.call('HSET', documentsKey, ARGV[i], ARGV[i + 1]) end
+redis.call('SET', generationKey, generation)
+return 1
+`;
+
+/**
+ * Stores again the whole set a node runs, at the generation it runs, where Redis lost it (no
+ * generation) or holds an older one. Resolves true if it wrote, false if Redis holds that
+ * generation or a newer one.
+ */
+export async function restoreStored(redis: Redis | Cluster, keys: StoredKeys, generation: number, documents: StoredDocuments): Promise<boolean> {
+  const fields = Object.entries(documents).flat();
+  return Number(await redis.eval(RESTORE_SCRIPT, 2, keys.rules, keys.generation, String(generation), ...fields)) === 1;
 }
 
 /** A digest of the documents: equal digests, equal rules. */

@@ -4,8 +4,11 @@
  * holds and, when it differs from what the node runs, applies it (within a few ms of the notice);
  * a node that starts later loads it; a node that missed a notice catches up at its next periodic
  * check. Generations come from Redis's clock and nodes compare content, not counters, so pushes
- * keep working after Redis lost its data. A push is validated as the whole set it produces; a
- * stored document that does not validate is skipped by every node, named, and never blocks the rest.
+ * keep working after Redis lost its data; and a node that finds Redis without the generation it
+ * runs (lost, or rolled back to an older one) stores its set again, by a compare-and-set that never
+ * overwrites a newer push, so nodes started after the loss get it too. A push is validated as the
+ * whole set it produces; a stored document that does not validate is skipped by every node, named,
+ * and never blocks the rest.
  */
 import type { Cluster, Redis } from 'ioredis';
 import { InvalidOptionError, StoreError, describeValue } from '../errors.js';
@@ -15,6 +18,7 @@ import { oneAtATime } from './one-at-a-time.js';
 import {
   compileStored,
   readStored,
+  restoreStored,
   skippedDomains,
   storedDigest,
   storedKeys,
@@ -39,7 +43,7 @@ export interface RulesSyncOptions {
   readonly pollIntervalMs?: number;
   /** Called with every stored document refused (default: `console.error`). */
   readonly onError?: (error: unknown) => void;
-  /** Called when Redis no longer holds the pushed rules this node runs (default: `console.warn`). */
+  /** Called when Redis no longer held the pushed rules this node runs, and it stored them again (default: `console.warn`). */
   readonly onWarning?: (message: string) => void;
   /** Called after each pushed generation goes into force. */
   readonly onApply?: (version: number) => void;
@@ -151,7 +155,7 @@ export class RulesSync {
       const documents = { ...(lost ? this.running : {}), ...state.documents, ...pushed };
       const { refused } = compileStored(documents, this.keys);
       for (const domain of domains) if (refused.has(domain)) throw refused.get(domain)!;
-      const version = await writeStored(this.redis, this.keys, state.generation, lost ? documents : pushed);
+      const version = await writeStored(this.redis, this.keys, state.generation, this.version, lost ? documents : pushed);
       if (version === undefined) continue; // another push landed meanwhile: validate again
       await this.redis.publish(this.channel, String(version));
       await this.sync();
@@ -171,18 +175,49 @@ export class RulesSync {
   }
 
   private async fetchAndApply(): Promise<void> {
-    let state: StoredState;
-    try {
-      state = await readStored(this.redis, this.keys);
-    } catch {
-      return; // Redis unreachable: keep the rules in force, try again at the next poll
+    let state = await this.read();
+    if (state !== undefined && this.holdsNewer(state)) {
+      if (await this.restore(state)) return;
+      state = await this.read(); // a push landed meanwhile: apply it
     }
+    if (state === undefined) return; // Redis unreachable: keep the rules in force, try again at the next poll
     if (state.generation === undefined && Object.keys(state.documents).length === 0) {
       this.warnLost();
       return;
     }
     const id = `${state.generation ?? ''}/${storedDigest(state.documents)}`;
     if (id !== this.appliedId) this.apply(state, id);
+  }
+
+  private async read(): Promise<StoredState | undefined> {
+    try {
+      return await readStored(this.redis, this.keys);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** This node runs a pushed generation Redis no longer holds: lost (no generation), or an older one. */
+  private holdsNewer(state: StoredState): boolean {
+    if (this.version === 0 || Object.keys(this.running).length === 0) return false;
+    return state.generation === undefined || Number(state.generation) < this.version;
+  }
+
+  /**
+   * Stores again the set this node runs, at its generation, unless a newer one landed meanwhile
+   * (compare-and-set), and tells the other nodes. True when it stored them.
+   */
+  private async restore(state: StoredState): Promise<boolean> {
+    try {
+      if (!(await restoreStored(this.redis, this.keys, this.version, this.running))) return false;
+      await this.redis.publish(this.channel, String(this.version));
+    } catch {
+      return true; // Redis went away meanwhile: the next poll tries again
+    }
+    const names = Object.keys(this.running).join(', ');
+    const found = state.generation === undefined ? `${this.keys.generation} is gone: flushed, restarted without persistence, or failed over?` : `it held the older generation ${state.generation}`;
+    this.onWarning(`Redis held no pushed rules of the generation this node runs (${found}); this node stored again the pushed domains it runs (${names}) at generation ${this.version}`);
+    return true;
   }
 
   /** Puts what Redis holds in force, leaving out (and reporting) the documents that do not validate. */
@@ -205,7 +240,7 @@ export class RulesSync {
     this.onApply?.(this.version);
   }
 
-  /** Redis holds no pushed rules while this node runs some: say so once, and keep them. */
+  /** Redis holds no pushed rules while this node runs some it cannot store again (no generation): say so once, and keep them. */
   private warnLost(): void {
     const names = Object.keys(this.running);
     if (this.appliedId === undefined || this.lostWarned || names.length === 0) return;

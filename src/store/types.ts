@@ -50,6 +50,13 @@ export interface Store {
    * admitted them — and answers the counts after it. Stores without it cannot run local-first.
    */
   addToWindow?(key: string, policy: CompiledPolicy, units: number, now: number | undefined): MaybePromise<WindowCounts>;
+  /**
+   * Marks this store's node (one store object: the limiters sharing it count once) alive for
+   * `ttlMs` and answers how many nodes sharing this store's state are alive, itself included.
+   * Stores shared by several processes (Redis) have it; the `local` failure mode divides each
+   * limit by the count last answered when the store stops answering.
+   */
+  heartbeat?(ttlMs: number): MaybePromise<number>;
   /** Forgets `key`'s state under `policy`'s algorithm and window. */
   reset(key: string, policy: CompiledPolicy): MaybePromise<void>;
   /**

@@ -150,11 +150,14 @@ async function twoNodes(url: string) {
   };
 }
 
+/** Two ways Redis loses the pushed rules. */
+const DATA_LOSSES: [string, (redis: RedisServer) => Promise<void>][] = [
+  ['FLUSHALL', (redis) => Promise.resolve(void redis.cli('FLUSHALL'))],
+  ['a restart without persistence', (redis) => redis.restart()],
+];
+
 describe('pushes after Redis loses its data', () => {
-  it.each([
-    ['FLUSHALL', (redis: RedisServer) => Promise.resolve(void redis.cli('FLUSHALL'))],
-    ['a restart without persistence', (redis: RedisServer) => redis.restart()],
-  ])('after %s, every later push takes effect on every node', async (_what, reset) => {
+  it.each(DATA_LOSSES)('after %s, every later push takes effect on every node', async (_what, reset) => {
     const redis = await startRedis();
     const pair = await twoNodes(redis.url);
     try {
@@ -165,10 +168,10 @@ describe('pushes after Redis loses its data', () => {
       await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([11, 11]);
 
       await reset(redis);
-      // Redis holds nothing now: the nodes keep the rules they run, and say so.
+      // Redis holds nothing now: the nodes keep the rules they run, and the first to look stores them again and says so.
       await Promise.all(pair.nodes.map((node) => node.sync.sync()));
       expect(await pair.limits()).toEqual([11, 11]);
-      for (const node of pair.nodes) expect(node.warnings).toEqual([expect.stringMatching(/^Redis holds no pushed rules .*keeps the pushed domains it runs \(api\)/)]);
+      expect(pair.nodes.flatMap((node) => node.warnings)).toEqual([expect.stringMatching(/^Redis held no pushed rules .*this node stored again the pushed domains it runs \(api\)/)]);
       for (const [node, limit] of [[a, 20], [b, 21], [a, 22], [b, 23]] as const) {
         await node.sync.publish(rulesWith(limit));
         await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([limit, limit]);
@@ -203,6 +206,80 @@ describe('a push after Redis lost its data', () => {
   });
 });
 
+describe('after Redis lost the pushed rules, the nodes that run them store them again', () => {
+  it.each(DATA_LOSSES)('after %s, a node started later has the pushed domain within the poll interval', async (_what, reset) => {
+    const redis = await startRedis();
+    const pair = await twoNodes(redis.url);
+    try {
+      const [a] = pair.nodes;
+      const { version } = await a!.sync.publish(rulesWith(10));
+      await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([10, 10]);
+      await reset(redis);
+      // A node started now: Redis holds nothing, so it starts without the domain ...
+      const lateRedis = new Redis(redis.url);
+      const lateHolder = new RulesHolder();
+      const late = new RulesSync({ redis: lateRedis, holder: lateHolder, pollIntervalMs: 100 });
+      try {
+        await late.start();
+        // ... and within a poll interval (100 ms, 2 s allowed on a loaded machine) a running node stored it again.
+        await expect.poll(() => lateHolder.current.domainNames(), { timeout: 2_000, interval: 10 }).toEqual(['api']);
+        expect(late.status().version).toBe(version);
+        expect(redis.cli('GET', 'tollgate:{rules}:version').trim()).toBe(String(version));
+        expect(await pair.limits()).toEqual([10, 10]);
+        const warnings = pair.nodes.flatMap((node) => node.warnings);
+        expect(warnings.length).toBeGreaterThanOrEqual(1);
+        for (const warning of warnings) expect(warning).toMatch(/^Redis held no pushed rules .*this node stored again the pushed domains it runs \(api\) at generation \d+/);
+      } finally {
+        await late.close();
+        lateRedis.disconnect();
+      }
+    } finally {
+      await pair.close();
+      await redis.stop();
+    }
+  }, 20_000);
+
+  it('a newer push is never overwritten by an older node restoring what it runs (compare-and-set on the generation)', async () => {
+    const redis = await startRedis();
+    const pair = await twoNodes(redis.url);
+    const blocked = (): number => Number(/blocked_clients:(\d+)/.exec(redis.cli('INFO', 'clients'))?.[1]);
+    try {
+      const [a, b] = pair.nodes as [(typeof pair.nodes)[number], (typeof pair.nodes)[number]];
+      await a.sync.publish(rulesWith(10));
+      await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([10, 10]);
+      await pair.close(); // stop the polls: this test orders every write itself
+      const [redisA, redisB] = [new Redis(redis.url), new Redis(redis.url)];
+      const syncA = new RulesSync({ redis: redisA, holder: a.holder, pollIntervalMs: 60_000, onWarning: () => undefined });
+      const syncB = new RulesSync({ redis: redisB, holder: b.holder, pollIntervalMs: 60_000, onWarning: () => undefined });
+      try {
+        await Promise.all([syncA.sync(), syncB.sync()]);
+        redis.cli('FLUSHALL');
+        // Writes wait (reads go on), then run in the order they came: b's push first, a's restore after it.
+        redis.cli('CLIENT', 'PAUSE', '10000', 'WRITE');
+        const push = syncB.publish(rulesWith(20));
+        await expect.poll(blocked, { timeout: 2_000, interval: 5 }).toBe(1);
+        const restore = syncA.sync(); // read Redis empty: stores its generation again, after the push
+        await expect.poll(blocked, { timeout: 2_000, interval: 5 }).toBe(2);
+        redis.cli('CLIENT', 'UNPAUSE');
+        const { version } = await push;
+        await restore;
+        await syncA.sync();
+        expect(redis.cli('GET', 'tollgate:{rules}:version').trim()).toBe(String(version));
+        expect(redis.cli('HGET', 'tollgate:{rules}:domains', 'api').trim()).toBe(rulesWith(20).trim());
+        expect([syncA.status().version, syncB.status().version]).toEqual([version, version]);
+        expect(await pair.limits()).toEqual([20, 20]);
+      } finally {
+        redis.cli('CLIENT', 'UNPAUSE');
+        await Promise.all([syncA.close(), syncB.close()]);
+        redisA.disconnect();
+        redisB.disconnect();
+      }
+    } finally {
+      await redis.stop();
+    }
+  }, 20_000);
+});
+
 describe('an invalid document stored in Redis', () => {
   const legacyBroken = 'domain: legacy\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute }\n';
 
@@ -214,8 +291,8 @@ describe('an invalid document stored in Redis', () => {
       const [a, b] = pair.nodes as [(typeof pair.nodes)[number], (typeof pair.nodes)[number]];
       await a.sync.publish(rulesWith(10));
       // Written by hand (or by an older version), bypassing publish's validation.
-      await admin.hset('tollgate:{rules}:domains', 'legacy', legacyBroken, 'ghost', rulesWith(1));
-      await admin.incr('tollgate:{rules}:version');
+      // In one transaction: a poll between the two would apply (and report) the documents twice.
+      await admin.multi().hset('tollgate:{rules}:domains', 'legacy', legacyBroken, 'ghost', rulesWith(1)).incr('tollgate:{rules}:version').exec();
       await Promise.all(pair.nodes.map((node) => node.sync.sync()));
       const skipped = [
         { domain: 'ghost', error: 'redis:tollgate:{rules}:domains#ghost:1:1: domain: the stored text does not define domain "ghost"; push the domain again' },

@@ -163,7 +163,8 @@ function storeInfo(ctx: ServiceContext, aggregate: DashboardAggregate, counts: S
     errorsTotal: counts.totals.storeErrors,
     lastError: aggregate.lastStoreError ?? null,
     // What checks get while the store fails (rules may name their own failure_mode).
-    fallback: failureMode === 'local' ? `local (limit / ${expectedNodes})` : failureMode,
+    // The nodes last counted sharing the store (heartbeats), never below --expected-nodes.
+    fallback: failureMode === 'local' ? `local (limit / ${Math.max(expectedNodes, ctx.limiter.health().liveNodes ?? 1)})` : failureMode,
     ...(stats !== undefined ? { keys: stats.keys, maxKeys: stats.maxKeys, evictions: stats.evictions, expired: stats.expired } : {}),
   };
 }

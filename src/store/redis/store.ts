@@ -5,6 +5,7 @@
  * script overhead once per batch, not once per decision. A decision alone in its call takes its
  * algorithm's lean script (scripts/single.lua).
  */
+import { randomUUID } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 import { OPTION_NAMES, TIMEOUT_NUMBERS, checkKeyPrefix, checkStoreDeadline, openClient, type RedisStoreOptions } from './connect.js';
@@ -14,6 +15,7 @@ import type { CompiledPolicy } from '../../policy.js';
 import type { Store, StoreRequest, WindowCounts } from '../types.js';
 import { escapeKeyPart, groupBySlot, keySuffix } from './keys.js';
 import { globEscape, unlinkMatching } from './scan.js';
+import { liveNodesKey, markAlive } from './live-nodes.js';
 import {
   OP_ADD,
   OP_CONSUME,
@@ -97,6 +99,8 @@ export class RedisStore implements Store {
   private waitForFirstConnection = true;
   private lastConnectionError: Error | undefined;
   private closed = false;
+  /** This store's name among the nodes sharing the Redis (heartbeat). */
+  private readonly nodeId = randomUUID();
 
   constructor(options: RedisStoreOptions) {
     checkOptions('redisStore', options, OPTION_NAMES, "{ url: 'redis://127.0.0.1:6379' }");
@@ -198,6 +202,15 @@ export class RedisStore implements Store {
 
   async reset(key: string, policy: CompiledPolicy): Promise<void> {
     await this.enqueue([this.redisKey(key, policy)], [policy], OP_RESET, [1], undefined);
+  }
+
+  /** Marks this store object alive among the nodes sharing this Redis (live-nodes.ts); resolves to how many are. */
+  async heartbeat(ttlMs: number): Promise<number> {
+    try {
+      return await markAlive(this.client, liveNodesKey(this.keyPrefix), this.nodeId, ttlMs);
+    } catch (error) {
+      throw this.describeFailure(error);
+    }
   }
 
   /**
