@@ -40,7 +40,7 @@ const RUNTIME_EXPORTS: Record<string, string[]> = {
   './hono': ['rateLimiter'],
   './express-rate-limit': ['TollgateStore'],
   './client': ['CLIENT_DEFAULTS', 'createClient', 'parseRetryAfter', 'rateLimitedFetch', 'readRateLimit'],
-  './deferred': ['IDEMPOTENCY_HEADER', 'createDeferredQueue', 'startDrainWorker', 'upstreamDeliverer'],
+  './deferred': ['IDEMPOTENCY_HEADER', 'TICKET_HEADER', 'createDeferredQueue', 'startDrainWorker', 'upstreamDeliverer'],
   './simulate': [
     'InvalidLogError', 'LOG_FORMATS', 'checkMapping', 'detectFormat', 'jsonFieldMap', 'loadDomainConfigs', 'mappingFromFlags', 'parseMapping',
     'readAccessLog', 'readMappingFile', 'renderHtml', 'renderText', 'simulate',
