@@ -292,7 +292,7 @@ describe('local-first on Redis', () => {
     await store.ready();
     for (const limit of [
       { name: 'local', policy: { algorithm: 'sliding-window', limit: 20, window: '1h' }, syncIntervalMs: 50 },
-      { name: 'leased', policy: { algorithm: 'gcra', limit: 20, window: '1h' }, lease: 5 },
+      { name: 'leased', policy: { algorithm: 'fixed-window', limit: 20, window: '1h' }, lease: 5 },
     ] as const) {
       const app = await startApp('express', [{ store, deadlineMs: 5_000, limits: [limit] }]);
       try {
@@ -311,6 +311,7 @@ describe('local-first on Redis', () => {
     expect(() => rateLimit({ limits: [{ policy: { algorithm: 'gcra', limit: 3, window: '1h' }, syncIntervalMs: 50 }] })).toThrow(/limits\[0\]\.syncIntervalMs \(local-first\) needs a fixed-window or sliding-window policy/);
     expect(() => rateLimit({ limits: [{ policy: { algorithm: 'fixed-window', limit: 3, window: '1h' }, syncIntervalMs: 50, lease: 3 }] })).toThrow(/not both/);
     expect(() => rateLimit({ limits: [{ policy: { algorithm: 'fixed-window', limit: 3, window: '1h' }, lease: 1 }] })).toThrow(/limits\[0\]\.lease must be a whole number/);
+    expect(() => rateLimit({ limits: [{ policy: { algorithm: 'gcra', limit: 3, window: '1h' }, lease: 3 }] })).toThrow(/limits\[0\]\.lease: a lease keeps the caps of fixed-window and sliding-window only, not gcra/);
   });
 
   it('refuses what it cannot do, with errors that say why', async () => {
@@ -320,7 +321,7 @@ describe('local-first on Redis', () => {
     await expect(limiter.limit('k', window, { syncIntervalMs: 5 })).rejects.toThrow(/syncIntervalMs \(local-first\) must be a whole number of ms from 10 to 60000/);
     await expect(limiter.limit('k', window, { syncIntervalMs: 50.5 })).rejects.toThrow(InvalidOptionError);
     await expect(limiter.limit('k', window, { syncIntervalMs: 50, lease: 4 })).rejects.toThrow(/not both/);
-    await expect(limiter.limit('k', { algorithm: 'gcra', limit: 3, window: '1h' }, { syncIntervalMs: 50 })).rejects.toThrow(/needs a fixed-window or sliding-window policy.*use a lease/);
+    await expect(limiter.limit('k', { algorithm: 'gcra', limit: 3, window: '1h' }, { syncIntervalMs: 50 })).rejects.toThrow(/needs a fixed-window or sliding-window policy.*decide exactly \(a lease keeps fixed-window and sliding-window caps only\)/);
     await expect(limiter.limitAll([{ key: 'k', policy: window, syncIntervalMs: 0 }])).rejects.toThrow(/limitAll: syncIntervalMs/);
   });
 
