@@ -80,8 +80,6 @@ export class MemoryStore implements Store {
   private evictions = 0;
   private expired = 0;
   private sweepHand = 0;
-  /** The latest `now` seen: the periodic sweep judges expiry by the callers' time, not its own. */
-  private latestNow = 0;
   private readonly scratch = new Float64Array(STRIDE);
   private readonly timer: NodeJS.Timeout | undefined;
 
@@ -96,48 +94,48 @@ export class MemoryStore implements Store {
     this.older = new Int32Array(slots);
     this.table = new KeyTable(slots, maxKeys);
     if (sweepIntervalMs > 0) {
-      this.timer = setInterval(() => this.prune(this.latestNow), sweepIntervalMs);
+      this.timer = setInterval(() => this.prune(), sweepIntervalMs);
       this.timer.unref();
     }
   }
 
   consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Decision {
-    return this.decide(key, policy, cost, now ?? currentTime(), true);
+    return now === undefined ? this.decide(key, policy, cost, currentTime(), true, 0) : this.decide(key, policy, cost, now, true, replayShift(now));
   }
 
   peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Decision {
-    return this.decide(key, policy, cost, now ?? currentTime(), false);
+    return this.decide(key, policy, cost, now ?? currentTime(), false, 0);
   }
 
   consumeAll(requests: readonly StoreRequest[], now: number | undefined, commit: boolean): Decision[] {
     const at = now ?? currentTime();
+    const shift = now === undefined ? 0 : replayShift(now);
     // Single-threaded: evaluating, then recording, cannot interleave with another caller.
-    const decisions = requests.map((request) => this.decide(request.key, request.policy, request.cost, at, false));
+    const decisions = requests.map((request) => this.decide(request.key, request.policy, request.cost, at, false, shift));
     if (!commit) return decisions;
     if (decisions.every((decision) => decision.allowed)) {
-      return requests.map((request) => this.decide(request.key, request.policy, request.cost, at, true));
+      return requests.map((request) => this.decide(request.key, request.policy, request.cost, at, true, shift));
     }
     // Denied: nothing admitted is recorded, so the admitted limits report what actually remains
     // (a look of cost 0); a denied countRejected attempt is still counted.
     return requests.map((request, index) => {
-      if (decisions[index]!.allowed) return this.decide(request.key, request.policy, 0, at, false);
-      return request.policy.countRejected ? this.decide(request.key, request.policy, request.cost, at, true) : decisions[index]!;
+      if (decisions[index]!.allowed) return this.decide(request.key, request.policy, 0, at, false, shift);
+      return request.policy.countRejected ? this.decide(request.key, request.policy, request.cost, at, true, shift) : decisions[index]!;
     });
   }
 
   addToWindow(key: string, policy: CompiledPolicy, units: number, now: number | undefined): WindowCounts {
     if (!countsInWindows(policy)) throw new InvalidOptionError(`addToWindow adds to window counters (fixed-window, sliding-window of precision 1), not to a ${describeState(policy)} state`);
     const at = now ?? currentTime();
-    if (at > this.latestNow) this.latestNow = at;
     let slot = this.table.find(policy.stateIndex, key);
     if (slot < 0) {
-      slot = this.insert(key, policy.stateIndex, at);
+      slot = this.insert(key, policy.stateIndex);
       this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
     } else {
       this.touch(slot);
     }
     const base = slot * STRIDE;
-    const expires = addToWindowState(this.state, base, at, units, policy);
+    const expires = addToWindowState(this.state, base, at, units, policy) + (now === undefined ? 0 : replayShift(now));
     this.state[base + EXPIRES] = Math.max(this.state[base + EXPIRES]!, expires);
     return { now: at, state: Array.from(this.state.subarray(base, base + windowAlgorithm(policy).stateSize)) };
   }
@@ -161,10 +159,10 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * Reclaims every key whose state has expired by `now` (default: the latest time seen).
-   * Returns how many were reclaimed. The background sweep calls this; tests may too.
+   * Reclaims every key whose state has expired by `now`, a reading of the process clock (default:
+   * the clock now). Returns how many were reclaimed. The background sweep calls this; tests may too.
    */
-  prune(now: number = this.latestNow): number {
+  prune(now: number = currentTime()): number {
     const reclaimed = this.releaseWhere((slot) => this.state[slot * STRIDE + EXPIRES]! <= now);
     this.expired += reclaimed;
     return reclaimed;
@@ -183,18 +181,21 @@ export class MemoryStore implements Store {
     return released;
   }
 
-  private decide(key: string, policy: CompiledPolicy, cost: number, now: number, commit: boolean): Decision {
-    if (now > this.latestNow) this.latestNow = now;
+  /**
+   * `shift` turns the decision's `resetAt` into the process-clock instant its key may be reclaimed
+   * ({@link replayShift}; 0 on the store's own clock).
+   */
+  private decide(key: string, policy: CompiledPolicy, cost: number, now: number, commit: boolean, shift: number): Decision {
     const slot = this.table.find(policy.stateIndex, key);
-    if (policy.algorithm === 'sliding-log') return this.decideLog(key, slot, policy, cost, now, commit);
-    if (policy.precision > 1) return this.decideBuckets(key, slot, policy, cost, now, commit);
+    if (policy.algorithm === 'sliding-log') return this.decideLog(key, slot, policy, cost, now, commit, shift);
+    if (policy.precision > 1) return this.decideBuckets(key, slot, policy, cost, now, commit, shift);
 
     const algorithm: SlotAlgorithm = slotAlgorithms[policy.algorithm];
     if (slot >= 0) {
       const at = slot * STRIDE;
       const decision = algorithm.decide(this.state, at, now, cost, policy, commit);
       if (commit) {
-        this.state[at + EXPIRES] = decision.resetAt;
+        this.state[at + EXPIRES] = decision.resetAt + shift;
         this.touch(slot);
       }
       return decision;
@@ -205,9 +206,9 @@ export class MemoryStore implements Store {
     scratch.fill(0);
     const decision = algorithm.decide(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
-      const at = this.insert(key, policy.stateIndex, now) * STRIDE;
+      const at = this.insert(key, policy.stateIndex) * STRIDE;
       for (let i = 0; i < STRIDE - 1; i++) this.state[at + i] = scratch[i]!;
-      this.state[at + EXPIRES] = decision.resetAt;
+      this.state[at + EXPIRES] = decision.resetAt + shift;
     }
     return decision;
   }
@@ -219,11 +220,12 @@ export class MemoryStore implements Store {
     cost: number,
     now: number,
     commit: boolean,
+    shift: number,
   ): Decision {
     if (slot >= 0) {
       const decision = decideSlidingLog(this.logs[slot]!, now, cost, policy, commit);
       if (commit) {
-        this.state[slot * STRIDE + EXPIRES] = decision.resetAt;
+        this.state[slot * STRIDE + EXPIRES] = decision.resetAt + shift;
         this.touch(slot);
       }
       return decision;
@@ -231,22 +233,22 @@ export class MemoryStore implements Store {
     const log = new SlidingLog(policy.capacity);
     const decision = decideSlidingLog(log, now, cost, policy, commit);
     if (commit && log.length > 0) {
-      const newSlot = this.insert(key, policy.stateIndex, now);
+      const newSlot = this.insert(key, policy.stateIndex);
       this.logs[newSlot] = log;
-      this.state[newSlot * STRIDE + EXPIRES] = decision.resetAt;
+      this.state[newSlot * STRIDE + EXPIRES] = decision.resetAt + shift;
     }
     return decision;
   }
 
   /** A sliding window of precision N > 1: its state is a record in the arena of its width. */
-  private decideBuckets(key: string, slot: number, policy: CompiledPolicy, cost: number, now: number, commit: boolean): Decision {
+  private decideBuckets(key: string, slot: number, policy: CompiledPolicy, cost: number, now: number, commit: boolean, shift: number): Decision {
     const width = bucketStateSize(policy);
     const arena = (this.arenas[width] ??= new RecordArena(width));
     this.recordWidths[policy.stateIndex] = width;
     if (slot >= 0) {
       const decision = decideSlidingBuckets(arena.data, this.state[slot * STRIDE + RECORD]!, now, cost, policy, commit);
       if (commit) {
-        this.state[slot * STRIDE + EXPIRES] = decision.resetAt;
+        this.state[slot * STRIDE + EXPIRES] = decision.resetAt + shift;
         this.touch(slot);
       }
       return decision;
@@ -256,11 +258,11 @@ export class MemoryStore implements Store {
     scratch.fill(0, 0, width);
     const decision = decideSlidingBuckets(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
-      const at = this.insert(key, policy.stateIndex, now) * STRIDE;
+      const at = this.insert(key, policy.stateIndex) * STRIDE;
       const offset = arena.allocate();
       arena.data.set(scratch.subarray(0, width), offset);
       this.state[at + RECORD] = offset;
-      this.state[at + EXPIRES] = decision.resetAt;
+      this.state[at + EXPIRES] = decision.resetAt + shift;
     }
     return decision;
   }
@@ -269,8 +271,8 @@ export class MemoryStore implements Store {
    * Takes a slot for a new key (reclaiming expired or evicting the least recent if full). Follows
    * the table lookup that missed this key.
    */
-  private insert(key: string, spaceIndex: number, now: number): number {
-    this.sweepSome(now);
+  private insert(key: string, spaceIndex: number): number {
+    this.sweepSome(currentTime());
     let slot = this.freeSlots.pop();
     if (slot === undefined) {
       if (this.highWater < this.maxKeys) {
@@ -300,7 +302,11 @@ export class MemoryStore implements Store {
     this.liveKeys -= 1;
   }
 
-  /** Incremental expiry: examine a few slots per insert so expired keys do not pile up. */
+  /**
+   * Incremental expiry: examine a few slots per insert so expired keys do not pile up. Judged by
+   * the process clock, never by a caller's `now`: a call at a later `now` on one key must not
+   * drop another key its own timeline still needs.
+   */
   private sweepSome(now: number): void {
     for (let step = 0; step < SWEEP_STEPS_PER_INSERT && this.highWater > 0; step++) {
       const slot = this.sweepHand;
@@ -344,6 +350,23 @@ export class MemoryStore implements Store {
     this.older = copyInto(new Int32Array(slots), this.older);
     this.table.growSlots(slots);
   }
+}
+
+/** How far an explicit `now` may lag the process clock and still keep its keys that much longer. */
+const MAX_REPLAY_LAG_MS = 3_600_000;
+/** Real time a key decided at an explicit `now` is kept past its lifetime, as on Redis. */
+const REPLAY_SLACK_MS = 1_000;
+
+/**
+ * What to add to a `resetAt` decided at an explicit `now` to get the process-clock instant its key
+ * may be reclaimed: the key lives its lifetime in real time, plus how far `now` lags the clock (at
+ * most an hour), plus a second — what Redis keeps it for (decide.lua's extra_ttl, docs/redis.md),
+ * so a replay, however its timelines mix, keeps every key Redis keeps.
+ */
+function replayShift(now: number): number {
+  const clock = currentTime();
+  const lag = Math.min(Math.max(clock - now, 0), MAX_REPLAY_LAG_MS);
+  return clock - now + lag + REPLAY_SLACK_MS;
 }
 
 function copyInto(target: Int32Array, source: Int32Array): Int32Array {
