@@ -1,8 +1,9 @@
 /**
  * The embedded in-memory store: exact within one process, O(1) per decision (amortised O(1) for
  * the sliding log), and bounded. State lives in typed arrays indexed by slot; a hash table
- * (key-table.ts) maps (algorithm and window, key) to its slot. At most `maxKeys` slots exist: when full, the least
- * recently used key is evicted. Expired state is reclaimed incrementally (a few slots examined on
+ * (key-table.ts) maps (algorithm and window, key) to its slot. At most `maxKeys` slots exist: when full, the
+ * state that carries least (of a sample, the least recent on a tie) is evicted, so a flood of fresh
+ * keys cannot evict a half-spent counter and hand its caller a new quota. Expired state is reclaimed incrementally (a few slots examined on
  * every new key) and by one periodic sweep per store, never by one timer per key.
  */
 import { SlidingLog, decideSlidingLog, slotAlgorithms, type SlotAlgorithm } from '../algorithms/index.js';
@@ -19,7 +20,7 @@ import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../optio
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
-  /** Most keys held at once (across all policies); least recently used are evicted. Default 1,000,000. */
+  /** Most keys held at once (across all policies); when full, the state that carries least is evicted. Default 1,000,000. */
   readonly maxKeys?: number;
   /** How often (ms) a background sweep reclaims expired keys; 0 disables it. Default 60,000. */
   readonly sweepIntervalMs?: number;
@@ -30,7 +31,7 @@ export interface MemoryStoreStats {
   /** Keys currently held. */
   readonly keys: number;
   readonly maxKeys: number;
-  /** Keys dropped to make room (least recently used first). */
+  /** Keys dropped to make room (the state that carries least first). */
   readonly evictions: number;
   /** Keys reclaimed because their state had expired. */
   readonly expired: number;
@@ -49,6 +50,9 @@ const EXPIRES = 3;
 const RECORD = 0;
 /** Slots examined for expiry each time a new key is inserted. */
 const SWEEP_STEPS_PER_INSERT = 2;
+/** Slots weighed for each eviction: this many of the least recently used, and this many at random. */
+const EVICTION_OLDEST = 8;
+const EVICTION_RANDOM = 8;
 const NONE = -1;
 const OPTION_NAMES: ReadonlySet<string> = new Set(['maxKeys', 'sweepIntervalMs']);
 
@@ -70,6 +74,8 @@ export class MemoryStore implements Store {
   /** Bucket records by width, and each state space's width (0: its state is in the slot). */
   private readonly arenas: (RecordArena | undefined)[] = [];
   private readonly recordWidths: number[] = [];
+  /** The last policy that stored a key in each state space: how eviction reads a slot's state. */
+  private readonly spacePolicies: CompiledPolicy[] = [];
   private readonly recordScratch = new Float64Array(POLICY_RANGES.precision.max + 2);
   private mostRecent = NONE;
   private leastRecent = NONE;
@@ -129,7 +135,7 @@ export class MemoryStore implements Store {
     const at = now ?? currentTime();
     let slot = this.table.find(policy.stateIndex, key);
     if (slot < 0) {
-      slot = this.insert(key, policy.stateIndex);
+      slot = this.insert(key, policy, at, 0);
       this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
     } else {
       this.touch(slot);
@@ -206,7 +212,7 @@ export class MemoryStore implements Store {
     scratch.fill(0);
     const decision = algorithm.decide(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
-      const at = this.insert(key, policy.stateIndex) * STRIDE;
+      const at = this.insert(key, policy, now, spentShare(decision)) * STRIDE;
       for (let i = 0; i < STRIDE - 1; i++) this.state[at + i] = scratch[i]!;
       this.state[at + EXPIRES] = decision.resetAt + shift;
     }
@@ -233,7 +239,7 @@ export class MemoryStore implements Store {
     const log = new SlidingLog(policy.capacity);
     const decision = decideSlidingLog(log, now, cost, policy, commit);
     if (commit && log.length > 0) {
-      const newSlot = this.insert(key, policy.stateIndex);
+      const newSlot = this.insert(key, policy, now, spentShare(decision));
       this.logs[newSlot] = log;
       this.state[newSlot * STRIDE + EXPIRES] = decision.resetAt + shift;
     }
@@ -258,7 +264,7 @@ export class MemoryStore implements Store {
     scratch.fill(0, 0, width);
     const decision = decideSlidingBuckets(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
-      const at = this.insert(key, policy.stateIndex) * STRIDE;
+      const at = this.insert(key, policy, now, spentShare(decision)) * STRIDE;
       const offset = arena.allocate();
       arena.data.set(scratch.subarray(0, width), offset);
       this.state[at + RECORD] = offset;
@@ -268,27 +274,75 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * Takes a slot for a new key (reclaiming expired or evicting the least recent if full). Follows
-   * the table lookup that missed this key.
+   * Takes a slot for a new key of `policy`, decided at `now` (reclaiming expired state, or evicting
+   * the state that carries least if full); `newcomer` is the share of its limit the new key will
+   * hold. Follows the table lookup that missed this key.
    */
-  private insert(key: string, spaceIndex: number): number {
-    this.sweepSome(currentTime());
+  private insert(key: string, policy: CompiledPolicy, now: number, newcomer: number): number {
+    const clock = currentTime();
+    this.sweepSome(clock);
     let slot = this.freeSlots.pop();
     if (slot === undefined) {
       if (this.highWater < this.maxKeys) {
         if (this.highWater === this.newer.length) this.grow();
         slot = this.highWater++;
       } else {
-        slot = this.leastRecent;
+        slot = this.evictionVictim(now, clock, newcomer);
+        if (this.state[slot * STRIDE + EXPIRES]! <= clock) this.expired += 1;
+        else this.evictions += 1;
         this.release(slot);
-        this.evictions += 1;
         this.freeSlots.pop();
       }
     }
-    this.table.insert(spaceIndex, key, slot);
+    this.spacePolicies[policy.stateIndex] = policy;
+    this.table.insert(policy.stateIndex, key, slot);
     this.linkAsMostRecent(slot);
     this.liveKeys += 1;
     return slot;
+  }
+
+  /**
+   * The slot to evict from a full store: of {@link EVICTION_OLDEST} least recently used slots and
+   * {@link EVICTION_RANDOM} drawn at random, the one whose state carries the smallest share of its
+   * limit at `now` (ties: the least recent). A flood of fresh keys then evicts its own keys, not a
+   * victim's half-spent counter; the random draws keep the flood's keys in the comparison even
+   * when the oldest slots are all others' heavy counters. The search stops at a slot that carries
+   * no more than the new key (`newcomer`, its share once recorded): nothing lighter is needed.
+   */
+  private evictionVictim(now: number, clock: number, newcomer: number): number {
+    let best = this.leastRecent;
+    let bestCarry = this.carried(best, now, clock);
+    for (let slot = this.newer[best]!, seen = 1; slot !== NONE && seen < EVICTION_OLDEST && bestCarry > newcomer; slot = this.newer[slot]!, seen++) {
+      const carry = this.carried(slot, now, clock);
+      if (carry < bestCarry) {
+        best = slot;
+        bestCarry = carry;
+      }
+    }
+    for (let draw = 0; draw < EVICTION_RANDOM && bestCarry > newcomer; draw++) {
+      const slot = Math.floor(Math.random() * this.highWater);
+      const carry = this.carried(slot, now, clock);
+      if (carry < bestCarry) {
+        best = slot;
+        bestCarry = carry;
+      }
+    }
+    return best;
+  }
+
+  /**
+   * The share of its limit a live slot's state holds at `now`, as a look (cost 0) of the last
+   * policy that stored a key in its state space sees it: 0 for state that has expired or is as a
+   * fresh key's, 1 for a spent one.
+   */
+  private carried(slot: number, now: number, clock: number): number {
+    if (this.state[slot * STRIDE + EXPIRES]! <= clock) return 0;
+    const policy = this.spacePolicies[this.table.spaceOf(slot)]!;
+    let look: Decision;
+    if (policy.algorithm === 'sliding-log') look = decideSlidingLog(this.logs[slot]!, now, 0, policy, false);
+    else if (policy.precision > 1) look = decideSlidingBuckets(this.arenas[bucketStateSize(policy)]!.data, this.state[slot * STRIDE + RECORD]!, now, 0, policy, false);
+    else look = slotAlgorithms[policy.algorithm].decide(this.state, slot * STRIDE, now, 0, policy, false);
+    return spentShare(look);
   }
 
   /** Frees a live slot: out of the table, out of the LRU list, onto the free list. */
@@ -350,6 +404,11 @@ export class MemoryStore implements Store {
     this.older = copyInto(new Int32Array(slots), this.older);
     this.table.growSlots(slots);
   }
+}
+
+/** The share of its limit a decision leaves spent: 0 for a fresh key, 1 for a spent one. */
+function spentShare(decision: Decision): number {
+  return 1 - decision.remaining / decision.limit;
 }
 
 /** How far an explicit `now` may lag the process clock and still keep its keys that much longer. */
