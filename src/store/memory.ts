@@ -15,6 +15,7 @@ import { InvalidOptionError } from '../errors.js';
 import { POLICY_RANGES, type CompiledPolicy } from '../policy.js';
 import { KeyTable } from './key-table.js';
 import { RecordArena } from './record-arena.js';
+import { sharedStates, writeOnce } from './shared-states.js';
 import type { Store, StoreRequest, WindowCounts } from './types.js';
 import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../options.js';
 
@@ -116,17 +117,21 @@ export class MemoryStore implements Store {
   consumeAll(requests: readonly StoreRequest[], now: number | undefined, commit: boolean): Decision[] {
     const at = now ?? currentTime();
     const shift = now === undefined ? 0 : replayShift(now);
+    // A state named twice is one counter: decided with the largest cost, written once.
+    const shared = sharedStates(requests);
+    const costOf = (index: number): number => (shared === undefined ? requests[index]!.cost : shared.costs[index]!);
     // Single-threaded: evaluating, then recording, cannot interleave with another caller.
-    const decisions = requests.map((request) => this.decide(request.key, request.policy, request.cost, at, false, shift));
+    const decisions = requests.map((request, index) => this.decide(request.key, request.policy, costOf(index), at, false, shift));
     if (!commit) return decisions;
+    const mayWrite = writeOnce(shared);
     if (decisions.every((decision) => decision.allowed)) {
-      return requests.map((request) => this.decide(request.key, request.policy, request.cost, at, true, shift));
+      return requests.map((request, index) => (mayWrite(index) ? this.decide(request.key, request.policy, costOf(index), at, true, shift) : decisions[index]!));
     }
     // Denied: nothing admitted is recorded, so the admitted limits report what actually remains
     // (a look of cost 0); a denied countRejected attempt is still counted.
     return requests.map((request, index) => {
       if (decisions[index]!.allowed) return this.decide(request.key, request.policy, 0, at, false, shift);
-      return request.policy.countRejected ? this.decide(request.key, request.policy, request.cost, at, true, shift) : decisions[index]!;
+      return request.policy.countRejected && mayWrite(index) ? this.decide(request.key, request.policy, costOf(index), at, true, shift) : decisions[index]!;
     });
   }
 
