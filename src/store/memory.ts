@@ -173,7 +173,7 @@ export class MemoryStore implements Store {
    * Reclaims every key whose state has expired by `now`, a reading of the process clock (default:
    * the clock now). Returns how many were reclaimed. The background sweep calls this; tests may too.
    */
-  prune(now: number = currentTime()): number {
+  prune(now: number = Date.now()): number {
     const reclaimed = this.releaseWhere((slot) => this.state[slot * STRIDE + EXPIRES]! <= now);
     this.expired += reclaimed;
     return reclaimed;
@@ -284,7 +284,9 @@ export class MemoryStore implements Store {
    * hold. Follows the table lookup that missed this key.
    */
   private insert(key: string, policy: CompiledPolicy, now: number, newcomer: number): number {
-    const clock = currentTime();
+    // Date.now(), not currentTime(): a call at an explicit `now` must not take the reading that a
+    // later decision on the store's clock in the same synchronous run would then share.
+    const clock = Date.now();
     this.sweepSome(clock);
     let slot = this.freeSlots.pop();
     if (slot === undefined) {
@@ -428,7 +430,7 @@ const REPLAY_SLACK_MS = 1_000;
  * so a replay, however its timelines mix, keeps every key Redis keeps.
  */
 function replayShift(now: number): number {
-  const clock = currentTime();
+  const clock = Date.now();
   const lag = Math.min(Math.max(clock - now, 0), MAX_REPLAY_LAG_MS);
   return clock - now + lag + REPLAY_SLACK_MS;
 }
