@@ -1,8 +1,9 @@
 /**
  * The embedded in-memory store: exact within one process, O(1) per decision (amortised O(1) for
  * the sliding log), and bounded. State lives in typed arrays indexed by slot; a hash table
- * (key-table.ts) maps (algorithm and window, key) to its slot. At most `maxKeys` slots exist: when full, the least
- * recently used key is evicted. Expired state is reclaimed incrementally (a few slots examined on
+ * (key-table.ts) maps (algorithm and window, key) to its slot. At most `maxKeys` slots exist: when full, the
+ * state that carries least (of a sample, the least recent on a tie) is evicted, so a flood of fresh
+ * keys cannot evict a half-spent counter and hand its caller a new quota. Expired state is reclaimed incrementally (a few slots examined on
  * every new key) and by one periodic sweep per store, never by one timer per key.
  */
 import { SlidingLog, decideSlidingLog, slotAlgorithms, type SlotAlgorithm } from '../algorithms/index.js';
@@ -14,12 +15,13 @@ import { InvalidOptionError } from '../errors.js';
 import { POLICY_RANGES, type CompiledPolicy } from '../policy.js';
 import { KeyTable } from './key-table.js';
 import { RecordArena } from './record-arena.js';
+import { sharedStates, writeOnce } from './shared-states.js';
 import type { Store, StoreRequest, WindowCounts } from './types.js';
 import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../options.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
-  /** Most keys held at once (across all policies); least recently used are evicted. Default 1,000,000. */
+  /** Most keys held at once (across all policies); when full, the state that carries least is evicted. Default 1,000,000. */
   readonly maxKeys?: number;
   /** How often (ms) a background sweep reclaims expired keys; 0 disables it. Default 60,000. */
   readonly sweepIntervalMs?: number;
@@ -30,7 +32,7 @@ export interface MemoryStoreStats {
   /** Keys currently held. */
   readonly keys: number;
   readonly maxKeys: number;
-  /** Keys dropped to make room (least recently used first). */
+  /** Keys dropped to make room (the state that carries least first). */
   readonly evictions: number;
   /** Keys reclaimed because their state had expired. */
   readonly expired: number;
@@ -49,6 +51,9 @@ const EXPIRES = 3;
 const RECORD = 0;
 /** Slots examined for expiry each time a new key is inserted. */
 const SWEEP_STEPS_PER_INSERT = 2;
+/** Slots weighed for each eviction: this many of the least recently used, and this many at random. */
+const EVICTION_OLDEST = 8;
+const EVICTION_RANDOM = 8;
 const NONE = -1;
 const OPTION_NAMES: ReadonlySet<string> = new Set(['maxKeys', 'sweepIntervalMs']);
 
@@ -70,6 +75,8 @@ export class MemoryStore implements Store {
   /** Bucket records by width, and each state space's width (0: its state is in the slot). */
   private readonly arenas: (RecordArena | undefined)[] = [];
   private readonly recordWidths: number[] = [];
+  /** The last policy that stored a key in each state space: how eviction reads a slot's state. */
+  private readonly spacePolicies: CompiledPolicy[] = [];
   private readonly recordScratch = new Float64Array(POLICY_RANGES.precision.max + 2);
   private mostRecent = NONE;
   private leastRecent = NONE;
@@ -80,8 +87,6 @@ export class MemoryStore implements Store {
   private evictions = 0;
   private expired = 0;
   private sweepHand = 0;
-  /** The latest `now` seen: the periodic sweep judges expiry by the callers' time, not its own. */
-  private latestNow = 0;
   private readonly scratch = new Float64Array(STRIDE);
   private readonly timer: NodeJS.Timeout | undefined;
 
@@ -96,48 +101,52 @@ export class MemoryStore implements Store {
     this.older = new Int32Array(slots);
     this.table = new KeyTable(slots, maxKeys);
     if (sweepIntervalMs > 0) {
-      this.timer = setInterval(() => this.prune(this.latestNow), sweepIntervalMs);
+      this.timer = setInterval(() => this.prune(), sweepIntervalMs);
       this.timer.unref();
     }
   }
 
   consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Decision {
-    return this.decide(key, policy, cost, now ?? currentTime(), true);
+    return now === undefined ? this.decide(key, policy, cost, currentTime(), true, 0) : this.decide(key, policy, cost, now, true, replayShift(now));
   }
 
   peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Decision {
-    return this.decide(key, policy, cost, now ?? currentTime(), false);
+    return this.decide(key, policy, cost, now ?? currentTime(), false, 0);
   }
 
   consumeAll(requests: readonly StoreRequest[], now: number | undefined, commit: boolean): Decision[] {
     const at = now ?? currentTime();
+    const shift = now === undefined ? 0 : replayShift(now);
+    // A state named twice is one counter: decided with the largest cost, written once.
+    const shared = sharedStates(requests);
+    const costOf = (index: number): number => (shared === undefined ? requests[index]!.cost : shared.costs[index]!);
     // Single-threaded: evaluating, then recording, cannot interleave with another caller.
-    const decisions = requests.map((request) => this.decide(request.key, request.policy, request.cost, at, false));
+    const decisions = requests.map((request, index) => this.decide(request.key, request.policy, costOf(index), at, false, shift));
     if (!commit) return decisions;
+    const mayWrite = writeOnce(shared);
     if (decisions.every((decision) => decision.allowed)) {
-      return requests.map((request) => this.decide(request.key, request.policy, request.cost, at, true));
+      return requests.map((request, index) => (mayWrite(index) ? this.decide(request.key, request.policy, costOf(index), at, true, shift) : decisions[index]!));
     }
     // Denied: nothing admitted is recorded, so the admitted limits report what actually remains
     // (a look of cost 0); a denied countRejected attempt is still counted.
     return requests.map((request, index) => {
-      if (decisions[index]!.allowed) return this.decide(request.key, request.policy, 0, at, false);
-      return request.policy.countRejected ? this.decide(request.key, request.policy, request.cost, at, true) : decisions[index]!;
+      if (decisions[index]!.allowed) return this.decide(request.key, request.policy, 0, at, false, shift);
+      return request.policy.countRejected && mayWrite(index) ? this.decide(request.key, request.policy, costOf(index), at, true, shift) : decisions[index]!;
     });
   }
 
   addToWindow(key: string, policy: CompiledPolicy, units: number, now: number | undefined): WindowCounts {
     if (!countsInWindows(policy)) throw new InvalidOptionError(`addToWindow adds to window counters (fixed-window, sliding-window of precision 1), not to a ${describeState(policy)} state`);
     const at = now ?? currentTime();
-    if (at > this.latestNow) this.latestNow = at;
     let slot = this.table.find(policy.stateIndex, key);
     if (slot < 0) {
-      slot = this.insert(key, policy.stateIndex, at);
+      slot = this.insert(key, policy, at, 0);
       this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
     } else {
       this.touch(slot);
     }
     const base = slot * STRIDE;
-    const expires = addToWindowState(this.state, base, at, units, policy);
+    const expires = addToWindowState(this.state, base, at, units, policy) + (now === undefined ? 0 : replayShift(now));
     this.state[base + EXPIRES] = Math.max(this.state[base + EXPIRES]!, expires);
     return { now: at, state: Array.from(this.state.subarray(base, base + windowAlgorithm(policy).stateSize)) };
   }
@@ -161,10 +170,10 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * Reclaims every key whose state has expired by `now` (default: the latest time seen).
-   * Returns how many were reclaimed. The background sweep calls this; tests may too.
+   * Reclaims every key whose state has expired by `now`, a reading of the process clock (default:
+   * the clock now). Returns how many were reclaimed. The background sweep calls this; tests may too.
    */
-  prune(now: number = this.latestNow): number {
+  prune(now: number = Date.now()): number {
     const reclaimed = this.releaseWhere((slot) => this.state[slot * STRIDE + EXPIRES]! <= now);
     this.expired += reclaimed;
     return reclaimed;
@@ -183,18 +192,21 @@ export class MemoryStore implements Store {
     return released;
   }
 
-  private decide(key: string, policy: CompiledPolicy, cost: number, now: number, commit: boolean): Decision {
-    if (now > this.latestNow) this.latestNow = now;
+  /**
+   * `shift` turns the decision's `resetAt` into the process-clock instant its key may be reclaimed
+   * ({@link replayShift}; 0 on the store's own clock).
+   */
+  private decide(key: string, policy: CompiledPolicy, cost: number, now: number, commit: boolean, shift: number): Decision {
     const slot = this.table.find(policy.stateIndex, key);
-    if (policy.algorithm === 'sliding-log') return this.decideLog(key, slot, policy, cost, now, commit);
-    if (policy.precision > 1) return this.decideBuckets(key, slot, policy, cost, now, commit);
+    if (policy.algorithm === 'sliding-log') return this.decideLog(key, slot, policy, cost, now, commit, shift);
+    if (policy.precision > 1) return this.decideBuckets(key, slot, policy, cost, now, commit, shift);
 
     const algorithm: SlotAlgorithm = slotAlgorithms[policy.algorithm];
     if (slot >= 0) {
       const at = slot * STRIDE;
       const decision = algorithm.decide(this.state, at, now, cost, policy, commit);
       if (commit) {
-        this.state[at + EXPIRES] = decision.resetAt;
+        this.state[at + EXPIRES] = decision.resetAt + shift;
         this.touch(slot);
       }
       return decision;
@@ -205,9 +217,9 @@ export class MemoryStore implements Store {
     scratch.fill(0);
     const decision = algorithm.decide(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
-      const at = this.insert(key, policy.stateIndex, now) * STRIDE;
+      const at = this.insert(key, policy, now, spentShare(decision)) * STRIDE;
       for (let i = 0; i < STRIDE - 1; i++) this.state[at + i] = scratch[i]!;
-      this.state[at + EXPIRES] = decision.resetAt;
+      this.state[at + EXPIRES] = decision.resetAt + shift;
     }
     return decision;
   }
@@ -219,11 +231,12 @@ export class MemoryStore implements Store {
     cost: number,
     now: number,
     commit: boolean,
+    shift: number,
   ): Decision {
     if (slot >= 0) {
       const decision = decideSlidingLog(this.logs[slot]!, now, cost, policy, commit);
       if (commit) {
-        this.state[slot * STRIDE + EXPIRES] = decision.resetAt;
+        this.state[slot * STRIDE + EXPIRES] = decision.resetAt + shift;
         this.touch(slot);
       }
       return decision;
@@ -231,22 +244,22 @@ export class MemoryStore implements Store {
     const log = new SlidingLog(policy.capacity);
     const decision = decideSlidingLog(log, now, cost, policy, commit);
     if (commit && log.length > 0) {
-      const newSlot = this.insert(key, policy.stateIndex, now);
+      const newSlot = this.insert(key, policy, now, spentShare(decision));
       this.logs[newSlot] = log;
-      this.state[newSlot * STRIDE + EXPIRES] = decision.resetAt;
+      this.state[newSlot * STRIDE + EXPIRES] = decision.resetAt + shift;
     }
     return decision;
   }
 
   /** A sliding window of precision N > 1: its state is a record in the arena of its width. */
-  private decideBuckets(key: string, slot: number, policy: CompiledPolicy, cost: number, now: number, commit: boolean): Decision {
+  private decideBuckets(key: string, slot: number, policy: CompiledPolicy, cost: number, now: number, commit: boolean, shift: number): Decision {
     const width = bucketStateSize(policy);
     const arena = (this.arenas[width] ??= new RecordArena(width));
     this.recordWidths[policy.stateIndex] = width;
     if (slot >= 0) {
       const decision = decideSlidingBuckets(arena.data, this.state[slot * STRIDE + RECORD]!, now, cost, policy, commit);
       if (commit) {
-        this.state[slot * STRIDE + EXPIRES] = decision.resetAt;
+        this.state[slot * STRIDE + EXPIRES] = decision.resetAt + shift;
         this.touch(slot);
       }
       return decision;
@@ -256,37 +269,87 @@ export class MemoryStore implements Store {
     scratch.fill(0, 0, width);
     const decision = decideSlidingBuckets(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
-      const at = this.insert(key, policy.stateIndex, now) * STRIDE;
+      const at = this.insert(key, policy, now, spentShare(decision)) * STRIDE;
       const offset = arena.allocate();
       arena.data.set(scratch.subarray(0, width), offset);
       this.state[at + RECORD] = offset;
-      this.state[at + EXPIRES] = decision.resetAt;
+      this.state[at + EXPIRES] = decision.resetAt + shift;
     }
     return decision;
   }
 
   /**
-   * Takes a slot for a new key (reclaiming expired or evicting the least recent if full). Follows
-   * the table lookup that missed this key.
+   * Takes a slot for a new key of `policy`, decided at `now` (reclaiming expired state, or evicting
+   * the state that carries least if full); `newcomer` is the share of its limit the new key will
+   * hold. Follows the table lookup that missed this key.
    */
-  private insert(key: string, spaceIndex: number, now: number): number {
-    this.sweepSome(now);
+  private insert(key: string, policy: CompiledPolicy, now: number, newcomer: number): number {
+    // Date.now(), not currentTime(): a call at an explicit `now` must not take the reading that a
+    // later decision on the store's clock in the same synchronous run would then share.
+    const clock = Date.now();
+    this.sweepSome(clock);
     let slot = this.freeSlots.pop();
     if (slot === undefined) {
       if (this.highWater < this.maxKeys) {
         if (this.highWater === this.newer.length) this.grow();
         slot = this.highWater++;
       } else {
-        slot = this.leastRecent;
+        slot = this.evictionVictim(now, clock, newcomer);
+        if (this.state[slot * STRIDE + EXPIRES]! <= clock) this.expired += 1;
+        else this.evictions += 1;
         this.release(slot);
-        this.evictions += 1;
         this.freeSlots.pop();
       }
     }
-    this.table.insert(spaceIndex, key, slot);
+    this.spacePolicies[policy.stateIndex] = policy;
+    this.table.insert(policy.stateIndex, key, slot);
     this.linkAsMostRecent(slot);
     this.liveKeys += 1;
     return slot;
+  }
+
+  /**
+   * The slot to evict from a full store: of {@link EVICTION_OLDEST} least recently used slots and
+   * {@link EVICTION_RANDOM} drawn at random, the one whose state carries the smallest share of its
+   * limit at `now` (ties: the least recent). A flood of fresh keys then evicts its own keys, not a
+   * victim's half-spent counter; the random draws keep the flood's keys in the comparison even
+   * when the oldest slots are all others' heavy counters. The search stops at a slot that carries
+   * no more than the new key (`newcomer`, its share once recorded): nothing lighter is needed.
+   */
+  private evictionVictim(now: number, clock: number, newcomer: number): number {
+    let best = this.leastRecent;
+    let bestCarry = this.carried(best, now, clock);
+    for (let slot = this.newer[best]!, seen = 1; slot !== NONE && seen < EVICTION_OLDEST && bestCarry > newcomer; slot = this.newer[slot]!, seen++) {
+      const carry = this.carried(slot, now, clock);
+      if (carry < bestCarry) {
+        best = slot;
+        bestCarry = carry;
+      }
+    }
+    for (let draw = 0; draw < EVICTION_RANDOM && bestCarry > newcomer; draw++) {
+      const slot = Math.floor(Math.random() * this.highWater);
+      const carry = this.carried(slot, now, clock);
+      if (carry < bestCarry) {
+        best = slot;
+        bestCarry = carry;
+      }
+    }
+    return best;
+  }
+
+  /**
+   * The share of its limit a live slot's state holds at `now`, as a look (cost 0) of the last
+   * policy that stored a key in its state space sees it: 0 for state that has expired or is as a
+   * fresh key's, 1 for a spent one.
+   */
+  private carried(slot: number, now: number, clock: number): number {
+    if (this.state[slot * STRIDE + EXPIRES]! <= clock) return 0;
+    const policy = this.spacePolicies[this.table.spaceOf(slot)]!;
+    let look: Decision;
+    if (policy.algorithm === 'sliding-log') look = decideSlidingLog(this.logs[slot]!, now, 0, policy, false);
+    else if (policy.precision > 1) look = decideSlidingBuckets(this.arenas[bucketStateSize(policy)]!.data, this.state[slot * STRIDE + RECORD]!, now, 0, policy, false);
+    else look = slotAlgorithms[policy.algorithm].decide(this.state, slot * STRIDE, now, 0, policy, false);
+    return spentShare(look);
   }
 
   /** Frees a live slot: out of the table, out of the LRU list, onto the free list. */
@@ -300,7 +363,11 @@ export class MemoryStore implements Store {
     this.liveKeys -= 1;
   }
 
-  /** Incremental expiry: examine a few slots per insert so expired keys do not pile up. */
+  /**
+   * Incremental expiry: examine a few slots per insert so expired keys do not pile up. Judged by
+   * the process clock, never by a caller's `now`: a call at a later `now` on one key must not
+   * drop another key its own timeline still needs.
+   */
   private sweepSome(now: number): void {
     for (let step = 0; step < SWEEP_STEPS_PER_INSERT && this.highWater > 0; step++) {
       const slot = this.sweepHand;
@@ -344,6 +411,28 @@ export class MemoryStore implements Store {
     this.older = copyInto(new Int32Array(slots), this.older);
     this.table.growSlots(slots);
   }
+}
+
+/** The share of its limit a decision leaves spent: 0 for a fresh key, 1 for a spent one. */
+function spentShare(decision: Decision): number {
+  return 1 - decision.remaining / decision.limit;
+}
+
+/** How far an explicit `now` may lag the process clock and still keep its keys that much longer. */
+const MAX_REPLAY_LAG_MS = 3_600_000;
+/** Real time a key decided at an explicit `now` is kept past its lifetime, as on Redis. */
+const REPLAY_SLACK_MS = 1_000;
+
+/**
+ * What to add to a `resetAt` decided at an explicit `now` to get the process-clock instant its key
+ * may be reclaimed: the key lives its lifetime in real time, plus how far `now` lags the clock (at
+ * most an hour), plus a second — what Redis keeps it for (decide.lua's extra_ttl, docs/redis.md),
+ * so a replay, however its timelines mix, keeps every key Redis keeps.
+ */
+function replayShift(now: number): number {
+  const clock = Date.now();
+  const lag = Math.min(Math.max(clock - now, 0), MAX_REPLAY_LAG_MS);
+  return clock - now + lag + REPLAY_SLACK_MS;
 }
 
 function copyInto(target: Int32Array, source: Int32Array): Int32Array {

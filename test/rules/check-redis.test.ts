@@ -41,4 +41,22 @@ describe('decideCheck() on Redis', () => {
     }
     expect(codes).toEqual(['OK', 'OK', 'OVER_LIMIT']);
   });
+
+  it('a request naming the same descriptor twice counts once, as on the memory store', async () => {
+    const memory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), rules: compileRules(parseRules(RULES, 'rules.yaml')) });
+    const descriptor = { entries: [{ key: 'user', value: 'dave' }] };
+    const checkRequest: CheckRequest = { domain: 'api', descriptors: [descriptor, descriptor], now: NOW };
+    const answers: unknown[] = [];
+    for (let i = 0; i < 3; i++) {
+      const result = await limiter.decideCheck(checkRequest);
+      expect(result).toEqual(memory.decideCheck(checkRequest));
+      answers.push([result.overallCode, result.statuses.map((status) => status.limitRemaining)]);
+    }
+    // 2 a minute: two requests pass, each counted once.
+    expect(answers).toEqual([
+      ['OK', [1, 1]],
+      ['OK', [0, 0]],
+      ['OVER_LIMIT', [0, 0]],
+    ]);
+  });
 });

@@ -12,6 +12,7 @@ import { OPTION_NAMES, TIMEOUT_NUMBERS, checkKeyPrefix, checkStoreDeadline, open
 import type { Decision } from '../../decision.js';
 import { InvalidOptionError, InvalidPolicyError, StoreDataError, StoreError, StoreUnavailableError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
+import { sharedStates, writeOnce } from '../shared-states.js';
 import type { Store, StoreRequest, WindowCounts } from '../types.js';
 import { escapeKeyPart, groupBySlot, keySuffix } from './keys.js';
 import { globEscape, unlinkMatching } from './scan.js';
@@ -242,16 +243,20 @@ export class RedisStore implements Store {
       return this.enqueue(keys, policies, op, costs, now);
     }
     // Keys in several slots cannot share a script: peek all, then record all only if all passed.
-    const peeks = await Promise.all(requests.map((request) => this.peek(request.key, request.policy, request.cost, now)));
+    // As in one script, a state named twice is decided with the largest cost and written once.
+    const shared = sharedStates(requests);
+    const costOf = (index: number): number => (shared === undefined ? requests[index]!.cost : shared.costs[index]!);
+    const peeks = await Promise.all(requests.map((request, index) => this.peek(request.key, request.policy, costOf(index), now)));
     if (!commit) return peeks;
+    const mayWrite = writeOnce(shared);
     if (peeks.every((decision) => decision.allowed)) {
-      return Promise.all(requests.map((request) => this.consume(request.key, request.policy, request.cost, now)));
+      return Promise.all(requests.map((request, index) => (mayWrite(index) ? this.consume(request.key, request.policy, costOf(index), now) : peeks[index]!)));
     }
     // As in one script: the admitted report what actually remains, a denied countRejected attempt is counted.
     return Promise.all(
       requests.map((request, index) => {
         if (peeks[index]!.allowed) return this.peek(request.key, request.policy, 0, now);
-        return request.policy.countRejected ? this.consume(request.key, request.policy, request.cost, now) : peeks[index]!;
+        return request.policy.countRejected && mayWrite(index) ? this.consume(request.key, request.policy, costOf(index), now) : peeks[index]!;
       }),
     );
   }

@@ -26,6 +26,7 @@ export const REGION_DECIDE_SCRIPT: Script = script([
   '../redis/scripts/prelude.lua',
   '../redis/scripts/fixed-window.lua',
   '../redis/scripts/sliding-window.lua',
+  '../redis/scripts/shared-keys.lua',
   './scripts/decide.lua',
 ]);
 

@@ -2,7 +2,7 @@
  * The memory store's bounds: at most maxKeys states, least recently used evicted first, expired
  * state reclaimed without a timer per key, denials and peeks taking no memory.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLimiter, memoryStore, type Policy } from '../../../src/index.js';
 
 const NOW = 1_700_000_000_000;
@@ -33,27 +33,60 @@ describe('memory store', () => {
     expect(store.stats().evictions).toBe(19_000);
   });
 
-  it('reclaims expired keys with prune, and incrementally as new keys arrive', async () => {
-    const { store, limiter } = setup(100);
-    const shortWindow: Policy = { algorithm: 'fixed-window', limit: 5, window: 1000 };
-    for (let i = 0; i < 50; i++) await limiter.limit(`old:${i}`, shortWindow, { now: NOW });
-    expect(store.stats().keys).toBe(50);
-    // One window later all 50 are expired; new keys sweep a couple of old slots each.
-    for (let i = 0; i < 30; i++) await limiter.limit(`new:${i}`, shortWindow, { now: NOW + 1000 });
-    const afterIncremental = store.stats();
-    expect(afterIncremental.expired).toBeGreaterThan(0);
-    expect(afterIncremental.evictions).toBe(0);
-    expect(store.prune(NOW + 1000)).toBe(50 - afterIncremental.expired);
-    expect(store.stats().keys).toBe(30);
-    expect(store.prune(NOW + 2000)).toBe(30);
-    expect(store.stats()).toMatchObject({ keys: 0, expired: 80, evictions: 0 });
-  });
+  describe('expiry, judged by the process clock (here a controlled one)', () => {
+    beforeEach(() => {
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime(NOW);
+    });
+    afterEach(() => {
+      vi.useRealTimers();
+    });
 
-  it('does not reclaim keys that are still counting', async () => {
-    const { store, limiter } = setup(10);
-    await limiter.limit('k', PER_MINUTE, { now: NOW });
-    expect(store.prune(NOW + 5_999)).toBe(0);
-    expect(store.prune(NOW + 6_000)).toBe(1);
+    it('reclaims expired keys with prune, and incrementally as new keys arrive', async () => {
+      const { store, limiter } = setup(100);
+      const shortWindow: Policy = { algorithm: 'fixed-window', limit: 5, window: 1000 };
+      for (let i = 0; i < 50; i++) await limiter.limit(`old:${i}`, shortWindow);
+      expect(store.stats().keys).toBe(50);
+      // One window later all 50 are expired; new keys sweep a couple of old slots each.
+      vi.setSystemTime(NOW + 1000);
+      for (let i = 0; i < 30; i++) await limiter.limit(`new:${i}`, shortWindow);
+      const afterIncremental = store.stats();
+      expect(afterIncremental.expired).toBeGreaterThan(0);
+      expect(afterIncremental.evictions).toBe(0);
+      expect(store.prune(NOW + 1000)).toBe(50 - afterIncremental.expired);
+      expect(store.stats().keys).toBe(30);
+      expect(store.prune(NOW + 2000)).toBe(30);
+      expect(store.stats()).toMatchObject({ keys: 0, expired: 80, evictions: 0 });
+    });
+
+    it('does not reclaim keys that are still counting', async () => {
+      const { store, limiter } = setup(10);
+      await limiter.limit('k', PER_MINUTE);
+      expect(store.prune(NOW + 5_999)).toBe(0);
+      expect(store.prune(NOW + 6_000)).toBe(1);
+    });
+
+    it("keeps a key decided at an explicit now as Redis does: its lifetime, plus how far now lags the clock (at most an hour), plus a second", async () => {
+      const { store, limiter } = setup(10);
+      await limiter.limit('behind', PER_MINUTE, { now: NOW - 10_000 }); // a lifetime of 6 s, 10 s behind
+      await limiter.limit('far-behind', PER_MINUTE, { now: NOW - 86_400_000 });
+      await limiter.limit('ahead', PER_MINUTE, { now: NOW + 86_400_000 });
+      expect(store.prune(NOW + 5_999 + 1_000)).toBe(0);
+      expect(store.prune(NOW + 6_000 + 1_000)).toBe(1); // ahead: 6 s of real time, and the second
+      expect(store.prune(NOW + 6_000 + 10_000 + 999)).toBe(0);
+      expect(store.prune(NOW + 6_000 + 10_000 + 1_000)).toBe(1); // behind
+      expect(store.prune(NOW + 6_000 + 3_600_000 + 1_000)).toBe(1); // far behind: the lag counts up to an hour
+    });
+
+    it('a key spent at T is still spent at T + 1 after another key is decided at T + 20 s (no key expires by another key\'s time)', async () => {
+      const { store, limiter } = setup(10);
+      const policy: Policy = { algorithm: 'fixed-window', limit: 3, window: '10s' };
+      for (let i = 0; i < 3; i++) await limiter.limit('a', policy, { now: NOW });
+      await limiter.limit('b', policy, { now: NOW + 20_000 }); // a new key: examines slots for expiry
+      store.prune(); // the periodic sweep, at the clock's time
+      expect((await limiter.limit('a', policy, { now: NOW + 1 })).allowed).toBe(false);
+      expect(store.stats().keys).toBe(2);
+    });
   });
 
   it('denials, peeks and limit-0 decisions of new keys take no memory', async () => {

@@ -1,4 +1,5 @@
 import { memoryStore } from '../../../src/index.js';
+import { describeGroupVectors } from '../../support/group-vectors.js';
 import { describeVectors, loadVectors } from '../../support/vectors.js';
 import { describe, expect, it } from 'vitest';
 
@@ -14,3 +15,5 @@ describe('conformance vectors', () => {
     );
   });
 });
+
+describeGroupVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));

@@ -4,6 +4,7 @@
  * time passing between steps, which must not change any answer.
  */
 import { useRedisTopologies } from '../../support/redis-topologies.js';
+import { describeGroupVectors } from '../../support/group-vectors.js';
 import { describeVectors } from '../../support/vectors.js';
 
 const redis = useRedisTopologies();
@@ -14,3 +15,8 @@ describeVectors('redis, over-limit cache', () => redis.open({ url: redis.single.
 // A replay slower than real time: 20 ms of real time before every step, longer than many of the
 // steps' state lifetimes (1 ms windows, resets due in a few ms of `now`).
 describeVectors('redis, replayed slowly', () => redis.open({ url: redis.single.url }), 20);
+
+// Limits decided together, some naming one state twice: on the Cluster the cases with a second key
+// take the path of keys in several slots (peeks, then records).
+describeGroupVectors('redis', () => redis.open({ url: redis.single.url }));
+describeGroupVectors('redis-cluster', () => redis.open({ cluster: redis.cluster.nodes }));

@@ -265,13 +265,17 @@ for g = 1, group_count do
     end
     index = index + 3
   else
-    -- A multi-limit check: decide all, then record only if all were admitted.
+    -- A multi-limit check: decide all, then record only if all were admitted. A key named twice
+    -- is one counter: decided with the largest cost, written once (shared-keys.lua).
+    local group_start = index
+    local costs, firsts = shared_keys(KEYS, key_index, size, function(r) return tonumber(ARGV[group_start + (r - 1) * 3 + 2]) end)
+    local written = {}
     local results = {}
     local all_allowed = true
     for r = 1, size do
       local key, p = KEYS[key_index + r], policies[tonumber(ARGV[index])]
       local op = tonumber(ARGV[index + 1])
-      local allowed, remaining, reset_at, retry_after, delay, reason, write = decide(key, op, tonumber(ARGV[index + 2]), p)
+      local allowed, remaining, reset_at, retry_after, delay, reason, write = decide(key, op, costs[r], p)
       if not allowed then all_allowed = false end
       results[r] = { key, p, op, allowed, remaining, reset_at, retry_after, delay, reason, write }
       index = index + 3
@@ -279,7 +283,10 @@ for g = 1, group_count do
     for r = 1, size do
       local x = results[r]
       -- A denied count_rejected attempt is logged even when the group is denied.
-      if x[3] == OP_CONSUME and x[10] ~= nil and (all_allowed or not x[4]) then record(x[1], x[2], x[10], x[6]) end
+      if x[3] == OP_CONSUME and x[10] ~= nil and (all_allowed or not x[4]) and not written[firsts[r]] then
+        written[firsts[r]] = true
+        record(x[1], x[2], x[10], x[6])
+      end
       if x[3] == OP_CONSUME and x[4] and not all_allowed then
         -- Admitted but not recorded: report what actually remains (a look of cost 0).
         emit(x[2], decide(x[1], OP_PEEK, 0, x[2]))

@@ -140,16 +140,22 @@ if op == OP_RESET then
   return out
 end
 
+-- A key named twice is one counter: decided with the largest cost, written once (shared-keys.lua).
+local shared_costs, firsts = shared_keys(KEYS, 2, count, function(i) return costs[i] end)
+local written = {}
 local results, all_allowed = {}, true
 for i = 1, count do
-  results[i] = decide(KEYS[i + 2], policies[i], costs[i])
+  results[i] = decide(KEYS[i + 2], policies[i], shared_costs[i])
   if not results[i][1] then all_allowed = false end
 end
 for i = 1, count do
   local r, p, key = results[i], policies[i], KEYS[i + 2]
   -- A denied count_rejected hit is counted even when the group is denied, as in decide.lua.
-  local recorded = op == OP_CONSUME and r[7] ~= nil and (all_allowed or not r[1])
-  if recorded then record(key, p, costs[i], r[7], r[8]) end
+  local recorded = op == OP_CONSUME and r[7] ~= nil and (all_allowed or not r[1]) and not written[firsts[i]]
+  if recorded then
+    written[firsts[i]] = true
+    record(key, p, shared_costs[i], r[7], r[8])
+  end
   if op == OP_CONSUME and r[1] and not all_allowed then
     -- Admitted but not recorded: report what actually remains (a look of cost 0).
     local look = decide(key, p, 0)
