@@ -15,7 +15,7 @@ const PROCESSES = 4;
 const CONCURRENCY = 64;
 const ATTEMPTS = 5_000;
 const LIMIT = 1_000;
-const ROUNDS = 2;
+const ROUNDS = 1;
 
 const redis = useRedisTopologies();
 
