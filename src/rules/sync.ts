@@ -119,11 +119,14 @@ export class RulesSync {
   /** Loads what Redis holds, subscribes to notices, and starts the periodic check. */
   async start(): Promise<void> {
     await this.sync();
-    const subscriber = this.redis.duplicate();
+    // With an offline queue: ioredis subscribes again by itself after each reconnection, and
+    // without a queue that call can meet a stream not yet writable and reject where nobody waits.
+    const redis = this.redis;
+    const subscriber = 'isCluster' in redis && redis.isCluster ? (redis as Cluster).duplicate(undefined, { enableOfflineQueue: true }) : (redis as Redis).duplicate({ enableOfflineQueue: true });
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined);
     subscriber.on('message', () => void this.sync());
-    // The duplicate inherits a disabled offline queue: wait until it is connected to subscribe.
+    // Subscribed once connected, so a Redis that never answers is told within 5 s.
     if (subscriber.status !== 'ready') {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error('the rules subscriber could not connect to Redis within 5 s')), 5_000);
