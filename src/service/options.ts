@@ -439,6 +439,10 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   const adminToken = token(value, where, 'admin-token', 'it guards rule changes and key resets');
   const httpPort = port('port', 8080);
   const grpcPort = port('grpc-port', 8081);
+  // Refused before anything listens: the second listener would fail with EADDRINUSE after the first started.
+  if (httpPort !== 0 && httpPort === grpcPort) {
+    throw new InvalidOptionError(`${where('port')} and ${where('grpc-port')} are both ${httpPort}: HTTP and gRPC listen apart, give each its own port (defaults 8080 and 8081)`);
+  }
   return {
     workers,
     maxKeys,
