@@ -38,7 +38,7 @@ export const COMMAND_HELP = {
     synopsis: '[flags]',
     summary: `Runs the decision service: HTTP JSON on --port, envoy's gRPC on --grpc-port, and the dashboard,
 /metrics, /v1/events and the admin API on --admin-port (docs/service.md). Runs until SIGTERM or
-SIGINT, then drains (--drain-delay) and stops. Durations marked D take a unit (30s, 5m); MS: milliseconds.`,
+SIGINT, then drains (--drain-delay) and stops. Durations (D) take their unit: 500ms, 30s, 5m.`,
     flags: Object.keys(SERVE_FLAGS),
     env: SERVE_FLAGS,
     text: SERVICE_FLAG_TEXT,
