@@ -119,6 +119,33 @@ export function checkDuration(value: unknown, name: string): number {
   return ms;
 }
 
+/** A duration flag's bounds, in ms, and its value when left out. */
+export interface DurationRange {
+  /** The shortest allowed; 0 allows `0` (the limit off, or no delay). */
+  readonly minMs: number;
+  readonly maxMs: number;
+  readonly fallbackMs: number;
+}
+
+/**
+ * A duration given as text (a flag, a variable, a settings file): a number and its unit (`500ms`,
+ * `30s`, `5m`), or `0` where `minMs` is 0. A bare number other than 0 is refused, as the gateway's
+ * configuration refuses it: `15` meant 15 s to whoever wrote it and would be read as 15 ms.
+ */
+export function checkDurationText(text: string | undefined, name: string, range: DurationRange): number {
+  if (text === undefined) return range.fallbackMs;
+  const trimmed = text.trim();
+  const zero = /^0+(ms|s|m|h|d|w)?$/.test(trimmed);
+  if (!zero && /^\d+$/.test(trimmed)) {
+    throw new InvalidOptionError(`${name} ${trimmed} has no unit: write it with one, "${trimmed}s" for seconds or "${trimmed}ms" for milliseconds`);
+  }
+  const ms = zero ? 0 : checkDuration(trimmed, name);
+  if (ms < range.minMs || ms > range.maxMs) {
+    throw new InvalidOptionError(`${name} must be a duration from ${range.minMs} ms to ${range.maxMs} ms, got ${JSON.stringify(text)}`);
+  }
+  return ms;
+}
+
 /** `value` when it is a function, undefined when left out; anything else is refused, naming the option. */
 export function optionalFunction<T>(value: T | undefined, name: string): T | undefined {
   if (value === undefined || typeof value === 'function') return value;

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { InvalidOptionError } from '../errors.js';
 import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../limiter/index.js';
-import { checkWholeNumberText, checkWholeNumbers, type WholeNumberRange } from '../options.js';
+import { checkDurationText, checkWholeNumberText, checkWholeNumbers, type DurationRange, type WholeNumberRange } from '../options.js';
 import { MEMORY_STORE_NUMBERS } from '../store/memory.js';
 import { PORT_RANGE, planeSettings, tlsFiles, token, type TlsFiles } from './http/listener-options.js';
 import { GRPC_CONNECTION_FLAGS, grpcConnectionLimits, type GrpcConnectionLimits } from './grpc/connection-options.js';
@@ -312,37 +312,45 @@ type ShutdownSettings = Pick<ServiceOptions, 'drainDelayMs' | 'shutdownTimeoutMs
 /** Longest drain delay and shutdown timeout: ten minutes. */
 export const MAX_SHUTDOWN_MS = 600_000;
 
-/** The shutdown flags' ranges and defaults. */
+/** The shutdown flags' ranges and defaults (durations with their unit: 5s, 500ms). */
 const SHUTDOWN_FLAGS = {
-  'drain-delay': { min: 0, max: MAX_SHUTDOWN_MS, unit: 'ms', fallback: 5_000 },
-  'shutdown-timeout': { min: 1, max: MAX_SHUTDOWN_MS, unit: 'ms', fallback: 10_000 },
-} as const satisfies Record<string, WholeNumberRange>;
+  'drain-delay': { minMs: 0, maxMs: MAX_SHUTDOWN_MS, fallbackMs: 5_000 },
+  'shutdown-timeout': { minMs: 1, maxMs: MAX_SHUTDOWN_MS, fallbackMs: 10_000 },
+} as const satisfies Record<string, DurationRange>;
+
+/** Each duration flag of `table`, read with {@link checkDurationText}. */
+function durationFlags<K extends string>(table: Readonly<Record<K, DurationRange>>, value: (flag: string) => string | undefined, where: (flag: string) => string): Record<K, number> {
+  return Object.fromEntries(Object.entries<DurationRange>(table).map(([flag, range]) => [flag, checkDurationText(value(flag), where(flag), range)])) as Record<K, number>;
+}
 
 /** How SIGTERM/SIGINT drains and stops the service (docs/operations.md, "Start and shutdown"). */
 function shutdownSettings(value: (flag: string) => string | undefined, where: (flag: string) => string): ShutdownSettings {
-  const ms = wholeFlags(SHUTDOWN_FLAGS, value, where);
+  const ms = durationFlags(SHUTDOWN_FLAGS, value, where);
   return { drainDelayMs: ms['drain-delay'], shutdownTimeoutMs: ms['shutdown-timeout'] };
 }
 
 /** Longest connection timeout: an hour. */
 export const MAX_CONNECTION_TIMEOUT_MS = 3_600_000;
 
-/** The connection flags' ranges and defaults. */
-const CONNECTION_FLAGS = {
-  'keep-alive-timeout': { min: 1, max: MAX_CONNECTION_TIMEOUT_MS, unit: 'ms', fallback: 65_000 },
-  'headers-timeout': { min: 1, max: MAX_CONNECTION_TIMEOUT_MS, unit: 'ms', fallback: 5_000 },
-  'request-timeout': { min: 1, max: MAX_CONNECTION_TIMEOUT_MS, unit: 'ms', fallback: 10_000 },
+/** The connection timeouts' ranges and defaults (durations with their unit). */
+const CONNECTION_TIMEOUTS = {
+  'keep-alive-timeout': { minMs: 1, maxMs: MAX_CONNECTION_TIMEOUT_MS, fallbackMs: 65_000 },
+  'headers-timeout': { minMs: 1, maxMs: MAX_CONNECTION_TIMEOUT_MS, fallbackMs: 5_000 },
+  'request-timeout': { minMs: 1, maxMs: MAX_CONNECTION_TIMEOUT_MS, fallbackMs: 10_000 },
+} as const satisfies Record<string, DurationRange>;
+
+const CONNECTION_COUNTS = {
   'max-requests-per-socket': { min: 0, max: 1_000_000_000, unit: 'requests', meaning: '0: no cap', fallback: 0 },
 } as const satisfies Record<string, WholeNumberRange>;
 
 /** The HTTP listeners' timeouts and per-connection request cap (docs/operations.md, "Connections"). */
 function connectionLimits(value: (flag: string) => string | undefined, where: (flag: string) => string): ConnectionLimits {
-  const numbers = wholeFlags(CONNECTION_FLAGS, value, where);
+  const ms = durationFlags(CONNECTION_TIMEOUTS, value, where);
   const limits = {
-    keepAliveTimeoutMs: numbers['keep-alive-timeout'],
-    headersTimeoutMs: numbers['headers-timeout'],
-    requestTimeoutMs: numbers['request-timeout'],
-    maxRequestsPerSocket: numbers['max-requests-per-socket'],
+    keepAliveTimeoutMs: ms['keep-alive-timeout'],
+    headersTimeoutMs: ms['headers-timeout'],
+    requestTimeoutMs: ms['request-timeout'],
+    maxRequestsPerSocket: wholeFlags(CONNECTION_COUNTS, value, where)['max-requests-per-socket'],
   };
   // node:http refuses a headers timeout longer than the request timeout (the headers are part of the request).
   if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
@@ -439,6 +447,10 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   const adminToken = token(value, where, 'admin-token', 'it guards rule changes and key resets');
   const httpPort = port('port', 8080);
   const grpcPort = port('grpc-port', 8081);
+  // Refused before anything listens: the second listener would fail with EADDRINUSE after the first started.
+  if (httpPort !== 0 && httpPort === grpcPort) {
+    throw new InvalidOptionError(`${where('port')} and ${where('grpc-port')} are both ${httpPort}: HTTP and gRPC listen apart, give each its own port (defaults 8080 and 8081)`);
+  }
   return {
     workers,
     maxKeys,

@@ -69,7 +69,7 @@ export async function runSimulateCommand(args: readonly string[], output: Comman
   } catch (error) {
     if (error instanceof TollgateError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
       const message = (error as Error).message;
-      output.stderr.write(`tollgate: ${message.startsWith('simulate:') ? message : `simulate: ${message}`}\n\n${usage}`);
+      output.stderr.write(`tollgate: ${message.startsWith('simulate:') ? message : `simulate: ${message}`}\n${usage}`);
       return 2;
     }
     throw error;

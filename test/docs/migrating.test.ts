@@ -196,7 +196,7 @@ describe('from envoyproxy/ratelimit', () => {
     const rules = await loadRules(join(root, CONFIG));
     expect(rules.domainNames()).toEqual(['edge']);
     const validate = spawnSync(process.execPath, ['dist/cli/main.js', 'validate', CONFIG], { cwd: root, encoding: 'utf8' });
-    expect([validate.status, validate.stdout.trim()]).toEqual([0, 'OK: 1 domains, 7 descriptors']);
+    expect([validate.status, validate.stdout.trim()]).toEqual([0, 'OK: 1 domain, 7 descriptors']);
   });
 
   describe('tollgate serve --config examples/migrating/envoy/config', () => {

@@ -13,7 +13,7 @@ describe('the gateway closes silent connections on its proxy and admin listeners
 
   beforeAll(async () => {
     const config = 'listen: 0\nupstreams: { app: "http://127.0.0.1:9" }\nroutes:\n  - match: { prefix: / }\n    upstream: app\n';
-    gateway = await startTestGateway(config, undefined, { flags: { 'headers-timeout': String(HEADERS_TIMEOUT_MS), 'keep-alive-timeout': '1200' } });
+    gateway = await startTestGateway(config, undefined, { flags: { 'headers-timeout': `${HEADERS_TIMEOUT_MS}ms`, 'keep-alive-timeout': '1200ms' } });
   }, 20_000);
   afterAll(async () => gateway?.close());
 

@@ -31,7 +31,7 @@ describe('tollgate validate', () => {
 
   it('validates a single file', () => {
     const result = tollgate('validate', `${fixtures}/valid/envoy-nested-defaults.yaml`);
-    expect(result.stdout).toBe('OK: 1 domains, 4 descriptors\n');
+    expect(result.stdout).toBe('OK: 1 domain, 4 descriptors\n');
     expect(result.status).toBe(0);
   });
 
@@ -73,13 +73,13 @@ describe('tollgate validate', () => {
     ['two PATHs', ['validate', `${fixtures}/valid`, `${fixtures}/dir-ok`]],
   ])('exits 2 with usage on %s', (_case, args) => {
     const result = tollgate(...args);
-    expect(result.stderr).toMatch(/^tollgate: validate takes one PATH \(a rules file or a directory of \*\.yaml\/\*\.json files\)\n\nUsage: tollgate <command>/);
+    expect(result.stderr).toBe('tollgate validate: takes one PATH (a rules file or a directory of *.yaml/*.json files)\nsee tollgate validate --help\n');
     expect(result.status).toBe(2);
   });
 
   it('exits 2 on an unknown flag', () => {
     const result = tollgate('validate', '--strict', `${fixtures}/valid`);
-    expect(result.stderr).toMatch(/--strict/);
+    expect(result.stderr).toBe('tollgate validate: unknown flag --strict\nsee tollgate validate --help\n');
     expect(result.status).toBe(2);
   });
 

@@ -71,7 +71,7 @@ describe('connections hoarded on the gRPC listener', () => {
   beforeAll(async () => {
     const flags = {
       port: '0', 'grpc-port': '0', 'admin-port': '0', host: '127.0.0.1', config: 'examples/rules',
-      'headers-timeout': String(HEADERS_TIMEOUT_MS), 'grpc-receive-timeout': `${RECEIVE_TIMEOUT_MS}ms`, 'grpc-idle-timeout': `${IDLE_TIMEOUT_MS}ms`,
+      'headers-timeout': `${HEADERS_TIMEOUT_MS}ms`, 'grpc-receive-timeout': `${RECEIVE_TIMEOUT_MS}ms`, 'grpc-idle-timeout': `${IDLE_TIMEOUT_MS}ms`,
       'grpc-max-connection-age': `${MAX_AGE_MS}ms`, 'grpc-max-connection-age-grace': `${AGE_GRACE_MS}ms`,
       'grpc-max-concurrent-streams': String(MAX_STREAMS), 'grpc-max-connections': String(MAX_CONNECTIONS),
     };

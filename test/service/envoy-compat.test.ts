@@ -220,7 +220,7 @@ describe("envoy's settings", () => {
     expect(refused.status).toBe(1);
     expect(refused.stderr).toMatch(/domain "merged" is already defined at .*a\.yaml/);
     const merged = spawnSync(process.execPath, ['dist/cli/main.js', 'validate', '--merge-domains', MERGE], { encoding: 'utf8' });
-    expect(merged.stdout).toBe('OK: 1 domains, 2 descriptors\n');
+    expect(merged.stdout).toBe('OK: 1 domain, 2 descriptors\n');
     const byEnv = spawnSync(process.execPath, ['dist/cli/main.js', 'validate', MERGE], { encoding: 'utf8', env: { ...process.env, TOLLGATE_MERGE_DOMAINS: 'true' } });
     expect(byEnv.status).toBe(0);
     await expect(start({ config: MERGE })).rejects.toThrow(/domain "merged" is already defined/);

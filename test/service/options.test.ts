@@ -37,29 +37,33 @@ describe('serve settings', () => {
     });
   });
 
-  it('gRPC connection limits: durations in ms or with a unit, 0 turning idle and age off; counts; bad values refused', () => {
-    const flags = { 'grpc-idle-timeout': '0', 'grpc-max-connection-age': '30m', 'grpc-max-connection-age-grace': '1500', 'grpc-receive-timeout': '2s', 'grpc-max-concurrent-streams': '10' };
+  it('gRPC connection limits: durations with a unit, 0 turning idle and age off; counts; bad values refused', () => {
+    const flags = { 'grpc-idle-timeout': '0', 'grpc-max-connection-age': '30m', 'grpc-max-connection-age-grace': '1500ms', 'grpc-receive-timeout': '2s', 'grpc-max-concurrent-streams': '10' };
     expect(resolveServiceOptions(flags, { TOLLGATE_GRPC_MAX_CONNECTIONS: '50' }).grpcConnections).toEqual({
       idleTimeoutMs: 0, maxConnectionAgeMs: 1_800_000, maxConnectionAgeGraceMs: 1_500, receiveTimeoutMs: 2_000, maxConcurrentStreams: 10, maxConnections: 50,
     });
-    expect(() => resolveServiceOptions({ 'grpc-receive-timeout': '0' }, {})).toThrow(new InvalidOptionError('--grpc-receive-timeout (or TOLLGATE_GRPC_RECEIVE_TIMEOUT) must be at least 1 ms, got 0'));
+    expect(() => resolveServiceOptions({ 'grpc-receive-timeout': '0' }, {})).toThrow(new InvalidOptionError('--grpc-receive-timeout (or TOLLGATE_GRPC_RECEIVE_TIMEOUT) must be a duration from 1 ms to 604800000 ms, got "0"'));
+    expect(() => resolveServiceOptions({ 'grpc-max-connection-age-grace': '1500' }, {})).toThrow(new InvalidOptionError('--grpc-max-connection-age-grace (or TOLLGATE_GRPC_MAX_CONNECTION_AGE_GRACE) 1500 has no unit: write it with one, "1500s" for seconds or "1500ms" for milliseconds'));
     expect(() => resolveServiceOptions({ 'grpc-idle-timeout': 'soon' }, {})).toThrow(/--grpc-idle-timeout \(or TOLLGATE_GRPC_IDLE_TIMEOUT\) "soon" is not a duration/);
-    expect(() => resolveServiceOptions({ 'grpc-max-connection-age': '8d' }, {})).toThrow(/must be at most a week \(7d\), got "8d"/);
+    expect(() => resolveServiceOptions({ 'grpc-max-connection-age': '8d' }, {})).toThrow(/must be a duration from 0 ms to 604800000 ms, got "8d"/);
     expect(() => resolveServiceOptions({}, { TOLLGATE_GRPC_MAX_CONCURRENT_STREAMS: '0' })).toThrow(/--grpc-max-concurrent-streams \(or TOLLGATE_GRPC_MAX_CONCURRENT_STREAMS\) must be a whole number of calls from 1 to 1000000, got "0"/);
   });
 
   it('connection limits: from flags, TOLLGATE_* variables or the settings file; out of range or headers > request refused', () => {
-    expect(resolveServiceOptions({ 'keep-alive-timeout': '70000', 'max-requests-per-socket': '1000' }, { TOLLGATE_HEADERS_TIMEOUT: '2000', TOLLGATE_REQUEST_TIMEOUT: '3000' }).connections).toEqual({
+    expect(resolveServiceOptions({ 'keep-alive-timeout': '70s', 'max-requests-per-socket': '1000' }, { TOLLGATE_HEADERS_TIMEOUT: '2000ms', TOLLGATE_REQUEST_TIMEOUT: '3s' }).connections).toEqual({
       keepAliveTimeoutMs: 70_000,
       headersTimeoutMs: 2_000,
       requestTimeoutMs: 3_000,
       maxRequestsPerSocket: 1_000,
     });
     expect(() => resolveServiceOptions({ 'keep-alive-timeout': '0' }, {})).toThrow(
-      new InvalidOptionError('--keep-alive-timeout (or TOLLGATE_KEEP_ALIVE_TIMEOUT) must be a whole number of ms from 1 to 3600000, got "0"'),
+      new InvalidOptionError('--keep-alive-timeout (or TOLLGATE_KEEP_ALIVE_TIMEOUT) must be a duration from 1 ms to 3600000 ms, got "0"'),
+    );
+    expect(() => resolveServiceOptions({}, { TOLLGATE_REQUEST_TIMEOUT: '30' })).toThrow(
+      new InvalidOptionError('--request-timeout (or TOLLGATE_REQUEST_TIMEOUT) 30 has no unit: write it with one, "30s" for seconds or "30ms" for milliseconds'),
     );
     expect(() => resolveServiceOptions({}, { TOLLGATE_MAX_REQUESTS_PER_SOCKET: '-1' })).toThrow(/--max-requests-per-socket \(or TOLLGATE_MAX_REQUESTS_PER_SOCKET\) must be a whole number of requests from 0 to 1000000000 \(0: no cap\), got "-1"/);
-    expect(() => resolveServiceOptions({ 'headers-timeout': '20000' }, {})).toThrow(
+    expect(() => resolveServiceOptions({ 'headers-timeout': '20s' }, {})).toThrow(
       new InvalidOptionError('--headers-timeout (or TOLLGATE_HEADERS_TIMEOUT) (20000 ms) must not exceed --request-timeout (or TOLLGATE_REQUEST_TIMEOUT) (10000 ms): the headers are part of the request'),
     );
   });
@@ -72,17 +76,19 @@ describe('serve settings', () => {
     );
   });
 
-  it('shutdown: drain delay (0 allowed) and shutdown timeout, whole ms up to ten minutes, validated', () => {
-    expect(resolveServiceOptions({ 'drain-delay': '0', 'shutdown-timeout': '250' }, {})).toMatchObject({ drainDelayMs: 0, shutdownTimeoutMs: 250 });
-    expect(resolveServiceOptions({}, { TOLLGATE_DRAIN_DELAY: '600000', TOLLGATE_SHUTDOWN_TIMEOUT: '1' })).toMatchObject({ drainDelayMs: 600_000, shutdownTimeoutMs: 1 });
-    expect(resolveServiceOptions({ 'drain-delay': '15' }, { TOLLGATE_DRAIN_DELAY: '30' }).drainDelayMs).toBe(15);
+  it('shutdown: drain delay (0 allowed) and shutdown timeout, durations with a unit up to ten minutes; a bare number other than 0 refused with the fix', () => {
+    expect(resolveServiceOptions({ 'drain-delay': '0', 'shutdown-timeout': '250ms' }, {})).toMatchObject({ drainDelayMs: 0, shutdownTimeoutMs: 250 });
+    expect(resolveServiceOptions({}, { TOLLGATE_DRAIN_DELAY: '10m', TOLLGATE_SHUTDOWN_TIMEOUT: '1ms' })).toMatchObject({ drainDelayMs: 600_000, shutdownTimeoutMs: 1 });
+    expect(resolveServiceOptions({ 'drain-delay': '15ms' }, { TOLLGATE_DRAIN_DELAY: '30s' }).drainDelayMs).toBe(15);
+    expect(resolveServiceOptions({}, { TOLLGATE_DRAIN_DELAY: '5s' }).drainDelayMs).toBe(5_000);
     const refusals: Array<[Record<string, string>, Record<string, string>, string]> = [
-      [{ 'drain-delay': '-1' }, {}, '--drain-delay (or TOLLGATE_DRAIN_DELAY) must be a whole number of ms from 0 to 600000, got "-1"'],
-      [{ 'drain-delay': '1.5' }, {}, '--drain-delay (or TOLLGATE_DRAIN_DELAY) must be a whole number of ms from 0 to 600000, got "1.5"'],
-      [{}, { TOLLGATE_DRAIN_DELAY: '5s' }, '--drain-delay (or TOLLGATE_DRAIN_DELAY) must be a whole number of ms from 0 to 600000, got "5s"'],
-      [{ 'drain-delay': '600001' }, {}, '--drain-delay (or TOLLGATE_DRAIN_DELAY) must be a whole number of ms from 0 to 600000, got "600001"'],
-      [{ 'shutdown-timeout': '0' }, {}, '--shutdown-timeout (or TOLLGATE_SHUTDOWN_TIMEOUT) must be a whole number of ms from 1 to 600000, got "0"'],
-      [{}, { TOLLGATE_SHUTDOWN_TIMEOUT: 'soon' }, '--shutdown-timeout (or TOLLGATE_SHUTDOWN_TIMEOUT) must be a whole number of ms from 1 to 600000, got "soon"'],
+      [{ 'drain-delay': '5' }, {}, '--drain-delay (or TOLLGATE_DRAIN_DELAY) 5 has no unit: write it with one, "5s" for seconds or "5ms" for milliseconds'],
+      [{}, { TOLLGATE_SHUTDOWN_TIMEOUT: '10000' }, '--shutdown-timeout (or TOLLGATE_SHUTDOWN_TIMEOUT) 10000 has no unit: write it with one, "10000s" for seconds or "10000ms" for milliseconds'],
+      [{ 'drain-delay': '-1' }, {}, '--drain-delay (or TOLLGATE_DRAIN_DELAY) "-1" is not a duration'],
+      [{ 'drain-delay': '1.5s' }, {}, '--drain-delay (or TOLLGATE_DRAIN_DELAY) "1.5s" is not a duration'],
+      [{ 'drain-delay': '600001ms' }, {}, '--drain-delay (or TOLLGATE_DRAIN_DELAY) must be a duration from 0 ms to 600000 ms, got "600001ms"'],
+      [{ 'shutdown-timeout': '0' }, {}, '--shutdown-timeout (or TOLLGATE_SHUTDOWN_TIMEOUT) must be a duration from 1 ms to 600000 ms, got "0"'],
+      [{}, { TOLLGATE_SHUTDOWN_TIMEOUT: 'soon' }, '--shutdown-timeout (or TOLLGATE_SHUTDOWN_TIMEOUT) "soon" is not a duration'],
     ];
     for (const [flags, env, message] of refusals) expect(() => resolveServiceOptions(flags, env)).toThrow(message);
   });

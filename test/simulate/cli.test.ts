@@ -139,7 +139,7 @@ describe('tollgate simulate', () => {
     const result = await simulateHere(...(args as string[]));
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(message);
-    expect(result.stderr).toMatch(/\n\nUsage: tollgate <command>/);
+    expect(result.stderr).toMatch(/\nUsage: tollgate <command>/);
     expect(result.status).toBe(2);
   });
 
@@ -178,9 +178,12 @@ describe('tollgate simulate', () => {
     }
   });
 
-  it('simulate --help prints the usage with the simulate flags', () => {
+  it('simulate --help prints its own usage, every simulate flag; an unknown flag gets the closest one (exit 2)', () => {
     const result = tollgate('--help');
     expect(result.status).toBe(0);
-    expect(result.stdout).toMatch(/^Usage: tollgate <command>[^]* {2}simulate {6}Replay an access log[^]*--compare-to A/);
+    expect(result.stdout).toMatch(/^Usage: tollgate simulate --rules DIR\|FILE --log FILE \[flags\]\n[^]*\n {2}--compare-to A +count per limit/);
+    expect(result.stdout).not.toContain('tollgate serve');
+    const typo = tollgate('--rules', RULES, '--logs', LOG);
+    expect([typo.status, typo.stderr]).toEqual([2, 'tollgate simulate: unknown flag --logs (did you mean --log?)\nsee tollgate simulate --help\n']);
   });
 });

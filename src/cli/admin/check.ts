@@ -6,6 +6,7 @@ import { InvalidOptionError, describeValue } from '../../errors.js';
 import { checkWholeNumberText } from '../../options.js';
 import type { CheckResult, DescriptorStatus } from '../../rules/check.js';
 import { UNLIMITED_REMAINING } from '../../rules/check.js';
+import { closestMatch } from '../../rules/parse/suggest.js';
 import { callService, type Connection } from './connection.js';
 import { printJson, readableMs, table, type CommandOutput } from './output.js';
 
@@ -21,9 +22,14 @@ One decision from the running service (POST /v1/check); it counts, as a real req
   --domain D             the rules domain
   --descriptor K=V,...   one descriptor's entries, in order; repeat for several descriptors
   --hits N               units to count (1)
-Prints code, limit, remaining and reset per descriptor (or the service's answer with --json).
-Exit codes: 0 OK, 1 OVER_LIMIT, 2 bad flags, 3 service unreachable or answering an error.
+Prints code, limit, remaining and reset per descriptor (or the service's answer with --json); a
+key blocked by \`tollgate keys block\` shows LIMIT blocked.
+Exit codes: 0 OK, 1 OVER_LIMIT, 2 bad flags, 3 service unreachable or answering an error,
+4 unknown domain (no rules for --domain: the known ones are listed, from the admin listener).
 `;
+
+/** The exit code of a check whose --domain has no rules (the service limits nothing there). */
+export const UNKNOWN_DOMAIN_EXIT = 4;
 
 /** The friendly /v1/check body the flags describe. @throws {InvalidOptionError} */
 export function checkBody(values: Record<string, unknown>): { domain: string; descriptors: Record<string, string>[]; hits?: number } {
@@ -48,14 +54,37 @@ function parseDescriptor(text: string): Record<string, string> {
   return Object.fromEntries(entries);
 }
 
-export async function runCheck(connection: Connection, values: Record<string, unknown>, output: CommandOutput): Promise<number> {
+type CheckAnswer = CheckResult & { degraded?: string; unknownDomain?: boolean };
+
+/**
+ * `admin` reaches the admin listener, asked for the known domains only when --domain is unknown.
+ * An unknown domain is answered OK by the service (as envoy); here it is exit 4, with the known ones.
+ */
+export async function runCheck(connection: Connection, values: Record<string, unknown>, output: CommandOutput, admin: () => Connection): Promise<number> {
   const body = checkBody(values);
   const answer = await callService(connection, { method: 'POST', path: '/v1/check', body: JSON.stringify(body), contentType: 'application/json', accept: [429], shape: { overallCode: 'string', statuses: 'array' } });
-  const result = answer.body as CheckResult & { degraded?: string };
+  const result = answer.body as CheckAnswer;
+  const unknown = result.unknownDomain === true && result.overallCode === 'OK';
   if (connection.json) printJson(output, result);
-  else output.stdout(checkTable(body.descriptors, result));
-  return result.overallCode === 'OK' ? 0 : 1;
+  else if (!unknown) output.stdout(checkTable(body.descriptors, result));
+  if (!unknown) return result.overallCode === 'OK' ? 0 : 1;
+  output.stderr(`tollgate check: unknown domain ${body.domain} (${await knownDomains(admin, body.domain)}); nothing is limited there\n`);
+  return UNKNOWN_DOMAIN_EXIT;
 }
+
+/** `known: a, b` from the admin listener's GET /v1/rules (the closest first), or why they could not be listed. */
+async function knownDomains(admin: () => Connection, unknown: string): Promise<string> {
+  try {
+    const rules = (await callService(admin(), { method: 'GET', path: '/v1/rules', shape: { domains: 'array' } })).body as { domains: string[] };
+    const closest = closestMatch(unknown, rules.domains);
+    return `${closest === undefined ? '' : `did you mean ${closest}? `}known: ${rules.domains.join(', ') || 'none'}`;
+  } catch (error) {
+    return `the known domains could not be read from the admin listener: ${(error as Error).message.split(';')[0]}`;
+  }
+}
+
+/** The rule a status names when a key block (`tollgate keys block`) denied it. */
+const BLOCKED_RULE = 'blocked';
 
 function checkTable(descriptors: readonly Record<string, string>[], result: CheckResult & { degraded?: string }): string {
   const rows = result.statuses.map((status, index) => [describeEntries(descriptors[index]), status.code, limitOf(status), remainingOf(status), status.currentLimit === undefined ? '-' : readableMs(status.durationUntilReset)]);
@@ -68,6 +97,7 @@ function describeEntries(entries: Record<string, string> | undefined): string {
 }
 
 function limitOf(status: DescriptorStatus): string {
+  if (status.rule === BLOCKED_RULE) return 'blocked';
   const limit = status.currentLimit;
   if (limit === undefined) return status.limitRemaining === UNLIMITED_REMAINING ? 'unlimited' : 'none';
   const per = limit.unitMultiplier === 1 ? limit.unit : `${limit.unitMultiplier} ${limit.unit}s`;

@@ -2,14 +2,14 @@
  * The commands that talk to a running service over its HTTP API: `tollgate check`, `tollgate rules
  * get|push|diff`, `tollgate keys ...`. Exit codes shared by all: 0 done, 1 a "no" answer (OVER_LIMIT,
  * a diff with changes), 2 bad flags or invalid rules (nothing sent), 3 the service unreachable or
- * answering an error (its message printed).
+ * answering an error (its message printed); check alone: 4 an unknown domain.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AdminApiError, InvalidOptionError, TollgateError } from '../../errors.js';
 import { CHECK_FLAGS, CHECK_HELP, runCheck } from './check.js';
-import { CONNECTION_FLAGS, DEFAULT_URL, DEFAULT_ADMIN_URL, resolveConnection } from './connection.js';
+import { CONNECTION_FLAGS, DEFAULT_URL, DEFAULT_ADMIN_URL, resolveConnection, type Connection } from './connection.js';
 import { KEYS_FLAGS, KEYS_HELP, runKeys } from './keys.js';
-import type { CommandOutput } from './output.js';
+import { flagErrorText, type CommandOutput } from './output.js';
 import { RULES_FLAGS, RULES_HELP, runRulesDiff, runRulesGet, runRulesPush } from './rules.js';
 
 export type { CommandOutput } from './output.js';
@@ -46,7 +46,9 @@ export async function runAdminCommand(command: AdminCommand, args: readonly stri
       return 0;
     }
     const connection = resolveConnection(values, env, command === 'check' ? 'decisions' : 'admin');
-    return await dispatch(command, positionals, values, connection, output);
+    // check's --url is the decision listener; the admin listener is TOLLGATE_ADMIN_URL's (or the default).
+    const admin = (): Connection => resolveConnection({ ...values, url: undefined }, env, 'admin');
+    return await dispatch(command, positionals, values, { connection, admin }, output);
   } catch (error) {
     return report(command, error, output);
   }
@@ -77,12 +79,12 @@ function checkActionFlags(command: AdminCommand, action: string | undefined, val
   }
 }
 
-function dispatch(command: AdminCommand, positionals: string[], values: Record<string, unknown>, connection: ReturnType<typeof resolveConnection>, output: CommandOutput): Promise<number> {
+function dispatch(command: AdminCommand, positionals: string[], values: Record<string, unknown>, { connection, admin }: { connection: Connection; admin: () => Connection }, output: CommandOutput): Promise<number> {
   const [action, ...rest] = positionals;
   if (command === 'check') {
     if (positionals.length > 0) throw new InvalidOptionError(`check takes no arguments besides its flags, got ${JSON.stringify(positionals.join(' '))}`);
     checkActionFlags(command, undefined, values);
-    return runCheck(connection, values, output);
+    return runCheck(connection, values, output, admin);
   }
   checkActionFlags(command, action, values);
   if (command === 'keys') {
@@ -99,8 +101,11 @@ function report(command: AdminCommand, error: unknown, output: CommandOutput): n
     output.stderr(`tollgate ${command}: ${error.message}\n`);
     return 3;
   }
-  const usage = error instanceof TollgateError || (error instanceof TypeError && (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS') === true);
-  if (!usage) throw error;
-  output.stderr(`tollgate ${command}: ${(error as Error).message}\n(see tollgate ${command} --help)\n`);
+  if (error instanceof TypeError && (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS') === true) {
+    output.stderr(flagErrorText(command, error, Object.keys({ ...CONNECTION_FLAGS, ...COMMANDS[command].flags })));
+    return 2;
+  }
+  if (!(error instanceof TollgateError)) throw error;
+  output.stderr(`tollgate ${command}: ${error.message}\nsee tollgate ${command} --help\n`);
   return 2;
 }

@@ -91,7 +91,7 @@ export async function runKeys(connection: Connection, action: string | undefined
   if (action === 'blocked') {
     const answer = (await callService(connection, { method: 'GET', path: '/v1/keys/blocked', shape: { blocked: 'array' } })).body;
     if (connection.json) printJson(output, answer);
-    else output.stdout(`${JSON.stringify((answer as { blocked: unknown }).blocked, null, 2)}\n`);
+    else output.stdout(blockedTable((answer as { blocked: readonly Block[] }).blocked));
     return 0;
   }
   throw new InvalidOptionError(`keys takes inspect, reset, block, unblock or blocked, got ${describeValue(action ?? '')}`);
@@ -108,6 +108,18 @@ async function block(connection: Connection, values: Record<string, unknown>, ou
   if (connection.json) printJson(output, answer);
   else output.stdout(`blocked ${key} ${scopeText(domain)} for ${readableMs(ttlMs)} (until ${new Date(answer.blockedUntil).toISOString()})\n`);
   return 0;
+}
+
+interface Block {
+  readonly key: string;
+  readonly domain: string;
+  readonly until: number;
+}
+
+/** One line per block: its key, its domain ("*": all), when it ends; or a line saying there is none. */
+function blockedTable(blocks: readonly Block[]): string {
+  if (blocks.length === 0) return 'no key is blocked\n';
+  return table(['KEY', 'DOMAIN', 'UNTIL'], blocks.map((block) => [block.key, block.domain, new Date(block.until).toISOString()]));
 }
 
 /** Where a block applies, in words: a block names its domain or applies to all. */

@@ -1,4 +1,8 @@
-/** What the admin commands print: plain tables for people, JSON for scripts. */
+/**
+ * What the commands print: plain tables for people, JSON for scripts; and the short usage error of
+ * every `tollgate` command (here, the lowest room of src/cli/, so all reach it).
+ */
+import { closestMatch } from '../../rules/parse/suggest.js';
 
 /** Where a command writes (the process's streams, or a test's buffers). */
 export interface CommandOutput {
@@ -26,4 +30,21 @@ export function readableMs(ms: number): string {
 /** The answer as JSON, one document on stdout. */
 export function printJson(output: CommandOutput, value: unknown): void {
   output.stdout(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/**
+ * A `node:util` parseArgs error as a short usage error: an unknown flag with the closest known one
+ * ("did you mean --config?"), other errors by their first sentence; then where the help is.
+ */
+export function flagErrorText(command: string | undefined, error: Error, flags: readonly string[]): string {
+  const unknown = /^Unknown option '(-{1,2})([^']*)'/.exec(error.message);
+  let message: string;
+  if (unknown !== null) {
+    const suggestion = closestMatch(unknown[2]!, flags);
+    message = `unknown flag ${unknown[1]}${unknown[2]}${suggestion === undefined ? '' : ` (did you mean --${suggestion}?)`}`;
+  } else {
+    message = error.message.split(/\.\s/)[0]!.replace(/\.$/, '');
+  }
+  const name = command === undefined ? 'tollgate' : `tollgate ${command}`;
+  return `${name}: ${message}\nsee ${name} --help\n`;
 }

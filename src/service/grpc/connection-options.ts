@@ -4,8 +4,7 @@
  * many calls and connections it may hold. Read with the rest of `serve`'s flags (options.ts);
  * enforced by connection-hygiene.ts.
  */
-import { InvalidOptionError } from '../../errors.js';
-import { checkDuration, checkWholeNumberText, checkWholeNumbers, type WholeNumberRange } from '../../options.js';
+import { checkDurationText, checkWholeNumberText, checkWholeNumbers, type DurationRange, type WholeNumberRange } from '../../options.js';
 
 /** See {@link ServiceOptions.grpcConnections}; every duration in ms, 0 where it says "off". */
 export interface GrpcConnectionLimits {
@@ -38,23 +37,17 @@ const HOUR_MS = 60 * MINUTE_MS;
 /** Longest duration any of these flags takes: a week. */
 const MAX_DURATION_MS = 7 * 24 * HOUR_MS;
 
-interface DurationFlag {
-  readonly fallbackMs: number;
-  /** Whether 0 is allowed, meaning the limit is off. */
-  readonly offAllowed: boolean;
-}
-
 /**
  * The durations' defaults. The age and its grace are envoyproxy/ratelimit's GRPC_MAX_CONNECTION_AGE
  * (24h) and GRPC_MAX_CONNECTION_AGE_GRACE (1h); the receive timeout is the HTTP listener's request
- * timeout; five idle minutes cost a client one reconnection.
+ * timeout; five idle minutes cost a client one reconnection. A minimum of 0: 0 turns the limit off.
  */
 const DURATION_FLAGS = {
-  'grpc-idle-timeout': { fallbackMs: 5 * MINUTE_MS, offAllowed: true },
-  'grpc-max-connection-age': { fallbackMs: 24 * HOUR_MS, offAllowed: true },
-  'grpc-max-connection-age-grace': { fallbackMs: HOUR_MS, offAllowed: false },
-  'grpc-receive-timeout': { fallbackMs: 10_000, offAllowed: false },
-} as const satisfies Record<string, DurationFlag>;
+  'grpc-idle-timeout': { minMs: 0, maxMs: MAX_DURATION_MS, fallbackMs: 5 * MINUTE_MS },
+  'grpc-max-connection-age': { minMs: 0, maxMs: MAX_DURATION_MS, fallbackMs: 24 * HOUR_MS },
+  'grpc-max-connection-age-grace': { minMs: 1, maxMs: MAX_DURATION_MS, fallbackMs: HOUR_MS },
+  'grpc-receive-timeout': { minMs: 1, maxMs: MAX_DURATION_MS, fallbackMs: 10_000 },
+} as const satisfies Record<string, DurationRange>;
 
 /**
  * The counts' defaults: 100 calls per connection is what HTTP/2 (RFC 9113, 6.5.2) asks a peer to
@@ -65,21 +58,9 @@ const COUNT_FLAGS = {
   'grpc-max-connections': { min: 1, max: 1_000_000, unit: 'connections', fallback: 10_000 },
 } as const satisfies Record<string, WholeNumberRange>;
 
-/**
- * A duration flag: milliseconds (digits, as the other timeouts of `serve`) or a duration with its
- * unit (`30s`, `5m`, `24h`); 0 only where the limit may be off; at most a week.
- */
-function durationFlag(text: string | undefined, name: string, { fallbackMs, offAllowed }: DurationFlag): number {
-  if (text === undefined) return fallbackMs;
-  if (offAllowed && /^0+(ms|s|m|h)?$/.test(text.trim())) return 0;
-  const ms = checkDuration(/^\d+$/.test(text) ? Number(text) : text, name);
-  if (ms > MAX_DURATION_MS) throw new InvalidOptionError(`${name} must be at most a week (7d), got ${JSON.stringify(text)}`);
-  return ms;
-}
-
 /** Reads and checks the gRPC connection flags (`value` and `where` as options.ts gives them). */
 export function grpcConnectionLimits(value: (flag: string) => string | undefined, where: (flag: string) => string): GrpcConnectionLimits {
-  const ms = (flag: keyof typeof DURATION_FLAGS): number => durationFlag(value(flag), where(flag), DURATION_FLAGS[flag]);
+  const ms = (flag: keyof typeof DURATION_FLAGS): number => checkDurationText(value(flag), where(flag), DURATION_FLAGS[flag]);
   const counts = checkWholeNumbers<keyof typeof COUNT_FLAGS, string | undefined>(COUNT_FLAGS, value, where, checkWholeNumberText);
   return {
     idleTimeoutMs: ms('grpc-idle-timeout'),

@@ -203,13 +203,16 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
  }, 'public');
 
   routes.add('POST', '/v1/check', async (request, response) => {
-    const result = await decideCheck(ctx, friendlyCheck(await readJson(request)), 'check');
+    const checkRequest = friendlyCheck(await readJson(request));
+    const result = await decideCheck(ctx, checkRequest, 'check');
     const { overallCode, statuses } = result;
     const degraded = degradedAnswer(ctx, result.degraded);
     if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
     const headers = checkHeaders(result);
     if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
-    sendJson(response, overallCode === 'OK' ? 200 : 429, { overallCode, statuses, ...(degraded !== undefined ? { degraded: degraded.reason } : {}) }, headers);
+    // As envoy, a domain without rules limits nothing; said aloud here, so a misspelt domain is not taken for an allowed request.
+    const unknownDomain = ctx.holder.current.domain(checkRequest.domain) === undefined;
+    sendJson(response, overallCode === 'OK' ? 200 : 429, { overallCode, statuses, ...(degraded !== undefined ? { degraded: degraded.reason } : {}), ...(unknownDomain ? { unknownDomain: true } : {}) }, headers);
  }, 'public');
 
   routes.add('POST', '/v1/limit', async (request, response) => {

@@ -135,6 +135,23 @@ describe('the connection flags', () => {
 });
 
 describe('tollgate check', () => {
+  it('an unknown domain (a typo) is exit 4 naming the known domains, not OK with no limit', async () => {
+    const typo = await run('check', ['--domain', 'per_iq', '--descriptor', 'remote_address=198.51.100.3']);
+    expect(typo).toEqual({ code: 4, stdout: '', stderr: 'tollgate check: unknown domain per_iq (did you mean per_ip? known: classic, hybrid, per_api_key, per_ip, per_user); nothing is limited there\n' });
+    // --json: the service's answer says so too.
+    const json = await run('check', ['--domain', 'per_iq', '--descriptor', 'remote_address=198.51.100.3', '--json']);
+    expect(json.code).toBe(4);
+    expect(JSON.parse(json.stdout)).toMatchObject({ overallCode: 'OK', unknownDomain: true });
+    // The admin listener out of reach: still exit 4, saying why the list is missing.
+    const unreachable = await run('check', ['--domain', 'per_iq', '--descriptor', 'remote_address=198.51.100.3'], { TOLLGATE_ADMIN_URL: 'http://127.0.0.1:9' });
+    expect(unreachable.code).toBe(4);
+    expect(unreachable.stderr).toMatch(/^tollgate check: unknown domain per_iq \(the known domains could not be read from the admin listener: cannot reach the service at http:\/\/127\.0\.0\.1:9/);
+  });
+
+  it('an unknown flag: one line with the closest flag, then where the help is (exit 2)', async () => {
+    expect(await run('check', ['--domian', 'per_ip'])).toEqual({ code: 2, stdout: '', stderr: 'tollgate check: unknown flag --domian (did you mean --domain?)\nsee tollgate check --help\n' });
+  });
+
   it('exit 1 when over the limit; --json is the service\'s answer', async () => {
     const result = await run('check', ['--domain', 'hybrid', '--descriptor', 'user_id=cli-1', '--descriptor', 'remote_address=198.51.100.2', '--hits', '61', '--json']);
     expect(result.code).toBe(1);
@@ -151,7 +168,7 @@ describe('tollgate check', () => {
     [['--domain', 'per_ip', '--descriptor', 'a=1', '--hits', 'lots'], /--hits must be a whole number/],
     [['--domain', 'per_ip', '--descriptor', 'a=1', '--timeout', '0'], /--timeout must be a whole number/],
     [['--domain', 'per_ip', '--descriptor', 'a=1', '--url', 'ftp://example.com'], /must be an http/],
-    [['--domain', 'per_ip', '--descriptor', 'a=1', '--colour'], /Unknown option '--colour'/],
+    [['--domain', 'per_ip', '--descriptor', 'a=1', '--colour'], /^tollgate check: unknown flag --colour\nsee tollgate check --help\n$/],
     [['extra', '--domain', 'per_ip', '--descriptor', 'a=1'], /takes no arguments/],
   ])('bad flags %j: exit 2 with the reason', async (args, reason) => {
     const result = await run('check', args);
@@ -289,11 +306,17 @@ describe('tollgate keys', () => {
     const blocked = await run('keys', ['block', '--key', 'remote_address=198.51.100.9', '--for', '10m']);
     expect(blocked.code).toBe(0);
     expect(blocked.stdout).toMatch(/^blocked remote_address=198\.51\.100\.9 in all domains for 10m \(until \d{4}-/);
-    expect((await run('check', check)).code).toBe(1);
+    const denied = await run('check', check);
+    expect(denied.code).toBe(1);
+    // Without --json the table says why: the key is blocked, not over a limit.
+    expect(denied.stdout).toMatch(/^DESCRIPTOR\s+CODE\s+LIMIT\s+REMAINING\s+RESET\nremote_address=198\.51\.100\.9\s+OVER_LIMIT\s+blocked\s+0\s/);
     expect(JSON.parse((await run('keys', ['blocked', '--json'])).stdout)).toMatchObject({ blocked: [{ key: 'remote_address=198.51.100.9', domain: '*' }] });
+    // Without --json, a table.
+    expect((await run('keys', ['blocked'])).stdout).toMatch(/^KEY\s+DOMAIN\s+UNTIL\nremote_address=198\.51\.100\.9\s+\*\s+\d{4}-\d\d-\d\dT/);
     expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.9'])).toMatchObject({ code: 0, stdout: 'unblocked remote_address=198.51.100.9 in all domains\n' });
     expect((await run('check', check)).code).toBe(0);
     expect(await run('keys', ['unblock', '--key', 'remote_address=198.51.100.9'])).toMatchObject({ code: 1, stdout: 'remote_address=198.51.100.9 was not blocked in all domains\n' });
+    expect((await run('keys', ['blocked'])).stdout).toBe('no key is blocked\n');
   });
 
   it('block --domain D denies the entry in D only; unblock --domain D lifts that block', async () => {

@@ -20,7 +20,7 @@ describe('the service closes silent and idle connections', () => {
   beforeAll(async () => {
     const flags = {
       port: '0', 'grpc-port': '0', 'admin-port': '0', host: '127.0.0.1', config: 'examples/rules',
-      'headers-timeout': String(HEADERS_TIMEOUT_MS), 'keep-alive-timeout': String(KEEP_ALIVE_TIMEOUT_MS), 'request-timeout': String(REQUEST_TIMEOUT_MS), 'max-requests-per-socket': '2',
+      'headers-timeout': `${HEADERS_TIMEOUT_MS}ms`, 'keep-alive-timeout': `${KEEP_ALIVE_TIMEOUT_MS}ms`, 'request-timeout': `${REQUEST_TIMEOUT_MS}ms`, 'max-requests-per-socket': '2',
     };
     service = await startService(resolveServiceOptions(flags, {}), pino({ level: 'silent' }));
   }, 20_000);

@@ -405,7 +405,7 @@ describe('multi-region: bad input', () => {
     [['--region', 'eu', '--redis', 'redis://127.0.0.1:1', '--peer', 'us'], /--peer must be REGION=redis:\/\/host:port .*got "us"/],
     [['--region', 'eu', '--redis', 'redis://127.0.0.1:1', '--peer', 'eu=redis://127.0.0.1:2'], /--peer eu=redis:\/\/127.0.0.1:2 names this replicator's own region/],
     [['--region', 'eu', '--redis', 'redis://127.0.0.1:1', '--peer', 'us=redis://127.0.0.1:2', '--interval-ms', '0'], /--interval-ms must be a whole number of ms from 1 to 60000, got "0"/],
-    [['--region', 'eu', '--redis', 'redis://127.0.0.1:1', '--peer', 'us=redis://127.0.0.1:2', '--colour', 'blue'], /replicate: Unknown option '--colour'/],
+    [['--region', 'eu', '--redis', 'redis://127.0.0.1:1', '--peer', 'us=redis://127.0.0.1:2', '--colour', 'blue'], /^tollgate replicate: unknown flag --colour\nsee tollgate replicate --help\n$/],
   ])('tollgate replicate %j: exit 2 with a clear message', (args, message) => {
     const result = spawnSync(process.execPath, [cli, 'replicate', ...(args as string[])], { encoding: 'utf8', timeout: 10_000 });
     expect(result.status).toBe(2);
