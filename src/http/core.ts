@@ -268,7 +268,7 @@ function toReport<Req>(limit: PreparedLimit<Req>, storeKey: string, decision: De
     name: limit.name,
     limit: decision.limit,
     windowMs: limit.policy.windowMs,
-    ...(limit.policy.limit !== decision.limit ? { rate: limit.policy.limit } : {}),
+    rate: limit.policy.limit,
     remaining: decision.remaining,
     resetAt: decision.resetAt,
     allowed: decision.allowed,

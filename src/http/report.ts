@@ -20,8 +20,8 @@ export interface LimitReport {
   /** The policy's window in ms (`w` in `RateLimit-Policy`). */
   readonly windowMs: number;
   /**
-   * The policy's rate, requests per window, when it is not {@link limit} (a bucket whose `burst`
-   * is its quota): the 429's words say both.
+   * The policy's rate, requests per window; when it is not {@link limit} (a bucket whose `burst`
+   * is its quota) the 429's words say both.
    */
   readonly rate?: number;
   readonly remaining: number;

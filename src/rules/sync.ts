@@ -122,7 +122,7 @@ export class RulesSync {
     // With an offline queue: ioredis subscribes again by itself after each reconnection, and
     // without a queue that call can meet a stream not yet writable and reject where nobody waits.
     const redis = this.redis;
-    const subscriber = 'isCluster' in redis && redis.isCluster ? (redis as Cluster).duplicate(undefined, { enableOfflineQueue: true }) : (redis as Redis).duplicate({ enableOfflineQueue: true });
+    const subscriber = redis.isCluster ? (redis as Cluster).duplicate(undefined, { enableOfflineQueue: true }) : (redis as Redis).duplicate({ enableOfflineQueue: true });
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined);
     subscriber.on('message', () => void this.sync());

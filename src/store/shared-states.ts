@@ -34,12 +34,15 @@ export function sharedStates(requests: readonly StoreRequest[]): SharedStates | 
   return { costs: firsts.map((first) => largest[first]!), firsts };
 }
 
+/** The usual case, every request its own state: one function for every group, nothing made per call. */
+const everyOne = (): boolean => true;
+
 /**
  * Tells, request by request, whether it may write its state: the first of a state that asks does,
  * the others of that state then do not (the state is written once per group).
  */
 export function writeOnce(shared: SharedStates | undefined): (index: number) => boolean {
-  if (shared === undefined) return () => true;
+  if (shared === undefined) return everyOne;
   const written = new Set<number>();
   return (index) => {
     const first = shared.firsts[index]!;
