@@ -124,6 +124,8 @@ interface Peer {
   readonly region: string;
   readonly client: Redis;
   readonly owned: boolean;
+  /** The highest cursor this replicator saw written to the source (the ack script's reply): a lower one read later means older data. */
+  persisted: number;
   /** Sequence the peer acknowledged, and sequence already sent (≥ acked; back to acked on failure). */
   acked: number;
   sent: number;
@@ -191,7 +193,7 @@ class RegionReplicator implements Replicator {
     this.source = openRegionClient(`${where}: from`, options.from, timeouts);
     this.peers = peerOptions.map((peer) => {
       const opened = openRegionClient(`${where}: to (${peer.region})`, peer, timeouts);
-      return { region: peer.region, client: opened.client, owned: opened.owned, acked: 0, sent: 0, generation: 0, inFlight: 0, keysReplicated: 0, fieldsRaised: 0, pending: 0, sequence: 0, lastLagMs: undefined, maxLagMs: undefined, lastReadAt: undefined, maxReadGapMs: undefined, lastSuccessAt: undefined, lastError: undefined };
+      return { region: peer.region, client: opened.client, owned: opened.owned, persisted: 0, acked: 0, sent: 0, generation: 0, inFlight: 0, keysReplicated: 0, fieldsRaised: 0, pending: 0, sequence: 0, lastLagMs: undefined, maxLagMs: undefined, lastReadAt: undefined, maxReadGapMs: undefined, lastSuccessAt: undefined, lastError: undefined };
     });
     for (const client of [this.source.client, ...this.peers.map((peer) => peer.client)]) client.on('error', () => undefined);
     // A reconnection may reach another server (a restart, a failover): read the epoch and cursors again.
@@ -240,11 +242,15 @@ class RegionReplicator implements Replicator {
     const cursors = replies[3]![1] as Record<string, string>;
     const previousEpoch = this.epoch;
     // Same data, but fewer changes than were sent: an older copy of it (a lagging replica, a snapshot).
-    if (reason === undefined && previousEpoch === epoch && this.peers.some((peer) => peer.sent > sequence)) reason = 'sequence';
+    // Either sign holds alone: changes written since the restart can carry the sequence past what was
+    // sent before this read, but not the cursors, which only the replicator writes.
+    const older = this.peers.some((peer) => peer.sent > sequence || Number(cursors[peer.region] ?? 0) < peer.persisted);
+    if (reason === undefined && previousEpoch === epoch && older) reason = 'sequence';
     this.epoch = epoch;
     for (const peer of this.peers) {
       peer.generation += 1;
       peer.acked = Math.min(Number(cursors[peer.region] ?? 0), sequence);
+      peer.persisted = peer.acked;
       peer.sent = peer.acked;
       peer.sequence = sequence;
     }
@@ -313,7 +319,9 @@ class RegionReplicator implements Replicator {
       peer.maxLagMs = Math.max(peer.maxLagMs ?? 0, peer.lastLagMs);
       peer.lastSuccessAt = Date.now();
       peer.lastError = undefined;
-      await evaluate(this.source.client, REGION_ACK_SCRIPT, [this.keys.changes, this.keys.cursors, this.keys.epoch], [epoch, peer.region, peer.acked, ...this.peers.map((p) => p.region)]);
+      const acked = peer.acked;
+      const trimmed = Number(await evaluate(this.source.client, REGION_ACK_SCRIPT, [this.keys.changes, this.keys.cursors, this.keys.epoch], [epoch, peer.region, acked, ...this.peers.map((p) => p.region)]));
+      if (trimmed >= 0 && generation === peer.generation) peer.persisted = Math.max(peer.persisted, acked);
     } catch (error) {
       // Send again from what the peer acknowledged: the merge is idempotent, so resending is safe.
       if (generation === peer.generation) {
