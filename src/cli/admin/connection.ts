@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { AdminApiError, InvalidOptionError, describeValue } from '../../errors.js';
-import { checkWholeNumberText } from '../../options.js';
+import { checkDurationText } from '../../options.js';
 import { DEFAULT_ADMIN_PORT } from '../../service/index.js';
 
 /** Where and how to talk to the service. */
@@ -81,7 +81,8 @@ function resolveToken(file: string | undefined, env: NodeJS.ProcessEnv): string 
 }
 
 function resolveTimeout(flag: string | undefined): number {
-  return checkWholeNumberText(flag, { name: '--timeout', min: 1, max: MAX_TIMEOUT_MS, unit: 'milliseconds', fallback: DEFAULT_TIMEOUT_MS });
+  // A duration with its unit (300ms, 5s): a bare number is refused, as for every duration flag.
+  return checkDurationText(flag, '--timeout', { minMs: 1, maxMs: MAX_TIMEOUT_MS, fallbackMs: DEFAULT_TIMEOUT_MS });
 }
 
 /** Refuses, before sending anything, an admin request without a token. */

@@ -24,7 +24,7 @@ Options (every command):
   --token-file FILE  a file holding the admin token (else TOLLGATE_ADMIN_TOKEN); --token is
                      refused: the command line shows in \`ps\`
   --json             the service's answer as JSON
-  --timeout MS       longest wait for an answer (5000)
+  --timeout D        longest wait for an answer, with its unit: 300ms, 5s (5s; at most 10m)
   -h, --help         this help
 `;
 

@@ -4,7 +4,7 @@
  * both; the policy is checked here first (bad flags exit 2 before anything is sent).
  */
 import { InvalidOptionError, describeValue } from '../../errors.js';
-import { checkDuration } from '../../options.js';
+import { checkDurationText } from '../../options.js';
 import { compilePolicy, type Policy } from '../../policy.js';
 import { callService, requireToken, type Connection } from './connection.js';
 import { printJson, readableMs, table, type CommandOutput } from './output.js';
@@ -38,6 +38,8 @@ Exit codes: 0 done (unblock: the key was blocked), 1 unblock: the key was not bl
 `;
 
 const ONE_HOUR_MS = 3_600_000;
+/** The longest block the service takes (a week). */
+const MAX_BLOCK_MS = 7 * 24 * ONE_HOUR_MS;
 
 function requireKey(values: Record<string, unknown>, action: string): string {
   const key = values.key as string | undefined;
@@ -100,8 +102,8 @@ export async function runKeys(connection: Connection, action: string | undefined
 async function block(connection: Connection, values: Record<string, unknown>, output: CommandOutput): Promise<number> {
   const key = requireKey(values, 'block');
   const written = values.for as string | undefined;
-  // Digits alone are milliseconds, as in the API; anything else is a duration string.
-  const ttlMs = written === undefined ? ONE_HOUR_MS : checkDuration(/^\d+$/.test(written) ? Number(written) : written, '--for');
+  // A duration with its unit (10m, 1h), as for every duration flag: a bare number is refused.
+  const ttlMs = checkDurationText(written, '--for', { minMs: 1, maxMs: MAX_BLOCK_MS, fallbackMs: ONE_HOUR_MS });
   const domain = values.domain as string | undefined;
   const body = JSON.stringify({ key, ttlMs, ...(domain !== undefined ? { domain } : {}) });
   const answer = (await callService(connection, { method: 'POST', path: '/v1/keys/block', body, contentType: 'application/json', shape: { blockedUntil: 'number' } })).body as { blockedUntil: number };

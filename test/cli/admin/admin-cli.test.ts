@@ -166,7 +166,8 @@ describe('tollgate check', () => {
     [['--domain', 'per_ip', '--descriptor', 'remote_address'], /each entry is KEY=VALUE/],
     [['--domain', 'per_ip', '--descriptor', 'a=1,a=2'], /names "a" twice/],
     [['--domain', 'per_ip', '--descriptor', 'a=1', '--hits', 'lots'], /--hits must be a whole number/],
-    [['--domain', 'per_ip', '--descriptor', 'a=1', '--timeout', '0'], /--timeout must be a whole number/],
+    [['--domain', 'per_ip', '--descriptor', 'a=1', '--timeout', '0'], /--timeout must be a duration from 1 ms to 600000 ms/],
+    [['--domain', 'per_ip', '--descriptor', 'a=1', '--timeout', '300'], /--timeout 300 has no unit: write it with one, "300s" for seconds or "300ms" for milliseconds/],
     [['--domain', 'per_ip', '--descriptor', 'a=1', '--url', 'ftp://example.com'], /must be an http/],
     [['--domain', 'per_ip', '--descriptor', 'a=1', '--colour'], /^tollgate check: unknown flag --colour\nsee tollgate check --help\n$/],
     [['extra', '--domain', 'per_ip', '--descriptor', 'a=1'], /takes no arguments/],
@@ -190,7 +191,7 @@ describe('tollgate check', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       const started = Date.now();
-      const result = await run('check', ['--domain', 'd', '--descriptor', 'a=1', '--timeout', '300'], { TOLLGATE_URL: `http://127.0.0.1:${(silent.address() as { port: number }).port}` });
+      const result = await run('check', ['--domain', 'd', '--descriptor', 'a=1', '--timeout', '300ms'], { TOLLGATE_URL: `http://127.0.0.1:${(silent.address() as { port: number }).port}` });
       expect(result.code).toBe(3);
       expect(result.stderr).toContain('no answer within --timeout 300 ms');
       expect(Date.now() - started).toBeLessThan(5_000);
@@ -339,6 +340,8 @@ describe('tollgate keys', () => {
     [['reset', '--key', 'k', '--algorithm', 'token-buckt', '--limit', '5', '--window', '1s'], /algorithm "token-buckt" is not one of/],
     [['inspect', '--key', 'k', '--algorithm', 'fixed-window', '--limit', 'five', '--window', '1s'], /limit/],
     [['block', '--key', 'k', '--for', '10x'], /--for "10x" is not a duration/],
+    [['block', '--key', 'k', '--for', '600'], /--for 600 has no unit: write it with one, "600s" for seconds or "600ms" for milliseconds/],
+    [['block', '--key', 'k', '--for', '2w'], /--for must be a duration from 1 ms to 604800000 ms/],
     [['block'], /needs --key/],
     [['purge', '--key', 'k'], /keys takes inspect, reset, block, unblock or blocked/],
     [['blocked', 'now'], /takes flags only/],
