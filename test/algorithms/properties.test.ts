@@ -10,26 +10,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../src/algorithms/catalog.js';
-import { createLimiter, memoryStore, type AlgorithmName, type Decision, type Policy } from '../../src/index.js';
+import { createLimiter, memoryStore, type Decision, type Policy } from '../../src/index.js';
+import { arbitraryPolicy } from '../support/arbitrary-policy.js';
 
 const EPOCH = 1_700_000_000_000;
 
 interface Step {
   readonly gap: number;
   readonly cost: number;
-}
-
-function arbitraryPolicy(algorithm: AlgorithmName): fc.Arbitrary<Policy> {
-  return fc.record({
-    algorithm: fc.constant(algorithm),
-    limit: fc.integer({ min: 1, max: 20 }),
-    window: fc.integer({ min: 1, max: 5_000 }),
-    burst: fc.integer({ min: 1, max: 30 }),
-    softPercent: fc.constantFrom(0, 0, 10, 50),
-    ...(algorithm === 'sliding-log' ? { countRejected: fc.boolean() } : {}),
-    ...(algorithm === 'fixed-window' ? { windowStart: fc.constantFrom('aligned' as const, 'first-hit' as const) } : {}),
-    ...(algorithm === 'sliding-window' ? { precision: fc.constantFrom(1, 1, 2, 4, 10, 60) } : {}),
-  }).map((policy) => (policy.precision === undefined ? policy : { ...policy, precision: Math.min(policy.precision, policy.window) }));
 }
 
 const arbitrarySteps: fc.Arbitrary<Step[]> = fc.array(

@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, loadRules, redisStore, TollgateError, type Policy, type RedisStore } from '../../../src/index.js';
+import { compilePolicy, createLimiter, loadRules, redisStore, TollgateError, type Policy, type RedisStore } from '../../../src/index.js';
 import { compileRules, parseRules } from '../../../src/rules/index.js';
 import { freePort } from '../../support/redis.js';
 import { useRedisServer } from '../../support/redis-topologies.js';
@@ -152,6 +152,43 @@ describe('deadlines', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     const after = await limiter.look(key, HOURLY);
     expect([after.remaining, after.reason]).toEqual([HOURLY.limit - 1, undefined]);
+  });
+
+  it("a reply already waiting on the socket is never beaten by its own timer after a CPU stall: the decision is the store's, not the failure mode's", async () => {
+    const store = await liveStore();
+    const limiter = createLimiter({ store, deadlineMs: 20, breaker: false, failureMode: 'closed' });
+    /** Starts a decision, lets its batch go out (the store sends in the check phase), then blocks the event loop. */
+    const decideThenStall = async (key: string, stall: () => void) => {
+      const pending = limiter.limit(key, HOURLY);
+      await new Promise((resolve) => setImmediate(resolve));
+      stall();
+      return pending;
+    };
+    for (let round = 0; round < 3; round++) {
+      const key = unique('stall');
+      const name = store.redisKey(key, compilePolicy(HOURLY));
+      const decision = await decideThenStall(key, () => {
+        const started = performance.now();
+        // Busy until Redis has run the script (its reply is on its way), and well past the deadline.
+        while (redis.cli('EXISTS', name).trim() !== '1') {
+          if (performance.now() - started > 5_000) throw new Error('the script never ran: the batch was not sent before the stall');
+        }
+        while (performance.now() - started < 120) {
+          // the CPU stall: no timer, no I/O callback runs
+        }
+      });
+      expect([decision.allowed, decision.remaining, decision.reason], `round ${round}`).toEqual([true, HOURLY.limit - 1, undefined]);
+    }
+    // The same stall with no reply waiting (Redis stopped) is the failure mode's at the deadline.
+    const unanswered = await whileStalled(() =>
+      decideThenStall(unique('stall'), () => {
+        const started = performance.now();
+        while (performance.now() - started < 120) {
+          // the same stall
+        }
+      }),
+    );
+    expect([unanswered.allowed, unanswered.reason]).toEqual([false, 'fail-closed']);
   });
 });
 

@@ -223,6 +223,50 @@ describe('tollgate serve: error answers', () => {
     expect(json).toMatchObject({ error, code, message: expect.stringMatching(message) });
     if (status === 405) expect(response.headers.get('allow')).toBe('POST');
   });
+  it('a request the service refuses never changes a counter: 413, 400 (bad JSON, bad policy, cost, field, check), 404 and 405, then the counters read as fresh', async () => {
+    const key = `refused-${Math.random().toString(36).slice(2)}`;
+    const policy = { algorithm: 'fixed-window', limit: 5, window: '1h' };
+    const limitBody = JSON.stringify({ key, policy });
+    const address = `10.77.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+    const checkBody = JSON.stringify({ domain: 'per_ip', descriptors: [{ remote_address: address }] });
+    const envoyBody = JSON.stringify({ domain: 'per_ip', descriptors: [{ entries: [{ key: 'remote_address', value: address }] }] });
+    const padded = (body: string) => body + ' '.repeat(2 * MiB); // valid JSON, too large
+    const refusals = [
+      [413, 'POST', service.url('/v1/limit'), padded(limitBody)],
+      [413, 'POST', service.url('/v1/check'), padded(checkBody)],
+      [413, 'POST', service.url('/json'), padded(envoyBody)],
+      [400, 'POST', service.url('/v1/limit'), limitBody.slice(0, -1)],
+      [400, 'POST', service.url('/v1/check'), checkBody.slice(0, -1)],
+      [400, 'POST', service.url('/json'), envoyBody.slice(0, -1)],
+      [400, 'POST', service.url('/v1/limit'), JSON.stringify({ key, policy: { ...policy, window: '1.5h' } })],
+      [400, 'POST', service.url('/v1/limit'), JSON.stringify({ key, policy: { ...policy, softPercent: -1 } })],
+      [400, 'POST', service.url('/v1/limit'), JSON.stringify({ key, policy, cost: 1.5 })],
+      [400, 'POST', service.url('/v1/limit'), JSON.stringify({ key, policy, costs: 2 })],
+      [400, 'POST', service.url('/v1/check'), JSON.stringify({ domain: 'per_ip', descriptors: [{ remote_address: address }], x: 1 })],
+      [400, 'POST', service.url('/json'), JSON.stringify({ domain: 'per_ip', descriptors: [{ entries: [{ key: 'remote_address', value: address }] }], hits_addend: -1 })],
+      [404, 'POST', service.url('/v1/limits'), limitBody],
+      [404, 'POST', service.url('/json/'), envoyBody],
+      [404, 'POST', service.admin('/v1/limit'), limitBody],
+      [404, 'POST', service.admin('/v1/check'), checkBody],
+      [405, 'PUT', service.url('/v1/limit'), limitBody],
+      [405, 'PUT', service.url('/v1/check'), checkBody],
+      [405, 'GET', service.url('/json'), undefined],
+    ] as const;
+    for (const [status, method, url, body] of refusals) {
+      const response = await fetch(url, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body }) });
+      expect(response.status, `${method} ${url} (${body?.length ?? 0} bytes)`).toBe(status);
+      await response.body?.cancel();
+    }
+    // The key's counter, as the admin API reads it (nothing recorded) and as the first real request finds it.
+    const inspected = await fetch(service.admin(`/v1/keys?key=${key}&algorithm=fixed-window&limit=5&window=1h`), { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(((await inspected.json()) as { decision: { remaining: number } }).decision.remaining).toBe(4);
+    const first = await fetch(service.url('/v1/limit'), { method: 'POST', body: limitBody });
+    expect(((await first.json()) as { remaining: number }).remaining).toBe(4);
+    // The rule's counter: the first check counted finds all 100 but its own.
+    const checked = await fetch(service.url('/v1/check'), { method: 'POST', body: checkBody });
+    expect(((await checked.json()) as { statuses: { limitRemaining: number }[] }).statuses[0]!.limitRemaining).toBe(99);
+  });
+
   it('routes by the normalised path, whatever the query: /json?trace=1, /v1/../json and /./json are /json; /json/ is not', async () => {
     const post = (path: string) =>
       new Promise<number | undefined>((resolve, reject) => {

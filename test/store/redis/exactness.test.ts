@@ -2,15 +2,19 @@
  * Exactness across processes: 4 OS processes × 64 concurrent calls make 5,000 attempts on one key
  * with a limit of 1,000 (a window long enough that nothing refills during the test). Exactly
  * 1,000 must be admitted, for every algorithm, on a single Redis and on a 3-master Cluster.
+ * And multi-limit calls racing on shared states from 3 processes: all-or-nothing, every count
+ * exactly the admitted calls that name it.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../../src/algorithms/catalog.js';
+import { createLimiter, type Policy } from '../../../src/index.js';
 import { useRedisTopologies } from '../../support/redis-topologies.js';
 
-const run = promisify(execFile);
+const runWorker = promisify(execFile);
 const WORKER = new URL('../../support/hammer-worker.mjs', import.meta.url).pathname;
+const LIMIT_ALL_WORKER = new URL('../../support/limit-all-worker.mjs', import.meta.url).pathname;
 const PROCESSES = 4;
 const CONCURRENCY = 64;
 const ATTEMPTS = 5_000;
@@ -23,7 +27,7 @@ async function hammer(storeOptions: object, algorithm: string, key: string): Pro
   const policy = { algorithm, limit: LIMIT, window: '1d' };
   const outputs = await Promise.all(
     Array.from({ length: PROCESSES }, () =>
-      run(process.execPath, [WORKER, JSON.stringify(storeOptions), JSON.stringify(policy), key, String(ATTEMPTS / PROCESSES), String(CONCURRENCY)]),
+      runWorker(process.execPath, [WORKER, JSON.stringify(storeOptions), JSON.stringify(policy), key, String(ATTEMPTS / PROCESSES), String(CONCURRENCY)]),
     ),
   );
   return outputs
@@ -39,6 +43,61 @@ describe.each([
     for (let round = 0; round < ROUNDS; round++) {
       const result = await hammer(storeOptions(), algorithm, `hammer:${algorithm}:${round}:${Date.now()}`);
       expect(result, `round ${round}`).toEqual({ admitted: LIMIT, failed: 0 });
+    }
+  }, 60_000);
+});
+
+/** Three states of three algorithms (a day's window, one explicit `now`: nothing refills). */
+const SHARED: readonly Policy[] = [
+  { algorithm: 'fixed-window', limit: 30, window: '1d' },
+  { algorithm: 'token-bucket', limit: 40, window: '1d' },
+  { algorithm: 'sliding-log', limit: 50, window: '1d' },
+];
+/** Each multi-limit call names two of the three states: every pair, so each state is raced for by two kinds of call. */
+const PAIRS = [[0, 1], [1, 2], [0, 2]] as const;
+const RACERS = 3;
+const CALLS_PER_RACER = 150;
+
+interface RaceResult {
+  readonly admitted: number[];
+  readonly denied: number[];
+  readonly failed: number;
+}
+
+/** On one Redis, three keys; on a Cluster, one identity's three states (one slot: a multi-limit check is one script call). */
+const RACES = [
+  { name: 'single Redis', store: () => ({ url: redis.single.url }), keyOf: (i: number) => `race:${i}` },
+  { name: 'Redis Cluster', store: () => ({ cluster: redis.cluster.nodes }), keyOf: () => 'race:user' },
+];
+
+describe('multi-limit calls racing across processes', () => {
+  it('concurrent limitAll calls on shared states from 3 processes, on one Redis and on a Cluster: never a partial debit, each count exactly the admitted calls that name it', async () => {
+    const run = `${Date.now()}-${Math.random().toString(36).slice(2)}`;
+    const scenarios = RACES.map((race) => {
+      const states = SHARED.map((policy, i) => ({ key: `${race.keyOf(i)}:${run}`, policy }));
+      return { store: race.store(), states, groups: PAIRS.map((pair) => pair.map((i) => states[i]!)) };
+    });
+    const now = Date.now();
+    const arguments_ = [JSON.stringify(scenarios.map(({ store, groups }) => ({ store, groups }))), String(CALLS_PER_RACER), '32', String(now)];
+    const outputs = await Promise.all(Array.from({ length: RACERS }, () => runWorker(process.execPath, [LIMIT_ALL_WORKER, ...arguments_])));
+    const perRacer = outputs.map(({ stdout }) => JSON.parse(stdout) as RaceResult[]);
+    for (const [index, { store, states }] of scenarios.entries()) {
+      const where = RACES[index]!.name;
+      const results = perRacer.map((racer) => racer[index]!);
+      const admitted = PAIRS.map((_, group) => results.reduce((sum, result) => sum + result.admitted[group]!, 0));
+      const denied = PAIRS.map((_, group) => results.reduce((sum, result) => sum + result.denied[group]!, 0));
+      expect(results.map((result) => result.failed), where).toEqual([0, 0, 0]);
+      expect(admitted.reduce((a, b) => a + b) + denied.reduce((a, b) => a + b), where).toBe(RACERS * CALLS_PER_RACER);
+      // What each state holds, read after the race at the same instant.
+      const limiter = createLimiter({ store: await redis.open(store), deadlineMs: 10_000 });
+      const counts = await Promise.all(states.map(async ({ key, policy }) => policy.limit - (await limiter.look(key, policy, { now })).remaining));
+      const expected = SHARED.map((_, state) => PAIRS.reduce((sum, pair, group) => sum + ((pair as readonly number[]).includes(state) ? admitted[group]! : 0), 0));
+      expect(counts, `${where}: admitted per pair ${admitted.join(', ')}`).toEqual(expected);
+      for (const [state, policy] of SHARED.entries()) expect(counts[state], where).toBeLessThanOrEqual(policy.limit);
+      // Exact, not only safe: a call was denied only when one of its states was full, and counts only grow.
+      for (const [group, pair] of PAIRS.entries()) {
+        if (denied[group]! > 0) expect(pair.some((state) => counts[state] === SHARED[state]!.limit), `${where}: pair ${pair.join('+')} denied ${denied[group]} times`).toBe(true);
+      }
     }
   }, 60_000);
 });

@@ -17,6 +17,7 @@ import {
   type RedisStore,
   type RedisStoreOptions,
 } from '../../../src/index.js';
+import { ALGORITHMS } from '../../../src/algorithms/catalog.js';
 import { DECIDE_SCRIPT } from '../../../src/store/redis/lua.js';
 import { freePort, startRedis } from '../../support/redis.js';
 import { useRedisTopologies } from '../../support/redis-topologies.js';
@@ -317,6 +318,32 @@ describe('an explicit now on Redis means what it means in memory, however much r
     }
     expect(onRedis).toEqual(inMemory);
     expect(onRedis.filter(Boolean)).toHaveLength(1);
+  });
+
+  it('a key written at a now 2 h behind Redis TIME lives resetAt − now, plus the lag capped at one hour, plus 1 s (10 min behind: plus the 10 min), for every algorithm', async () => {
+    const store = await redis.open({ url: redis.single.url });
+    const limiter = createLimiter({ store, deadlineMs: 10_000 });
+    const HOUR = 3_600_000;
+    const redisTime = (): number => {
+      const [seconds = NaN, micros = NaN] = redis.single.cli('TIME').trim().split('\n').map(Number);
+      return seconds * 1_000 + Math.floor(micros / 1_000);
+    };
+    for (const algorithm of ALGORITHMS) {
+      const policy: Policy = { algorithm, limit: 3, window: '1m' };
+      for (const lag of [2 * HOUR, HOUR / 6]) {
+        const before = redisTime();
+        const now = before - lag;
+        const key = unique(`lag-${algorithm}`);
+        const decision = await limiter.limit(key, policy, { now });
+        const after = redisTime();
+        // Written at Redis time t (between the two readings), the key expires at
+        // t + (resetAt − now) + min(t − now, 1 h) + 1 s.
+        const expiry = (t: number): number => t + (decision.resetAt - now) + Math.min(t - now, HOUR) + 1_000;
+        const expiresAt = Number(redis.single.cli('PEXPIRETIME', store.redisKey(key, compilePolicy(policy))).trim());
+        expect(expiresAt, `${algorithm}, ${lag} ms behind`).toBeGreaterThanOrEqual(expiry(before));
+        expect(expiresAt, `${algorithm}, ${lag} ms behind`).toBeLessThanOrEqual(expiry(after));
+      }
+    }
   });
 });
 
