@@ -87,4 +87,42 @@ describe('the guard around a custom store', () => {
     expect([after.reason, after.remaining]).toEqual([undefined, HOURLY.limit - 7]);
     expect(store.calls).toBe(7);
   });
+
+  it('the breaker probes only once every earlier call has settled or passed its deadline, one probe at a time', async () => {
+    let now = T0;
+    const store = testStore();
+    const limiter = createLimiter({ store, clock: () => now, deadlineMs: 10, failureMode: 'closed' });
+    const transitions: BreakerTransition[] = [];
+    limiter.onTransition((transition) => transitions.push(transition));
+    // Out while the breaker opens: a call that never settles (deadline 300 ms) and a slow one that
+    // settles at 600 ms (deadline 2 s); 5 calls past their 10 ms deadline open the breaker.
+    store.hang = true;
+    const hung = limiter.limit('hung', HOURLY, { deadlineMs: 300 });
+    store.hang = false;
+    store.delayMs = 600;
+    const slow = limiter.limit('slow', HOURLY, { deadlineMs: 2_000 });
+    await Promise.all(Array.from({ length: 5 }, () => limiter.limit('trip', HOURLY)));
+    expect(limiter.health()).toMatchObject({ breaker: 'open', inFlight: 2 });
+    now += 200; // the open period is over, but no probe goes while earlier calls are out
+    const sent = store.calls;
+    const refused = async (): Promise<void> => {
+      expect((await limiter.limit('k', HOURLY)).reason).toBe('fail-closed');
+      expect(store.calls).toBe(sent);
+    };
+    await refused();
+    expect((await hung).reason).toBe('fail-closed'); // its deadline passed: its place is free
+    expect(limiter.health().inFlight).toBe(1);
+    await refused(); // the slow one is still out
+    expect(await slow).toMatchObject({ allowed: true, remaining: HOURLY.limit - 1 });
+    expect(limiter.health()).toMatchObject({ breaker: 'open', inFlight: 0 });
+    // Every earlier call settled: a probe goes, and while it is out the failure mode answers the rest.
+    store.delayMs = 0;
+    const probe = limiter.limit('k', HOURLY);
+    expect((await limiter.limit('k', HOURLY)).reason).toBe('fail-closed');
+    expect(store.calls).toBe(sent + 1);
+    const probes = [await probe, await limiter.limit('k', HOURLY), await limiter.limit('k', HOURLY)];
+    expect(probes.map((d) => [d.allowed, d.reason])).toEqual([[true, undefined], [true, undefined], [true, undefined]]);
+    expect(transitions.map((t) => t.to)).toEqual(['open', 'half-open', 'closed']);
+    expect(store.calls).toBe(sent + 3);
+  });
 });
