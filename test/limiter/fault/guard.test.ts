@@ -33,13 +33,19 @@ function testStore(): Store & { hang: boolean; delayMs: number; calls: number } 
   return store;
 }
 
+/** A limiter on a {@link testStore} (deadline 10 ms, failure mode closed) and the breaker transitions it announces. */
+function watched(clock: () => number) {
+  const store = testStore();
+  const limiter = createLimiter({ store, clock, deadlineMs: 10, failureMode: 'closed' });
+  const transitions: BreakerTransition[] = [];
+  limiter.onTransition((transition) => transitions.push(transition));
+  return { store, limiter, transitions };
+}
+
 describe('the guard around a custom store', () => {
   it('a store call that never settles frees its place at its deadline: the breaker half-opens, probes, and closes once the store answers again (issue 26, item 7)', async () => {
     let now = T0;
-    const store = testStore();
-    const limiter = createLimiter({ store, clock: () => now, deadlineMs: 10, failureMode: 'closed' });
-    const transitions: BreakerTransition[] = [];
-    limiter.onTransition((transition) => transitions.push(transition));
+    const { store, limiter, transitions } = watched(() => now);
     store.hang = true;
     // The default breaker: 5 calls past their deadline in a row open it.
     for (let i = 0; i < 5; i++) expect((await limiter.limit('k', HOURLY)).reason).toBe('fail-closed');
@@ -90,10 +96,7 @@ describe('the guard around a custom store', () => {
 
   it('the breaker probes only once every earlier call has settled or passed its deadline, one probe at a time', async () => {
     let now = T0;
-    const store = testStore();
-    const limiter = createLimiter({ store, clock: () => now, deadlineMs: 10, failureMode: 'closed' });
-    const transitions: BreakerTransition[] = [];
-    limiter.onTransition((transition) => transitions.push(transition));
+    const { store, limiter, transitions } = watched(() => now);
     // Out while the breaker opens: a call that never settles (deadline 300 ms) and a slow one that
     // settles at 600 ms (deadline 2 s); 5 calls past their 10 ms deadline open the breaker.
     store.hang = true;
