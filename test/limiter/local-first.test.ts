@@ -136,6 +136,20 @@ describe('local-first, three nodes on one memory store, controlled clock', () =>
     expect(admitted.filter(Boolean)).toHaveLength(30);
     expect((await limiter.look('k', policy, { now: stale })).remaining).toBe(0);
   });
+
+  it('holds at most 100,000 views per limiter: the oldest goes first, its unsent units pushed', async () => {
+    const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+    opened.push(limiter);
+    const policy: Policy = { algorithm: 'fixed-window', limit: 10, window: '1h' };
+    const options = { now: T0, syncIntervalMs: 60_000 }; // no sync but the ones a new view makes
+    // The oldest view: the store decided 1, the view 2 more, not sent.
+    for (let i = 0; i < 3; i++) await limiter.limit('oldest', policy, options);
+    expect((await limiter.look('oldest', policy, options)).remaining).toBe(9);
+    for (let i = 0; i < 100_000; i++) await limiter.limit(`key-${i}`, policy, options);
+    expect(limiter.localFirstStats()).toMatchObject({ views: 100_000, local: 2 });
+    // The dropped view's push goes with the syncs of its tick.
+    await expect.poll(async () => (await limiter.look('oldest', policy, options)).remaining, { timeout: 1_000, interval: 1 }).toBe(7);
+  });
 });
 
 describe('local-first on Redis', () => {

@@ -7,10 +7,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../src/algorithms/catalog.js';
-import { InvalidOptionError, createLimiter, memoryStore, redisStore, type Decision, type Policy, type RedisStore } from '../../src/index.js';
+import { InvalidOptionError, createLimiter, memoryStore, redisStore, type Decision, type Limiter, type Policy, type RedisStore } from '../../src/index.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startService } from '../../src/service/server.js';
-import { useRedisServer } from '../support/redis-topologies.js';
+import { liveStore, useRedisServer } from '../support/redis-topologies.js';
 
 const ALGORITHM_NAMES = [...ALGORITHMS];
 
@@ -117,6 +117,60 @@ describe('over-limit cache on Redis', () => {
     expect(withCache.decisions.filter((d) => d.allowed)).toHaveLength(10);
     expect(uncached.scripts).toBeGreaterThanOrEqual(1_000);
     expect(withCache.scripts * 10).toBeLessThanOrEqual(uncached.scripts);
+  });
+
+  describe('across nodes', () => {
+    /** A node: a limiter on its own connection to the file's Redis, the cache on or off. */
+    const node = async (overLimitCache: boolean): Promise<Limiter> => createLimiter({ store: await liveStore(redis), deadlineMs: 5_000, overLimitCache });
+    const T0 = 1_700_000_000_000;
+
+    it('a cached denial is the store\'s answer too, whatever another node spends meanwhile: never sooner, for every algorithm', async () => {
+      const [a, b, store] = [await node(true), await node(true), await node(false)];
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...ALGORITHM_NAMES),
+          fc.integer({ min: 1, max: 3 }),
+          fc.array(fc.record({ onA: fc.boolean(), wait: fc.integer({ min: 0, max: 80 }), cost: fc.integer({ min: 1, max: 2 }) }), { minLength: 1, maxLength: 40 }),
+          async (algorithm, limit, steps) => {
+            const policy: Policy = { algorithm, limit, window: 1_000 };
+            const key = `nodes-${run++}`;
+            let now = T0;
+            for (const { onA, wait, cost } of steps) {
+              now += wait;
+              const limiter = onA ? a : b;
+              const hits = limiter.overLimitCacheStats()!.hits;
+              const answer = await limiter.limit(key, policy, { now, cost });
+              if (limiter.overLimitCacheStats()!.hits === hits) continue;
+              // Answered by the cache: the store, asked now, denies too, and admits no sooner.
+              const truth = await store.peek(key, policy, { now, cost });
+              expect(truth.allowed).toBe(false);
+              expect(truth.retryAfter).toBeGreaterThanOrEqual(answer.retryAfter);
+            }
+          },
+        ),
+        { numRuns: 60 },
+      );
+      const hits = a.overLimitCacheStats()!.hits + b.overLimitCacheStats()!.hits;
+      console.log(`[over-limit cache] two nodes, 60 random schedules: ${hits} answers from the cache, each one the store's too`);
+      expect(hits).toBeGreaterThan(25);
+    });
+
+    it('another node\'s reset is seen at once by that node, and by this one at the key\'s retry instant at the latest', async () => {
+      const [a, b, store] = [await node(true), await node(true), await node(false)];
+      const policy: Policy = { algorithm: 'gcra', limit: 2, window: 1_000 };
+      const key = 'reset-elsewhere';
+      for (let i = 0; i < 2; i++) await a.limit(key, policy, { now: T0 });
+      expect(await a.limit(key, policy, { now: T0 })).toMatchObject({ allowed: false, retryAfter: 500 });
+      expect(await b.limit(key, policy, { now: T0 + 100 })).toMatchObject({ allowed: false, retryAfter: 400 });
+      await b.reset(key, policy);
+      expect((await b.limit(key, policy, { now: T0 + 100 })).allowed).toBe(true);
+      // Node a still answers its remembered denial, where the store would admit…
+      expect(await a.limit(key, policy, { now: T0 + 200 })).toMatchObject({ allowed: false, retryAfter: 300 });
+      expect((await store.peek(key, policy, { now: T0 + 200 })).allowed).toBe(true);
+      // …until the retry instant, where it asks the store again.
+      expect(await a.limit(key, policy, { now: T0 + 500 })).toMatchObject({ allowed: true, remaining: 0 });
+    });
   });
 });
 

@@ -12,11 +12,13 @@ export interface DelayProxy {
   cut(): void;
   /** Accepts connections again. */
   restore(): void;
+  /** Delays by `delayMs` what arrives from now on, each direction (a link that starts to lag; `cut()` then drops it). */
+  lag(delayMs: number): void;
   close(): Promise<void>;
 }
 
-/** Forwards `write` to `to` `delayMs` after each chunk arrived, in order. */
-function delayed(from: Socket, to: Socket, delayMs: number): void {
+/** Forwards `write` to `to` `delayMs()` after each chunk arrived, in order. */
+function delayed(from: Socket, to: Socket, delayMs: () => number): void {
   const queue: { due: number; chunk: Buffer }[] = [];
   let timer: NodeJS.Timeout | undefined;
   const flush = (): void => {
@@ -26,8 +28,8 @@ function delayed(from: Socket, to: Socket, delayMs: number): void {
     if (queue.length > 0) timer = setTimeout(flush, queue[0]!.due - now);
   };
   from.on('data', (chunk: Buffer) => {
-    queue.push({ due: Date.now() + delayMs, chunk });
-    timer ??= setTimeout(flush, delayMs);
+    queue.push({ due: Date.now() + delayMs(), chunk });
+    timer ??= setTimeout(flush, queue[0]!.due - Date.now());
   });
   from.on('close', () => {
     clearTimeout(timer);
@@ -50,8 +52,8 @@ export async function startDelayProxy(targetPort: number, delayMs: number): Prom
       socket.on('error', () => socket.destroy());
       socket.on('close', () => sockets.delete(socket));
     }
-    delayed(client, upstream, delayMs);
-    delayed(upstream, client, delayMs);
+    delayed(client, upstream, () => delayMs);
+    delayed(upstream, client, () => delayMs);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
@@ -67,6 +69,9 @@ export async function startDelayProxy(targetPort: number, delayMs: number): Prom
     },
     restore() {
       down = false;
+    },
+    lag(ms) {
+      delayMs = ms;
     },
     close() {
       dropAll();

@@ -95,6 +95,24 @@ export function useRedisServer(): SingleRedis {
   };
 }
 
+/** A store connected to `redis` (closed with the file's other stores), ready. */
+export async function liveStore(redis: SingleRedis, options: Omit<RedisStoreOptions, 'url'> = {}): Promise<RedisStore> {
+  const store = redisStore({ url: redis.url, ...options });
+  redis.stores.push(store);
+  await store.ready();
+  return store;
+}
+
+/** Runs `during` while `server` is stopped (SIGSTOP: its connections stay open, nothing answers), then lets it go on. */
+export async function whileStalled<T>(server: { readonly pid: number }, during: () => Promise<T>): Promise<T> {
+  process.kill(server.pid, 'SIGSTOP');
+  try {
+    return await during();
+  } finally {
+    process.kill(server.pid, 'SIGCONT');
+  }
+}
+
 /** A redis-server for the file's tests and an ioredis client on it, both closed after them. */
 export function useRedisWithClient(): { readonly server: SingleRedis; readonly redis: Redis } {
   const server = useRedisServer();

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { compilePolicy, createLimiter, loadRules, redisStore, TollgateError, type Policy, type RedisStore } from '../../../src/index.js';
 import { compileRules, parseRules } from '../../../src/rules/index.js';
 import { freePort } from '../../support/redis.js';
-import { useRedisServer } from '../../support/redis-topologies.js';
+import { liveStore as liveRedisStore, useRedisServer, whileStalled as stalled } from '../../support/redis-topologies.js';
 
 const HOURLY: Policy = { algorithm: 'fixed-window', limit: 4, window: '1h' };
 const redis = useRedisServer();
@@ -24,22 +24,8 @@ async function deadStore(): Promise<RedisStore> {
   return store;
 }
 
-async function liveStore(options: { deadlineMs?: number } = {}): Promise<RedisStore> {
-  const store = redisStore({ url: redis.url, ...options });
-  stores.push(store);
-  await store.ready();
-  return store;
-}
-
-/** Runs `during` while Redis is stopped (SIGSTOP), then lets it go on. */
-async function whileStalled<T>(during: () => Promise<T>): Promise<T> {
-  process.kill(redis.pid, 'SIGSTOP');
-  try {
-    return await during();
-  } finally {
-    process.kill(redis.pid, 'SIGCONT');
-  }
-}
+const liveStore = (options: { deadlineMs?: number } = {}): Promise<RedisStore> => liveRedisStore(redis, options);
+const whileStalled = <T>(during: () => Promise<T>): Promise<T> => stalled(redis, during);
 
 const unique = (name: string): string => `${name}-${Math.random().toString(36).slice(2)}`;
 

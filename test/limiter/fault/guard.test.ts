@@ -33,13 +33,19 @@ function testStore(): Store & { hang: boolean; delayMs: number; calls: number } 
   return store;
 }
 
+/** A limiter on a {@link testStore} (deadline 10 ms, failure mode closed) and the breaker transitions it announces. */
+function watched(clock: () => number) {
+  const store = testStore();
+  const limiter = createLimiter({ store, clock, deadlineMs: 10, failureMode: 'closed' });
+  const transitions: BreakerTransition[] = [];
+  limiter.onTransition((transition) => transitions.push(transition));
+  return { store, limiter, transitions };
+}
+
 describe('the guard around a custom store', () => {
   it('a store call that never settles frees its place at its deadline: the breaker half-opens, probes, and closes once the store answers again (issue 26, item 7)', async () => {
     let now = T0;
-    const store = testStore();
-    const limiter = createLimiter({ store, clock: () => now, deadlineMs: 10, failureMode: 'closed' });
-    const transitions: BreakerTransition[] = [];
-    limiter.onTransition((transition) => transitions.push(transition));
+    const { store, limiter, transitions } = watched(() => now);
     store.hang = true;
     // The default breaker: 5 calls past their deadline in a row open it.
     for (let i = 0; i < 5; i++) expect((await limiter.limit('k', HOURLY)).reason).toBe('fail-closed');
@@ -86,5 +92,40 @@ describe('the guard around a custom store', () => {
     const after = await limiter.limit('k', HOURLY);
     expect([after.reason, after.remaining]).toEqual([undefined, HOURLY.limit - 7]);
     expect(store.calls).toBe(7);
+  });
+
+  it('the breaker probes only once every earlier call has settled or passed its deadline, one probe at a time', async () => {
+    let now = T0;
+    const { store, limiter, transitions } = watched(() => now);
+    // Out while the breaker opens: a call that never settles (deadline 300 ms) and a slow one that
+    // settles at 600 ms (deadline 2 s); 5 calls past their 10 ms deadline open the breaker.
+    store.hang = true;
+    const hung = limiter.limit('hung', HOURLY, { deadlineMs: 300 });
+    store.hang = false;
+    store.delayMs = 600;
+    const slow = limiter.limit('slow', HOURLY, { deadlineMs: 2_000 });
+    await Promise.all(Array.from({ length: 5 }, () => limiter.limit('trip', HOURLY)));
+    expect(limiter.health()).toMatchObject({ breaker: 'open', inFlight: 2 });
+    now += 200; // the open period is over, but no probe goes while earlier calls are out
+    const sent = store.calls;
+    const refused = async (): Promise<void> => {
+      expect((await limiter.limit('k', HOURLY)).reason).toBe('fail-closed');
+      expect(store.calls).toBe(sent);
+    };
+    await refused();
+    expect((await hung).reason).toBe('fail-closed'); // its deadline passed: its place is free
+    expect(limiter.health().inFlight).toBe(1);
+    await refused(); // the slow one is still out
+    expect(await slow).toMatchObject({ allowed: true, remaining: HOURLY.limit - 1 });
+    expect(limiter.health()).toMatchObject({ breaker: 'open', inFlight: 0 });
+    // Every earlier call settled: a probe goes, and while it is out the failure mode answers the rest.
+    store.delayMs = 0;
+    const probe = limiter.limit('k', HOURLY);
+    expect((await limiter.limit('k', HOURLY)).reason).toBe('fail-closed');
+    expect(store.calls).toBe(sent + 1);
+    const probes = [await probe, await limiter.limit('k', HOURLY), await limiter.limit('k', HOURLY)];
+    expect(probes.map((d) => [d.allowed, d.reason])).toEqual([[true, undefined], [true, undefined], [true, undefined]]);
+    expect(transitions.map((t) => t.to)).toEqual(['open', 'half-open', 'closed']);
+    expect(store.calls).toBe(sent + 3);
   });
 });

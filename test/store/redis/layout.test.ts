@@ -10,6 +10,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { compilePolicy, createLimiter, memoryStore, type Decision, type Policy, type RedisStore } from '../../../src/index.js';
 import { LEAN_LIBRARY } from '../../../src/store/redis/lua.js';
@@ -17,6 +18,24 @@ import { useRedisTopologies } from '../../support/redis-topologies.js';
 import type { RedisServer } from '../../support/redis.js';
 
 const redis = useRedisTopologies();
+
+/**
+ * What a node of the previous version ran for an aligned fixed-window decision of cost 1 (layout 1,
+ * cb8d486^ scripts/fixed-window.lua reduced to that case): the state "count index" under
+ * `<prefix>{key}:fw:<window>`, a new window starting from 0. Returns 1 when admitted.
+ */
+const LAYOUT_1_FIXED_WINDOW = `
+local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local index = math.floor(now / window)
+local count = 0
+local stored = redis.call('GET', KEYS[1])
+if stored then
+  local c, i = string.match(stored, '^(%d+) (%d+)$')
+  if tonumber(i) == index then count = tonumber(c) end
+end
+if count + 1 > limit then return 0 end
+redis.call('SET', KEYS[1], (count + 1) .. ' ' .. index, 'PX', (index + 1) * window - now + 1000)
+return 1`;
 
 function unique(name: string): string {
   return `${name}:${Math.random().toString(36).slice(2)}`;
@@ -108,6 +127,29 @@ describe('keys of the previous layout and foreign values', () => {
     const decision = await limiter.limit(key, FIXED);
     expect(decision).toMatchObject({ allowed: true, remaining: 2 });
     expect(redis.single.cli('GET', oldName).trim()).toBe(`3 ${index}`);
+  });
+
+  it('rolling upgrade: an old (layout-1) node and a new node deciding one key at once admit at most the limit each, twice the limit in all', async () => {
+    const store = await redis.open({ url: redis.single.url });
+    const limiter = createLimiter({ store, deadlineMs: 5_000 });
+    const old = new Redis(redis.single.url);
+    try {
+      const policy: Policy = { algorithm: 'fixed-window', limit: 50, window: '1h' };
+      const key = unique('rolling');
+      const now = 1_700_000_000_000;
+      // The previous version's fixed-window decision (its scripts/fixed-window.lua, aligned, cost 1):
+      // state "count index" under the layout-1 name, counted atomically by Redis.
+      const oldDecision = (): Promise<unknown> => old.eval(LAYOUT_1_FIXED_WINDOW, 1, `tollgate:{${key}}:fw:1h`, now, 3_600_000, policy.limit);
+      const calls = Array.from({ length: 120 }, (_, i) => (i % 2 === 0 ? oldDecision().then((admitted) => ['old', admitted === 1] as const) : limiter.limit(key, policy, { now }).then((d) => ['new', d.allowed] as const)));
+      const answers = await Promise.all(calls);
+      const admitted = (node: string): number => answers.filter(([by, allowed]) => by === node && allowed).length;
+      expect([admitted('old'), admitted('new')]).toEqual([50, 50]);
+      // Each layout's nodes are exact among themselves: neither counter holds the other's units.
+      expect(redis.single.cli('GET', `tollgate:{${key}}:fw:1h`).trim()).toBe(`50 ${Math.floor(now / 3_600_000)}`);
+      expect((await limiter.look(key, policy, { now })).remaining).toBe(0);
+    } finally {
+      old.disconnect();
+    }
   });
 
   it('an integer without an expiry is unreadable state: a typed error, the key left unchanged', async () => {
