@@ -39,6 +39,17 @@ async function resetsOf(yaml: string, times: readonly number[]): Promise<number[
   return resets;
 }
 
+const MISUSES: ReadonlyArray<readonly [string, string]> = [
+  ['unit: month\nrequests_per_unit: 5\ntime_zone: Europe/Paris', 'cal.yaml:7:7: descriptors[0].rate_limit.time_zone: time_zone applies with calendar: true (the unit on the calendar in that zone); add calendar: true, or remove time_zone'],
+  ['unit: month\nrequests_per_unit: 5\ncalendar: true\ntime_zone: Europe/Pariss', `cal.yaml:8:18: descriptors[0].rate_limit.time_zone: time_zone "Europe/Pariss" is not a time zone this Node.js knows; write an IANA time zone name, Area/City as in 'Europe/Paris', 'America/New_York', 'Asia/Tokyo', or 'UTC' (a fixed offset is 'Etc/GMT-1' for UTC+1)`],
+  ['unit: hour\nrequests_per_unit: 5\ncalendar: true', 'cal.yaml:5:13: descriptors[0].rate_limit.unit: calendar: true takes unit day, week, month, year, not hour; use one of those, or remove calendar for a window of fixed length'],
+  ['unit: month\nrequests_per_unit: 5\ncalendar: true\nalgorithm: token-bucket', 'cal.yaml:7:7: descriptors[0].rate_limit.calendar: calendar: true applies to algorithm fixed-window only (the default), not token-bucket; remove algorithm, or remove calendar'],
+  ['unit: day\nrequests_per_unit: 5\ncalendar: true\nunit_multiplier: 2', "cal.yaml:8:7: descriptors[0].rate_limit.unit_multiplier: calendar: true counts in one calendar day at a time; remove unit_multiplier, or remove calendar for a window of 2 × the unit's fixed length"],
+  ['unit: day\nrequests_per_unit: 5\ncalendar: true\nsync_interval_ms: 100', 'cal.yaml:8:7: descriptors[0].rate_limit.sync_interval_ms: sync_interval_ms (local-first) cannot sync a calendar window; remove it (lease_size works with calendar: true)'],
+  ['unit: day\nrequests_per_unit: 5\ncalendar: monthly', 'cal.yaml:7:17: descriptors[0].rate_limit.calendar: calendar must be true or false, got "monthly"'],
+  ['unlimited: true\ncalendar: true', 'cal.yaml:6:7: descriptors[0].rate_limit.calendar: unlimited: true takes no calendar; remove calendar, or remove unlimited to enforce a limit'],
+];
+
 describe('rules: calendar units', () => {
   it('read calendar: true and time_zone, and count a month from the 1st in that zone', async () => {
     const [domain] = parseRules(MONTHLY, 'api.yaml');
@@ -66,31 +77,7 @@ describe('rules: calendar units', () => {
     expect(await resetsOf(calendarDay, [at])).toEqual([16 * 3_600_000]);
   });
 
-  it('refuse every misuse at its file:line:col', () => {
-    const errors = (rateLimit: string): string[] => checkRules(rules(rateLimit), 'cal.yaml').errors.map((error) => error.message);
-    expect(errors('unit: month\nrequests_per_unit: 5\ntime_zone: Europe/Paris')).toEqual([
-      'cal.yaml:7:7: descriptors[0].rate_limit.time_zone: time_zone applies with calendar: true (the unit on the calendar in that zone); add calendar: true, or remove time_zone',
-    ]);
-    expect(errors('unit: month\nrequests_per_unit: 5\ncalendar: true\ntime_zone: Europe/Pariss')).toEqual([
-      `cal.yaml:8:18: descriptors[0].rate_limit.time_zone: time_zone "Europe/Pariss" is not a time zone this Node.js knows; write an IANA time zone name, Area/City as in 'Europe/Paris', 'America/New_York', 'Asia/Tokyo', or 'UTC' (a fixed offset is 'Etc/GMT-1' for UTC+1)`,
-    ]);
-    expect(errors('unit: hour\nrequests_per_unit: 5\ncalendar: true')).toEqual([
-      'cal.yaml:5:13: descriptors[0].rate_limit.unit: calendar: true takes unit day, week, month, year, not hour; use one of those, or remove calendar for a window of fixed length',
-    ]);
-    expect(errors('unit: month\nrequests_per_unit: 5\ncalendar: true\nalgorithm: token-bucket')).toEqual([
-      'cal.yaml:7:7: descriptors[0].rate_limit.calendar: calendar: true applies to algorithm fixed-window only (the default), not token-bucket; remove algorithm, or remove calendar',
-    ]);
-    expect(errors('unit: day\nrequests_per_unit: 5\ncalendar: true\nunit_multiplier: 2')).toEqual([
-      "cal.yaml:8:7: descriptors[0].rate_limit.unit_multiplier: calendar: true counts in one calendar day at a time; remove unit_multiplier, or remove calendar for a window of 2 × the unit's fixed length",
-    ]);
-    expect(errors('unit: day\nrequests_per_unit: 5\ncalendar: true\nsync_interval_ms: 100')).toEqual([
-      'cal.yaml:8:7: descriptors[0].rate_limit.sync_interval_ms: sync_interval_ms (local-first) cannot sync a calendar window; remove it (lease_size works with calendar: true)',
-    ]);
-    expect(errors('unit: day\nrequests_per_unit: 5\ncalendar: monthly')).toEqual([
-      'cal.yaml:7:17: descriptors[0].rate_limit.calendar: calendar must be true or false, got "monthly"',
-    ]);
-    expect(errors('unlimited: true\ncalendar: true')).toEqual([
-      'cal.yaml:6:7: descriptors[0].rate_limit.calendar: unlimited: true takes no calendar; remove calendar, or remove unlimited to enforce a limit',
-    ]);
+  it.each(MISUSES)('refuse a misuse at its file:line:col: %j', (rateLimit, expected) => {
+    expect(checkRules(rules(rateLimit), 'cal.yaml').errors.map((error) => error.message)).toEqual([expected]);
   });
 });
