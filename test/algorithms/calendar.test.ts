@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { computePeriod, calendarPeriods } from '../../src/algorithms/calendar.js';
-import { InvalidPolicyError, compilePolicy, createLimiter, memoryStore, type Policy } from '../../src/index.js';
+import { InvalidOptionError, InvalidPolicyError, compilePolicy, createLimiter, memoryStore, type Policy } from '../../src/index.js';
 
 const utc = (iso: string): number => Date.parse(iso);
 const MONTH: Policy = { algorithm: 'fixed-window', limit: 10, window: 'month', timeZone: 'Europe/Paris' };
@@ -63,6 +63,23 @@ describe('calendar window policies', () => {
     const newYork = await limiter.limit('k', { algorithm: 'fixed-window', limit: 1, window: 'month', timeZone: 'America/New_York' }, { now });
     expect(paris.resetAt).toBe(utc('2026-12-31T23:00:00Z'));
     expect(newYork.resetAt).toBe(utc('2026-12-01T05:00:00Z'));
+    await limiter.close();
+  });
+});
+
+describe('calendar windows and the modes that decide without the store', () => {
+  it('local-first refuses a calendar window; a lease admits the limit and lapses at the period end', async () => {
+    const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+    const policy: Policy = { algorithm: 'fixed-window', limit: 20, window: 'day', timeZone: 'America/New_York' };
+    const now = utc('2026-11-01T03:59:00Z'); // a minute before 1 November in New York
+    await expect(limiter.limit('k', policy, { syncIntervalMs: 100, now })).rejects.toThrow(InvalidOptionError);
+    await expect(limiter.limit('k', policy, { syncIntervalMs: 100, now })).rejects.toThrow(/with a calendar window \('day'\)/);
+    const decisions = [];
+    for (let i = 0; i < 21; i++) decisions.push(await limiter.limit('leased', policy, { lease: 5, now }));
+    expect(decisions.filter((decision) => decision.allowed)).toHaveLength(20);
+    expect(decisions.every((decision) => decision.resetAt === utc('2026-11-01T04:00:00Z'))).toBe(true);
+    // The next day (25 hours long: the clocks fall back) starts with the whole limit.
+    expect(await limiter.limit('leased', policy, { lease: 5, now: utc('2026-11-01T04:00:00Z') })).toMatchObject({ allowed: true, resetAt: utc('2026-11-02T05:00:00Z') });
     await limiter.close();
   });
 });

@@ -7,9 +7,9 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { computePeriod } from '../../../src/algorithms/calendar.js';
-import { StoreError, compilePolicy, type Policy, type RedisStore } from '../../../src/index.js';
+import { StoreError, compilePolicy, createLimiter, redisStore, type Policy, type RedisStore } from '../../../src/index.js';
 import { useRedisTopologies } from '../../support/redis-topologies.js';
-import type { RedisServer } from '../../support/redis.js';
+import { freePort, type RedisServer } from '../../support/redis.js';
 
 const redis = useRedisTopologies();
 const HOUR = 3_600_000;
@@ -90,5 +90,19 @@ describe('calendar key names', () => {
     const name = (policy: Policy): string => store.redisKey('user:42', compilePolicy(policy));
     expect(name({ algorithm: 'fixed-window', limit: 5, window: 'month', timeZone: 'Europe/Paris' })).toBe('tollgate:{user:42}fcmonth@Europe/Paris');
     expect(name({ algorithm: 'fixed-window', limit: 5, window: 'day' })).toBe('tollgate:{user:42}fcday@UTC');
+  });
+});
+
+describe('calendar windows when Redis is away', () => {
+  it("the local failure mode counts this node's share in the same calendar period", async () => {
+    const store = redisStore({ url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 100 });
+    await store.ready().catch(() => undefined);
+    const limiter = createLimiter({ store, expectedNodes: 2 });
+    const now = Date.parse('2026-11-30T22:59:00Z'); // a minute before December in Paris
+    const policy: Policy = { algorithm: 'fixed-window', limit: 4, window: 'month', timeZone: 'Europe/Paris' };
+    const decision = await limiter.limit('k', policy, { now });
+    expect(decision).toMatchObject({ allowed: true, limit: 2, reason: 'local-fallback', resetAt: Date.parse('2026-11-30T23:00:00Z') });
+    await limiter.close();
+    await store.close();
   });
 });
