@@ -130,6 +130,8 @@ describe('tollgate serve, memory store', () => {
     expect(first.body).toMatchObject({ allowed: true, remaining: 0 });
     expect(first.body.resetAt).toBe(computePeriod('month', 'Europe/Paris', first.body.now as number).end);
     expect((await post(service, '/v1/limit', { key: 'calendar', policy })).status).toBe(429);
+    const look = await fetch(service.admin('/v1/keys?key=calendar&algorithm=fixed-window&limit=1&window=month&timeZone=Europe/Paris'), { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(((await look.json()) as { decision: { remaining: number; resetAt: number } }).decision).toMatchObject({ remaining: 0, resetAt: first.body.resetAt });
     const unknownZone = await post(service, '/v1/limit', { key: 'calendar', policy: { ...policy, timeZone: 'Paris' } });
     expect(unknownZone.status).toBe(400);
     expect(unknownZone.body.message).toMatch(/timeZone "Paris" is not a time zone .*'Europe\/Paris'/);
