@@ -348,7 +348,15 @@ export class RedisStore implements Store {
 
   /** One script call for `batch`. */
   private async send(timeKey: string, batch: Pending[], tryAgains = 0): Promise<void> {
-    const [script, keys, args, lean] = scriptCall(timeKey, batch);
+    let call: ReturnType<typeof scriptCall>;
+    try {
+      call = scriptCall(timeKey, batch);
+    } catch (error) {
+      // A calendar window past the dates JavaScript holds (InvalidTimeError): the batch shares its `now`.
+      for (const pending of batch) pending.reject(error);
+      return;
+    }
+    const [script, keys, args, lean] = call;
     let values: number[];
     try {
       values = lean === undefined ? await this.evaluate(script, keys, args) : await this.functions.call(lean, keys, args, () => this.evaluate(script, keys, args));

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { computePeriod } from '../../../src/algorithms/calendar.js';
-import { StoreError, compilePolicy, createLimiter, redisStore, type Policy, type RedisStore } from '../../../src/index.js';
+import { InvalidTimeError, StoreError, compilePolicy, createLimiter, memoryStore, redisStore, type Policy, type RedisStore } from '../../../src/index.js';
 import { useRedisTopologies } from '../../support/redis-topologies.js';
 import { freePort, type RedisServer } from '../../support/redis.js';
 
@@ -104,5 +104,19 @@ describe('calendar windows when Redis is away', () => {
     expect(decision).toMatchObject({ allowed: true, limit: 2, reason: 'local-fallback', resetAt: Date.parse('2026-11-30T23:00:00Z') });
     await limiter.close();
     await store.close();
+  });
+});
+
+describe('calendar windows at the end of time', () => {
+  it.each([
+    ['memory store', async () => memoryStore({ sweepIntervalMs: 0 })],
+    ['single Redis', () => redis.open({ url: redis.single.url })],
+  ] as const)('a now past the dates JavaScript holds is refused with an InvalidTimeError on the %s', async (_name, open) => {
+    const limiter = createLimiter({ store: await open() });
+    const policy: Policy = { algorithm: 'fixed-window', limit: 4, window: 'year' };
+    await expect(limiter.limit('k', policy, { now: Number.MAX_SAFE_INTEGER })).rejects.toThrow(InvalidTimeError);
+    // The limiter goes on deciding.
+    expect((await limiter.limit('k', policy, { now: Date.parse('2027-01-01T00:00:00Z') })).allowed).toBe(true);
+    await limiter.close();
   });
 });
