@@ -52,7 +52,7 @@ const LONG_KEY_SUBJECTS = ['token-bucket', PEER];
 // batch runner reads the outcome without adding work on the Tollgate side.
 // ---------------------------------------------------------------------------------------------
 
-async function makeSubject(subject, { limit, windowMs, distDir }) {
+async function makeSubject(subject, { limit, windowMs, distDir, window, timeZone }) {
   if (subject === PEER || subject === `${PEER}-nohandler`) {
     const { RateLimiterMemory, RateLimiterRes } = require('rate-limiter-flexible');
     const rl = new RateLimiterMemory({ points: limit, duration: windowMs / 1000 });
@@ -74,7 +74,8 @@ async function makeSubject(subject, { limit, windowMs, distDir }) {
   const limiter = createLimiter({ store: memoryStore({ maxKeys: MAX_KEYS, sweepIntervalMs: 0 }) });
   const sync = subject.endsWith(SYNC);
   // One policy object reused by every call, as an application would hold it.
-  const policy = { algorithm: sync ? subject.slice(0, -SYNC.length) : subject, limit, window: windowMs };
+  // `window` and `timeZone` (a child's spec only): a calendar window, e.g. {"window":"day","timeZone":"Europe/Paris"}.
+  const policy = { algorithm: sync ? subject.slice(0, -SYNC.length) : subject, limit, window: window ?? windowMs, ...(timeZone === undefined ? {} : { timeZone }) };
   if (sync) return { call: (key) => limiter.limitSync(key, policy), allowedOf: (d) => d.allowed, limiter, policy, sync };
   return { call: (key) => limiter.limit(key, policy), allowedOf: (d) => d.allowed, limiter, policy };
 }
@@ -143,7 +144,7 @@ async function settleGc() {
 async function hotKey(spec, expectAdmitted) {
   // Admitted: 1e9 per hour, far more than any run can issue (checked below). Rejected: 1 per hour.
   const limit = expectAdmitted ? 1_000_000_000 : 1;
-  const s = await makeSubject(spec.subject, { limit, windowMs: HOUR_MS, distDir: spec.distDir });
+  const s = await makeSubject(spec.subject, { limit, windowMs: HOUR_MS, distDir: spec.distDir, window: spec.window, timeZone: spec.timeZone });
   const key = spec.longKey ? LONG_KEY : 'user:42';
   if (!expectAdmitted) {
     // The one admitted request; everything after it is denied.

@@ -2,6 +2,7 @@
  * Policies: what a limit is (`{ algorithm, limit, window, ... }`), validated once and compiled into
  * the numbers every decision needs, so the hot path does no parsing or checking.
  */
+import { CALENDAR_NOMINAL_MS, CALENDAR_UNITS, calendarPeriods, canonicalTimeZone, isCalendarUnit, type CalendarPeriods } from './algorithms/calendar.js';
 import { ALGORITHMS, algorithmTable, type AlgorithmName } from './algorithms/catalog.js';
 import { parseDuration } from './duration.js';
 import { InvalidPolicyError, describeValue } from './errors.js';
@@ -15,8 +16,17 @@ export interface Policy {
   readonly algorithm: AlgorithmName;
   /** Requests (cost units) per `window`; an integer ≥ 0. `0` denies everything. */
   readonly limit: number;
-  /** The window (or refill period) in milliseconds, or a duration string: `500ms`, `1s`, `1m`, `3h`, `1d`, `1w`. */
+  /**
+   * The window (or refill period) in milliseconds, or a duration string: `500ms`, `1s`, `1m`, `3h`, `1d`, `1w`.
+   * fixed-window also takes a calendar period, `'day' | 'week' | 'month' | 'quarter' | 'year'`, in `timeZone`.
+   */
   readonly window: number | string;
+  /**
+   * fixed-window with a calendar `window` only: the IANA time zone its periods follow (default
+   * `'UTC'`), e.g. `'Europe/Paris'`: a day from local midnight, an ISO week from Monday 00:00, a
+   * month from the 1st, a quarter from Jan/Apr/Jul/Oct 1st, a year from Jan 1st.
+   */
+  readonly timeZone?: string;
   /** Bucket capacity for token-bucket, leaky-bucket and gcra (default `limit`); ignored by window algorithms. */
   readonly burst?: number;
   /** Soft throttling: admit up to this many percent over the capacity (integer, default 0). */
@@ -56,6 +66,7 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'countRejected',
   'windowStart',
   'precision',
+  'timeZone',
 ]);
 
 /**
@@ -159,6 +170,8 @@ export class CompiledPolicy {
   readonly softExtra: number;
   /** sliding-window: buckets per window (1 for every other algorithm). */
   readonly precision: number;
+  /** fixed-window with a calendar window: its unit, zone and periods (windowMs is then the unit's nominal length). */
+  readonly calendar?: CalendarPeriods;
   /**
    * Identifies the shape of the stored state: the algorithm (a first-hit fixed window apart from an
    * aligned one, a sliding window's precision) and the window. Changing `limit`, `burst` or
@@ -185,6 +198,7 @@ export class CompiledPolicy {
     this.countRejected = fields.countRejected;
     this.firstHit = fields.firstHit;
     this.precision = fields.precision;
+    if (fields.calendar !== undefined) this.calendar = fields.calendar;
     this.nominalCapacity = fields.nominalCapacity;
     this.capacity = fields.capacity;
     this.softExtra = fields.softExtra;
@@ -236,7 +250,8 @@ function compileFresh(policy: Policy, forceWide: boolean, adHoc = false): Compil
     throw new InvalidPolicyError('algorithm', `algorithm ${describeValue(algorithm)} is not one of ${ALGORITHMS.join(', ')}`);
   }
   const limit = requireInteger('limit', policy.limit, POLICY_RANGES.limit.min);
-  const windowMs = parseDuration(policy.window);
+  const calendar = checkCalendar(policy);
+  const windowMs = calendar === undefined ? parseDuration(policy.window) : CALENDAR_NOMINAL_MS[calendar.unit];
   if (typeof windowMs === 'string') throw new InvalidPolicyError('window', `window ${windowMs}`);
 
   const requestedBurst = policy.burst === undefined ? undefined : requireInteger('burst', policy.burst, POLICY_RANGES.burst.min);
@@ -266,11 +281,12 @@ function compileFresh(policy: Policy, forceWide: boolean, adHoc = false): Compil
     countRejected,
     firstHit,
     precision,
+    ...(calendar === undefined ? {} : { calendar }),
     nominalCapacity,
     capacity,
     softExtra: capacity - nominalCapacity,
-    stateId: stateIdOf(algorithm, firstHit, precision, windowMs),
-    stateIndex: internStateId(stateIdOf(algorithm, firstHit, precision, windowMs), adHoc),
+    stateId: stateIdOf(algorithm, firstHit, precision, windowMs, calendar),
+    stateIndex: internStateId(stateIdOf(algorithm, firstHit, precision, windowMs, calendar), adHoc),
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
   });
 }
@@ -305,6 +321,26 @@ function checkWindowStart(algorithm: AlgorithmName, windowStart: unknown): boole
 }
 
 /**
+ * The periods of a calendar window (`window: 'month'`, `timeZone`), or undefined for a window of a
+ * length; throws unless on an aligned fixed window with a time zone Node knows.
+ */
+function checkCalendar(policy: Policy): CalendarPeriods | undefined {
+  if (!isCalendarUnit(policy.window)) {
+    if (policy.timeZone === undefined) return undefined;
+    throw new InvalidPolicyError('timeZone', `timeZone applies to calendar windows only (window: ${CALENDAR_UNITS.map((unit) => `'${unit}'`).join(', ')}), not to a window of ${describeValue(policy.window)}; remove it or use a calendar window`);
+  }
+  if (policy.algorithm !== 'fixed-window') {
+    throw new InvalidPolicyError('window', `a calendar window ('${policy.window}') applies to fixed-window only, not ${policy.algorithm}; use algorithm: 'fixed-window', or a window of a length such as '1d'`);
+  }
+  if (policy.windowStart === 'first-hit') {
+    throw new InvalidPolicyError('windowStart', `a calendar window ('${policy.window}') starts on the calendar, not at a key's first hit; remove windowStart: 'first-hit', or use a window of a length such as '30d'`);
+  }
+  const zone = canonicalTimeZone(policy.timeZone ?? 'UTC');
+  if ('problem' in zone) throw new InvalidPolicyError('timeZone', `timeZone ${zone.problem}`);
+  return calendarPeriods(policy.window, zone.zone);
+}
+
+/**
  * The sliding window's buckets per window; throws unless a whole number in range, on sliding-window,
  * with buckets of at least 1 ms (and a window within the bound its bucket arithmetic needs).
  */
@@ -334,7 +370,8 @@ export function precisionWindowProblem(precision: number, windowMs: number): str
  * A first-hit fixed window keeps its (count, start) apart from an aligned one's (count, window
  * index), and a sliding window of N > 1 buckets its N + 1 counts apart from the two-window counter's.
  */
-function stateIdOf(algorithm: AlgorithmName, firstHit: boolean, precision: number, windowMs: number): string {
+function stateIdOf(algorithm: AlgorithmName, firstHit: boolean, precision: number, windowMs: number, calendar: CalendarPeriods | undefined): string {
+  if (calendar !== undefined) return `${algorithm}@${calendar.unit}@${calendar.timeZone}`;
   return `${algorithm}${firstHit ? '@first-hit' : ''}${precision > 1 ? `/${precision}` : ''}:${windowMs}`;
 }
 
@@ -419,7 +456,7 @@ export class PolicyCache {
     if (cached !== undefined) return cached;
     // A misspelt field must fail even when an equal-looking policy is already cached.
     for (const field in policy) if (!POLICY_FIELDS.has(field)) return compilePolicy(policy);
-    const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart, policy.precision]
+    const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart, policy.precision, policy.timeZone]
       .map(typedText)
       .join('|');
     let compiled = this.byContent.get(contentKey);

@@ -15,11 +15,14 @@ import type { SlotAlgorithm } from './types.js';
  * (count, start, previous) cannot carry).
  */
 export function countsInWindows(policy: CompiledPolicy): boolean {
+  // A calendar window's periods are not window multiples the sync's window arithmetic can name.
+  if (policy.calendar !== undefined) return false;
   return policy.algorithm === 'fixed-window' || (policy.algorithm === 'sliding-window' && policy.precision === 1);
 }
 
 /** The algorithm, with a sliding window's precision when it is not 1: for messages. */
 export function describeState(policy: CompiledPolicy): string {
+  if (policy.calendar !== undefined) return `${policy.algorithm} with a calendar window ('${policy.calendar.unit}')`;
   return policy.precision > 1 ? `${policy.algorithm} (precision ${policy.precision})` : policy.algorithm;
 }
 

@@ -78,7 +78,8 @@ export function localPolicy(policy: CompiledPolicy, nodes: number): CompiledPoli
   const scaled: Policy = {
     algorithm: policy.algorithm,
     limit: share(policy.limit),
-    window: policy.windowMs,
+    window: policy.calendar?.unit ?? policy.windowMs,
+    ...(policy.calendar === undefined ? {} : { timeZone: policy.calendar.timeZone }),
     ...(BUCKETS.has(policy.algorithm) ? { burst: share(policy.burst) } : {}),
     ...(policy.softPercent > 0 ? { softPercent: policy.softPercent } : {}),
     ...(policy.countRejected ? { countRejected: true } : {}),

@@ -217,7 +217,9 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
   const policy = compilePolicy({
     algorithm: limit.algorithm,
     limit: limit.requestsPerUnit,
-    window: ruleWindowMs(limit.unit, limit.unitMultiplier),
+    // calendar: true: the unit on the calendar in its zone (the loader took day, week, month or year only).
+    window: limit.calendar === true ? limit.unit : ruleWindowMs(limit.unit, limit.unitMultiplier),
+    ...(limit.calendar === true ? { timeZone: limit.timeZone ?? 'UTC' } : {}),
     ...(limit.burst !== undefined ? { burst: limit.burst } : {}),
     ...(limit.precision !== undefined ? { precision: limit.precision } : {}),
     softPercent: limit.softPercent,
@@ -233,12 +235,17 @@ function dumpNode(node: RuleNode, key: string, lines: string[]): void {
     const shape = rule.unlimited
       ? 'unit=UNKNOWN requests_per_unit=0'
       : `unit=${ENVOY_UNIT_NAMES[rule.unit!]} requests_per_unit=${rule.requestsPerUnit}`;
-    const extra = rule.unlimited ? ', unlimited: true' : `, algorithm: ${rule.policy.algorithm}${rule.policy.precision === 1 ? '' : `, precision: ${rule.policy.precision}`}${rule.unitMultiplier === 1 ? '' : `, unit_multiplier: ${rule.unitMultiplier}`}`;
+    const extra = rule.unlimited ? ', unlimited: true' : `, algorithm: ${rule.policy.algorithm}${rule.policy.precision === 1 ? '' : `, precision: ${rule.policy.precision}`}${rule.unitMultiplier === 1 ? '' : `, unit_multiplier: ${rule.unitMultiplier}`}${calendarDump(rule.policy)}`;
     lines.push(`${key}: ${shape}, shadow_mode: ${rule.shadowMode}, quota_mode: ${rule.quotaMode}${extra}`);
   }
   for (const [child, values] of node.exact) for (const [value, next] of values) dumpNode(next, `${key}.${child}_${value}`, lines);
   for (const [child, list] of node.wildcards) for (const wildcard of list) dumpNode(wildcard.node, `${key}.${child}_${wildcard.written}`, lines);
   for (const [child, next] of node.keyOnly) dumpNode(next, `${key}.${child}`, lines);
+}
+
+/** `, calendar: true, time_zone: Europe/Paris` for a calendar window's rule, else nothing. */
+function calendarDump(policy: CompiledPolicy): string {
+  return policy.calendar === undefined ? '' : `, calendar: true, time_zone: ${policy.calendar.timeZone}`;
 }
 
 /** `*` matches any run of characters (possibly empty); everything else literally. */

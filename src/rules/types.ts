@@ -50,6 +50,10 @@ export interface RateLimitConfig {
   readonly syncIntervalMs?: number;
   /** Tollgate: units each matching request takes (integer ≥ 1), multiplied by the request's hits. */
   readonly cost?: number;
+  /** Tollgate: `unit` on the calendar in `timeZone` (a month from the 1st; fixed-window; absent: envoy's fixed lengths). */
+  readonly calendar?: boolean;
+  /** Tollgate: the IANA time zone of a `calendar` unit (absent: UTC). */
+  readonly timeZone?: string;
   readonly location: SourceLocation;
 }
 

@@ -113,6 +113,9 @@ function keyQuery(url: URL): { key: string; policy: CompiledPolicy } {
   // precision (sliding-window's buckets) is optional: compilePolicy refuses what is not a number in range.
   const precision = url.searchParams.get('precision');
   const buckets = precision === null ? {} : { precision: /^\d+$/.test(precision) ? Number(precision) : (precision as unknown as number) };
+  // timeZone (a calendar window's, window=month) is optional too: compilePolicy checks it.
+  const timeZone = url.searchParams.get('timeZone');
+  const zone = timeZone === null ? {} : { timeZone };
   // A window first named here takes a space set aside for requests (policy.ts compileAdHocPolicy).
-  return { key, policy: compileAdHocPolicy({ algorithm: algorithm as Policy['algorithm'], limit: Number(limit), window: /^\d+$/.test(window) ? Number(window) : window, ...buckets }) };
+  return { key, policy: compileAdHocPolicy({ algorithm: algorithm as Policy['algorithm'], limit: Number(limit), window: /^\d+$/.test(window) ? Number(window) : window, ...buckets, ...zone }) };
 }

@@ -4,7 +4,8 @@
  * move the hash tag and two different keys never share a name. Two layouts (docs/redis.md):
  * - layout 2, the algorithms stored as one integer (scripts/layout.lua): `<prefix>{<key>}<tag><window>`,
  *   e.g. `tollgate:{user:42}g1s`, tags `f` (fixed-window; `fh` starting at the first hit), `t`
- *   (token-bucket), `l` (leaky-bucket), `g` (gcra);
+ *   (token-bucket), `l` (leaky-bucket), `g` (gcra); a calendar window is `fc<unit>@<zone>`
+ *   (`tollgate:{user:42}fcmonth@Europe/Paris`);
  * - layout 1, the others: `<prefix>{<key>}:<algorithm>:<window>`, e.g. `tollgate:{user:42}:sw:1m`
  *   (`sw10` for a sliding window of precision 10), and the multi-region store's hashes.
  * A layout-2 name never has `:` right after the hash tag, so it never names a layout-1 key: a node
@@ -41,6 +42,8 @@ const LAYOUT_2_TAGS: Partial<Record<CompiledPolicy['algorithm'], string>> = {
 export function keySuffix(policy: CompiledPolicy): string {
   const tag = LAYOUT_2_TAGS[policy.algorithm];
   if (tag === undefined) return layoutOneSuffix(policy);
+  // A calendar window: `fc`, its unit and zone (`}fcmonth@Europe/Paris`); zone names hold no brace.
+  if (policy.calendar !== undefined) return `}${tag}c${policy.calendar.unit}@${policy.calendar.timeZone}`;
   return `}${tag}${policy.firstHit ? 'h' : ''}${compactWindow(policy.windowMs)}`;
 }
 

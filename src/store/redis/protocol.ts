@@ -4,6 +4,7 @@
  */
 import { algorithmTable } from '../../algorithms/catalog.js';
 import type { Decision, DecisionReason } from '../../decision.js';
+import { StoreError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
 import type { WindowCounts } from '../types.js';
 
@@ -30,11 +31,21 @@ export const RESULT_WIDTH = 6;
 export const REASON_COST_EXCEEDS_CAPACITY = 1;
 export const REASON_WRONG_TYPE = 10;
 export const REASON_CORRUPT_STATE = 11;
+/** A calendar window: Redis TIME fell outside the period boundaries sent (scripts/fixed-window.lua). */
+export const REASON_CLOCK_OUTSIDE_PERIODS = 12;
 /** No reason: admitted, or denied for lack of quota. */
 export const REASON_NONE = 0;
 
-/** The 8 script fields of a policy record (see decide.lua). */
-export function policyFields(policy: CompiledPolicy): number[] {
+/**
+ * The 8 script fields of a policy record (see decide.lua), and a calendar window's 3 period
+ * boundaries around `clock` (the call's `now`, or this process's time when Redis's is used).
+ */
+export function policyFields(policy: CompiledPolicy, clock: number): number[] {
+  if (policy.calendar !== undefined) return [...policyRecord(policy), ...policy.calendar.boundariesAround(clock)];
+  return policyRecord(policy);
+}
+
+function policyRecord(policy: CompiledPolicy): number[] {
   return [
     ALGORITHM_CODES[policy.algorithm],
     policy.windowMs,
@@ -42,14 +53,15 @@ export function policyFields(policy: CompiledPolicy): number[] {
     policy.capacity,
     policy.nominalCapacity,
     policy.countRejected ? 1 : 0,
-    policy.firstHit ? 1 : 0,
+    policy.calendar !== undefined ? 2 : policy.firstHit ? 1 : 0,
     policy.precision,
   ];
 }
 
-/** Whether a lean script (scripts/single.lua) can decide `policy`: not a sliding log, nor a sliding window of N > 1 buckets. */
+/** Whether a lean script (scripts/single.lua) can decide `policy`: not a sliding log, nor a sliding window of N > 1 buckets, nor a calendar window. */
 export function hasLeanScript(policy: CompiledPolicy): boolean {
-  return policy.algorithm !== 'sliding-log' && policy.precision === 1;
+  // A calendar window's period boundaries ride in decide.lua's policy record.
+  return policy.algorithm !== 'sliding-log' && policy.precision === 1 && policy.calendar === undefined;
 }
 
 /**
@@ -91,4 +103,16 @@ export function decodeWindowCounts(values: readonly number[], offset: number, po
   const start = policy.firstHit ? mark : mark * policy.windowMs;
   const state = policy.algorithm === 'sliding-window' ? [count, start, values[offset + 3]!] : [count, start];
   return { now: values[0]!, state };
+}
+
+/**
+ * Redis TIME fell outside the calendar periods [b0, b2) sent around this process's clock: the
+ * clocks disagree by half a period or more, so the script decided nothing rather than count in a
+ * period this node did not name.
+ */
+export function clockOutsidePeriodsError(address: string, redisNow: number, policy: CompiledPolicy): StoreError {
+  const { unit, timeZone } = policy.calendar!;
+  return new StoreError(
+    `Redis at ${address} reads the time ${new Date(redisNow).toISOString()}, half a ${unit} or more from this node's ${new Date(Date.now()).toISOString()}: a calendar window ('${unit}' in ${timeZone}) cannot tell which period to count in; synchronise the clocks (NTP)`,
+  );
 }

@@ -12,6 +12,7 @@ import { OPTION_NAMES, TIMEOUT_NUMBERS, checkKeyPrefix, checkStoreDeadline, open
 import type { Decision } from '../../decision.js';
 import { InvalidOptionError, InvalidPolicyError, StoreDataError, StoreError, StoreUnavailableError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
+import { currentTime } from '../../clock.js';
 import { sharedStates, writeOnce } from '../shared-states.js';
 import type { Store, StoreRequest, WindowCounts } from '../types.js';
 import { escapeKeyPart, groupBySlot, keySuffix } from './keys.js';
@@ -22,11 +23,13 @@ import {
   OP_CONSUME,
   OP_PEEK,
   OP_RESET,
+  REASON_CLOCK_OUTSIDE_PERIODS,
   REASON_CORRUPT_STATE,
   REASON_WRONG_TYPE,
   RESULT_START,
   RESULT_WIDTH,
   decodeDecision,
+  clockOutsidePeriodsError,
   decodeWindowCounts,
   policyFields,
   singleDecisionArgs,
@@ -345,7 +348,15 @@ export class RedisStore implements Store {
 
   /** One script call for `batch`. */
   private async send(timeKey: string, batch: Pending[], tryAgains = 0): Promise<void> {
-    const [script, keys, args, lean] = scriptCall(timeKey, batch);
+    let call: ReturnType<typeof scriptCall>;
+    try {
+      call = scriptCall(timeKey, batch);
+    } catch (error) {
+      // A calendar window past the dates JavaScript holds (InvalidTimeError): the batch shares its `now`.
+      for (const pending of batch) pending.reject(error);
+      return;
+    }
+    const [script, keys, args, lean] = call;
     let values: number[];
     try {
       values = lean === undefined ? await this.evaluate(script, keys, args) : await this.functions.call(lean, keys, args, () => this.evaluate(script, keys, args));
@@ -364,6 +375,8 @@ export class RedisStore implements Store {
         const reason = values[offset + 5];
         if (reason === REASON_WRONG_TYPE || reason === REASON_CORRUPT_STATE) {
           problem ??= dataError(pending.keys[i]!, reason);
+        } else if (reason === REASON_CLOCK_OUTSIDE_PERIODS) {
+          problem ??= clockOutsidePeriodsError(this.address, values[0]!, pending.policies[i]!);
         } else {
           const policy = pending.policies[i]!;
           decisions.push(pending.op === OP_ADD ? decodeWindowCounts(values, offset, policy) : decodeDecision(values, offset, policy));
@@ -444,6 +457,8 @@ function scriptCall(timeKey: string, batch: Pending[]): [RedisScript, string[], 
   const policyArgs: number[] = [];
   const keys: string[] = [];
   const requestArgs: number[] = [batch.length];
+  // The clock a calendar window's period boundaries are chosen around (protocol.ts policyFields).
+  const clock = timeKey === '' ? currentTime() : Number(timeKey);
   for (const pending of batch) {
     requestArgs.push(pending.keys.length);
     for (let i = 0; i < pending.keys.length; i++) {
@@ -452,7 +467,7 @@ function scriptCall(timeKey: string, batch: Pending[]): [RedisScript, string[], 
       if (policyIndex === undefined) {
         policyIndex = policyIndexes.size + 1;
         policyIndexes.set(policy, policyIndex);
-        policyArgs.push(...policyFields(policy));
+        policyArgs.push(...policyFields(policy, clock));
       }
       keys.push(pending.keys[i]!);
       requestArgs.push(policyIndex, pending.op, pending.costs[i]!);

@@ -194,6 +194,9 @@ function checkSupported(policy: CompiledPolicy): void {
   if (policy.algorithm === 'sliding-window' && policy.precision > 1) {
     throw new InvalidPolicyError('precision', `regionStore supports ${SUPPORTED} of precision 1: its per-region counters are two windows, not ${policy.precision} buckets; remove precision`);
   }
+  if (policy.calendar !== undefined) {
+    throw new InvalidPolicyError('window', `regionStore does not take calendar windows ('${policy.calendar.unit}'): its regions' counters are windows of one length; use a window such as '1d' across regions`);
+  }
   if (policy.algorithm === 'sliding-window' || (policy.algorithm === 'fixed-window' && !policy.firstHit)) return;
   if (policy.algorithm === 'fixed-window') {
     throw new InvalidPolicyError(

@@ -5,6 +5,7 @@
  */
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { computePeriod } from '../../../src/algorithms/calendar.js';
 import { startRedis } from '../../support/redis.js';
 import { useRedisServer } from '../../support/redis-topologies.js';
 import { startServiceProcess, type ServiceProcess } from '../../support/service.js';
@@ -121,6 +122,22 @@ describe('tollgate serve, memory store', () => {
     expect(((await (await look('')).json()) as { decision: { remaining: number } }).decision.remaining).toBe(1);
     expect((await look('&precision=ten')).status).toBe(400);
     expect((await post(service, '/v1/limit', { key: 'p', policy: { ...policy, precision: 101 } })).status).toBe(400);
+  });
+
+  it('POST /v1/limit takes a calendar window in a time zone, and refuses an unknown zone or another algorithm with a 400 saying what to write', async () => {
+    const policy = { algorithm: 'fixed-window', limit: 1, window: 'month', timeZone: 'Europe/Paris' };
+    const first = await post(service, '/v1/limit', { key: 'calendar', policy });
+    expect(first.body).toMatchObject({ allowed: true, remaining: 0 });
+    expect(first.body.resetAt).toBe(computePeriod('month', 'Europe/Paris', first.body.now as number).end);
+    expect((await post(service, '/v1/limit', { key: 'calendar', policy })).status).toBe(429);
+    const look = await fetch(service.admin('/v1/keys?key=calendar&algorithm=fixed-window&limit=1&window=month&timeZone=Europe/Paris'), { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(((await look.json()) as { decision: { remaining: number; resetAt: number } }).decision).toMatchObject({ remaining: 0, resetAt: first.body.resetAt });
+    const unknownZone = await post(service, '/v1/limit', { key: 'calendar', policy: { ...policy, timeZone: 'Paris' } });
+    expect(unknownZone.status).toBe(400);
+    expect(unknownZone.body.message).toMatch(/timeZone "Paris" is not a time zone .*'Europe\/Paris'/);
+    const bucket = await post(service, '/v1/limit', { key: 'calendar', policy: { ...policy, algorithm: 'token-bucket' } });
+    expect(bucket.status).toBe(400);
+    expect(bucket.body.message).toMatch(/applies to fixed-window only/);
   });
 
   it('blocks a key or a descriptor entry by hand, until it expires or is unblocked', async () => {

@@ -39,7 +39,7 @@ function unique(name: string): string {
 
 describe('the decision script', () => {
   it('has a pinned SHA1 (a changed script must change this test on purpose)', () => {
-    expect(DECIDE_SCRIPT.sha1).toBe('0f88192e99c7ee412d493a20441fd70c65aeb149');
+    expect(DECIDE_SCRIPT.sha1).toBe('e2bec746113831c7204b3c9f8d234b4b6385048f');
   });
 
   it('is what Redis computes for SCRIPT LOAD', () => {
@@ -83,7 +83,11 @@ describe('the decision script', () => {
       await expect(call(['', 1, 9, 1000, 10, 10, 10, 0, 0, 1, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 3 \(policy 1 algorithm\)/);
       await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 1, 1, 2, 1, 1])).rejects.toThrow(/argument 13 \(policy index\)/);
       await expect(call(['', 1, 3, 'Infinity', 10, 10, 10, 0, 0, 1, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 4 \(policy 1 window\)/);
-      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 2, 1, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 9 \(policy 1 first_hit\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 3, 1, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 9 \(policy 1 first_hit\)/);
+      // first_hit 2, a calendar window: fixed-window only, followed by boundaries b0 < b1 < b2.
+      await expect(call(['', 1, 1, 1000, 10, 10, 10, 0, 2, 1, 0, 1, 2, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 9 \(policy 1 first_hit\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 2, 1, 5, 5, 9, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 11 \(policy 1 calendar boundaries b0 < b1 < b2\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 2, 1, 0, 5, 'x', 1, 1, 1, 1, 1])).rejects.toThrow(/argument 11 \(policy 1 calendar boundaries/);
       await expect(call(['', 1, 5, 1000, 10, 10, 10, 0, 0, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 10 \(policy 1 precision\)/);
       await expect(call(['', 1, 5, 1000, 10, 10, 10, 0, 0, 101, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 10 \(policy 1 precision\)/);
       await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 4, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 10 \(policy 1 precision\)/);

@@ -83,7 +83,7 @@ describe('multi-region: the scripts', () => {
       MAX_REPLAY_LAG: REPLAY_MAX_LAG_MS,
       REPLAY_SLACK: REPLAY_SLACK_MS,
     });
-    const pinned = { decide: 'b315eaaa39bde56fb88db5d38dabc08df5db26b5', pull: 'e60cd7eb4791c0d6ddfa1ec4e8dc6784f47436bb', merge: '105299bae510b66dc39d40e5cf9effe2b6ae6207', ack: '89a0c5fca4a3077ea678d8c8e45d88ccdf6ec566' };
+    const pinned = { decide: 'f47b13a14d79a737550734396ddbcfd6ed4ff7ac', pull: 'e60cd7eb4791c0d6ddfa1ec4e8dc6784f47436bb', merge: '105299bae510b66dc39d40e5cf9effe2b6ae6207', ack: '89a0c5fca4a3077ea678d8c8e45d88ccdf6ec566' };
     const scripts = { decide: REGION_DECIDE_SCRIPT, pull: REGION_PULL_SCRIPT, merge: REGION_MERGE_SCRIPT, ack: REGION_ACK_SCRIPT };
     for (const [name, script] of Object.entries(scripts)) {
       expect(script.sha1, name).toBe(pinned[name as keyof typeof pinned]);
@@ -360,6 +360,7 @@ describe('multi-region: bad input', () => {
     }
     await expect(eu.limit('k', { algorithm: 'sliding-log', limit: 5, window: '1s' })).rejects.toThrow(/got sliding-log: a log of timestamps is not a sum/);
     await expect(eu.limit('k', { algorithm: 'fixed-window', limit: 5, window: '1s', windowStart: 'first-hit' })).rejects.toThrow(/use windowStart: 'aligned'/);
+    await expect(eu.limit('k', { algorithm: 'fixed-window', limit: 5, window: 'month', timeZone: 'Europe/Paris' })).rejects.toThrow(/regionStore does not take calendar windows \('month'\)/);
     await expect(eu.limit('k', { algorithm: 'sliding-window', limit: 5, window: '1s', precision: 10 })).rejects.toThrow(/of precision 1: its per-region counters are two windows, not 10 buckets; remove precision/);
     await expect(eu.limitAll([{ key: 'a', policy: { algorithm: 'fixed-window', limit: 5, window: '1s' } }, { key: 'b', policy: { algorithm: 'gcra', limit: 5, window: '1s' } }])).rejects.toThrow(InvalidPolicyError);
   });

@@ -15,8 +15,12 @@
     capacity        what is admitted, soft allowance included
     nominal         the capacity `remaining` counts down from
     count_rejected  1 to log rejected attempts (sliding-log), else 0
-    first_hit       1 for windows that start at a key's first hit (fixed-window), else 0
+    first_hit       1 for windows that start at a key's first hit (fixed-window), 2 for a calendar
+                    window (fixed-window), else 0
     precision       buckets per window (sliding-window: 1..100, at most window; else 1)
+    and, only after a calendar window's record (first_hit 2), 3 more: b0 < b1 < b2, consecutive
+    period boundaries (epoch ms) around the caller's clock; the period is the one holding `now`
+    (fixed-window.lua), and a `now` outside [b0, b2) is answered with reason 12, deciding nothing
   then G, the number of groups, then per group: n (requests in the group) and n records of 3:
     policy          index into the policy records, from 1
     op              1 consume, 2 peek (record nothing), 3 reset (delete the key), 4 add (local-first
@@ -86,8 +90,15 @@ for i = 1, policy_count do
   if nominal == nil then return bad_argument(index + 4, 'policy ' .. i .. ' nominal') end
   local count_rejected = integer_arg(index + 5, 0, 1)
   if count_rejected == nil then return bad_argument(index + 5, 'policy ' .. i .. ' count_rejected') end
-  local first_hit = integer_arg(index + 6, 0, 1)
-  if first_hit == nil then return bad_argument(index + 6, 'policy ' .. i .. ' first_hit') end
+  local first_hit = integer_arg(index + 6, 0, 2)
+  if first_hit == nil or (first_hit == 2 and algorithm ~= FIXED_WINDOW) then return bad_argument(index + 6, 'policy ' .. i .. ' first_hit') end
+  local calendar = nil
+  if first_hit == 2 then
+    calendar = { integer_arg(index + 8, 0), integer_arg(index + 9, 0), integer_arg(index + 10, 0) }
+    if calendar[1] == nil or calendar[2] == nil or calendar[3] == nil or calendar[1] >= calendar[2] or calendar[2] >= calendar[3] then
+      return bad_argument(index + 8, 'policy ' .. i .. ' calendar boundaries b0 < b1 < b2')
+    end
+  end
   local precision = integer_arg(index + 7, 1, 100)
   if precision == nil or (precision > 1 and (algorithm ~= SLIDING_WINDOW or window < precision)) then
     return bad_argument(index + 7, 'policy ' .. i .. ' precision')
@@ -99,6 +110,7 @@ for i = 1, policy_count do
     count_rejected = count_rejected == 1, first_hit = first_hit == 1, precision = precision,
     usable = limit >= 1 and capacity >= 1 and nominal >= 1, wide = wide }
   index = index + 8
+  if calendar then policies[i].calendar, index = calendar, index + 3 end
 end
 
 local group_count = integer_arg(index, 1)
@@ -119,7 +131,7 @@ for g = 1, group_count do
     if op == nil then return bad_argument(index + 1, 'op') end
     if op == OP_ADD then
       local a = policies[policy_index].algorithm
-      if size ~= 1 or (a ~= FIXED_WINDOW and a ~= SLIDING_WINDOW) or policies[policy_index].precision > 1 then
+      if size ~= 1 or (a ~= FIXED_WINDOW and a ~= SLIDING_WINDOW) or policies[policy_index].precision > 1 or policies[policy_index].calendar then
         return bad_argument(index + 1, 'add: a group of one fixed-window or sliding-window (precision 1) request')
       end
     end

@@ -5,12 +5,30 @@
   Either way the state is (count, end): the count and the instant its window ends (stored layout:
   layout.lua), so the window is [end - window, end). A count of 0 is a fresh key.
   With count_rejected a denied hit is counted too, so the count may pass the capacity.
+  A calendar window (p.calendar, src/algorithms/calendar.ts) has no length: Lua has no time-zone
+  data, so the caller sends three consecutive period boundaries b0 < b1 < b2 around its own clock
+  and the period is the one of [b0, b1), [b1, b2) holding `now`; a `now` outside [b0, b2) (the
+  caller's and Redis's clocks half a period apart) is refused, deciding nothing.
 ]]
+-- The calendar period [start, end) holding now, from the boundaries the caller sent; nil outside them.
+local function calendar_period(b, now)
+  if now < b[1] or now >= b[3] then return nil end
+  if now < b[2] then return b[1], b[2] end
+  return b[2], b[3]
+end
+
 local function decide_fixed_window(stored_count, stored_end, now, cost, p)
   local window, capacity = p.window, p.capacity
   local start = now
   local count = 0
-  if p.first_hit then
+  if p.calendar then
+    local period_end
+    start, period_end = calendar_period(p.calendar, now)
+    if start == nil then return false, 0, now, 0, -1, REASON_CLOCK_OUTSIDE_PERIODS end
+    -- The stored period, or a later one a clock that went back keeps counting in; window is its length.
+    if stored_count and stored_end >= period_end then period_end, count = stored_end, stored_count end
+    window = period_end - start
+  elseif p.first_hit then
     -- The stored window goes on until it ends; a clock that went back keeps counting in it.
     if stored_count and stored_count > 0 and now < stored_end then start, count = stored_end - window, stored_count end
   else

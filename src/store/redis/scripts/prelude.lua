@@ -76,6 +76,8 @@ local REASON_NONE = 0
 local REASON_COST_EXCEEDS_CAPACITY = 1
 local REASON_WRONG_TYPE = 10
 local REASON_CORRUPT_STATE = 11
+-- A calendar window: the script's clock is outside the periods [b0, b2) the caller sent.
+local REASON_CLOCK_OUTSIDE_PERIODS = 12
 
 -- An integer written by this script, or nil (a finite whole number below 2^53 in magnitude).
 local function parse_integer(text)
