@@ -38,6 +38,12 @@ export interface Policy {
    * key (docs/semantics.md, "sliding-window with precision N").
    */
   readonly precision?: number;
+  /**
+   * Penalty: once a request is denied, the key stays denied this long from that denial (ms or a
+   * duration string, up to {@link POLICY_RANGES}.blockDuration), on every node sharing the store;
+   * a denial during the block does not extend it (docs/semantics.md, "Penalties").
+   */
+  readonly blockDuration?: number | string;
 }
 
 /** Where a fixed window starts: see {@link Policy.windowStart}. */
@@ -56,6 +62,7 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'countRejected',
   'windowStart',
   'precision',
+  'blockDuration',
 ]);
 
 /**
@@ -77,6 +84,8 @@ export const POLICY_RANGES = Object.freeze({
   softPercent: { min: 0, max: 1000 },
   /** At most 100 buckets: past that the counts take about as much room as a sliding log of a modest limit. */
   precision: { min: 1, max: 100 },
+  /** In ms: at most 30 days; a longer ban is an administrator's (`POST /v1/keys/block`), not a policy's. */
+  blockDuration: { min: 1, max: 30 * 86_400_000 },
 });
 
 /** What a policy admits, from its (valid) numbers. */
@@ -174,6 +183,8 @@ export class CompiledPolicy {
    * the other policies keep their plain arithmetic.
    */
   readonly wide: boolean;
+  /** Penalty length in ms after a denial (`blockDuration`); 0: no penalty. */
+  readonly blockMs: number;
 
   /** @internal use {@link compilePolicy}. */
   constructor(fields: Omit<CompiledPolicy, never>) {
@@ -191,6 +202,7 @@ export class CompiledPolicy {
     this.stateId = fields.stateId;
     this.stateIndex = fields.stateIndex;
     this.wide = fields.wide;
+    this.blockMs = fields.blockMs;
     Object.freeze(this);
   }
 }
@@ -272,6 +284,7 @@ function compileFresh(policy: Policy, forceWide: boolean, adHoc = false): Compil
     stateId: stateIdOf(algorithm, firstHit, precision, windowMs),
     stateIndex: internStateId(stateIdOf(algorithm, firstHit, precision, windowMs), adHoc),
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
+    blockMs: checkBlockDuration(policy.blockDuration),
   });
 }
 
@@ -290,6 +303,16 @@ function checkCapacity(algorithm: AlgorithmName, { nominalCapacity, capacity, se
         `${wideBound(algorithm, 'limit')} (lower the ${setBy} or the window, or use fixed-window or sliding-log, which count any quota exactly)`,
     );
   }
+}
+
+/** The penalty in ms (0 when `blockDuration` is absent); throws unless a duration within its range. */
+function checkBlockDuration(blockDuration: unknown): number {
+  if (blockDuration === undefined) return 0;
+  const ms = parseDuration(blockDuration);
+  if (typeof ms === 'string') throw new InvalidPolicyError('blockDuration', `blockDuration ${ms}`);
+  const { max } = POLICY_RANGES.blockDuration;
+  if (ms > max) throw new InvalidPolicyError('blockDuration', `blockDuration ${ms} ms is longer than ${max} ms (30 days); block longer by hand (POST /v1/keys/block)`);
+  return ms;
 }
 
 /** Whether `windowStart` asks for first-hit windows; throws if it is not a window start of a fixed window. */
@@ -419,7 +442,7 @@ export class PolicyCache {
     if (cached !== undefined) return cached;
     // A misspelt field must fail even when an equal-looking policy is already cached.
     for (const field in policy) if (!POLICY_FIELDS.has(field)) return compilePolicy(policy);
-    const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart, policy.precision]
+    const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart, policy.precision, policy.blockDuration]
       .map(typedText)
       .join('|');
     let compiled = this.byContent.get(contentKey);

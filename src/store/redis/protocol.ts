@@ -28,12 +28,14 @@ export const RESULT_START = 1;
 /** Integers returned per decision. */
 export const RESULT_WIDTH = 6;
 export const REASON_COST_EXCEEDS_CAPACITY = 1;
+/** The key serves a penalty (scripts/penalty.lua). */
+export const REASON_BLOCKED = 2;
 export const REASON_WRONG_TYPE = 10;
 export const REASON_CORRUPT_STATE = 11;
 /** No reason: admitted, or denied for lack of quota. */
 export const REASON_NONE = 0;
 
-/** The 8 script fields of a policy record (see decide.lua). */
+/** The 9 script fields of a policy record (see decide.lua). */
 export function policyFields(policy: CompiledPolicy): number[] {
   return [
     ALGORITHM_CODES[policy.algorithm],
@@ -44,12 +46,16 @@ export function policyFields(policy: CompiledPolicy): number[] {
     policy.countRejected ? 1 : 0,
     policy.firstHit ? 1 : 0,
     policy.precision,
+    policy.blockMs,
   ];
 }
 
-/** Whether a lean script (scripts/single.lua) can decide `policy`: not a sliding log, nor a sliding window of N > 1 buckets. */
+/**
+ * Whether a lean script (scripts/single.lua) can decide `policy`: not a sliding log, nor a sliding
+ * window of N > 1 buckets, nor a policy with a penalty (penalty.lua is the batch script's).
+ */
 export function hasLeanScript(policy: CompiledPolicy): boolean {
-  return policy.algorithm !== 'sliding-log' && policy.precision === 1;
+  return policy.algorithm !== 'sliding-log' && policy.precision === 1 && policy.blockMs === 0;
 }
 
 /**
@@ -73,6 +79,7 @@ export function decodeDecision(values: readonly number[], offset: number, policy
   const limit = policy.nominalCapacity;
   let reason: DecisionReason | undefined;
   if (reasonCode === REASON_COST_EXCEEDS_CAPACITY) reason = 'cost-exceeds-capacity';
+  if (reasonCode === REASON_BLOCKED) reason = 'blocked';
   if (delay >= 0) {
     return reason === undefined
       ? { allowed, limit, remaining, resetAt, retryAfter, now, delay }

@@ -7,7 +7,7 @@
   KEYS[i]   the state key of the i-th request, in order
   ARGV[1]   now: '' to use Redis TIME (so nodes with skewed clocks agree), else epoch ms (keys
             then live longer in real time, see below)
-  ARGV[2]   P, the number of distinct policies in the batch, then P records of 8 fields:
+  ARGV[2]   P, the number of distinct policies in the batch, then P records of 9 fields:
     algorithm       1 token-bucket, 2 leaky-bucket, 3 fixed-window, 4 sliding-log,
                     5 sliding-window, 6 gcra
     window          ms, integer >= 1
@@ -17,6 +17,7 @@
     count_rejected  1 to log rejected attempts (sliding-log), else 0
     first_hit       1 for windows that start at a key's first hit (fixed-window), else 0
     precision       buckets per window (sliding-window: 1..100, at most window; else 1)
+    block           penalty ms after a denial (penalty.lua), 0 for none
   then G, the number of groups, then per group: n (requests in the group) and n records of 3:
     policy          index into the policy records, from 1
     op              1 consume, 2 peek (record nothing), 3 reset (delete the key), 4 add (local-first
@@ -26,7 +27,7 @@
 
   Returns now (the decision time, epoch ms: every relative figure the caller derives starts from
   it), then 6 integers per request: allowed (1/0), remaining, reset_at, retry_after,
-  delay (-1 unless leaky-bucket), reason (0 none, 1 cost exceeds capacity, 10 the key holds
+  delay (-1 unless leaky-bucket), reason (0 none, 1 cost exceeds capacity, 2 blocked, 10 the key holds
   another type, 11 the key holds unreadable state). An add answers its counts instead: 1, the
   current window's count, its mark (index; a first-hit window's start), the previous window's
   count (sliding-window; else 0), -1, reason. Bad arguments fail the whole call before
@@ -92,13 +93,15 @@ for i = 1, policy_count do
   if precision == nil or (precision > 1 and (algorithm ~= SLIDING_WINDOW or window < precision)) then
     return bad_argument(index + 7, 'policy ' .. i .. ' precision')
   end
+  local block = integer_arg(index + 8, 0, MAX_BLOCK)
+  if block == nil then return bad_argument(index + 8, 'policy ' .. i .. ' block') end
   -- wide: the algorithms that multiply counts by the window, past (capacity + 1) x window = 2^53 - 1
   -- (policy.ts needsWide; docs/semantics.md "Wide policies").
   local wide = algorithm ~= FIXED_WINDOW and algorithm ~= SLIDING_LOG and (capacity + 1) * window > MAX_INTEGER
   policies[i] = { algorithm = algorithm, window = window, limit = limit, capacity = capacity, nominal = nominal,
     count_rejected = count_rejected == 1, first_hit = first_hit == 1, precision = precision,
-    usable = limit >= 1 and capacity >= 1 and nominal >= 1, wide = wide }
-  index = index + 8
+    usable = limit >= 1 and capacity >= 1 and nominal >= 1, wide = wide, block = block }
+  index = index + 9
 end
 
 local group_count = integer_arg(index, 1)
@@ -183,6 +186,8 @@ local function decide(key, op, cost, p)
   if a == SLIDING_WINDOW then return decide_sliding_window(s1, s2, s3, now, cost, p) end
   return decide_level(s1, s2, now, cost, p, true) -- LEAKY_BUCKET
 end
+-- A policy's block (penalty.lua) comes before its state.
+decide = with_penalties(decide, now, extra_ttl)
 
 local function record(key, p, write, reset_at)
   -- layout.lua: an integer is stored with its end, reset_at.
