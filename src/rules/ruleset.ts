@@ -221,6 +221,7 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
     ...(limit.burst !== undefined ? { burst: limit.burst } : {}),
     ...(limit.precision !== undefined ? { precision: limit.precision } : {}),
     softPercent: limit.softPercent,
+    ...(limit.blockMs !== undefined ? { blockDuration: limit.blockMs } : {}),
     // quota_mode counts every hit, over the limit too, as envoy does (fixed-window only: the loader checks).
     ...(descriptor.quotaMode ? { countRejected: true } : {}),
   });

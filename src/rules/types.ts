@@ -50,6 +50,8 @@ export interface RateLimitConfig {
   readonly syncIntervalMs?: number;
   /** Tollgate: units each matching request takes (integer ≥ 1), multiplied by the request's hits. */
   readonly cost?: number;
+  /** `block_duration`, in ms: the penalty after a denial (the policy's blockDuration). */
+  readonly blockMs?: number;
   readonly location: SourceLocation;
 }
 

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { compilePolicy, createLimiter, InvalidPolicyError, redisStore, type Decision, type Policy } from '../../src/index.js';
+import { compilePolicy, createLimiter, InvalidPolicyError, memoryStore, redisStore, type Decision, type Policy } from '../../src/index.js';
 import { useRedisServer } from '../support/redis-topologies.js';
 
 const redis = useRedisServer();
@@ -108,5 +108,14 @@ describe('blockDuration', () => {
     expect(compilePolicy({ ...POLICY, blockDuration: '10m' }).blockMs).toBe(600_000);
     expect(compilePolicy({ ...POLICY, blockDuration: '30d' }).blockMs).toBe(30 * 86_400_000);
     expect(compilePolicy({ algorithm: 'token-bucket', limit: 1, window: '1s' }).blockMs).toBe(0);
+  });
+
+  it('is refused with a lease or local-first, which admit without asking the store where the block is', async () => {
+    const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+    const windowed: Policy = { algorithm: 'fixed-window', limit: 10, window: '1s', blockDuration: '1m' };
+    for (const options of [{ lease: 5 }, { syncIntervalMs: 100 }]) {
+      await expect(Promise.resolve().then(() => limiter.limit('k', windowed, options))).rejects.toThrow(/admits without asking the store.*blockDuration/);
+    }
+    await limiter.close();
   });
 });
