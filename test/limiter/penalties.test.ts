@@ -97,6 +97,23 @@ describe('a penalty on Redis', () => {
   });
 });
 
+describe('a penalty in a group of limits', () => {
+  const ROOMY: Policy = { algorithm: 'fixed-window', limit: 10, window: '1m' };
+  it.each(['memory', 'redis'])('on the %s store: a blocked key denies its group, and nothing of the group is spent', async (where) => {
+    const limiter = where === 'memory' ? createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) }) : await openLimiter();
+    const [blocked, other] = [uniqueKey('group-blocked'), uniqueKey('group-other')];
+    await limiter.limit(blocked, POLICY, { now: T0 });
+    // Denied inside a group: the denial starts the block as alone.
+    const [first] = await limiter.limitAll([{ key: blocked, policy: POLICY }, { key: other, policy: ROOMY }], { now: T0 + 1 });
+    expect(first).toMatchObject({ allowed: false, reason: 'blocked', retryAfter: 10_000 });
+    const [held, spared] = await limiter.limitAll([{ key: blocked, policy: POLICY }, { key: other, policy: ROOMY }], { now: T0 + 5_000 });
+    expect(held).toMatchObject({ allowed: false, reason: 'blocked', retryAfter: 5_001 });
+    expect(spared).toMatchObject({ allowed: true, remaining: 10 });
+    expect(await limiter.limit(other, ROOMY, { now: T0 + 5_000 })).toMatchObject({ allowed: true, remaining: 9 });
+    if (where === 'memory') await limiter.close();
+  });
+});
+
 describe('blockDuration', () => {
   it.each([0, -5, 1.5, Number.NaN, '10', '10x', '0s', '31d', 'soon', null, true])('refuses %s, naming the field', (value) => {
     expect(() => compilePolicy({ ...POLICY, blockDuration: value as never })).toThrow(InvalidPolicyError);
