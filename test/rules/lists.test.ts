@@ -12,6 +12,7 @@ import { loadRules } from '../../src/rules/load.js';
 import { checkRules, parseRules } from '../../src/rules/parse/index.js';
 import { RulesHolder, compileRules } from '../../src/rules/ruleset.js';
 import { watchRules } from '../../src/rules/watch.js';
+import { startApp } from '../support/http-apps.js';
 import { useRedisServer } from '../support/redis-topologies.js';
 
 const redis = useRedisServer();
@@ -89,6 +90,24 @@ describe('allow and deny lists', () => {
     expect(await limiter.check(mixed)).toMatchObject({ overallCode: 'OVER_LIMIT', statuses: [{ code: 'OK' }, { code: 'OVER_LIMIT', rule: 'api.deny.user' }] });
     expect((await limiter.check({ ...mixed, descriptors: [mixed.descriptors[0]!] })).overallCode).toBe('OK');
     await limiter.close();
+  });
+
+  it('refuse through the middleware in rules mode, which passes an allowed address unlimited', async () => {
+    const rules = compileRules(parseRules(RULES, 'rules.yaml'));
+    let ip = '10.6.6.6';
+    const app = await startApp('express', [{ rules, domain: 'api', descriptors: () => [{ entries: [{ key: 'remote_address', value: ip }] }] }]);
+    try {
+      const refused = await fetch(`${app.url}/hello`);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      // A refusal as by a limit of 0 (its name, the list's rule, is in the IETF headers' policy).
+      expect(refused.headers.get('x-ratelimit-limit')).toBe('0');
+      expect(JSON.parse(await refused.text())).toMatchObject({ error: 'rate_limited', limit: 0, remaining: 0 });
+      ip = '10.1.1.1';
+      for (let i = 0; i < 3; i++) expect((await fetch(`${app.url}/hello`)).status).toBe(200);
+    } finally {
+      await app.close();
+    }
   });
 
   it('decide without a store call', async () => {
