@@ -114,6 +114,22 @@ describe('a penalty in a group of limits', () => {
   });
 });
 
+describe('lifting a penalty', () => {
+  it.each(['memory', 'redis'])('on the %s store: resetPrefix lifts the blocks of the keys it resets, and only those', async (where) => {
+    const limiter = where === 'memory' ? createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) }) : await openLimiter();
+    const prefix = uniqueKey('prefix');
+    const [inside, outside] = [`${prefix}:a`, uniqueKey('outside')];
+    for (const key of [inside, outside]) {
+      await limiter.limit(key, POLICY, { now: T0 });
+      expect(await limiter.limit(key, POLICY, { now: T0 + 1 })).toMatchObject({ reason: 'blocked' });
+    }
+    await limiter.resetPrefix(prefix);
+    expect((await limiter.limit(inside, POLICY, { now: T0 + 2 })).allowed).toBe(true);
+    expect(await limiter.limit(outside, POLICY, { now: T0 + 2 })).toMatchObject({ allowed: false, reason: 'blocked' });
+    if (where === 'memory') await limiter.close();
+  });
+});
+
 describe('blockDuration', () => {
   it.each([0, -5, 1.5, Number.NaN, '10', '10x', '0s', '31d', 'soon', null, true])('refuses %s, naming the field', (value) => {
     expect(() => compilePolicy({ ...POLICY, blockDuration: value as never })).toThrow(InvalidPolicyError);
