@@ -71,6 +71,14 @@ describe('allow and deny lists', () => {
     ]);
   });
 
+  it('are refused inside a descriptor, and block_duration outside rate_limit, saying where they go', () => {
+    const text = 'domain: api\ndescriptors:\n  - key: user\n    deny:\n      - { key: user, values: [mallory] }\n    block_duration: 1m\n';
+    expect(checkRules(text, 'rules.yaml').errors.map((error) => error.message)).toEqual([
+      'rules.yaml:4:5: descriptors[0].deny: "deny" belongs at the top of the document (a domain\'s list, beside descriptors), not in a descriptor',
+      'rules.yaml:6:5: descriptors[0].block_duration: "block_duration" belongs inside rate_limit, not directly in the descriptor',
+    ]);
+  });
+
   it('admit a listed address without limit, IPv4, IPv6 and IPv4-mapped alike; refuse a denied one; deny wins', async () => {
     const limiter = memoryLimiter();
     for (const ip of ['10.1.2.3', '::1', '0:0:0:0:0:0:0:1', '2001:db8:ffff::7', '::ffff:10.9.9.9']) {
