@@ -16,7 +16,9 @@ export type DecisionReason =
   /** ... and the failure mode `closed` denied. */
   | 'fail-closed'
   /** ... and the failure mode `local` decided on this process's own limiter (⌈limit / nodes⌉, the nodes sharing the store). */
-  | 'local-fallback';
+  | 'local-fallback'
+  /** The key is serving a penalty (`blockDuration`): denied until `retryAfter`, whatever its quota. */
+  | 'blocked';
 
 /** The outcome of one rate limit check. Times are epoch milliseconds, durations milliseconds. */
 export interface Decision {

@@ -2,7 +2,7 @@
  * Policies: what a limit is (`{ algorithm, limit, window, ... }`), validated once and compiled into
  * the numbers every decision needs, so the hot path does no parsing or checking.
  */
-import { CALENDAR_NOMINAL_MS, CALENDAR_UNITS, calendarPeriods, canonicalTimeZone, isCalendarUnit, type CalendarPeriods } from './algorithms/calendar.js';
+import { CALENDAR_NOMINAL_MS, checkCalendar, type CalendarPeriods } from './algorithms/calendar.js';
 import { ALGORITHMS, algorithmTable, type AlgorithmName } from './algorithms/catalog.js';
 import { parseDuration } from './duration.js';
 import { InvalidPolicyError, describeValue } from './errors.js';
@@ -48,6 +48,12 @@ export interface Policy {
    * key (docs/semantics.md, "sliding-window with precision N").
    */
   readonly precision?: number;
+  /**
+   * Penalty: once a request is denied, the key stays denied this long from that denial (ms or a
+   * duration string, up to {@link POLICY_RANGES}.blockDuration), on every node sharing the store;
+   * a denial during the block does not extend it (docs/semantics.md, "Penalties").
+   */
+  readonly blockDuration?: number | string;
 }
 
 /** Where a fixed window starts: see {@link Policy.windowStart}. */
@@ -67,6 +73,7 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'windowStart',
   'precision',
   'timeZone',
+  'blockDuration',
 ]);
 
 /**
@@ -88,6 +95,8 @@ export const POLICY_RANGES = Object.freeze({
   softPercent: { min: 0, max: 1000 },
   /** At most 100 buckets: past that the counts take about as much room as a sliding log of a modest limit. */
   precision: { min: 1, max: 100 },
+  /** In ms: at most 30 days; a longer ban is an administrator's (`POST /v1/keys/block`), not a policy's. */
+  blockDuration: { min: 1, max: 30 * 86_400_000 },
 });
 
 /** What a policy admits, from its (valid) numbers. */
@@ -187,6 +196,8 @@ export class CompiledPolicy {
    * the other policies keep their plain arithmetic.
    */
   readonly wide: boolean;
+  /** Penalty length in ms after a denial (`blockDuration`); 0: no penalty. */
+  readonly blockMs: number;
 
   /** @internal use {@link compilePolicy}. */
   constructor(fields: Omit<CompiledPolicy, never>) {
@@ -205,6 +216,7 @@ export class CompiledPolicy {
     this.stateId = fields.stateId;
     this.stateIndex = fields.stateIndex;
     this.wide = fields.wide;
+    this.blockMs = fields.blockMs;
     Object.freeze(this);
   }
 }
@@ -288,6 +300,7 @@ function compileFresh(policy: Policy, forceWide: boolean, adHoc = false): Compil
     stateId: stateIdOf(algorithm, firstHit, precision, windowMs, calendar),
     stateIndex: internStateId(stateIdOf(algorithm, firstHit, precision, windowMs, calendar), adHoc),
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
+    blockMs: checkBlockDuration(policy.blockDuration),
   });
 }
 
@@ -308,6 +321,16 @@ function checkCapacity(algorithm: AlgorithmName, { nominalCapacity, capacity, se
   }
 }
 
+/** The penalty in ms (0 when `blockDuration` is absent); throws unless a duration within its range. */
+function checkBlockDuration(blockDuration: unknown): number {
+  if (blockDuration === undefined) return 0;
+  const ms = parseDuration(blockDuration);
+  if (typeof ms === 'string') throw new InvalidPolicyError('blockDuration', `blockDuration ${ms}`);
+  const { max } = POLICY_RANGES.blockDuration;
+  if (ms > max) throw new InvalidPolicyError('blockDuration', `blockDuration ${ms} ms is longer than ${max} ms (30 days); block longer by hand (POST /v1/keys/block)`);
+  return ms;
+}
+
 /** Whether `windowStart` asks for first-hit windows; throws if it is not a window start of a fixed window. */
 function checkWindowStart(algorithm: AlgorithmName, windowStart: unknown): boolean {
   if (windowStart === undefined) return false;
@@ -318,26 +341,6 @@ function checkWindowStart(algorithm: AlgorithmName, windowStart: unknown): boole
     throw new InvalidPolicyError('windowStart', `windowStart applies to fixed-window only, not ${algorithm}; remove it or switch the algorithm`);
   }
   return windowStart === 'first-hit';
-}
-
-/**
- * The periods of a calendar window (`window: 'month'`, `timeZone`), or undefined for a window of a
- * length; throws unless on an aligned fixed window with a time zone Node knows.
- */
-function checkCalendar(policy: Policy): CalendarPeriods | undefined {
-  if (!isCalendarUnit(policy.window)) {
-    if (policy.timeZone === undefined) return undefined;
-    throw new InvalidPolicyError('timeZone', `timeZone applies to calendar windows only (window: ${CALENDAR_UNITS.map((unit) => `'${unit}'`).join(', ')}), not to a window of ${describeValue(policy.window)}; remove it or use a calendar window`);
-  }
-  if (policy.algorithm !== 'fixed-window') {
-    throw new InvalidPolicyError('window', `a calendar window ('${policy.window}') applies to fixed-window only, not ${policy.algorithm}; use algorithm: 'fixed-window', or a window of a length such as '1d'`);
-  }
-  if (policy.windowStart === 'first-hit') {
-    throw new InvalidPolicyError('windowStart', `a calendar window ('${policy.window}') starts on the calendar, not at a key's first hit; remove windowStart: 'first-hit', or use a window of a length such as '30d'`);
-  }
-  const zone = canonicalTimeZone(policy.timeZone ?? 'UTC');
-  if ('problem' in zone) throw new InvalidPolicyError('timeZone', `timeZone ${zone.problem}`);
-  return calendarPeriods(policy.window, zone.zone);
 }
 
 /**
@@ -456,7 +459,7 @@ export class PolicyCache {
     if (cached !== undefined) return cached;
     // A misspelt field must fail even when an equal-looking policy is already cached.
     for (const field in policy) if (!POLICY_FIELDS.has(field)) return compilePolicy(policy);
-    const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart, policy.precision, policy.timeZone]
+    const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart, policy.precision, policy.timeZone, policy.blockDuration]
       .map(typedText)
       .join('|');
     let compiled = this.byContent.get(contentKey);

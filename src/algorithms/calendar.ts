@@ -11,7 +11,7 @@
  * A foundation (layer 0, like catalog.ts): policy.ts checks zones with it and the algorithms and
  * stores ask it for periods. Imports only errors.ts.
  */
-import { InvalidTimeError } from '../errors.js';
+import { InvalidPolicyError, InvalidTimeError, describeValue } from '../errors.js';
 
 /** The calendar units a fixed window may be given instead of a length. */
 export const CALENDAR_UNITS = ['day', 'week', 'month', 'quarter', 'year'] as const;
@@ -220,4 +220,33 @@ export function calendarPeriods(unit: CalendarUnit, zone: string): CalendarPerio
     shared.set(id, periods);
   }
   return periods;
+}
+
+/** The fields of a policy that say whether, and how, its window is on the calendar. */
+export interface CalendarFields {
+  readonly algorithm: string;
+  readonly window: unknown;
+  readonly timeZone?: string | undefined;
+  readonly windowStart?: string | undefined;
+}
+
+/**
+ * The periods of a calendar window (`window: 'month'`, `timeZone`), or undefined for a window of a
+ * length; throws unless on an aligned fixed window with a time zone Node knows (policy.ts checks
+ * every policy with it).
+ */
+export function checkCalendar(policy: CalendarFields): CalendarPeriods | undefined {
+  if (!isCalendarUnit(policy.window)) {
+    if (policy.timeZone === undefined) return undefined;
+    throw new InvalidPolicyError('timeZone', `timeZone applies to calendar windows only (window: ${CALENDAR_UNITS.map((unit) => `'${unit}'`).join(', ')}), not to a window of ${describeValue(policy.window)}; remove it or use a calendar window`);
+  }
+  if (policy.algorithm !== 'fixed-window') {
+    throw new InvalidPolicyError('window', `a calendar window ('${policy.window}') applies to fixed-window only, not ${policy.algorithm}; use algorithm: 'fixed-window', or a window of a length such as '1d'`);
+  }
+  if (policy.windowStart === 'first-hit') {
+    throw new InvalidPolicyError('windowStart', `a calendar window ('${policy.window}') starts on the calendar, not at a key's first hit; remove windowStart: 'first-hit', or use a window of a length such as '30d'`);
+  }
+  const zone = canonicalTimeZone(policy.timeZone ?? 'UTC');
+  if ('problem' in zone) throw new InvalidPolicyError('timeZone', `timeZone ${zone.problem}`);
+  return calendarPeriods(policy.window, zone.zone);
 }

@@ -4,7 +4,7 @@
  * every limit, and `Retry-After` / `X-RateLimit-Retry-After` when throttled.
  */
 import type { Decision } from '../decision.js';
-import type { CheckResult } from '../rules/check.js';
+import type { CheckResult, DescriptorStatus } from '../rules/check.js';
 import { ruleWindowMs } from '../units.js';
 import { rateLimitHeaders, type LimitReport } from './report.js';
 
@@ -38,6 +38,7 @@ export function checkReports(result: CheckResult): LimitReport[] {
   const { now } = result;
   const reports: LimitReport[] = [];
   result.statuses.forEach((status, index) => {
+    if (status.list === 'deny') return void reports.push(deniedByList(status, now));
     const limit = status.currentLimit;
     if (limit === undefined || status.shadowOverLimit === true || status.quotaOverLimit === true) return;
     const denied = status.code === 'OVER_LIMIT';
@@ -53,6 +54,16 @@ export function checkReports(result: CheckResult): LimitReport[] {
     });
   });
   return reports;
+}
+
+/**
+ * A refusal by a domain's deny list (rules/lists.ts) as a limit of 0: refused on every path (the
+ * middleware passes a request without reports), `Retry-After: 1` as any refusal without a limit
+ * (no wait helps until the list changes; a retry costs no store call).
+ */
+function deniedByList(status: DescriptorStatus, now: number): LimitReport {
+  const rule = status.rule ?? 'deny-list';
+  return { name: rule, limit: 0, windowMs: 1_000, remaining: 0, resetAt: now + 1_000, allowed: false, retryAfter: 1_000, partitionKey: rule };
 }
 
 /** Headers for a check (`/json`, `/v1/check`, gRPC `response_headers_to_add`), relative to the check's instant. */

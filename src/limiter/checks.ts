@@ -115,11 +115,16 @@ export function checkSyncInterval(interval: unknown, where: string): number {
 /** The algorithms whose caps a lease keeps (see the module's comment). */
 export const LEASABLE_ALGORITHMS: readonly AlgorithmName[] = ['fixed-window', 'sliding-window'];
 
+/** Why `mode` (a lease, local-first) cannot keep a penalty: it admits without asking the store, where the block is. */
+export const PENALTY_DECIDED_LOCALLY = (mode: string, option: string): string =>
+  `${mode} admits without asking the store, where a penalty (blockDuration) is kept, so a block would not be honoured: drop ${option} or blockDuration`;
+
 /**
  * Why a lease cannot keep `policy`'s caps, in words that name the alternative; undefined when it
  * can. One text for every entry point (the limiter, the middleware, the rules).
  */
-function leaseRefusal(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected'>): string | undefined {
+function leaseRefusal(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected' | 'blockMs'>): string | undefined {
+  if (policy.blockMs > 0) return PENALTY_DECIDED_LOCALLY('a lease', 'lease');
   if (policy.countRejected) return 'a lease cannot keep a countRejected policy, which counts every attempt, refused ones too: drop lease or countRejected';
   if (LEASABLE_ALGORITHMS.includes(policy.algorithm)) return undefined;
   const why = policy.algorithm === 'leaky-bucket' ? 'its answer is a place in a queue, which a batch of permits cannot hand out' : policy.algorithm === 'sliding-log' ? 'its rolling window moves on while leased permits wait, so they would be spent beside requests admitted later, past the limit' : 'the bucket refills while leased permits wait, so they would be spent beside the new tokens, past the burst';
@@ -127,7 +132,7 @@ function leaseRefusal(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected'
 }
 
 /** Throws the refusal of {@link leaseRefusal} for a lease asked on `policy`. */
-export function checkLeasable(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected'>, where: string): void {
+export function checkLeasable(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected' | 'blockMs'>, where: string): void {
   const refusal = leaseRefusal(policy);
   if (refusal !== undefined) throw new InvalidOptionError(`${where}: ${refusal}`);
 }

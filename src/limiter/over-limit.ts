@@ -80,6 +80,7 @@ export class OverLimitCache {
     this.hits += 1;
     const { limit, remaining, resetAt, delay } = entry.decision;
     const answer: Decision = { allowed: false, limit, remaining, resetAt, retryAfter: entry.until - at, now: at };
+    if (entry.decision.reason === 'blocked') return { ...answer, reason: 'blocked' };
     // A denied leaky-bucket request waits for nothing: its delay (0) is repeated as given.
     return delay === undefined ? answer : { ...answer, delay };
   }
@@ -91,11 +92,17 @@ export class OverLimitCache {
   remember(key: string, policy: CompiledPolicy, cost: number, decision: Decision, callerNow: number | undefined): void {
     const id = entryId(key, policy);
     this.entries.delete(id);
+    // A penalty's denial holds until its retry whatever the algorithm (nothing is counted during a block).
+    if (decision.reason === 'blocked' && decision.retryAfter > 0) return this.hold(id, policy, cost, decision, callerNow);
     if (decision.allowed || decision.reason !== undefined || policy.countRejected || decision.retryAfter <= 0) return;
     // Where nothing can change before `until`: a fixed window at any cost (it admits again only
     // when it ends, and its remaining is constant until then); any algorithm for one unit when
     // nothing remains (the first unit back is the retry instant).
     if (policy.algorithm !== 'fixed-window' && (cost !== 1 || decision.remaining !== 0)) return;
+    this.hold(id, policy, cost, decision, callerNow);
+  }
+
+  private hold(id: string, policy: CompiledPolicy, cost: number, decision: Decision, callerNow: number | undefined): void {
     if (this.entries.size >= this.maxKeys) this.entries.delete(this.entries.keys().next().value!);
     const offset = callerNow === undefined ? decision.now - this.clock() : 0;
     this.entries.set(id, { policy, cost, from: decision.now, until: decision.now + decision.retryAfter, decision, offset });

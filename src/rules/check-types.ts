@@ -77,6 +77,8 @@ export interface DescriptorStatus {
    * (its turn in the queue, from the decision's `now`). Absent for other algorithms.
    */
   readonly delay?: number;
+  /** The domain's allow or deny list decided this request, before any limit (rules/lists.ts); `rule` names it. */
+  readonly list?: 'allow' | 'deny';
 }
 
 /** envoy's RateLimitResponse. */

@@ -13,6 +13,7 @@ import type { Span, Tracer } from '@opentelemetry/api';
 import type { MaybePromise } from '../store/types.js';
 import { RULE_UNITS } from '../units.js';
 import { decideMatched, planCheck } from './check-decide.js';
+import { listAnswer } from './list-answer.js';
 import { MAX_DESCRIPTORS, MAX_ENTRIES, UNLIMITED_REMAINING } from './check-types.js';
 import type { CheckOptions, CheckRequest, CheckResult, DescriptorStatus, LimitOverride, RateLimitDescriptor } from './check-types.js';
 import type { DescriptorEntry } from './match.js';
@@ -50,6 +51,9 @@ function checkUntraced(limiter: LimiterCore, rules: RuleSet, request: CheckReque
   if (root === undefined) {
     return { overallCode: 'OK', statuses: request.descriptors.map(() => NO_LIMIT), now: request.now ?? clock() };
   }
+  // Allow and deny lists answer before any limit is matched or counted: no store call.
+  const listed = root.lists === undefined ? undefined : listAnswer(root.lists, request, clock, options);
+  if (listed !== undefined) return listed;
   const plan = planCheck(root, request, options);
   return decideMatched(limiter, plan, request, clock, options);
 }

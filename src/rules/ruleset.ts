@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { compilePolicy, type CompiledPolicy } from '../policy.js';
 import { ENVOY_UNIT_NAMES, ruleWindowMs } from '../units.js';
 import type { DescriptorConfig, DomainConfig, FailureMode, RuleUnit } from './types.js';
+import { compileLists, type DomainLists } from './lists.js';
 
 export { UNIT_SECONDS } from '../units.js';
 
@@ -55,6 +56,8 @@ export class RuleNode {
   rule: CompiledRule | undefined;
   /** Whether any child exists (a leaf stops the walk). */
   hasChildren = false;
+  /** A domain's root: its allow and deny lists, if it has any (lists.ts). */
+  lists: DomainLists | undefined;
 }
 
 const UNLIMITED_POLICY = compilePolicy({ algorithm: 'fixed-window', limit: 1, window: 1_000 });
@@ -161,6 +164,7 @@ export function compileRules(domains: readonly DomainConfig[], texts: readonly s
   for (const domain of domains) {
     const root = new RuleNode();
     addChildren(root, domain.descriptors, domain.domain);
+    root.lists = compileLists(domain);
     roots.set(domain.domain, root);
   }
   return new RuleSet(roots, hashOf(texts.length > 0 ? texts : domains.map((d) => JSON.stringify(d))));
@@ -223,6 +227,7 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
     ...(limit.burst !== undefined ? { burst: limit.burst } : {}),
     ...(limit.precision !== undefined ? { precision: limit.precision } : {}),
     softPercent: limit.softPercent,
+    ...(limit.blockMs !== undefined ? { blockDuration: limit.blockMs } : {}),
     // quota_mode counts every hit, over the limit too, as envoy does (fixed-window only: the loader checks).
     ...(descriptor.quotaMode ? { countRejected: true } : {}),
   });

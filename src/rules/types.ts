@@ -54,6 +54,8 @@ export interface RateLimitConfig {
   readonly calendar?: boolean;
   /** Tollgate: the IANA time zone of a `calendar` unit (absent: UTC). */
   readonly timeZone?: string;
+  /** `block_duration`, in ms: the penalty after a denial (the policy's blockDuration). */
+  readonly blockMs?: number;
   readonly location: SourceLocation;
 }
 
@@ -79,9 +81,23 @@ export interface DescriptorConfig {
 }
 
 /** One YAML document: one domain. */
+/**
+ * One entry of a domain's `allow:` or `deny:` list: a request with a descriptor entry of `key`
+ * whose value is one of `values` matches. A value that is an IP address or a CIDR (IPv4 or IPv6)
+ * matches the addresses it names, however they are written; any other value matches as written.
+ */
+export interface ListConfig {
+  readonly key: string;
+  readonly values: readonly string[];
+  readonly location: SourceLocation;
+}
+
 export interface DomainConfig {
   readonly domain: string;
   readonly descriptors: readonly DescriptorConfig[];
+  /** `allow:`, values never limited, and `deny:`, values always refused, checked before any limit (rules/lists.ts). */
+  readonly allow?: readonly ListConfig[];
+  readonly deny?: readonly ListConfig[];
   /** File (or other source name) it came from. */
   readonly source: string;
 }

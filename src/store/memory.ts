@@ -14,6 +14,7 @@ import type { Decision } from '../decision.js';
 import { InvalidOptionError } from '../errors.js';
 import { POLICY_RANGES, type CompiledPolicy } from '../policy.js';
 import { KeyTable } from './key-table.js';
+import { PenaltyBox } from './penalty.js';
 import { RecordArena } from './record-arena.js';
 import { sharedStates, writeOnce } from './shared-states.js';
 import type { Store, StoreRequest, WindowCounts } from './types.js';
@@ -89,6 +90,8 @@ export class MemoryStore implements Store {
   private sweepHand = 0;
   private readonly scratch = new Float64Array(STRIDE);
   private readonly timer: NodeJS.Timeout | undefined;
+  /** Keys serving a penalty (`blockDuration`), beside their state. */
+  private readonly penalties: PenaltyBox;
 
   constructor(options: MemoryStoreOptions) {
     checkOptions('memoryStore', options, OPTION_NAMES, '{ maxKeys: 100_000 }');
@@ -100,6 +103,7 @@ export class MemoryStore implements Store {
     this.newer = new Int32Array(slots);
     this.older = new Int32Array(slots);
     this.table = new KeyTable(slots, maxKeys);
+    this.penalties = new PenaltyBox(maxKeys);
     if (sweepIntervalMs > 0) {
       this.timer = setInterval(() => this.prune(), sweepIntervalMs);
       this.timer.unref();
@@ -131,7 +135,7 @@ export class MemoryStore implements Store {
     // (a look of cost 0); a denied countRejected attempt is still counted.
     return requests.map((request, index) => {
       if (decisions[index]!.allowed) return this.decide(request.key, request.policy, 0, at, false, shift);
-      return request.policy.countRejected && mayWrite(index) ? this.decide(request.key, request.policy, costOf(index), at, true, shift) : decisions[index]!;
+      return (request.policy.countRejected || request.policy.blockMs > 0) && mayWrite(index) ? this.decide(request.key, request.policy, costOf(index), at, true, shift) : decisions[index]!;
     });
   }
 
@@ -154,9 +158,11 @@ export class MemoryStore implements Store {
   reset(key: string, policy: CompiledPolicy): void {
     const slot = this.table.find(policy.stateIndex, key);
     if (slot >= 0) this.release(slot);
+    this.penalties.forget(key, policy);
   }
 
   resetPrefix(prefix: string): number {
+    this.penalties.forgetPrefix(prefix);
     return this.releaseWhere((slot, key) => key.startsWith(prefix));
   }
 
@@ -174,6 +180,7 @@ export class MemoryStore implements Store {
    * the clock now). Returns how many were reclaimed. The background sweep calls this; tests may too.
    */
   prune(now: number = Date.now()): number {
+    this.penalties.prune(now);
     const reclaimed = this.releaseWhere((slot) => this.state[slot * STRIDE + EXPIRES]! <= now);
     this.expired += reclaimed;
     return reclaimed;
@@ -197,6 +204,12 @@ export class MemoryStore implements Store {
    * ({@link replayShift}; 0 on the store's own clock).
    */
   private decide(key: string, policy: CompiledPolicy, cost: number, now: number, commit: boolean, shift: number): Decision {
+    if (policy.blockMs === 0) return this.decideState(key, policy, cost, now, commit, shift);
+    return this.penalties.decide(key, policy, now, commit, shift, (write) => this.decideState(key, policy, cost, now, write, shift));
+  }
+
+  /** What the key's state alone decides (penalties aside). */
+  private decideState(key: string, policy: CompiledPolicy, cost: number, now: number, commit: boolean, shift: number): Decision {
     const slot = this.table.find(policy.stateIndex, key);
     if (policy.algorithm === 'sliding-log') return this.decideLog(key, slot, policy, cost, now, commit, shift);
     if (policy.precision > 1) return this.decideBuckets(key, slot, policy, cost, now, commit, shift);

@@ -25,13 +25,15 @@ export interface VectorFile {
 }
 
 const VECTOR_DIR = new URL('../vectors/', import.meta.url);
+/** The penalties' vectors (`blockDuration`), every algorithm in one file. */
+export const BLOCK_VECTOR_DIR = new URL('../vectors/blocks/', import.meta.url);
 
-/** Every vector file, by file name. */
-export function loadVectors(): { file: string; vectors: VectorFile }[] {
-  return readdirSync(VECTOR_DIR)
+/** Every vector file of `dir` (default: the algorithms'), by file name. */
+export function loadVectors(dir: URL = VECTOR_DIR): { file: string; vectors: VectorFile }[] {
+  return readdirSync(dir)
     .filter((name) => name.endsWith('.json'))
     .sort()
-    .map((file) => ({ file, vectors: JSON.parse(readFileSync(new URL(file, VECTOR_DIR), 'utf8')) as VectorFile }));
+    .map((file) => ({ file, vectors: JSON.parse(readFileSync(new URL(file, dir), 'utf8')) as VectorFile }));
 }
 
 /**
@@ -40,8 +42,8 @@ export function loadVectors(): { file: string; vectors: VectorFile }[] {
  * steps' explicit `now` must mean the same however much real time passes (keys that live in real
  * time, as on Redis, must not expire under a replay).
  */
-export function describeVectors(storeName: string, openStore: () => Store | Promise<Store>, pauseMs = 0, limiterOptions: Omit<LimiterOptions, 'store'> = {}): void {
-  for (const { file, vectors } of loadVectors()) {
+export function describeVectors(storeName: string, openStore: () => Store | Promise<Store>, pauseMs = 0, limiterOptions: Omit<LimiterOptions, 'store'> = {}, dir: URL = VECTOR_DIR): void {
+  for (const { file, vectors } of loadVectors(dir)) {
     describe(`${storeName} conformance: ${file}`, () => {
       vectors.cases.forEach((vectorCase, index) => {
         it(vectorCase.name, async () => {

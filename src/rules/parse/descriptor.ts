@@ -29,7 +29,10 @@ export const DESCRIPTOR_FIELDS: FieldSet = {
     soft_percent: IN_RATE_LIMIT,
     failure_mode: IN_RATE_LIMIT,
     cost: IN_RATE_LIMIT,
+    block_duration: IN_RATE_LIMIT,
     domain: 'belongs at the top of the document, not in a descriptor',
+    allow: 'belongs at the top of the document (a domain\'s list, beside descriptors), not in a descriptor',
+    deny: 'belongs at the top of the document (a domain\'s list, beside descriptors), not in a descriptor',
   },
 };
 

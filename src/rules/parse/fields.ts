@@ -6,6 +6,7 @@
  */
 import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Node, YAMLMap } from 'yaml';
+import { parseDuration } from '../../duration.js';
 import { closestMatch } from './suggest.js';
 import { RULES_LIMITS, describeNode, offsetOf } from './yaml.js';
 import type { Problems, YamlDocument } from './yaml.js';
@@ -221,6 +222,20 @@ export function readWholeNumber(reader: DocumentReader, entry: Entry | undefined
   const range = max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`;
   const quoted = isScalar(value) && typeof number === 'string' && /^-?\d+(\.\d+)?$/.test(number.trim()) ? ' (text, not a number: remove the quotes)' : '';
   reader.report(value, entry.path, `${entry.name} must be a whole number ${range}, got ${describeNode(value)}${quoted}`);
+  return undefined;
+}
+
+/**
+ * A duration written with its unit (`10m`, `30s`; a bare number is refused: its unit would be a
+ * guess), in whole ms from 1 to `max`.
+ */
+export function readDuration(reader: DocumentReader, entry: Entry | undefined, max: number): number | undefined {
+  if (entry?.value === undefined) return undefined;
+  const { value } = entry;
+  const written = isScalar(value) ? value.value : undefined;
+  const ms = typeof written === 'string' ? parseDuration(written) : `must be a duration with its unit, like 10m or 30s, got ${describeNode(value)}`;
+  if (typeof ms === 'number' && ms <= max) return ms;
+  reader.report(value, entry.path, typeof ms === 'number' ? `${entry.name} ${written as string} is longer than ${max} ms` : `${entry.name} ${ms}`);
   return undefined;
 }
 

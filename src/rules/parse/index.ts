@@ -9,6 +9,7 @@ import { RulesError } from '../../errors.js';
 import { DocumentReader, readText, reportMissing } from './fields.js';
 import type { FieldSet } from './fields.js';
 import { readDescriptorList } from './descriptor.js';
+import { readList } from './lists.js';
 import { Problems, RULES_LIMITS, StopReading, offsetOf, parseYamlDocuments, sizeProblem } from './yaml.js';
 import type { YamlDocument } from './yaml.js';
 import type { DescriptorConfig, DomainConfig, SourceLocation } from '../types.js';
@@ -27,7 +28,7 @@ const IN_DESCRIPTOR = 'belongs in a descriptor (an item of descriptors), not at 
 
 const DOCUMENT_FIELDS: FieldSet = {
   what: 'a domain document',
-  names: ['domain', 'descriptors'],
+  names: ['domain', 'descriptors', 'allow', 'deny'],
   misplaced: Object.fromEntries(
     ['key', 'value', 'rate_limit', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'quota_mode', 'share_threshold', 'metadata'].map((name) => [name, IN_DESCRIPTOR]),
   ),
@@ -89,8 +90,10 @@ function readDomain(reader: DocumentReader, yaml: YamlDocument, source: string):
   if (domainEntry?.value === undefined) reportMissing(reader, map, '', 'domain', 'every document names its domain (domain: my_service)');
   else if (domain === '') reader.report(domainEntry.value, domainEntry.path, 'domain must not be empty: name the domain (domain: my_service)');
   const descriptors = readDescriptorList(reader, { descriptorCount: 0 }, fields.get('descriptors'), 1);
+  const allow = readList(reader, fields.get('allow'));
+  const deny = readList(reader, fields.get('deny'));
   if (domain === undefined || domain === '') return undefined;
-  const config: DomainConfig = Object.freeze({ domain, descriptors, source });
+  const config: DomainConfig = Object.freeze({ domain, descriptors, source, ...(allow === undefined ? {} : { allow }), ...(deny === undefined ? {} : { deny }) });
   domainLocations.set(config, reader.problems.locate(offsetOf(domainEntry!.value)));
   return config;
 }

@@ -2,13 +2,13 @@
  * Reading a `rate_limit:` block: envoy's fields (`unit`, `requests_per_unit`, `unlimited`, `name`,
  * `replaces`, all inside `rate_limit` as in envoy's loader) and Tollgate's additions (`algorithm`,
  * `burst`, `precision`, `unit_multiplier`, `soft_percent`, `failure_mode`, `deadline_ms`, `lease_size`,
- * `sync_interval_ms`, `cost`, `calendar` and `time_zone`: parse/calendar.ts), checked with the engine's
+ * `sync_interval_ms`, `cost`, `block_duration`, `calendar` and `time_zone`: parse/calendar.ts), checked with the engine's
  * own ranges and capacity rules (policy.ts), so a file that loads never fails later when its
  * limits are compiled.
  */
 import type { YAMLMap } from 'yaml';
 import { ALGORITHMS, POLICY_RANGES, type AlgorithmName, countsExactly, policyCapacity, precisionWindowProblem, wideBound } from '../../policy.js';
-import { freezeNode, readChoice, readFlag, readText, readWholeNumber, reportMissing } from './fields.js';
+import { freezeNode, readChoice, readDuration, readFlag, readText, readWholeNumber, reportMissing } from './fields.js';
 import type { DocumentReader, Entry, FieldSet } from './fields.js';
 import { offsetOf } from './yaml.js';
 import { RULE_UNIT_NAMES, ruleWindowMs, type RuleUnit } from '../../units.js';
@@ -19,14 +19,14 @@ import { fitsCalendar } from './calendar.js';
 /** envoy's protocol carries `requests_per_unit` (the policy's limit) as a uint32. */
 const MAX_REQUESTS_PER_UNIT = 4_294_967_295;
 /** Fields that shape a limit, so make no sense with `unlimited: true`. */
-const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'precision', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost', 'calendar', 'time_zone'];
+const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'precision', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost', 'block_duration', 'calendar', 'time_zone'];
 
 const DESCRIPTOR_LEVEL = 'belongs to the descriptor (next to rate_limit), not inside rate_limit';
 
 /** The keys of a `rate_limit` block. */
 export const RATE_LIMIT_FIELDS: FieldSet = {
   what: 'a rate_limit',
-  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'precision', 'unit_multiplier', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost', 'calendar', 'time_zone'],
+  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'precision', 'unit_multiplier', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost', 'block_duration', 'calendar', 'time_zone'],
   misplaced: {
     key: DESCRIPTOR_LEVEL,
     value: DESCRIPTOR_LEVEL,
@@ -80,7 +80,7 @@ function rejectShaping(reader: DocumentReader, fields: Fields): void {
   }
 }
 
-type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'precision' | 'softPercent' | 'failureMode' | 'deadlineMs' | 'leaseSize' | 'syncIntervalMs' | 'cost' | 'calendar' | 'timeZone'>;
+type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'precision' | 'softPercent' | 'failureMode' | 'deadlineMs' | 'leaseSize' | 'syncIntervalMs' | 'cost' | 'blockMs' | 'calendar' | 'timeZone'>;
 
 /** The limit itself: how many per how long, and how it is counted. */
 function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: Fields): Shape | undefined {
@@ -103,6 +103,7 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     leaseSize: readWholeNumber(reader, fields.get('lease_size'), 2, 1_000_000),
     syncIntervalMs: readWholeNumber(reader, fields.get('sync_interval_ms'), MIN_SYNC_INTERVAL_MS, MAX_SYNC_INTERVAL_MS),
     cost: readWholeNumber(reader, fields.get('cost'), 1),
+    blockMs: readDuration(reader, fields.get('block_duration'), POLICY_RANGES.blockDuration.max),
     calendar: readFlag(reader, fields.get('calendar')),
     timeZone: readText(reader, fields.get('time_zone')),
   };
@@ -117,7 +118,8 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     algorithm: shape.algorithm ?? 'fixed-window',
     softPercent: shape.softPercent ?? 0,
   };
-  return fitsWindow(reader, fields, complete) && fitsExactArithmetic(reader, fields, complete) && fitsPrecision(reader, fields, complete) && fitsLocalFirst(reader, fields, complete) && fitsLease(reader, fields, complete) && fitsCalendar(reader, fields, complete) ? complete : undefined;
+  const fits = [fitsWindow, fitsExactArithmetic, fitsPrecision, fitsLocalFirst, fitsLease, fitsPenalty, fitsCalendar];
+  return fits.every((check) => check(reader, fields, complete)) ? complete : undefined;
 }
 
 /** The window, `unit` × `unit_multiplier`, within the engine's range (policy.ts POLICY_RANGES.window). */
@@ -174,6 +176,15 @@ function fitsLease(reader: DocumentReader, fields: Fields, shape: Shape & { algo
   return false;
 }
 
+/** A penalty lives in the store, which a lease or local-first does not ask per request (limiter/checks.ts PENALTY_DECIDED_LOCALLY). */
+function fitsPenalty(reader: DocumentReader, fields: Fields, shape: Shape): boolean {
+  const entry = fields.get('block_duration');
+  const local = shape.leaseSize !== undefined ? 'lease_size' : shape.syncIntervalMs !== undefined ? 'sync_interval_ms' : undefined;
+  if (entry === undefined || shape.blockMs === undefined || local === undefined) return true;
+  reader.report(entry.key, entry.path, `block_duration and ${local}: ${local} admits without asking the store, where the block is kept, so the block would not be honoured; keep one`);
+  return false;
+}
+
 const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
   ['unit', 'unit'],
   ['requestsPerUnit', 'requests_per_unit'],
@@ -187,6 +198,7 @@ const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
   ['leaseSize', 'lease_size'],
   ['syncIntervalMs', 'sync_interval_ms'],
   ['cost', 'cost'],
+  ['blockMs', 'block_duration'],
   ['calendar', 'calendar'],
   ['timeZone', 'time_zone'],
 ];

@@ -37,9 +37,11 @@ export type DescriptorResult = 'ok' | 'over_limit' | 'shadow_over_limit';
  * - `shadow_mode`: a shadow-mode limit was exceeded (reported, not enforced);
  * - `blocked`: an entry of the descriptor is blocked by hand (rule `blocked`);
  * - `no_rule`: no limit applied (no match, unlimited, or replaced);
- * - `unknown_domain`: the request's domain is not in the rules.
+ * - `unknown_domain`: the request's domain is not in the rules;
+ * - `allow_list` / `deny_list`: an entry of the descriptor is on the domain's allow or deny list,
+ *   which decided the request before any limit (rule `<domain>.allow.<key>` / `<domain>.deny.<key>`).
  */
-export type DescriptorReason = 'within_limit' | 'limit_exceeded' | 'other_limit_exceeded' | 'shadow_mode' | 'blocked' | 'no_rule' | 'unknown_domain';
+export type DescriptorReason = 'within_limit' | 'limit_exceeded' | 'other_limit_exceeded' | 'shadow_mode' | 'blocked' | 'no_rule' | 'unknown_domain' | 'allow_list' | 'deny_list';
 
 /** One descriptor of a check, reduced to bounded labels (plus the key, for the dashboard only). */
 export interface DescriptorOutcome {
@@ -115,6 +117,10 @@ function classifyStatus(
   // Denied by a block set by hand (POST /v1/blocks), before any rule.
   if (status.rule === BLOCKED_RULE) {
     return { domain: domainLabel, rule: BLOCKED_RULE, result: 'over_limit', reason: 'blocked', near: false, shadow: false, key };
+  }
+  if (status.list !== undefined) {
+    const result = status.code === 'OVER_LIMIT' ? 'over_limit' : 'ok';
+    return { domain: domainLabel, rule: status.rule, result, reason: status.list === 'deny' ? 'deny_list' : 'allow_list', near: false, shadow: false, key };
   }
   const compiled = index.get(status.rule);
   // A path the rules no longer hold (reloaded between the decision and now) is still a configured

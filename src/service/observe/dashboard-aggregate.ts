@@ -61,6 +61,9 @@ export interface Totals extends RuleCounts, DegradedCounts {
   unknownDomain: number;
   otherDenied: number;
   unmatched: number;
+  /** Descriptors decided by a domain's allow list, and by its deny list (rules/lists.ts). */
+  allowListed: number;
+  denyListed: number;
   rejected: number;
   storeErrors: number;
   fallbacks: number;
@@ -89,6 +92,8 @@ export const zeroTotals = (): Totals => ({
   unknownDomain: 0,
   otherDenied: 0,
   unmatched: 0,
+  allowListed: 0,
+  denyListed: 0,
   rejected: 0,
   storeErrors: 0,
   fallbacks: 0,
@@ -232,10 +237,12 @@ export class DashboardAggregate {
         total[field] += 1;
         this.second[field] += 1;
       };
+      if (outcome.reason === 'allow_list') this.second.allowListed += 1;
+      if (outcome.reason === 'deny_list') this.second.denyListed += 1;
       if (outcome.result === 'over_limit') {
         bump('throttled');
         // A block set by hand has no counter key: its entry is in the block list, not a key here.
-        if (outcome.reason !== 'blocked') this.addKey(outcome.key ?? outcome.rule);
+        if (outcome.reason !== 'blocked' && outcome.reason !== 'deny_list') this.addKey(outcome.key ?? outcome.rule);
       } else {
         bump('allowed');
       }

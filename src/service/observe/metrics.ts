@@ -67,7 +67,7 @@ export function memoryStats(ctx: ServiceContext): MemoryStoreStats | undefined {
 }
 
 /** Why a descriptor got its result, as the index of its count in a {@link Tally} row. */
-const REASONS: readonly DescriptorReason[] = ['within_limit', 'limit_exceeded', 'other_limit_exceeded', 'shadow_mode', 'blocked', 'no_rule', 'unknown_domain'];
+const REASONS: readonly DescriptorReason[] = ['within_limit', 'limit_exceeded', 'other_limit_exceeded', 'shadow_mode', 'blocked', 'no_rule', 'unknown_domain', 'allow_list', 'deny_list'];
 const REASON_INDEX = new Map(REASONS.map((reason, i) => [reason, i]));
 /** The result each reason implies. */
 const RESULT_OF: Readonly<Record<DescriptorReason, DescriptorResult>> = {
@@ -78,6 +78,8 @@ const RESULT_OF: Readonly<Record<DescriptorReason, DescriptorResult>> = {
   blocked: 'over_limit',
   no_rule: 'ok',
   unknown_domain: 'ok',
+  allow_list: 'ok',
+  deny_list: 'over_limit',
 };
 /** In a (domain, rule) row, after the reasons: near-limit decisions, then shadow-mode hits. */
 const NEAR_INDEX = REASONS.length;

@@ -1,6 +1,6 @@
 /**
  * The Lua sent to Redis, composed once at load time: the batch script (prelude + layout.lua + every
- * algorithm file + codes.lua + shared-keys.lua + decide.lua, one SHA1, so a batch can mix algorithms and a multi-limit check can be
+ * algorithm file + codes.lua + shared-keys.lua + penalty.lua + decide.lua, one SHA1, so a batch can mix algorithms and a multi-limit check can be
  * atomic), and one lean script per algorithm for a decision alone in its call (prelude + that
  * algorithm's files + codes.lua + single.lua).
  */
@@ -27,7 +27,7 @@ const section = (name: string): string => `-- ==== ${name} ====\n${readScript(na
 
 /** The composed decision script and its SHA1. Order matters: helpers first, the driver (which binds KEYS/ARGV) last. */
 export const DECIDE_SCRIPT: RedisScript = compose(
-  ['prelude.lua', 'layout.lua', 'wide-level.lua', 'level.lua', 'gcra.lua', 'fixed-window.lua', 'sliding-window.lua', 'sliding-window-buckets.lua', 'sliding-log.lua', 'codes.lua', 'shared-keys.lua', 'decide.lua'].map(section),
+  ['prelude.lua', 'layout.lua', 'wide-level.lua', 'level.lua', 'gcra.lua', 'fixed-window.lua', 'sliding-window.lua', 'sliding-window-buckets.lua', 'sliding-log.lua', 'codes.lua', 'shared-keys.lua', 'penalty.lua', 'decide.lua'].map(section),
 );
 
 /**

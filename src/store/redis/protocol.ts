@@ -29,6 +29,8 @@ export const RESULT_START = 1;
 /** Integers returned per decision. */
 export const RESULT_WIDTH = 6;
 export const REASON_COST_EXCEEDS_CAPACITY = 1;
+/** The key serves a penalty (scripts/penalty.lua). */
+export const REASON_BLOCKED = 2;
 export const REASON_WRONG_TYPE = 10;
 export const REASON_CORRUPT_STATE = 11;
 /** A calendar window: Redis TIME fell outside the period boundaries sent (scripts/fixed-window.lua). */
@@ -37,7 +39,7 @@ export const REASON_CLOCK_OUTSIDE_PERIODS = 12;
 export const REASON_NONE = 0;
 
 /**
- * The 8 script fields of a policy record (see decide.lua), and a calendar window's 3 period
+ * The 9 script fields of a policy record (see decide.lua), and a calendar window's 3 period
  * boundaries around `clock` (the call's `now`, or this process's time when Redis's is used).
  */
 export function policyFields(policy: CompiledPolicy, clock: number): number[] {
@@ -55,13 +57,17 @@ function policyRecord(policy: CompiledPolicy): number[] {
     policy.countRejected ? 1 : 0,
     policy.calendar !== undefined ? 2 : policy.firstHit ? 1 : 0,
     policy.precision,
+    policy.blockMs,
   ];
 }
 
-/** Whether a lean script (scripts/single.lua) can decide `policy`: not a sliding log, nor a sliding window of N > 1 buckets, nor a calendar window. */
+/**
+ * Whether a lean script (scripts/single.lua) can decide `policy`: not a sliding log, nor a sliding
+ * window of N > 1 buckets, nor a policy with a penalty (penalty.lua is the batch script's), nor a
+ * calendar window (its period boundaries ride in decide.lua's policy record).
+ */
 export function hasLeanScript(policy: CompiledPolicy): boolean {
-  // A calendar window's period boundaries ride in decide.lua's policy record.
-  return policy.algorithm !== 'sliding-log' && policy.precision === 1 && policy.calendar === undefined;
+  return policy.algorithm !== 'sliding-log' && policy.precision === 1 && policy.blockMs === 0 && policy.calendar === undefined;
 }
 
 /**
@@ -85,6 +91,7 @@ export function decodeDecision(values: readonly number[], offset: number, policy
   const limit = policy.nominalCapacity;
   let reason: DecisionReason | undefined;
   if (reasonCode === REASON_COST_EXCEEDS_CAPACITY) reason = 'cost-exceeds-capacity';
+  if (reasonCode === REASON_BLOCKED) reason = 'blocked';
   if (delay >= 0) {
     return reason === undefined
       ? { allowed, limit, remaining, resetAt, retryAfter, now, delay }

@@ -255,11 +255,11 @@ export class RedisStore implements Store {
     if (peeks.every((decision) => decision.allowed)) {
       return Promise.all(requests.map((request, index) => (mayWrite(index) ? this.consume(request.key, request.policy, costOf(index), now) : peeks[index]!)));
     }
-    // As in one script: the admitted report what actually remains, a denied countRejected attempt is counted.
+    // As in one script: the admitted report what actually remains, a denied countRejected attempt is counted, a denial starts its penalty.
     return Promise.all(
       requests.map((request, index) => {
         if (peeks[index]!.allowed) return this.peek(request.key, request.policy, 0, now);
-        return request.policy.countRejected && mayWrite(index) ? this.consume(request.key, request.policy, costOf(index), now) : peeks[index]!;
+        return (request.policy.countRejected || request.policy.blockMs > 0) && mayWrite(index) ? this.consume(request.key, request.policy, costOf(index), now) : peeks[index]!;
       }),
     );
   }

@@ -191,6 +191,9 @@ const SUPPORTED = "fixed-window (aligned windows) and sliding-window";
 
 /** Refuses a policy whose state cannot be split into per-region counts that add up. */
 function checkSupported(policy: CompiledPolicy): void {
+  if (policy.blockMs > 0) {
+    throw new InvalidPolicyError('blockDuration', 'regionStore keeps no penalties: a block started in one region would not be seen in the others until replicated; remove blockDuration, or use redisStore');
+  }
   if (policy.algorithm === 'sliding-window' && policy.precision > 1) {
     throw new InvalidPolicyError('precision', `regionStore supports ${SUPPORTED} of precision 1: its per-region counters are two windows, not ${policy.precision} buckets; remove precision`);
   }

@@ -1,6 +1,6 @@
 import { memoryStore } from '../../../src/index.js';
 import { describeGroupVectors } from '../../support/group-vectors.js';
-import { describeVectors, loadVectors } from '../../support/vectors.js';
+import { BLOCK_VECTOR_DIR, describeVectors, loadVectors } from '../../support/vectors.js';
 import { describe, expect, it } from 'vitest';
 
 describeVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));
@@ -17,3 +17,7 @@ describe('conformance vectors', () => {
 });
 
 describeGroupVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));
+
+// Penalties (blockDuration), directly and through the over-limit cache, which answers a block's denials itself.
+describeVectors('memory, blocks', () => memoryStore({ sweepIntervalMs: 0 }), 0, {}, BLOCK_VECTOR_DIR);
+describeVectors('memory, blocks, over-limit cache', () => memoryStore({ sweepIntervalMs: 0 }), 0, { overLimitCache: true }, BLOCK_VECTOR_DIR);

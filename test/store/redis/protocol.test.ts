@@ -5,6 +5,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ALGORITHM_CATALOG } from '../../../src/algorithms/catalog.js';
+import { POLICY_RANGES } from '../../../src/policy.js';
 import * as protocol from '../../../src/store/redis/protocol.js';
 
 const SCRIPTS = new URL('../../../src/store/redis/scripts/', import.meta.url);
@@ -40,6 +41,8 @@ const expected: Record<string, number> = {
   OP_ADD: protocol.OP_ADD,
   REASON_NONE: protocol.REASON_NONE,
   REASON_COST_EXCEEDS_CAPACITY: protocol.REASON_COST_EXCEEDS_CAPACITY,
+  REASON_BLOCKED: protocol.REASON_BLOCKED,
+  MAX_BLOCK: POLICY_RANGES.blockDuration.max,
   REASON_WRONG_TYPE: protocol.REASON_WRONG_TYPE,
   REASON_CORRUPT_STATE: protocol.REASON_CORRUPT_STATE,
   REASON_CLOCK_OUTSIDE_PERIODS: protocol.REASON_CLOCK_OUTSIDE_PERIODS,

@@ -39,7 +39,7 @@ function unique(name: string): string {
 
 describe('the decision script', () => {
   it('has a pinned SHA1 (a changed script must change this test on purpose)', () => {
-    expect(DECIDE_SCRIPT.sha1).toBe('e2bec746113831c7204b3c9f8d234b4b6385048f');
+    expect(DECIDE_SCRIPT.sha1).toBe('408ebd055c8d8e1b3c200f2ca13dece30df0d21e');
   });
 
   it('is what Redis computes for SCRIPT LOAD', () => {
@@ -75,23 +75,24 @@ describe('the decision script', () => {
     try {
       const key = unique('tollgate:{bad}');
       const call = (args: (string | number)[]) => client.eval(DECIDE_SCRIPT.source, 1, key, ...args);
-      // [now, policies, algorithm, window, limit, capacity, nominal, count_rejected, first_hit, precision, groups, size, policy, op, cost]
-      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 1, 1, 1, 1, 'NaN'])).rejects.toThrow(/argument 15 \(cost\) is not valid: NaN/);
-      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 1, 1, 1, 1, 1.5])).rejects.toThrow(/argument 15 \(cost\) is not valid: 1.5/);
-      await expect(call(['', 1, 3, 1000, 0, 10, 10, 0, 0, 1, 1, 1, 1, 1, 1])).rejects.toThrow(/limit, capacity and nominal capacity must be >= 1/);
-      await expect(call(['soon', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 1 \(now\)/);
-      await expect(call(['', 1, 9, 1000, 10, 10, 10, 0, 0, 1, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 3 \(policy 1 algorithm\)/);
-      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 1, 1, 2, 1, 1])).rejects.toThrow(/argument 13 \(policy index\)/);
-      await expect(call(['', 1, 3, 'Infinity', 10, 10, 10, 0, 0, 1, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 4 \(policy 1 window\)/);
-      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 3, 1, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 9 \(policy 1 first_hit\)/);
-      // first_hit 2, a calendar window: fixed-window only, followed by boundaries b0 < b1 < b2.
-      await expect(call(['', 1, 1, 1000, 10, 10, 10, 0, 2, 1, 0, 1, 2, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 9 \(policy 1 first_hit\)/);
-      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 2, 1, 5, 5, 9, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 11 \(policy 1 calendar boundaries b0 < b1 < b2\)/);
-      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 2, 1, 0, 5, 'x', 1, 1, 1, 1, 1])).rejects.toThrow(/argument 11 \(policy 1 calendar boundaries/);
-      await expect(call(['', 1, 5, 1000, 10, 10, 10, 0, 0, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 10 \(policy 1 precision\)/);
-      await expect(call(['', 1, 5, 1000, 10, 10, 10, 0, 0, 101, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 10 \(policy 1 precision\)/);
-      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 4, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 10 \(policy 1 precision\)/);
-      await expect(call(['', 1, 5, 50, 10, 10, 10, 0, 0, 60, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 10 \(policy 1 precision\)/);
+      // [now, policies, algorithm, window, limit, capacity, nominal, count_rejected, first_hit, precision, block, groups, size, policy, op, cost]
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 0, 1, 1, 1, 1, 'NaN'])).rejects.toThrow(/argument 16 \(cost\) is not valid: NaN/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 0, 1, 1, 1, 1, 1.5])).rejects.toThrow(/argument 16 \(cost\) is not valid: 1.5/);
+      await expect(call(['', 1, 3, 1000, 0, 10, 10, 0, 0, 1, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/limit, capacity and nominal capacity must be >= 1/);
+      await expect(call(['soon', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 1 \(now\)/);
+      await expect(call(['', 1, 9, 1000, 10, 10, 10, 0, 0, 1, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 3 \(policy 1 algorithm\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 0, 1, 1, 2, 1, 1])).rejects.toThrow(/argument 14 \(policy index\)/);
+      await expect(call(['', 1, 3, 'Infinity', 10, 10, 10, 0, 0, 1, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 4 \(policy 1 window\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 3, 1, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 9 \(policy 1 first_hit\)/);
+      // first_hit 2, a calendar window: fixed-window only, followed (after block) by boundaries b0 < b1 < b2.
+      await expect(call(['', 1, 1, 1000, 10, 10, 10, 0, 2, 1, 0, 0, 1, 2, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 9 \(policy 1 first_hit\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 2, 1, 0, 5, 5, 9, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 12 \(policy 1 calendar boundaries b0 < b1 < b2\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 2, 1, 0, 0, 5, 'x', 1, 1, 1, 1, 1])).rejects.toThrow(/argument 12 \(policy 1 calendar boundaries/);
+      await expect(call(['', 1, 5, 1000, 10, 10, 10, 0, 0, 0, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 10 \(policy 1 precision\)/);
+      await expect(call(['', 1, 5, 1000, 10, 10, 10, 0, 0, 101, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 10 \(policy 1 precision\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 4, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 10 \(policy 1 precision\)/);
+      await expect(call(['', 1, 5, 50, 10, 10, 10, 0, 0, 60, 0, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 10 \(policy 1 precision\)/);
+      await expect(call(['', 1, 3, 1000, 10, 10, 10, 0, 0, 1, 2592000001, 1, 1, 1, 1, 1])).rejects.toThrow(/argument 11 \(policy 1 block\)/);
       expect(await client.exists(key)).toBe(0);
     } finally {
       client.disconnect();

@@ -5,7 +5,7 @@
  */
 import { useRedisTopologies } from '../../support/redis-topologies.js';
 import { describeGroupVectors } from '../../support/group-vectors.js';
-import { describeVectors } from '../../support/vectors.js';
+import { BLOCK_VECTOR_DIR, describeVectors } from '../../support/vectors.js';
 
 const redis = useRedisTopologies();
 
@@ -20,3 +20,8 @@ describeVectors('redis, replayed slowly', () => redis.open({ url: redis.single.u
 // take the path of keys in several slots (peeks, then records).
 describeGroupVectors('redis', () => redis.open({ url: redis.single.url }));
 describeGroupVectors('redis-cluster', () => redis.open({ cluster: redis.cluster.nodes }));
+
+// Penalties (blockDuration): the block beside the state, in the same script as the denial.
+describeVectors('redis, blocks', () => redis.open({ url: redis.single.url }), 0, {}, BLOCK_VECTOR_DIR);
+describeVectors('redis-cluster, blocks', () => redis.open({ cluster: redis.cluster.nodes }), 0, {}, BLOCK_VECTOR_DIR);
+describeVectors('redis, blocks, over-limit cache', () => redis.open({ url: redis.single.url }), 0, { overLimitCache: true }, BLOCK_VECTOR_DIR);

@@ -426,6 +426,9 @@
     setValue('rate-unknown', sec.unknownDomain);
     setValue('unknown-total', tot.unknownDomain);
     $('unknown-card').className = 'card' + (tot.unknownDomain > 0 ? ' warn-on' : '');
+    setValue('rate-listed', sec.allowListed + sec.denyListed);
+    setValue('allow-listed-total', tot.allowListed);
+    setValue('deny-listed-total', tot.denyListed);
     var seen = lat && lat.count > 0;
     setValue('latency-p50', seen ? lat.p50Ms : 0, seen ? millis(lat.p50Ms) : '-');
     setValue('latency-p99', seen ? lat.p99Ms : 0, seen ? millis(lat.p99Ms) : '-');

@@ -7,7 +7,7 @@
   KEYS[i]   the state key of the i-th request, in order
   ARGV[1]   now: '' to use Redis TIME (so nodes with skewed clocks agree), else epoch ms (keys
             then live longer in real time, see below)
-  ARGV[2]   P, the number of distinct policies in the batch, then P records of 8 fields:
+  ARGV[2]   P, the number of distinct policies in the batch, then P records of 9 fields:
     algorithm       1 token-bucket, 2 leaky-bucket, 3 fixed-window, 4 sliding-log,
                     5 sliding-window, 6 gcra
     window          ms, integer >= 1
@@ -18,6 +18,7 @@
     first_hit       1 for windows that start at a key's first hit (fixed-window), 2 for a calendar
                     window (fixed-window), else 0
     precision       buckets per window (sliding-window: 1..100, at most window; else 1)
+    block           penalty ms after a denial (penalty.lua), 0 for none
     and, only after a calendar window's record (first_hit 2), 3 more: b0 < b1 < b2, consecutive
     period boundaries (epoch ms) around the caller's clock; the period is the one holding `now`
     (fixed-window.lua), and a `now` outside [b0, b2) is answered with reason 12, deciding nothing
@@ -30,7 +31,7 @@
 
   Returns now (the decision time, epoch ms: every relative figure the caller derives starts from
   it), then 6 integers per request: allowed (1/0), remaining, reset_at, retry_after,
-  delay (-1 unless leaky-bucket), reason (0 none, 1 cost exceeds capacity, 10 the key holds
+  delay (-1 unless leaky-bucket), reason (0 none, 1 cost exceeds capacity, 2 blocked, 10 the key holds
   another type, 11 the key holds unreadable state). An add answers its counts instead: 1, the
   current window's count, its mark (index; a first-hit window's start), the previous window's
   count (sliding-window; else 0), -1, reason. Bad arguments fail the whole call before
@@ -94,22 +95,24 @@ for i = 1, policy_count do
   if first_hit == nil or (first_hit == 2 and algorithm ~= FIXED_WINDOW) then return bad_argument(index + 6, 'policy ' .. i .. ' first_hit') end
   local calendar = nil
   if first_hit == 2 then
-    calendar = { integer_arg(index + 8, 0), integer_arg(index + 9, 0), integer_arg(index + 10, 0) }
+    calendar = { integer_arg(index + 9, 0), integer_arg(index + 10, 0), integer_arg(index + 11, 0) }
     if calendar[1] == nil or calendar[2] == nil or calendar[3] == nil or calendar[1] >= calendar[2] or calendar[2] >= calendar[3] then
-      return bad_argument(index + 8, 'policy ' .. i .. ' calendar boundaries b0 < b1 < b2')
+      return bad_argument(index + 9, 'policy ' .. i .. ' calendar boundaries b0 < b1 < b2')
     end
   end
   local precision = integer_arg(index + 7, 1, 100)
   if precision == nil or (precision > 1 and (algorithm ~= SLIDING_WINDOW or window < precision)) then
     return bad_argument(index + 7, 'policy ' .. i .. ' precision')
   end
+  local block = integer_arg(index + 8, 0, MAX_BLOCK)
+  if block == nil then return bad_argument(index + 8, 'policy ' .. i .. ' block') end
   -- wide: the algorithms that multiply counts by the window, past (capacity + 1) x window = 2^53 - 1
   -- (policy.ts needsWide; docs/semantics.md "Wide policies").
   local wide = algorithm ~= FIXED_WINDOW and algorithm ~= SLIDING_LOG and (capacity + 1) * window > MAX_INTEGER
   policies[i] = { algorithm = algorithm, window = window, limit = limit, capacity = capacity, nominal = nominal,
     count_rejected = count_rejected == 1, first_hit = first_hit == 1, precision = precision,
-    usable = limit >= 1 and capacity >= 1 and nominal >= 1, wide = wide }
-  index = index + 8
+    usable = limit >= 1 and capacity >= 1 and nominal >= 1, wide = wide, block = block }
+  index = index + 9
   if calendar then policies[i].calendar, index = calendar, index + 3 end
 end
 
@@ -195,6 +198,8 @@ local function decide(key, op, cost, p)
   if a == SLIDING_WINDOW then return decide_sliding_window(s1, s2, s3, now, cost, p) end
   return decide_level(s1, s2, now, cost, p, true) -- LEAKY_BUCKET
 end
+-- A policy's block (penalty.lua) comes before its state.
+decide = with_penalties(decide, now, extra_ttl)
 
 local function record(key, p, write, reset_at)
   -- layout.lua: an integer is stored with its end, reset_at.
