@@ -1,5 +1,6 @@
 import { memoryStore } from '../../../src/index.js';
 import { describeGroupVectors } from '../../support/group-vectors.js';
+import { describeReservationVectors } from '../../support/reservation-vectors.js';
 import { describeVectors, loadVectors } from '../../support/vectors.js';
 import { describe, expect, it } from 'vitest';
 
@@ -17,3 +18,4 @@ describe('conformance vectors', () => {
 });
 
 describeGroupVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));
+describeReservationVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));
