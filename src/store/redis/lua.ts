@@ -90,3 +90,8 @@ export const LEAN_LIBRARY: FunctionLibrary = (() => {
 
 /** Every script the store loads on connect. */
 export const ALL_SCRIPTS: readonly RedisScript[] = [DECIDE_SCRIPT, ...Object.values(SINGLE_SCRIPTS)];
+
+/** Reserve then settle (scripts/reservation.lua over adjust.lua): one script for both calls, a key's state and its reservation in one slot. */
+export const RESERVATION_SCRIPT: RedisScript = compose(
+  ['prelude.lua', 'layout.lua', 'wide-level.lua', 'level.lua', 'gcra.lua', 'fixed-window.lua', 'sliding-window.lua', 'codes.lua', 'adjust.lua', 'reservation.lua'].map(section),
+);

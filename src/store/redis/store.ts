@@ -13,7 +13,8 @@ import type { Decision } from '../../decision.js';
 import { InvalidOptionError, InvalidPolicyError, StoreDataError, StoreError, StoreUnavailableError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
 import { sharedStates, writeOnce } from '../shared-states.js';
-import type { Store, StoreRequest, WindowCounts } from '../types.js';
+import type { ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from '../types.js';
+import { reserveOn, settleOn, type ScriptRun } from './reservations.js';
 import { escapeKeyPart, groupBySlot, keySuffix } from './keys.js';
 import { globEscape, unlinkMatching } from './scan.js';
 import { liveNodesKey, markAlive } from './live-nodes.js';
@@ -32,7 +33,7 @@ import {
   singleDecisionArgs,
   hasLeanScript,
 } from './protocol.js';
-import { ALL_SCRIPTS, DECIDE_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './lua.js';
+import { ALL_SCRIPTS, DECIDE_SCRIPT, RESERVATION_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './lua.js';
 import { LeanFunctions } from './functions.js';
 import type { AlgorithmName } from '../../algorithms/catalog.js';
 
@@ -204,6 +205,20 @@ export class RedisStore implements Store {
   async reset(key: string, policy: CompiledPolicy): Promise<void> {
     await this.enqueue([this.redisKey(key, policy)], [policy], OP_RESET, [1], undefined);
   }
+
+  /** Reserve then settle (reservations.ts): one call of scripts/reservation.lua, the key's state and its record in one slot. */
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Promise<Decision> {
+    return reserveOn(this.runReservation, this.redisKey(key, policy), policy, request, now);
+  }
+
+  settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): Promise<Settlement> {
+    return settleOn(this.runReservation, this.redisKey(key, policy), policy, request, now);
+  }
+
+  private readonly runReservation: ScriptRun = async (keys, args) => {
+    if (this.waitForFirstConnection && this.client.status !== 'ready') await this.firstConnected();
+    return this.evaluate(RESERVATION_SCRIPT, keys, args).catch((error: unknown) => Promise.reject(this.describeFailure(error)));
+  };
 
   /** Marks this store object alive among the nodes sharing this Redis (live-nodes.ts); resolves to how many are. */
   async heartbeat(ttlMs: number): Promise<number> {

@@ -6,6 +6,7 @@
 import { useRedisTopologies } from '../../support/redis-topologies.js';
 import { describeGroupVectors } from '../../support/group-vectors.js';
 import { describeVectors } from '../../support/vectors.js';
+import { describeReservationVectors } from '../../support/reservation-vectors.js';
 
 const redis = useRedisTopologies();
 
@@ -20,3 +21,7 @@ describeVectors('redis, replayed slowly', () => redis.open({ url: redis.single.u
 // take the path of keys in several slots (peeks, then records).
 describeGroupVectors('redis', () => redis.open({ url: redis.single.url }));
 describeGroupVectors('redis-cluster', () => redis.open({ cluster: redis.cluster.nodes }));
+
+// Reserve then settle: the state and the reservation's record in one slot, on one Redis and a Cluster.
+describeReservationVectors('redis', () => redis.open({ url: redis.single.url }));
+describeReservationVectors('redis-cluster', () => redis.open({ cluster: redis.cluster.nodes }));
