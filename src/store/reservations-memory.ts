@@ -76,13 +76,14 @@ export class MemoryReservations {
     return { status: 'settled', reserved: open.cost, cost: request.cost, decision };
   }
 
-  /** The reservation booked under `name`, unless its ttl has passed at `at`. */
+  /**
+   * The reservation booked under `name`, unless its ttl has passed at `at`. Judged on the call's
+   * timeline and kept until the sweep (as a Redis record lives in real time): a replay whose clock
+   * goes back sees it open again, as on Redis.
+   */
   private open(name: string, at: number): Reservation | undefined {
     const reservation = this.book.get(name);
-    if (reservation === undefined) return undefined;
-    if (at < reservation.expiresAt) return reservation;
-    this.book.delete(name);
-    return undefined;
+    return reservation !== undefined && at < reservation.expiresAt ? reservation : undefined;
   }
 
   /** Drops what no call can open any more: amortised O(1) per reservation. */
