@@ -44,7 +44,9 @@ end
 
 -- A sliding window's (current, index, previous), written with the key living until its reset.
 local function write_sliding_window(key, current, index, previous, now, p, extra_ttl)
-  if current == 0 and previous == 0 then
+  -- Emptied: a fresh key's on Redis TIME; kept on an explicit `now`, whose clock may go back into it
+  -- (as the memory store keeps its state).
+  if current == 0 and previous == 0 and extra_ttl == 0 then
     call('DEL', key)
     return
   end
@@ -89,9 +91,10 @@ local function adjust_level(key, stored_remainder, stored_end, now, units, p, ex
   end
   if units < 0 and ahead == 0 then return end
   local next_ahead = moved(ahead, units * window, 2 * p.capacity * window)
-  if next_ahead == 0 then
+  if next_ahead == 0 and extra_ttl == 0 then
     call('DEL', key)
     return
   end
+  -- An emptied bucket on an explicit `now` keeps TAT = now (its clock may go back into it, as the memory store's does).
   write_pair(key, next_ahead - floor_div(next_ahead, limit) * limit, now + ceil_div(next_ahead, limit), now, extra_ttl)
 end
