@@ -13,8 +13,11 @@ import type { CompiledPolicy } from '../policy.js';
 import type { Limiter } from '../rules/create-limiter.js';
 import type { MaybePromise } from '../store/types.js';
 
-/** What a request actually cost, read once its response is done (a whole number ≥ 0). */
-export type SettleHook<Req, Res = unknown> = (req: Req, res: Res) => MaybePromise<number>;
+/**
+ * What a request actually cost, read once its response is done (a whole number ≥ 0). `Res` is the
+ * framework's response (node's `ServerResponse`); `never` by default, so a hook typed for any response fits.
+ */
+export type SettleHook<Req, Res = never> = (req: Req, res: Res) => MaybePromise<number>;
 
 /** A response that says when it is done: node's `ServerResponse` ('close' comes after 'finish', and when the client leaves). */
 export interface ClosingResponse {
@@ -70,7 +73,7 @@ export class ResponseSettler<Req> {
   /** Asks the hook, then settles; a hook that fails or answers no cost leaves the estimate standing (and says so). */
   private async settle(req: Req, res: ClosingResponse, booked: Booked): Promise<void> {
     try {
-      const cost = await this.hook(req, res);
+      const cost = await this.hook(req, res as never);
       if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
         throw new InvalidCostError(`settle(req, res) must answer what the request cost, a whole number ≥ 0, got ${describeValue(cost)}; the estimate stands`);
       }
