@@ -31,8 +31,9 @@ local function clock_ms()
   return tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
 end
 
-local MAX_REPLAY_LAG = 3600000
-local REPLAY_SLACK = 1000
+-- decide.lua's MAX_REPLAY_LAG and REPLAY_SLACK (protocol.ts REPLAY_MAX_LAG_MS, REPLAY_SLACK_MS): one
+-- composed script defines each constant once, so this driver keeps its own copies.
+local max_replay_lag, replay_slack = 3600000, 1000
 local now
 local extra_ttl = 0
 if ARGV[1] == '' then
@@ -42,8 +43,8 @@ else
   if now == nil then return redis.error_reply('ERR tollgate: argument 1 (now) is not valid') end
   local lag = clock_ms() - now
   if lag < 0 then lag = 0 end
-  if lag > MAX_REPLAY_LAG then lag = MAX_REPLAY_LAG end
-  extra_ttl = lag + REPLAY_SLACK
+  if lag > max_replay_lag then lag = max_replay_lag end
+  extra_ttl = lag + replay_slack
 end
 local bounds = { { 1, 6 }, { 1 }, { 1 }, { 1 }, { 1 }, { 0, 1 }, { 0, 1 }, { 1, 1 }, { 1, 2 }, { 0 }, { 0 } }
 for i = 2, 12 do
@@ -57,7 +58,7 @@ if algorithm == SLIDING_LOG then return redis.error_reply('ERR tollgate: argumen
 local p = { algorithm = algorithm, window = window, limit = tonumber(ARGV[4]), capacity = capacity, nominal = tonumber(ARGV[6]),
   count_rejected = ARGV[7] == '1', first_hit = ARGV[8] == '1', precision = 1,
   wide = algorithm ~= FIXED_WINDOW and (capacity + 1) * window > MAX_INTEGER }
-local op, cost, ttl = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
+local reserving, cost, ttl = ARGV[10] == '1', tonumber(ARGV[11]), tonumber(ARGV[12])
 local state_key, record_key = KEYS[1], KEYS[2]
 
 -- The stored state, and the decision of `units` on it (cost 0: a look).
@@ -90,7 +91,7 @@ if stored_record then
   if #record ~= 8 or now >= record[3] then record = nil end
 end
 
-if op == 1 then
+if reserving then
   if record then
     if record[1] ~= cost then return answer(2, record[1], record[4], false, 0, now, 0, -1, REASON_NONE, now) end
     return answer(1, record[1], record[4], true, record[5], record[6], 0, record[8], REASON_NONE, record[7])
