@@ -9,6 +9,7 @@ import type { CompiledPolicy } from '../../policy.js';
 import { conflict } from '../reservations-memory.js';
 import type { ReserveRequest, SettleRequest, Settlement, SettlementStatus } from '../types.js';
 import { escapeKeyPart } from './keys.js';
+import { RESERVATION_SCRIPTS, type RedisScript } from './lua.js';
 import { REASON_COST_EXCEEDS_CAPACITY, REASON_CORRUPT_STATE, REASON_WRONG_TYPE, policyFields } from './protocol.js';
 
 export const OP_RESERVE = 1;
@@ -17,15 +18,20 @@ export const OP_SETTLE = 2;
 const STATUS_CONFLICT = 2;
 const SETTLE_STATUSES: Readonly<Record<number, SettlementStatus>> = { 0: 'settled', 1: 'repeated', 3: 'unknown' };
 
-/** Runs scripts/reservation.lua on `keys` with `args` (the store's EVALSHA, its failures described). */
-export type ScriptRun = (keys: string[], args: (string | number)[]) => Promise<number[]>;
+/** Runs `script` on `keys` with `args` (the store's EVALSHA, its failures described). */
+export type ScriptRun = (script: RedisScript, keys: string[], args: (string | number)[]) => Promise<number[]>;
+
+/** The reservation script of `policy`'s algorithm (the limiter refused the others). */
+function scriptOf(policy: CompiledPolicy): RedisScript {
+  return RESERVATION_SCRIPTS[policy.algorithm]!;
+}
 
 export async function reserveOn(run: ScriptRun, stateKey: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Promise<Decision> {
-  return decodeReserve(await run(reservationKeys(stateKey, request.id), reservationArgs(policy, OP_RESERVE, request.cost, request.ttlMs, now)), stateKey, policy, request);
+  return decodeReserve(await run(scriptOf(policy), reservationKeys(stateKey, request.id), reservationArgs(policy, OP_RESERVE, request.cost, request.ttlMs, now)), stateKey, policy, request);
 }
 
 export async function settleOn(run: ScriptRun, stateKey: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): Promise<Settlement> {
-  return decodeSettle(await run(reservationKeys(stateKey, request.id), reservationArgs(policy, OP_SETTLE, request.cost, 0, now)), stateKey, policy);
+  return decodeSettle(await run(scriptOf(policy), reservationKeys(stateKey, request.id), reservationArgs(policy, OP_SETTLE, request.cost, 0, now)), stateKey, policy);
 }
 
 /** The state key and the record key of reservation `id` (the same hash tag). */

@@ -33,7 +33,7 @@ import {
   singleDecisionArgs,
   hasLeanScript,
 } from './protocol.js';
-import { ALL_SCRIPTS, DECIDE_SCRIPT, RESERVATION_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './lua.js';
+import { ALL_SCRIPTS, DECIDE_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './lua.js';
 import { LeanFunctions } from './functions.js';
 import type { AlgorithmName } from '../../algorithms/catalog.js';
 
@@ -215,9 +215,9 @@ export class RedisStore implements Store {
     return settleOn(this.runReservation, this.redisKey(key, policy), policy, request, now);
   }
 
-  private readonly runReservation: ScriptRun = async (keys, args) => {
+  private readonly runReservation: ScriptRun = async (script, keys, args) => {
     if (this.waitForFirstConnection && this.client.status !== 'ready') await this.firstConnected();
-    return this.evaluate(RESERVATION_SCRIPT, keys, args).catch((error: unknown) => Promise.reject(this.describeFailure(error)));
+    return this.evaluate(script, keys, args).catch((error: unknown) => Promise.reject(this.describeFailure(error)));
   };
 
   /** Marks this store object alive among the nodes sharing this Redis (live-nodes.ts); resolves to how many are. */

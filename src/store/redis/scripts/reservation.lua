@@ -1,5 +1,7 @@
 --[[
   reservation.lua: the driver of reserve then settle (docs/semantics.md), one call each, atomic.
+  Composed per algorithm (lua.ts RESERVATION_SCRIPTS) with that algorithm's files and adjust.lua:
+  only the branches of ARGV[2]'s algorithm run.
   The reservation's record lives beside the key's state under the same hash tag (one Cluster slot):
   a string "cost mark expires settled remaining reset_at decided_at delay" (remaining as the algorithm
   counts it, soft allowance included) (settled: the actual
