@@ -155,11 +155,11 @@ export class MemoryStore implements Store {
   }
 
   reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Decision {
-    return (this.reservations ??= new MemoryReservations(this)).reserve(key, policy, request, now);
+    return (this.reservations ??= new MemoryReservations(this, this.maxKeys)).reserve(key, policy, request, now);
   }
 
   settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): Settlement {
-    return (this.reservations ??= new MemoryReservations(this)).settle(key, policy, request, now);
+    return (this.reservations ??= new MemoryReservations(this, this.maxKeys)).settle(key, policy, request, now);
   }
 
   /** A copy of `key`'s slot state under `policy` (slot algorithms), for reservations. */

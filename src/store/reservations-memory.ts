@@ -43,7 +43,11 @@ export class MemoryReservations {
   /** The book's size after its last sweep: the next sweep comes when it has doubled. */
   private sweptAt = 64;
 
-  constructor(private readonly store: ReservableStore) {}
+  /** `maxBooked`: most reservations held (the store's maxKeys); past it the oldest booked goes first, standing at its estimate. */
+  constructor(
+    private readonly store: ReservableStore,
+    private readonly maxBooked: number,
+  ) {}
 
   reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Decision {
     const at = now ?? Date.now();
@@ -60,8 +64,13 @@ export class MemoryReservations {
     const mark = state === undefined ? 0 : reservationMark(state, 0, policy);
     const expiresAt = decision.now + request.ttlMs;
     const dropAt = Date.now() + request.ttlMs + (now === undefined ? 0 : REPLAY_SLACK_MS);
+    if (this.book.size >= 2 * this.sweptAt || this.book.size >= this.maxBooked) this.sweep();
+    // Still full: the oldest booked goes (a flood of reservations cannot grow the process without bound).
+    for (const oldest of this.book.keys()) {
+      if (this.book.size < this.maxBooked) break;
+      this.book.delete(oldest);
+    }
     this.book.set(name, { cost: request.cost, mark, expiresAt, dropAt, decision, settledCost: undefined });
-    if (this.book.size >= 2 * this.sweptAt) this.sweep();
     return decision;
   }
 

@@ -61,6 +61,15 @@ describe('reserve and settle refuse what they cannot do', () => {
   });
 });
 
+describe('the memory store holds reservations in bounds', () => {
+  it('at most maxKeys reservations are held: past it the oldest goes, standing at its estimate', async () => {
+    const limiter = createLimiter({ store: memoryStore({ maxKeys: 3, sweepIntervalMs: 0 }) });
+    for (const id of ['a', 'b', 'c', 'd']) expect((await limiter.reserve('k', BUCKET, { cost: 1, id, now: NOW })).allowed).toBe(true);
+    expect((await limiter.settle('k', BUCKET, { cost: 0, id: 'a', now: NOW })).status).toBe('unknown');
+    expect(await limiter.settle('k', BUCKET, { cost: 0, id: 'd', now: NOW })).toMatchObject({ status: 'settled', decision: { remaining: 7 } });
+  });
+});
+
 describe('reserve and settle when the store is down', () => {
   async function deadRedis(): Promise<ReturnType<typeof redisStore>> {
     return redisStore({ url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 300 });
