@@ -8,7 +8,7 @@ import type { Decision } from '../../decision.js';
 import { describeValue, InvalidOptionError } from '../../errors.js';
 import { decisionHeaders } from '../../http/headers.js';
 import { degradedReasonOf } from '../../limiter/index.js';
-import { compileAdHocPolicy, type Policy } from '../../policy.js';
+import { compileAdHocPolicy, type CompiledPolicy, type Policy } from '../../policy.js';
 import type { ServiceContext } from '../context.js';
 import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, degradedAnswer } from './decide.js';
 
@@ -37,6 +37,9 @@ export async function answerReserve(ctx: ServiceContext, body: unknown): Promise
   const { key, policy, cost, id, ttl } = fieldsOf(body, RESERVE_FIELDS, 'POST /v1/reserve');
   const compiled = compileAdHocPolicy(policy as Policy);
   const started = performance.now();
+  // A key blocked by hand is refused as /v1/limit refuses it: nothing reserved, no store call.
+  const blockedFor = typeof key === 'string' ? ctx.blocks.remaining(key, ctx.clock()) : 0;
+  if (blockedFor > 0) return refusedAsBlocked(ctx, key as string, compiled, blockedFor, started);
   const options = { cost: cost as number, id: id as string, ...(ttl === undefined ? {} : { ttl: ttl as number }) };
   const decision: Decision = await ctx.limiter.reserve(key as string, compiled, options);
   announceLimit(ctx, key as string, decision, started);
@@ -45,6 +48,13 @@ export async function answerReserve(ctx: ServiceContext, body: unknown): Promise
   const headers = decisionHeaders(decision, compiled.windowMs, key as string);
   if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
   return { status: decision.allowed ? 200 : 429, body: decision, headers };
+}
+
+function refusedAsBlocked(ctx: ServiceContext, key: string, policy: CompiledPolicy, blockedFor: number, started: number): RouteAnswer {
+  const now = ctx.clock();
+  const decision: Decision = { allowed: false, limit: policy.nominalCapacity, remaining: 0, resetAt: now + blockedFor, retryAfter: blockedFor, now };
+  announceLimit(ctx, key, decision, started, true);
+  return { status: 429, body: { ...decision, reason: 'blocked' }, headers: decisionHeaders(decision, policy.windowMs, key) };
 }
 
 /** `POST /v1/settle` with `{ key, policy, id, cost }`: the settlement, with the quota after it. */

@@ -12,12 +12,13 @@ async function post(service: ServiceProcess, path: string, body: unknown) {
 }
 
 const policy = { algorithm: 'token-bucket', limit: 10, window: '1h' };
+const TOKEN = 'test-admin-token-0123456789';
 
 describe('POST /v1/reserve and /v1/settle', () => {
   let service: ServiceProcess;
 
   beforeAll(async () => {
-    service = await startServiceProcess(['--config', 'examples/rules']);
+    service = await startServiceProcess(['--config', 'examples/rules', '--admin-token', TOKEN]);
   }, 20_000);
 
   afterAll(async () => {
@@ -42,6 +43,15 @@ describe('POST /v1/reserve and /v1/settle', () => {
     expect((await post(service, '/v1/settle', { key: 'tokens:alice', policy, id: 'req-1', cost: 0 })).body).toMatchObject({ status: 'repeated', reserved: 8, cost: 3, decision: { remaining: 7 } });
     expect((await post(service, '/v1/settle', { key: 'tokens:alice', policy, id: 'never', cost: 1 })).body).toMatchObject({ status: 'unknown', decision: { remaining: 7 } });
     expect((await post(service, '/v1/reserve', { key: 'tokens:alice', policy, cost: 5, id: 'req-2' })).body).toMatchObject({ allowed: true, remaining: 2 });
+  });
+
+  it('a key blocked by hand is refused a reservation (429, reason blocked), as /v1/limit refuses it', async () => {
+    const block = await fetch(service.admin('/v1/keys/block'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ key: 'tokens:mallory', ttlMs: 60_000 }) });
+    expect(block.status).toBe(200);
+    const refused = await post(service, '/v1/reserve', { key: 'tokens:mallory', policy, cost: 1, id: 'r' });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ allowed: false, reason: 'blocked' });
+    expect((await post(service, '/v1/settle', { key: 'tokens:mallory', policy, id: 'r', cost: 0 })).body).toMatchObject({ status: 'unknown' });
   });
 
   it.each([
