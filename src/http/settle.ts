@@ -83,3 +83,10 @@ export class ResponseSettler<Req> {
     }
   }
 }
+
+/** Adapters that do not settle (Fastify, Hono) refuse the option rather than leave every estimate standing. */
+export function refuseSettle(options: unknown, adapter: string): void {
+  if (typeof options === 'object' && options !== null && (options as { settle?: unknown }).settle !== undefined) {
+    throw new InvalidOptionError(`settle is not offered by ${adapter} yet: use rateLimit() (node:http, Express, Connect), or limiter.reserve / limiter.settle in your handlers`);
+  }
+}

@@ -7,6 +7,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { rateLimit, type RateLimitOptions } from '../../src/http/index.js';
+import { rateLimitHook } from '../../src/http/fastify.js';
+import { rateLimiter } from '../../src/http/hono.js';
 
 const policy = { algorithm: 'fixed-window', limit: 100, window: '1h' } as const;
 const KEY = 'tokens|alice';
@@ -67,5 +69,10 @@ describe('rateLimit({ settle })', () => {
     ['on a sliding log', { policy: { algorithm: 'sliding-log', limit: 5, window: '1m' }, settle: fromHeader }, /use sliding-window/],
   ])('is refused %s', (_, options, message) => {
     expect(() => rateLimit({ policy, ...options } as RateLimitOptions)).toThrow(message);
+  });
+
+  it('is refused by the adapters that do not settle yet (Fastify, Hono), rather than leaving every estimate standing', () => {
+    expect(() => rateLimitHook({ policy, settle: fromHeader } as never)).toThrow(/settle is not offered by rateLimitHook \(Fastify\)/);
+    expect(() => rateLimiter({ policy, settle: fromHeader } as never)).toThrow(/settle is not offered by rateLimiter \(Hono\)/);
   });
 });
