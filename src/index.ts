@@ -12,6 +12,8 @@ export type { DecideMode, LimiterCore, LimiterCoreOptions, LimitOptions, LimitRe
 export { memoryStore } from './store/memory.js';
 export type { MemoryStore, MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export type { Store, StoreRequest, MaybePromise, WindowCounts } from './store/types.js';
+// Reserve then settle: a request whose cost is known after it ran (docs/semantics.md).
+export type { ReserveOptions, SettleOptions, Settlement, SettlementStatus } from './limiter/index.js';
 export { redisStore } from './store/redis/index.js';
 export type { RedisStore, RedisStoreOptions } from './store/redis/index.js';
 export { regionStore, startReplicator } from './store/region/index.js';

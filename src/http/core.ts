@@ -40,6 +40,7 @@ import {
 import type { HeaderStyle, LimitReport } from './report.js';
 import type { Verdict } from './verdict.js';
 import type { ClientIpSettings, RequestView } from './view.js';
+import { ResponseSettler, checkSettleHook } from './settle.js';
 
 export type { CoreOptions, CostOption, KeyFunction, LimitSpec, ShapingOptions } from './options.js';
 export type { Verdict } from './verdict.js';
@@ -73,6 +74,8 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
   private readonly domain: string;
   private readonly descriptors: CoreOptions<Req>['descriptors'];
   private readonly shaping: PreparedShaping;
+  /** With the `settle` option: reserves each request's estimate and settles it after the response (settle.ts). */
+  readonly settler: ResponseSettler<Req> | undefined;
 
   constructor(options: CoreOptions<Req>, adapterOptions: readonly string[] = []) {
     checkOptionNames(options, adapterOptions);
@@ -115,6 +118,8 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
       ...(clock !== undefined ? { clock } : {}),
       ...(this.rulesMode ? { rules: options.rules! } : {}),
     });
+    const settle = checkSettleHook<Req>(options.settle, mode, options.shaping, limits[0]?.policy);
+    this.settler = settle === undefined ? undefined : new ResponseSettler(this.limiter, settle, (error, req) => this.tell(error, req));
   }
 
   /** Decides `req`. Throws (or rejects) only when a user callback does. */
@@ -163,7 +168,9 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
     try {
       // Cost 0 looks without spending; cost 1 (the usual) allocates no call options.
       decision =
-        limit.callOptions !== undefined
+        this.settler !== undefined && cost > 0
+          ? this.settler.reserve(req, storeKey, limit.policy, cost, limit.callOptions?.failureMode)
+          : limit.callOptions !== undefined
           ? this.limiter.decide(storeKey, limit.policy, { cost: Math.max(cost, 1), ...limit.callOptions }, cost === 0 ? 'look' : 'limit')
           : cost === 0
             ? this.limiter.decide(storeKey, limit.policy, undefined, 'look')

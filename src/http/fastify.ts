@@ -3,6 +3,7 @@
  * included (the plugin is not encapsulated); `rateLimitHook(options)` limits one route or one
  * encapsulated context (`{ onRequest: rateLimitHook(...) }`).
  */
+import { refuseSettle } from './settle.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import { HttpRateLimiter, NodeRequestView, type CoreOptions } from './core.js';
@@ -26,6 +27,7 @@ export type RateLimitHook = onRequestHookHandler & { readonly limiter: HttpRateL
 
 /** An `onRequest` hook that rate limits; use it on a route or inside a plugin. */
 export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
+  refuseSettle(options, 'rateLimitHook (Fastify)');
   const limiter = new HttpRateLimiter<FastifyRequest>(options, ['onLimited']);
   const onLimited = options.onLimited;
   if (onLimited !== undefined && typeof onLimited !== 'function') {

@@ -3,6 +3,7 @@
  * client address comes from `remoteAddress(c)`, which by default reads what @hono/node-server and
  * Bun expose.
  */
+import { refuseSettle } from './settle.js';
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import { HttpRateLimiter, LazyRequestView, type CoreOptions } from './core.js';
@@ -85,6 +86,7 @@ function addHeaders(c: Context, headers: HeaderList): void {
 
 /** Hono middleware that rate limits the requests it sees. */
 export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddleware {
+  refuseSettle(options, 'rateLimiter (Hono)');
   const limiter = new HttpRateLimiter<Context>(options, ['onLimited', 'remoteAddress']);
   const { onLimited } = options;
   const remoteAddress = options.remoteAddress ?? defaultRemoteAddress;

@@ -51,7 +51,11 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
     limiter.decide(req, new NodeRequestView(limiter, req));
 
   const actions = nodeActions<Req, Res>(onLimited);
-  const apply = (req: Req, res: Res, verdict: Verdict, next: () => void): boolean => applyVerdict(limiter, verdict, { req, res, next }, actions);
+  const apply = (req: Req, res: Res, verdict: Verdict, next: () => void): boolean => {
+    // With `settle`: an admitted request's reservation is settled once its response is done.
+    limiter.settler?.settleAfter(req, res);
+    return applyVerdict(limiter, verdict, { req, res, next }, actions);
+  };
 
   /** Decides `req`: `next()` when it may go on (now or after shaping), `answered()` when it was answered. */
   const run = (req: Req, res: Res, next: (error?: unknown) => void, answered: () => void): void => {

@@ -16,6 +16,7 @@ import { checkDuration, checkOptions, checkWholeNumber, optionalFunction, unknow
 import { closestMatch } from '../rules/parse/suggest.js';
 import { compactWindow } from '../units.js';
 import { foreignOptionHints, foreignStoreHint } from './foreign-options.js';
+import type { SettleHook } from './settle.js';
 
 /** Who a request counts against. `undefined`: this limit does not apply to the request. */
 export type KeyFunction<Req> = (req: Req, view: RequestView) => MaybePromise<string | undefined>;
@@ -93,11 +94,17 @@ export interface CoreOptions<Req> {
   readonly ipv6Subnet?: number;
   /** Decision time in epoch ms (tests, simulations); default: the store's clock. */
   readonly clock?: () => number;
+  /**
+   * Cost known after the response (settle.ts): `cost` is reserved as the estimate, and this says
+   * what the request actually took once its response is done (node:http / Express / Connect).
+   */
+  readonly settle?: SettleHook<Req>;
 }
 
 const CORE_OPTIONS = [
   'store', 'policy', 'limits', 'name', 'rules', 'domain', 'descriptors', 'key', 'cost', 'skip', 'headers', 'message',
   'shaping', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'failClosedStatus', 'overLimitCache', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Subnet', 'clock',
+  'settle',
 ];
 
 const LIMIT_FIELDS: readonly string[] = ['name', 'policy', 'key', 'failureMode', 'lease', 'syncIntervalMs'];

@@ -27,6 +27,8 @@ import { limiterCoreOptions, type CoreSettings, type LimiterCoreOptions } from '
 import type { StoreHealthSnapshot, TransitionListener } from './store-guard.js';
 import { StoreLayer } from './store-layer.js';
 import { tracedDecide, tracedDecideAll, type TracedStore } from './spans.js';
+import { checkReservable, checkReserveOptions, checkSettleOptions, type ReserveOptions, type SettleOptions } from './reservations.js';
+import type { Settlement } from '../store/types.js';
 import type { Tracer } from '@opentelemetry/api';
 
 export { MAX_KEY_BYTES } from '../keys.js';
@@ -83,6 +85,18 @@ export interface LimiterCore {
   overLimitCacheStats(): OverLimitCacheStats | undefined;
   /** Local-first decisions and syncs, once local-first was used. */
   localFirstStats(): LocalFirstStats | undefined;
+  /**
+   * Reserve then settle (docs/semantics.md): debits the estimate `cost` as `limit` would and books
+   * it under `id` for `ttl` ms; a retry with the same id answers the first decision and counts
+   * once. A refused reservation debits and books nothing.
+   */
+  reserve(key: string, policy: Policy | CompiledPolicy, options: ReserveOptions): Promise<Decision>;
+  /**
+   * Settles reservation `id` with the actual `cost`: refunds or charges the difference (what a
+   * refund means per algorithm: docs/semantics.md), once; a repeat, or an id with no open
+   * reservation, changes nothing. Rejects when the store cannot answer: retrying is safe.
+   */
+  settle(key: string, policy: Policy | CompiledPolicy, options: SettleOptions): Promise<Settlement>;
   /** The store decisions go to. */
   readonly store: Store;
   /** Closes the store. */
@@ -197,6 +211,31 @@ export class CoreLimiter implements LimiterCore {
 
   limitAll(requests: readonly LimitRequest[], options?: LimitAllOptions): Promise<Decision[]> {
     return settle(() => this.decideAll(requests, options, 'limit'));
+  }
+
+  reserve(key: string, policy: Policy | CompiledPolicy, options: ReserveOptions): Promise<Decision> {
+    return settle(() => {
+      const checkedKey = checkKey(key);
+      const compiled = this.policies.get(policy);
+      checkReservable(compiled, 'reserve');
+      const { request, now } = checkReserveOptions(options);
+      const at = now ?? this.callTime(undefined);
+      if (compiled.limit === 0) return limitZero(compiled, at ?? currentTime());
+      return this.top.reserve(checkedKey, compiled, request, at, options);
+    });
+  }
+
+  settle(key: string, policy: Policy | CompiledPolicy, options: SettleOptions): Promise<Settlement> {
+    return settle(() => {
+      const checkedKey = checkKey(key);
+      const compiled = this.policies.get(policy);
+      checkReservable(compiled, 'settle');
+      const { request, now } = checkSettleOptions(options);
+      const at = now ?? this.callTime(undefined);
+      if (compiled.limit === 0) return { status: 'unknown', reserved: 0, cost: 0, decision: limitZero(compiled, at ?? currentTime()) };
+      const settled = this.top.settle(checkedKey, compiled, request, at, options);
+      return settled instanceof Promise ? settled.then(looked) : looked(settled);
+    });
   }
 
   /** Every layer forgets what it holds of the key (its reset hook), then the store forgets it. */
@@ -320,4 +359,9 @@ function settle<T>(decide: () => MaybePromise<T>): Promise<T> {
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/** A settle answers the quota as a look does: spending nothing, never refused (unspent). */
+function looked(settlement: Settlement): Settlement {
+  return settlement.decision.allowed ? settlement : { ...settlement, decision: unspent(settlement.decision) };
 }

@@ -10,7 +10,7 @@ import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
 import { currentTime } from '../clock.js';
 import { memoryStore } from '../store/memory.js';
-import type { MaybePromise } from '../store/types.js';
+import type { MaybePromise, ReserveRequest, SettleRequest, Settlement } from '../store/types.js';
 import type { DecideMode, LimitAllOptions, LimitOptions } from './checks.js';
 import { failClosedDecision, failOpenDecision, localPolicy, locally, type FailureMode, type LimiterFailureMode } from './failure-modes.js';
 import { PassThroughLayer, unspent, type DecisionLayer, type GroupRequest, type WindowAdd, type WindowSyncAnswer } from './layer.js';
@@ -75,6 +75,21 @@ export class GuardLayer extends PassThroughLayer {
       'consume_all',
       requests.length,
     );
+  }
+
+  /** A reserve the store could not decide is answered by the failure mode, as a limit of its estimate (nothing is booked). */
+  override reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<Decision> {
+    const failureMode = options?.failureMode ?? this.failureMode;
+    return this.guard.run(
+      () => this.below.reserve(key, policy, request, now, options),
+      this.deadline(options),
+      (cause, error) => (failureMode === 'throw' ? unanswered(cause, error) : this.fallbackOne(key, policy, request.cost, now, 'limit', failureMode)),
+    );
+  }
+
+  /** A settle has no answer of its own to give without the store: it rejects, and is safe to retry (once per id). */
+  override settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<Settlement> {
+    return this.guard.run(() => this.below.settle(key, policy, request, now, options), this.deadline(options), unanswered);
   }
 
   /** A tick's syncs are one guarded store call: they take one place among the calls in flight. */

@@ -14,7 +14,7 @@
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
-import type { MaybePromise, StoreRequest, WindowCounts } from '../store/types.js';
+import type { MaybePromise, ReserveRequest, SettleRequest, Settlement, StoreRequest, WindowCounts } from '../store/types.js';
 import type { DecideMode, LimitAllOptions, LimitOptions } from './checks.js';
 import type { LimiterFailureMode } from './failure-modes.js';
 
@@ -64,6 +64,10 @@ export interface DecisionLayer {
   resetPrefix(prefix: string): MaybePromise<number>;
   /** Closing: this layer's own work first (local-first pushes its unsent units), then the layers below. */
   close(): Promise<void>;
+  /** Reserve then settle (reservations.ts): a reservation of `request.cost`, decided as a limit of it. */
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<Decision>;
+  /** The settle of a reservation: the difference refunded or charged, once per id. */
+  settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<Settlement>;
 }
 
 /** A layer that adds nothing to a call it does not handle: each method passes it to `below`. */
@@ -101,6 +105,14 @@ export abstract class PassThroughLayer implements DecisionLayer {
 
   close(): Promise<void> {
     return this.below.close();
+  }
+
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<Decision> {
+    return this.below.reserve(key, policy, request, now, options);
+  }
+
+  settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<Settlement> {
+    return this.below.settle(key, policy, request, now, options);
   }
 
   /** Forgets what this layer holds of `key` under `policy` (its reset hook). */

@@ -20,7 +20,7 @@
 import type { Decision } from '../decision.js';
 import { checkWholeNumber } from '../options.js';
 import type { CompiledPolicy } from '../policy.js';
-import type { MaybePromise } from '../store/types.js';
+import type { MaybePromise, SettleRequest, Settlement } from '../store/types.js';
 import type { DecideMode, LimitAllOptions, LimitOptions } from './checks.js';
 import { PassThroughLayer, type DecisionLayer, type GroupRequest } from './layer.js';
 
@@ -167,6 +167,12 @@ export class OverLimitLayer extends PassThroughLayer {
       return decisions;
     };
     return decided instanceof Promise ? decided.then(remember) : remember(decided);
+  }
+
+  /** A settle may refund: a denial remembered for the key may no longer hold. */
+  override settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<Settlement> {
+    this.cache.forget(key, policy);
+    return this.below.settle(key, policy, request, now, options);
   }
 
   protected override forget(key: string, policy: CompiledPolicy): void {

@@ -6,7 +6,8 @@
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
-import type { MaybePromise, Store } from '../store/types.js';
+import type { MaybePromise, ReserveRequest, SettleRequest, Settlement, Store } from '../store/types.js';
+import { InvalidOptionError } from '../errors.js';
 import type { DecideMode } from './checks.js';
 import { unspent, type DecisionLayer, type GroupRequest, type WindowAdd, type WindowSyncAnswer } from './layer.js';
 import { isOutage } from './store-guard.js';
@@ -56,6 +57,16 @@ export class StoreLayer implements DecisionLayer {
   close(): Promise<void> {
     return this.store.close();
   }
+
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): MaybePromise<Decision> {
+    if (this.store.reserve === undefined) throw noReservations(this.store);
+    return this.store.reserve(key, policy, request, now);
+  }
+
+  settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): MaybePromise<Settlement> {
+    if (this.store.settle === undefined) throw noReservations(this.store);
+    return this.store.settle(key, policy, request, now);
+  }
 }
 
 /** One decision of `mode` on `store`. */
@@ -66,4 +77,8 @@ export function decideOn(store: Store, key: string, policy: CompiledPolicy, cost
   // A look is a peek of cost 0: the quota as it stands.
   const looked = store.peek(key, policy, 0, now);
   return looked instanceof Promise ? looked.then(unspent) : unspent(looked);
+}
+
+function noReservations(store: Store): InvalidOptionError {
+  return new InvalidOptionError(`the ${store.name} store keeps no reservations: reserve/settle run on the memory store and on Redis`);
 }

@@ -17,7 +17,8 @@ import { KeyTable } from './key-table.js';
 import { PenaltyBox } from './penalty.js';
 import { RecordArena } from './record-arena.js';
 import { sharedStates, writeOnce } from './shared-states.js';
-import type { Store, StoreRequest, WindowCounts } from './types.js';
+import type { ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from './types.js';
+import { MemoryReservations } from './reservations-memory.js';
 import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../options.js';
 
 /** Options of {@link memoryStore}. */
@@ -92,6 +93,8 @@ export class MemoryStore implements Store {
   private readonly timer: NodeJS.Timeout | undefined;
   /** Keys serving a penalty (`blockDuration`), beside their state. */
   private readonly penalties: PenaltyBox;
+  /** Reserve then settle's open reservations, made on first use. */
+  private reservations: MemoryReservations | undefined;
 
   constructor(options: MemoryStoreOptions) {
     checkOptions('memoryStore', options, OPTION_NAMES, '{ maxKeys: 100_000 }');
@@ -153,6 +156,40 @@ export class MemoryStore implements Store {
     const expires = addToWindowState(this.state, base, at, units, policy) + (now === undefined ? 0 : replayShift(now));
     this.state[base + EXPIRES] = Math.max(this.state[base + EXPIRES]!, expires);
     return { now: at, state: Array.from(this.state.subarray(base, base + windowAlgorithm(policy).stateSize)) };
+  }
+
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Decision {
+    return (this.reservations ??= new MemoryReservations(this, this.maxKeys)).reserve(key, policy, request, now);
+  }
+
+  settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): Settlement {
+    return (this.reservations ??= new MemoryReservations(this, this.maxKeys)).settle(key, policy, request, now);
+  }
+
+  /** A copy of `key`'s slot state under `policy` (slot algorithms), for reservations. */
+  stateOf(key: string, policy: CompiledPolicy): readonly number[] | undefined {
+    const slot = this.table.find(policy.stateIndex, key);
+    return slot < 0 ? undefined : Array.from(this.state.subarray(slot * STRIDE, slot * STRIDE + EXPIRES));
+  }
+
+  /**
+   * Runs `change` on `key`'s slot state at `now` (a zeroed slot made for it if it has none and
+   * `create`), then answers a look at the state after it (reservations-memory.ts settles with it).
+   */
+  changeState(key: string, policy: CompiledPolicy, now: number | undefined, create: boolean, change: (state: Float64Array, at: number, now: number) => void): Decision {
+    const at = now ?? currentTime();
+    let slot = this.table.find(policy.stateIndex, key);
+    if (slot < 0 && !create) return this.decide(key, policy, 0, at, false, 0);
+    if (slot < 0) {
+      slot = this.insert(key, policy, at, 1);
+      this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
+    }
+    const base = slot * STRIDE;
+    change(this.state, base, at);
+    const look = this.decide(key, policy, 0, at, false, 0);
+    this.state[base + EXPIRES] = look.resetAt + (now === undefined ? 0 : replayShift(now));
+    this.touch(slot);
+    return look;
   }
 
   reset(key: string, policy: CompiledPolicy): void {

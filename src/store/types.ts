@@ -57,6 +57,9 @@ export interface Store {
    * limit by the count last answered when the store stops answering.
    */
   heartbeat?(ttlMs: number): MaybePromise<number>;
+  /** Reserve then settle (see {@link ReservationStore}); stores without it refuse reservations. */
+  reserve?: ReservationStore['reserve'];
+  settle?: ReservationStore['settle'];
   /** Forgets `key`'s state under `policy`'s algorithm and window. */
   reset(key: string, policy: CompiledPolicy): MaybePromise<void>;
   /**
@@ -67,4 +70,45 @@ export interface Store {
   resetPrefix(prefix: string): MaybePromise<number>;
   /** Releases timers and connections. */
   close(): Promise<void>;
+}
+
+/**
+ * Reserve then settle (docs/semantics.md "Reserve then settle"): one reservation of `cost` units
+ * under `id`, held `ttlMs` (the store's clock, or `now`'s timeline).
+ */
+export interface ReserveRequest {
+  readonly id: string;
+  readonly cost: number;
+  readonly ttlMs: number;
+}
+
+/** The settlement of reservation `id`: `cost` (≥ 0) is what the request actually took. */
+export interface SettleRequest {
+  readonly id: string;
+  readonly cost: number;
+}
+
+/**
+ * What a settle did: `settled` moved the difference now; `repeated` found it settled already and
+ * changed nothing; `unknown` found no open reservation of that id (never made, refused, or its ttl
+ * passed: it stands at its estimate) and changed nothing.
+ */
+export type SettlementStatus = 'settled' | 'repeated' | 'unknown';
+
+export interface Settlement {
+  readonly status: SettlementStatus;
+  /** The reservation's estimate (0 when unknown). */
+  readonly reserved: number;
+  /** The actual cost it was settled with: this call's, or the first settle's when repeated (0 when unknown). */
+  readonly cost: number;
+  /** The quota as it stands after the settle: a look (cost 0), never refused but when overdrawn. */
+  readonly decision: Decision;
+}
+
+/** The reservation calls of a store that keeps them (memory, Redis). */
+export interface ReservationStore {
+  /** Reserves `request.cost` as `consume` would; a retried id answers its first decision. */
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): MaybePromise<Decision>;
+  /** Refunds or charges the difference between `request.cost` and the estimate, once per id. */
+  settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): MaybePromise<Settlement>;
 }

@@ -46,7 +46,7 @@ interface Step<S> {
   readonly next: S;
 }
 
-type Decide<S> = (state: S, now: number, cost: number) => Step<S>;
+export type Decide<S> = (state: S, now: number, cost: number) => Step<S>;
 
 function keyModel<S>(initial: S, decide: Decide<S>): KeyModel {
   let state = initial;
@@ -82,7 +82,7 @@ export function referenceModel(policy: ModelPolicy): KeyModel {
  * "Level algorithms": one request is worth W units, the level drains L units per ms. gcra's
  * decisions are token-bucket's for one policy; leaky-bucket adds `delay`.
  */
-function levelDecide(policy: ModelPolicy): Decide<{ level: number; last: number }> {
+export function levelDecide(policy: ModelPolicy): Decide<{ level: number; last: number }> {
   const W = policy.window;
   const L = policy.limit;
   const { nominal, capacity: C, softExtra } = capacityOf(policy);
@@ -106,7 +106,7 @@ function levelDecide(policy: ModelPolicy): Decide<{ level: number; last: number 
 }
 
 /** "fixed-window", aligned or first-hit: the stored window is `{ start, count }`. */
-function fixedWindowDecide(policy: ModelPolicy): Decide<{ start: number; count: number } | undefined> {
+export function fixedWindowDecide(policy: ModelPolicy): Decide<{ start: number; count: number } | undefined> {
   const W = policy.window;
   const { nominal, capacity: C, softExtra } = capacityOf(policy);
   const firstHit = policy.windowStart === 'first-hit';
@@ -164,7 +164,7 @@ function slidingLogDecide(policy: ModelPolicy): Decide<readonly { t: number; wei
 }
 
 /** "sliding-window (counter)", precision 1: state `(curr, currStart, prev)`. */
-function slidingWindowDecide(policy: ModelPolicy): Decide<{ current: number; start: number; previous: number }> {
+export function slidingWindowDecide(policy: ModelPolicy): Decide<{ current: number; start: number; previous: number }> {
   const W = policy.window;
   const { nominal, capacity: C, softExtra } = capacityOf(policy);
   return (stored, now, cost) => {

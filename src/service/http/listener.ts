@@ -15,6 +15,7 @@ import type { ServiceContext } from '../context.js';
 import { degradedReasonOf } from '../../limiter/index.js';
 import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, decideCheck, degradedAnswer } from '../check/decide.js';
 import { closeSilentConnections } from './close.js';
+import { answerReserve, answerSettle, type RouteAnswer } from '../check/reserve.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from '../check/envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readJson, sendJson, sendJsonAndLinger } from './body.js';
 import { ClientGoneSummary, clientGoneCode } from './client-gone.js';
@@ -77,6 +78,7 @@ export interface ListenerPlan {
 export function decisionRoutes(ctx: ServiceContext): HttpRoutes {
   const routes = new HttpRoutes();
   addDecisionRoutes(ctx, routes);
+  addReservationRoutes(ctx, routes);
   addHealthRoutes(ctx, routes);
   return routes;
 }
@@ -239,6 +241,13 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
     sendJson(response, decision.allowed ? 200 : 429, decision, headers);
  }, 'public');
+}
+
+/** Reserve then settle (check/reserve.ts): `/v1/reserve` and `/v1/settle`, beside `/v1/limit`. */
+function addReservationRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
+  const send = (response: ServerResponse, answer: RouteAnswer): void => sendJson(response, answer.status, answer.body, answer.headers);
+  routes.add('POST', '/v1/reserve', async (request, response) => send(response, await answerReserve(ctx, await readJson(request))), 'public');
+  routes.add('POST', '/v1/settle', async (request, response) => send(response, await answerSettle(ctx, await readJson(request))), 'public');
 }
 
 /** Liveness and readiness: on both listeners, for probes that reach the pod's address. */

@@ -90,3 +90,12 @@ export const LEAN_LIBRARY: FunctionLibrary = (() => {
 
 /** Every script the store loads on connect. */
 export const ALL_SCRIPTS: readonly RedisScript[] = [DECIDE_SCRIPT, ...Object.values(SINGLE_SCRIPTS)];
+
+/**
+ * Reserve then settle (scripts/reservation.lua over adjust.lua): one script per algorithm that takes
+ * reservations, composed of only its files (as the lean scripts: every EVALSHA re-creates each local
+ * function of its script), both calls in it, a key's state and its reservation in one slot.
+ */
+export const RESERVATION_SCRIPTS: Partial<Record<AlgorithmName, RedisScript>> = Object.fromEntries(
+  Object.entries(SINGLE_FILES).map(([algorithm, files]) => [algorithm, compose(['prelude.lua', ...files, 'codes.lua', 'adjust.lua', 'reservation.lua'].map(section))]),
+);

@@ -10,11 +10,11 @@ import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 import { OPTION_NAMES, TIMEOUT_NUMBERS, checkKeyPrefix, checkStoreDeadline, openClient, type RedisStoreOptions } from './connect.js';
 import type { Decision } from '../../decision.js';
-import { InvalidOptionError, InvalidPolicyError, StoreDataError, StoreError, StoreUnavailableError } from '../../errors.js';
+import { InvalidOptionError, InvalidPolicyError, StoreError, StoreUnavailableError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
-import { currentTime } from '../../clock.js';
 import { sharedStates, writeOnce } from '../shared-states.js';
-import type { Store, StoreRequest, WindowCounts } from '../types.js';
+import type { ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from '../types.js';
+import { reserveOn, settleOn, type ScriptRun } from './reservations.js';
 import { escapeKeyPart, groupBySlot, keySuffix } from './keys.js';
 import { globEscape, unlinkMatching } from './scan.js';
 import { liveNodesKey, markAlive } from './live-nodes.js';
@@ -31,13 +31,10 @@ import {
   decodeDecision,
   clockOutsidePeriodsError,
   decodeWindowCounts,
-  policyFields,
-  singleDecisionArgs,
-  hasLeanScript,
 } from './protocol.js';
-import { ALL_SCRIPTS, DECIDE_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './lua.js';
+import { ALL_SCRIPTS, type RedisScript } from './lua.js';
 import { LeanFunctions } from './functions.js';
-import type { AlgorithmName } from '../../algorithms/catalog.js';
+import { dataError, scriptCall, type Pending } from './script-call.js';
 
 export type { RedisStoreOptions } from './connect.js';
 import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../../options.js';
@@ -45,25 +42,15 @@ import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../../op
 /** The store's whole-number options: its timeouts, and the most requests one script call decides. */
 const STORE_NUMBERS = { ...TIMEOUT_NUMBERS, maxBatch: { min: 1, fallback: 64 } } as const satisfies Record<string, WholeNumberRange>;
 
+/** The script's own refusal of its arguments (decide.lua bad_argument, single.lua): nothing was read or written. */
+const ARGUMENT_REFUSED = /^(ReplyError: )?ERR tollgate: (argument \d+|single decision arguments)/;
 /**
  * A script refused because its slot is half-moved between masters: TRYAGAIN, or ioredis giving up
  * after its redirections (ASK to the new owner, TRYAGAIN there, back to the old one...). Either
  * way no attempt ran the script.
  */
-/** The script's own refusal of its arguments (decide.lua bad_argument, single.lua): nothing was read or written. */
-const ARGUMENT_REFUSED = /^(ReplyError: )?ERR tollgate: (argument \d+|single decision arguments)/;
 const SLOT_MOVING = /^(ReplyError: )?TRYAGAIN|Too many Cluster redirections\. Last error: (ReplyError: )?(TRYAGAIN|ASK|MOVED)/;
 
-/** One group of requests (all-or-nothing) waiting for its batch; a single decision is a group of one. */
-interface Pending {
-  readonly keys: string[];
-  readonly policies: CompiledPolicy[];
-  readonly op: number;
-  readonly costs: number[];
-  /** Decisions, or an add's {@link WindowCounts}. */
-  readonly resolve: (results: unknown[]) => void;
-  readonly reject: (error: unknown) => void;
-}
 
 /** Connection errors that mean nothing listens there (or no such host): no use waiting the whole connect timeout. */
 const REFUSALS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -207,6 +194,20 @@ export class RedisStore implements Store {
   async reset(key: string, policy: CompiledPolicy): Promise<void> {
     await this.enqueue([this.redisKey(key, policy)], [policy], OP_RESET, [1], undefined);
   }
+
+  /** Reserve then settle (reservations.ts): one call of scripts/reservation.lua, the key's state and its record in one slot. */
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Promise<Decision> {
+    return reserveOn(this.runReservation, this.redisKey(key, policy), policy, request, now);
+  }
+
+  settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): Promise<Settlement> {
+    return settleOn(this.runReservation, this.redisKey(key, policy), policy, request, now);
+  }
+
+  private readonly runReservation: ScriptRun = async (script, keys, args) => {
+    if (this.waitForFirstConnection && this.client.status !== 'ready') await this.firstConnected();
+    return this.evaluate(script, keys, args).catch((error: unknown) => Promise.reject(this.describeFailure(error)));
+  };
 
   /** Marks this store object alive among the nodes sharing this Redis (live-nodes.ts); resolves to how many are. */
   async heartbeat(ttlMs: number): Promise<number> {
@@ -439,50 +440,6 @@ export class RedisStore implements Store {
     }
     return new StoreError(`Redis at ${this.address} failed a rate limit script: ${message}`, { cause: error });
   }
-}
-
-/**
- * The script, keys and arguments deciding `batch`: a lone consume or peek on Redis TIME takes its
- * algorithm's lean script (7 arguments; its algorithm is returned too, for FCALL); anything else
- * the batch script, where each distinct policy is sent once and requests refer to it by index.
- */
-function scriptCall(timeKey: string, batch: Pending[]): [RedisScript, string[], (string | number)[], AlgorithmName?] {
-  const first = batch[0]!;
-  const single = batch.length === 1 && first.keys.length === 1 && timeKey === '' && (first.op === OP_CONSUME || first.op === OP_PEEK);
-  const lean = single && hasLeanScript(first.policies[0]!) ? SINGLE_SCRIPTS[first.policies[0]!.algorithm] : undefined;
-  if (lean !== undefined) {
-    return [lean, first.keys, singleDecisionArgs(first.policies[0]!, first.op, first.costs[0]!), first.policies[0]!.algorithm];
-  }
-  const policyIndexes = new Map<CompiledPolicy, number>();
-  const policyArgs: number[] = [];
-  const keys: string[] = [];
-  const requestArgs: number[] = [batch.length];
-  // The clock a calendar window's period boundaries are chosen around (protocol.ts policyFields).
-  const clock = timeKey === '' ? currentTime() : Number(timeKey);
-  for (const pending of batch) {
-    requestArgs.push(pending.keys.length);
-    for (let i = 0; i < pending.keys.length; i++) {
-      const policy = pending.policies[i]!;
-      let policyIndex = policyIndexes.get(policy);
-      if (policyIndex === undefined) {
-        policyIndex = policyIndexes.size + 1;
-        policyIndexes.set(policy, policyIndex);
-        policyArgs.push(...policyFields(policy, clock));
-      }
-      keys.push(pending.keys[i]!);
-      requestArgs.push(policyIndex, pending.op, pending.costs[i]!);
-    }
-  }
-  return [DECIDE_SCRIPT, keys, [timeKey, policyIndexes.size, ...policyArgs, ...requestArgs]];
-}
-
-function dataError(key: string, reason: number): StoreDataError {
-  return new StoreDataError(
-    key,
-    reason === REASON_WRONG_TYPE
-      ? `Redis key ${key} holds a value of another type (another application's key?); Tollgate leaves it alone — use another keyPrefix or delete the key`
-      : `Redis key ${key} holds state Tollgate cannot read; it was left unchanged — delete the key to start it fresh`,
-  );
 }
 
 /** The error code of a Redis error reply: its first word (e.g. NOSCRIPT, WRONGTYPE). */

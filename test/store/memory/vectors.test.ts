@@ -1,5 +1,6 @@
 import { memoryStore } from '../../../src/index.js';
 import { describeGroupVectors } from '../../support/group-vectors.js';
+import { describeReservationVectors } from '../../support/reservation-vectors.js';
 import { BLOCK_VECTOR_DIR, describeVectors, loadVectors } from '../../support/vectors.js';
 import { describe, expect, it } from 'vitest';
 
@@ -21,3 +22,4 @@ describeGroupVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));
 // Penalties (blockDuration), directly and through the over-limit cache, which answers a block's denials itself.
 describeVectors('memory, blocks', () => memoryStore({ sweepIntervalMs: 0 }), 0, {}, BLOCK_VECTOR_DIR);
 describeVectors('memory, blocks, over-limit cache', () => memoryStore({ sweepIntervalMs: 0 }), 0, { overLimitCache: true }, BLOCK_VECTOR_DIR);
+describeReservationVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));

@@ -6,6 +6,7 @@
 import { useRedisTopologies } from '../../support/redis-topologies.js';
 import { describeGroupVectors } from '../../support/group-vectors.js';
 import { BLOCK_VECTOR_DIR, describeVectors } from '../../support/vectors.js';
+import { describeReservationVectors } from '../../support/reservation-vectors.js';
 
 const redis = useRedisTopologies();
 
@@ -25,3 +26,6 @@ describeGroupVectors('redis-cluster', () => redis.open({ cluster: redis.cluster.
 describeVectors('redis, blocks', () => redis.open({ url: redis.single.url }), 0, {}, BLOCK_VECTOR_DIR);
 describeVectors('redis-cluster, blocks', () => redis.open({ cluster: redis.cluster.nodes }), 0, {}, BLOCK_VECTOR_DIR);
 describeVectors('redis, blocks, over-limit cache', () => redis.open({ url: redis.single.url }), 0, { overLimitCache: true }, BLOCK_VECTOR_DIR);
+// Reserve then settle: the state and the reservation's record in one slot, on one Redis and a Cluster.
+describeReservationVectors('redis', () => redis.open({ url: redis.single.url }));
+describeReservationVectors('redis-cluster', () => redis.open({ cluster: redis.cluster.nodes }));

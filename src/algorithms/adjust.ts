@@ -1,0 +1,124 @@
+/**
+ * Settling a reservation on a slot state (reserve then settle, docs/semantics.md): refunding or
+ * charging the difference between a request's actual cost and its estimate, in the state layout
+ * of each algorithm that has a meaning for it. The same steps as scripts/adjust.lua on Redis.
+ *
+ * - A refund (`units` < 0) gives back what the reservation still holds: a window counter only in
+ *   the window it was recorded in (`mark`, that window's start) while that window still counts, a
+ *   bucket or GCRA at once (never past a full bucket / TAT before now).
+ * - A charge (`units` > 0) is recorded now, whatever the limit (the work is done), in the window
+ *   of `now`; a key is put at most one capacity into debt (its state holds at most twice the
+ *   capacity), so the arithmetic stays exact.
+ */
+import type { CompiledPolicy } from '../policy.js';
+import { floorDiv } from './integer.js';
+
+/** Why `policy` cannot take reservations, naming the alternative; undefined when it can. */
+export function reservationRefusal(policy: CompiledPolicy): string | undefined {
+  if (policy.algorithm === 'sliding-log') {
+    return 'reserve/settle is not offered on sliding-log (its log would need entries taken out of the middle): use sliding-window, which counts the same rolling window in two counters and takes refunds';
+  }
+  if (policy.precision > 1) return `reserve/settle is not offered on a sliding window of precision ${policy.precision}: use precision 1 (the default) or fixed-window`;
+  // Not yet: the reservation script reads the plain policy record (no period boundaries, no penalty).
+  if (policy.calendar !== undefined) return `reserve/settle is not offered yet on a calendar window ('${policy.calendar.unit}'): use a fixed window of a length (window: '30d'), or limit() with the actual cost once it is known`;
+  if (policy.blockMs > 0) return 'reserve/settle is not offered on a policy with blockDuration (a refund could not lift the block the estimate started): remove blockDuration, or use limit() with the actual cost once it is known';
+  // The state may hold twice the capacity after a charge, then a decision adds up to a capacity more.
+  if (policy.algorithm !== 'fixed-window' && (3 * policy.capacity + 1) * policy.windowMs > Number.MAX_SAFE_INTEGER) {
+    return `reserve/settle needs (3 × capacity + 1) × window ≤ 2^53 − 1 for ${policy.algorithm}, so a charged debt counts exactly: lower the limit or the window`;
+  }
+  return undefined;
+}
+
+/** The window mark of a window counter's state after a reservation was recorded (its window's start); 0 for the others. */
+export function reservationMark(state: ArrayLike<number>, at: number, policy: CompiledPolicy): number {
+  return policy.algorithm === 'fixed-window' || policy.algorithm === 'sliding-window' ? state[at + 1]! : 0;
+}
+
+/**
+ * Refunds (`units` < 0) or charges (`units` > 0) a reservation recorded in the window starting at
+ * `mark`, at `now`, in `state[at ..]`. Returns false when nothing was to change (a refund of a
+ * window that has gone by, or of a key with nothing recorded).
+ */
+export function adjustState(state: Float64Array, at: number, now: number, units: number, mark: number, policy: CompiledPolicy): boolean {
+  if (units === 0) return false;
+  switch (policy.algorithm) {
+    case 'fixed-window':
+      return adjustFixedWindow(state, at, now, units, mark, policy);
+    case 'sliding-window':
+      return adjustSlidingWindow(state, at, now, units, mark, policy);
+    case 'gcra':
+      return adjustGcra(state, at, now, units, policy);
+    default:
+      return adjustLevel(state, at, now, units, policy);
+  }
+}
+
+/** `count` moved by `units`: a refund takes at most what is there, a charge stops at twice the capacity (never lowering a count already past it). */
+function moved(count: number, units: number, cap: number): number {
+  if (units < 0) return Math.max(0, count + units);
+  return Math.max(count, Math.min(count + units, cap));
+}
+
+function adjustFixedWindow(state: Float64Array, at: number, now: number, units: number, mark: number, policy: CompiledPolicy): boolean {
+  const { windowMs, capacity } = policy;
+  const count = state[at]!;
+  const start = state[at + 1]!;
+  if (units < 0) {
+    // Only the reservation's own window, while it runs (a clock that went back stays in it).
+    const live = policy.firstHit ? now < start + windowMs : floorDiv(now, windowMs) * windowMs <= start;
+    if (count === 0 || start !== mark || !live) return false;
+    state[at] = moved(count, units, 2 * capacity);
+    return true;
+  }
+  let nowStart: number;
+  if (policy.firstHit) nowStart = count > 0 && now < start + windowMs ? start : now;
+  else nowStart = Math.max(floorDiv(now, windowMs) * windowMs, count > 0 ? start : -Infinity);
+  const current = count > 0 && start === nowStart ? count : 0;
+  state[at] = moved(current, units, 2 * capacity);
+  state[at + 1] = nowStart;
+  return true;
+}
+
+function adjustSlidingWindow(state: Float64Array, at: number, now: number, units: number, mark: number, policy: CompiledPolicy): boolean {
+  const { windowMs, capacity } = policy;
+  const storedStart = state[at + 1]!;
+  const nowStart = Math.max(floorDiv(now, windowMs) * windowMs, storedStart);
+  if (units < 0) {
+    // The reservation's window counts while it is the current or the previous one.
+    if (nowStart - mark >= 2 * windowMs) return false;
+    const slot = storedStart === mark ? 0 : storedStart === mark + windowMs ? 2 : -1;
+    if (slot < 0 || state[at + slot]! === 0) return false;
+    state[at + slot] = moved(state[at + slot]!, units, 2 * capacity);
+    return true;
+  }
+  let current = 0;
+  let previous = 0;
+  if (storedStart === nowStart) [current, previous] = [state[at]!, state[at + 2]!];
+  else if (storedStart === nowStart - windowMs) previous = state[at]!;
+  state[at] = moved(current, units, 2 * capacity);
+  state[at + 1] = nowStart;
+  state[at + 2] = previous;
+  return true;
+}
+
+/** Token and leaky bucket, state (level in units, its time): the level at `now`, moved by units × window. */
+function adjustLevel(state: Float64Array, at: number, now: number, units: number, policy: CompiledPolicy): boolean {
+  const { windowMs, limit, capacity } = policy;
+  const level = Math.max(0, state[at]! - (now - state[at + 1]!) * limit);
+  if (units < 0 && level === 0) return false;
+  state[at] = moved(level, units * windowMs, 2 * capacity * windowMs);
+  state[at + 1] = now;
+  return true;
+}
+
+/** GCRA, state (TAT whole ms, remainder in 1/limit ms): how far TAT is ahead of `now`, moved by units × window. */
+function adjustGcra(state: Float64Array, at: number, now: number, units: number, policy: CompiledPolicy): boolean {
+  const { windowMs, limit, capacity } = policy;
+  const ahead = Math.max(0, (state[at]! - now) * limit + state[at + 1]!);
+  if (units < 0 && ahead === 0) return false;
+  const next = moved(ahead, units * windowMs, 2 * capacity * windowMs);
+  const wholeMs = floorDiv(next, limit);
+  state[at] = now + wholeMs;
+  state[at + 1] = next - wholeMs * limit;
+  return true;
+}

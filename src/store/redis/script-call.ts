@@ -1,0 +1,65 @@
+/**
+ * What the Redis store sends for a batch of decisions: the lean script for a lone decision on Redis
+ * TIME, else the batch script (decide.lua) with each distinct policy's record sent once.
+ */
+import type { AlgorithmName } from '../../algorithms/catalog.js';
+import { currentTime } from '../../clock.js';
+import { StoreDataError } from '../../errors.js';
+import type { CompiledPolicy } from '../../policy.js';
+import { DECIDE_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './lua.js';
+import { OP_CONSUME, OP_PEEK, REASON_WRONG_TYPE, hasLeanScript, policyFields, singleDecisionArgs } from './protocol.js';
+
+/** One group of requests (all-or-nothing) waiting for its batch; a single decision is a group of one. */
+export interface Pending {
+  readonly keys: string[];
+  readonly policies: CompiledPolicy[];
+  readonly op: number;
+  readonly costs: number[];
+  /** Decisions, or an add's {@link WindowCounts}. */
+  readonly resolve: (results: unknown[]) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * The script, keys and arguments deciding `batch`: a lone consume or peek on Redis TIME takes its
+ * algorithm's lean script (7 arguments; its algorithm is returned too, for FCALL); anything else
+ * the batch script, where each distinct policy is sent once and requests refer to it by index.
+ */
+export function scriptCall(timeKey: string, batch: Pending[]): [RedisScript, string[], (string | number)[], AlgorithmName?] {
+  const first = batch[0]!;
+  const single = batch.length === 1 && first.keys.length === 1 && timeKey === '' && (first.op === OP_CONSUME || first.op === OP_PEEK);
+  const lean = single && hasLeanScript(first.policies[0]!) ? SINGLE_SCRIPTS[first.policies[0]!.algorithm] : undefined;
+  if (lean !== undefined) {
+    return [lean, first.keys, singleDecisionArgs(first.policies[0]!, first.op, first.costs[0]!), first.policies[0]!.algorithm];
+  }
+  const policyIndexes = new Map<CompiledPolicy, number>();
+  const policyArgs: number[] = [];
+  const keys: string[] = [];
+  const requestArgs: number[] = [batch.length];
+  // The clock a calendar window's period boundaries are chosen around (protocol.ts policyFields).
+  const clock = timeKey === '' ? currentTime() : Number(timeKey);
+  for (const pending of batch) {
+    requestArgs.push(pending.keys.length);
+    for (let i = 0; i < pending.keys.length; i++) {
+      const policy = pending.policies[i]!;
+      let policyIndex = policyIndexes.get(policy);
+      if (policyIndex === undefined) {
+        policyIndex = policyIndexes.size + 1;
+        policyIndexes.set(policy, policyIndex);
+        policyArgs.push(...policyFields(policy, clock));
+      }
+      keys.push(pending.keys[i]!);
+      requestArgs.push(policyIndex, pending.op, pending.costs[i]!);
+    }
+  }
+  return [DECIDE_SCRIPT, keys, [timeKey, policyIndexes.size, ...policyArgs, ...requestArgs]];
+}
+
+export function dataError(key: string, reason: number): StoreDataError {
+  return new StoreDataError(
+    key,
+    reason === REASON_WRONG_TYPE
+      ? `Redis key ${key} holds a value of another type (another application's key?); Tollgate leaves it alone — use another keyPrefix or delete the key`
+      : `Redis key ${key} holds state Tollgate cannot read; it was left unchanged — delete the key to start it fresh`,
+  );
+}

@@ -1,0 +1,146 @@
+/**
+ * The reference model of reserve then settle, written from docs/semantics.md "Reserve then settle"
+ * alone over the algorithms of ./reference.ts: one key's state, the open reservations by id, and
+ * each refund or charge as the spec words it (nothing of src/ is imported: the model must not test
+ * the code against itself).
+ */
+import { capacityOf, fixedWindowDecide, levelDecide, slidingWindowDecide, type Decide, type ModelDecision, type ModelPolicy } from './reference.js';
+
+/** What the model says of a settle: the figures a settle answers, and what remains after it. */
+export interface ModelSettlement {
+  readonly status: 'settled' | 'repeated' | 'unknown';
+  readonly reserved: number;
+  readonly cost: number;
+  readonly remaining: number;
+}
+
+export interface ReservationKeyModel {
+  /** The decision, or 'conflict' when the id is booked with another cost. */
+  reserve(now: number, id: string, cost: number, ttl: number): ModelDecision | 'conflict';
+  settle(now: number, id: string, cost: number): ModelSettlement;
+  limit(now: number, cost: number): ModelDecision;
+}
+
+interface Booking {
+  readonly cost: number;
+  readonly mark: number;
+  readonly expiresAt: number;
+  readonly decision: ModelDecision;
+  settledCost?: number;
+}
+
+/** One algorithm's state, its decisions, the mark of a recorded reservation, and a refund or charge of `units`. */
+interface Ledger<S> {
+  readonly initial: S;
+  readonly decide: Decide<S>;
+  mark(state: S): number;
+  adjust(state: S, now: number, units: number, mark: number): S;
+}
+
+const moved = (count: number, units: number, cap: number): number => (units < 0 ? Math.max(0, count + units) : Math.max(count, Math.min(count + units, cap)));
+
+/** Buckets and GCRA: the level drained to `now`, moved by units × W at once (never below empty, at most 2·C·W). */
+function levelLedger(policy: ModelPolicy): Ledger<{ level: number; last: number }> {
+  const { capacity: C } = capacityOf(policy);
+  const W = policy.window;
+  return {
+    initial: { level: 0, last: 0 },
+    decide: levelDecide(policy),
+    mark: () => 0,
+    adjust(state, now, units) {
+      const level = Math.max(0, state.level - (now - state.last) * policy.limit);
+      if (units < 0 && level === 0) return state;
+      return { level: moved(level, units * W, 2 * C * W), last: now };
+    },
+  };
+}
+
+/** A fixed window: a refund only in the reservation's window while it runs; a charge in the window of `now`. */
+function fixedWindowLedger(policy: ModelPolicy): Ledger<{ start: number; count: number } | undefined> {
+  const { capacity: C } = capacityOf(policy);
+  const W = policy.window;
+  const firstHit = policy.windowStart === 'first-hit';
+  return {
+    initial: undefined,
+    decide: fixedWindowDecide(policy),
+    mark: (state) => state!.start,
+    adjust(state, now, units, mark) {
+      if (units < 0) {
+        if (state === undefined || state.start !== mark) return state;
+        const live = firstHit ? now < state.start + W : Math.floor(now / W) * W <= state.start;
+        if (!live) return state;
+        const count = moved(state.count, units, 2 * C);
+        // A window refunded to nothing is a fresh key's.
+        return count === 0 ? undefined : { start: state.start, count };
+      }
+      const start = firstHit ? (state !== undefined && now < state.start + W ? state.start : now) : Math.max(Math.floor(now / W) * W, state?.start ?? -Infinity);
+      const count = state !== undefined && state.start === start ? state.count : 0;
+      return { start, count: moved(count, units, 2 * C) };
+    },
+  };
+}
+
+/** A sliding window: a refund in the reservation's window while it is the current or the previous one; a charge in the current one. */
+function slidingWindowLedger(policy: ModelPolicy): Ledger<{ current: number; start: number; previous: number }> {
+  const { capacity: C } = capacityOf(policy);
+  const W = policy.window;
+  return {
+    initial: { current: 0, start: -Infinity, previous: 0 },
+    decide: slidingWindowDecide(policy),
+    mark: (state) => state.start,
+    adjust(state, now, units, mark) {
+      const start = Math.max(Math.floor(now / W) * W, state.start);
+      if (units < 0) {
+        if (start - mark >= 2 * W) return state;
+        if (state.start === mark) return { ...state, current: moved(state.current, units, 2 * C) };
+        if (state.start === mark + W) return { ...state, previous: moved(state.previous, units, 2 * C) };
+        return state;
+      }
+      let current = 0;
+      let previous = 0;
+      if (state.start === start) [current, previous] = [state.current, state.previous];
+      else if (state.start === start - W) previous = state.current;
+      return { current: moved(current, units, 2 * C), start, previous };
+    },
+  };
+}
+
+function keyModel<S>(ledger: Ledger<S>): ReservationKeyModel {
+  let state = ledger.initial;
+  const book = new Map<string, Booking>();
+  const open = (id: string, now: number): Booking | undefined => {
+    const booking = book.get(id);
+    return booking !== undefined && now < booking.expiresAt ? booking : undefined;
+  };
+  const remaining = (now: number): number => ledger.decide(state, now, 0).decision.remaining;
+  return {
+    reserve(now, id, cost, ttl) {
+      const booked = open(id, now);
+      if (booked !== undefined) return booked.cost === cost ? booked.decision : 'conflict';
+      const { decision, next } = ledger.decide(state, now, cost);
+      state = next;
+      if (decision.allowed) book.set(id, { cost, mark: ledger.mark(state), expiresAt: now + ttl, decision });
+      return decision;
+    },
+    settle(now, id, cost) {
+      const booked = open(id, now);
+      if (booked === undefined) return { status: 'unknown', reserved: 0, cost: 0, remaining: remaining(now) };
+      if (booked.settledCost !== undefined) return { status: 'repeated', reserved: booked.cost, cost: booked.settledCost, remaining: remaining(now) };
+      booked.settledCost = cost;
+      if (cost !== booked.cost) state = ledger.adjust(state, now, cost - booked.cost, booked.mark);
+      return { status: 'settled', reserved: booked.cost, cost, remaining: remaining(now) };
+    },
+    limit(now, cost) {
+      const { decision, next } = ledger.decide(state, now, cost);
+      state = next;
+      return decision;
+    },
+  };
+}
+
+/** A fresh key under `policy` (any algorithm but sliding-log, which takes no reservations). */
+export function reservationModel(policy: ModelPolicy): ReservationKeyModel {
+  if (policy.algorithm === 'fixed-window') return keyModel(fixedWindowLedger(policy));
+  if (policy.algorithm === 'sliding-window') return keyModel(slidingWindowLedger(policy));
+  return keyModel(levelLedger(policy));
+}

@@ -1,0 +1,98 @@
+/**
+ * The model-based suite of reserve then settle: random schedules of reserves (fresh ids and
+ * retries of earlier ones), settles (refunds, charges, repeats, ids never reserved, ids whose ttl
+ * has passed) and plain limits, on two limiters sharing one store (each on its own connection, as
+ * nodes are), checked call for call against the reference model (./reservation-reference.ts), on
+ * the memory store, one Redis and a Redis Cluster. Seedable: TOLLGATE_MODEL_SEED / _PATH / _RUNS.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createLimiter, memoryStore, type Limiter, type Store } from '../../src/index.js';
+import { useRedisTopologies } from '../support/redis-topologies.js';
+import { T0, checkModel, closeAll, expectDecision, freshKeys, policyArb, stepArb } from './harness.js';
+import { reservationModel } from './reservation-reference.js';
+import type { ModelPolicy } from './reference.js';
+
+const FILE = 'test/model/reservations.test.ts';
+const TEST = 'a schedule of reserves, retries, settles, expiries and limits answers as the model, and a retried id never counts twice';
+const NODES = 2;
+/** Ids drawn from a small pool, so retries and repeats are frequent. */
+const IDS = 4;
+const TTLS = [3, 40, 400, 5_000] as const;
+
+const redis = useRedisTopologies();
+
+type Call =
+  | { readonly kind: 'reserve'; readonly node: number; readonly id: number; readonly cost: number; readonly ttl: number; readonly dt: number }
+  | { readonly kind: 'settle'; readonly node: number; readonly id: number; readonly cost: number; readonly dt: number }
+  | { readonly kind: 'limit'; readonly node: number; readonly cost: number; readonly dt: number };
+
+interface Schedule {
+  readonly policy: ModelPolicy;
+  readonly steps: readonly Call[];
+}
+
+const RESERVABLE = ['token-bucket', 'leaky-bucket', 'gcra', 'fixed-window', 'sliding-window'] as const;
+
+const scheduleArb: fc.Arbitrary<Schedule> = policyArb(RESERVABLE).chain((policy) => {
+  const node = fc.integer({ min: 0, max: NODES - 1 });
+  const id = fc.integer({ min: 0, max: IDS - 1 });
+  const dt = stepArb(policy.window);
+  const call: fc.Arbitrary<Call> = fc.oneof(
+    { weight: 4, arbitrary: fc.record({ kind: fc.constant('reserve' as const), node, id, cost: fc.integer({ min: 1, max: 4 }), ttl: fc.constantFrom(...TTLS), dt }) },
+    { weight: 4, arbitrary: fc.record({ kind: fc.constant('settle' as const), node, id, cost: fc.integer({ min: 0, max: 9 }), dt }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('limit' as const), node, cost: fc.integer({ min: 1, max: 3 }), dt }) },
+  );
+  return fc.record({ policy: fc.constant(policy), steps: fc.array(call, { minLength: 1, maxLength: 30 }) });
+});
+
+/** The cost a reserve of `id` was first made with, while its booking may be open: a retry repeats it. */
+function retryCost(booked: Map<number, number>, call: Extract<Call, { kind: 'reserve' }>): number {
+  return booked.get(call.id) ?? call.cost;
+}
+
+async function play(limiters: readonly Limiter[], schedule: Schedule): Promise<void> {
+  const [key] = freshKeys(1, 'reservations');
+  const model = reservationModel(schedule.policy);
+  const policy = schedule.policy;
+  const booked = new Map<number, number>();
+  let now = T0;
+  for (const [index, step] of schedule.steps.entries()) {
+    now = Math.max(T0, now + step.dt);
+    const limiter = limiters[step.node]!;
+    const what = `step ${index}: ${JSON.stringify(step)} at T0+${now - T0}`;
+    if (step.kind === 'limit') {
+      expectDecision(await limiter.limit(key!, policy, { now, cost: step.cost }), model.limit(now, step.cost), what);
+    } else if (step.kind === 'reserve') {
+      const cost = retryCost(booked, step);
+      const expected = model.reserve(now, `id${step.id}`, cost, step.ttl);
+      const answer = await limiter.reserve(key!, policy, { now, cost, id: `id${step.id}`, ttl: step.ttl });
+      expect(expected, what).not.toBe('conflict');
+      expectDecision(answer, expected as Exclude<typeof expected, 'conflict'>, what);
+      if (answer.allowed) booked.set(step.id, cost);
+    } else {
+      const expected = model.settle(now, `id${step.id}`, step.cost);
+      const { status, reserved, cost, decision } = await limiter.settle(key!, policy, { now, cost: step.cost, id: `id${step.id}` });
+      expect({ status, reserved, cost, remaining: decision.remaining }, what).toEqual(expected);
+    }
+  }
+}
+
+/** Stores to run on: a memory store shared by both limiters, or a connection per limiter. */
+const TOPOLOGIES: readonly { readonly name: string; readonly runs: number; open(): Promise<Store[]> }[] = [
+  { name: 'memory store', runs: 150, open: async () => [memoryStore({ sweepIntervalMs: 0 })] },
+  { name: 'single Redis', runs: 30, open: () => Promise.all(Array.from({ length: NODES }, () => redis.open({ url: redis.single.url }))) },
+  { name: 'Redis Cluster', runs: 20, open: () => Promise.all(Array.from({ length: NODES }, () => redis.open({ cluster: redis.cluster.nodes }))) },
+];
+
+describe.each(TOPOLOGIES)('reserve then settle against the model, on the $name', (topology) => {
+  it(TEST, async () => {
+    const stores = await topology.open();
+    const limiters = Array.from({ length: NODES }, (_, i) => createLimiter({ store: stores[i % stores.length]!, deadlineMs: 5_000 }));
+    try {
+      await checkModel(FILE, TEST, fc.asyncProperty(scheduleArb, (schedule) => play(limiters, schedule)), topology.runs);
+    } finally {
+      if (topology.name === 'memory store') await closeAll(limiters);
+    }
+  }, 60_000);
+});
