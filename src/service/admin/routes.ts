@@ -3,7 +3,7 @@
  * /v1/rules`, envoy's `/rlconfig`: read-only, behind the metrics token when one is set) and the
  * changes (`PUT /v1/rules`, the `/v1/keys` endpoints: behind the admin token, audited, auth.ts).
  */
-import { compileAdHocPolicy, type CompiledPolicy, type Policy } from '../../policy.js';
+import { compilePolicy, type CompiledPolicy, type Policy } from '../../policy.js';
 import { parseRules } from '../../rules/parse/index.js';
 import { compileRules } from '../../rules/ruleset.js';
 import { describeValue } from '../../errors.js';
@@ -113,6 +113,5 @@ function keyQuery(url: URL): { key: string; policy: CompiledPolicy } {
   // precision (sliding-window's buckets) is optional: compilePolicy refuses what is not a number in range.
   const precision = url.searchParams.get('precision');
   const buckets = precision === null ? {} : { precision: /^\d+$/.test(precision) ? Number(precision) : (precision as unknown as number) };
-  // A window first named here takes a space set aside for requests (policy.ts compileAdHocPolicy).
-  return { key, policy: compileAdHocPolicy({ algorithm: algorithm as Policy['algorithm'], limit: Number(limit), window: /^\d+$/.test(window) ? Number(window) : window, ...buckets }) };
+  return { key, policy: compilePolicy({ algorithm: algorithm as Policy['algorithm'], limit: Number(limit), window: /^\d+$/.test(window) ? Number(window) : window, ...buckets }) };
 }
