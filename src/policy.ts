@@ -182,14 +182,14 @@ export class CompiledPolicy {
   /** fixed-window with a calendar window: its unit, zone and periods (windowMs is then the unit's nominal length). */
   readonly calendar?: CalendarPeriods;
   /**
-   * Identifies the shape of the stored state: the algorithm (a first-hit fixed window apart from an
-   * aligned one, a sliding window's precision) and the window. Changing `limit`, `burst` or
-   * `softPercent` keeps a key's counters; changing the algorithm, the window start, the precision or
-   * the window starts fresh.
+   * Identifies the stored state: the algorithm (a first-hit fixed window apart from an aligned one,
+   * a sliding window's precision) and the window. Changing `limit`, `burst` or `softPercent` keeps a
+   * key's counters; changing the algorithm, the window start, the precision or the window starts
+   * fresh. Nothing process-wide is numbered by it: a store that wants a small number per state
+   * gives one out itself, while it holds keys of that state (store/state-spaces.ts), so however many
+   * windows callers name, no table fills up (issue 27).
    */
   readonly stateId: string;
-  /** A small integer unique to `stateId` in this process, so stores index state spaces by array. */
-  readonly stateIndex: number;
   /**
    * Whether the algorithm decides with its wide arithmetic ((capacity + 1) × window > 2^53 − 1 for
    * token-bucket, leaky-bucket, gcra and sliding-window; docs/semantics.md). Decided once here so
@@ -214,7 +214,6 @@ export class CompiledPolicy {
     this.capacity = fields.capacity;
     this.softExtra = fields.softExtra;
     this.stateId = fields.stateId;
-    this.stateIndex = fields.stateIndex;
     this.wide = fields.wide;
     this.blockMs = fields.blockMs;
     Object.freeze(this);
@@ -230,17 +229,6 @@ export function compilePolicy(policy: Policy | CompiledPolicy): CompiledPolicy {
 }
 
 /**
- * {@link compilePolicy} for a policy a request names (the service's `/v1/limit` and key routes):
- * a state space (algorithm and window) that no policy has yet takes one of the
- * {@link MAX_AD_HOC_STATE_SPACES} set aside for requests, so requests inventing windows can never
- * use up the spaces the operator's rules need. Past that bound a request's new window is refused
- * (InvalidPolicyError on `window`); windows already in use are always accepted.
- */
-export function compileAdHocPolicy(policy: Policy): CompiledPolicy {
-  return compileFresh(policy, false, true);
-}
-
-/**
  * @internal tests only (not exported from the package): compiles a policy that fits the plain
  * arithmetic to decide with the wide one, to show both give the same decisions. The memory store
  * only: the Redis script always picks by the bound.
@@ -249,7 +237,7 @@ export function compilePolicyForcingWide(policy: Policy): CompiledPolicy {
   return compileFresh(policy, true);
 }
 
-function compileFresh(policy: Policy, forceWide: boolean, adHoc = false): CompiledPolicy {
+function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
   if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
     throw new InvalidPolicyError('policy', `expected an object like { algorithm: 'token-bucket', limit: 10, window: '1s' }, got ${describeValue(policy)}`);
   }
@@ -298,7 +286,6 @@ function compileFresh(policy: Policy, forceWide: boolean, adHoc = false): Compil
     capacity,
     softExtra: capacity - nominalCapacity,
     stateId: stateIdOf(algorithm, firstHit, precision, windowMs, calendar),
-    stateIndex: internStateId(stateIdOf(algorithm, firstHit, precision, windowMs, calendar), adHoc),
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
     blockMs: checkBlockDuration(policy.blockDuration),
   });
@@ -378,39 +365,23 @@ function stateIdOf(algorithm: AlgorithmName, firstHit: boolean, precision: numbe
   return `${algorithm}${firstHit ? '@first-hit' : ''}${precision > 1 ? `/${precision}` : ''}:${windowMs}`;
 }
 
-const stateIndexes = new Map<string, number>();
-/** Distinct (algorithm, window) pairs per process: stores index their state by a 2-byte number. */
-const MAX_STATE_SPACES = 65_536;
 /**
- * Of {@link MAX_STATE_SPACES}, at most this many are taken by windows first named in requests
- * ({@link compileAdHocPolicy}); the other 61,440 are the configuration's, whatever requests send.
- * Spaces are never freed or reused: the memory store, the over-limit cache, leases and local-first
- * keep a key's state under its space's number, so a number given to another window would hand it
- * their counters.
+ * `derive`, a function of a policy's state alone (what {@link CompiledPolicy.stateId} names), computed
+ * once per state rather than per decision. Bounded: at most `max` states are held, and all are
+ * dropped when that is reached (only callers naming ever new windows get there; the values are
+ * computed again as needed).
  */
-export const MAX_AD_HOC_STATE_SPACES = 4_096;
-let adHocSpaces = 0;
-
-function internStateId(stateId: string, adHoc: boolean): number {
-  let index = stateIndexes.get(stateId);
-  if (index === undefined) {
-    if (adHoc && adHocSpaces >= MAX_AD_HOC_STATE_SPACES) {
-      throw new InvalidPolicyError(
-        'window',
-        `requests have named ${MAX_AD_HOC_STATE_SPACES} distinct algorithm and window pairs already, the most the service takes from requests; use a window already in use (one of the rules' windows), or put this one in the rules`,
-      );
+export function cachedPerState<T>(derive: (policy: CompiledPolicy) => T, max = 4_096): (policy: CompiledPolicy) => T {
+  const values = new Map<string, T>();
+  return (policy) => {
+    let value = values.get(policy.stateId);
+    if (value === undefined) {
+      if (values.size >= max) values.clear();
+      value = derive(policy);
+      values.set(policy.stateId, value);
     }
-    if (stateIndexes.size >= MAX_STATE_SPACES) {
-      throw new InvalidPolicyError(
-        'window',
-        `more than ${MAX_STATE_SPACES} distinct algorithm and window pairs in one process; windows should come from configuration, not from request data`,
-      );
-    }
-    index = stateIndexes.size;
-    stateIndexes.set(stateId, index);
-    if (adHoc) adHocSpaces += 1;
-  }
-  return index;
+    return value;
+  };
 }
 
 function requireInteger(field: string, value: unknown, min: number): number {

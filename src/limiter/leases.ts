@@ -175,7 +175,7 @@ export class LeaseBook {
 }
 
 function leaseId(key: string, policy: CompiledPolicy): string {
-  return `${policy.stateIndex}\u0000${key}`;
+  return `${policy.stateId}\u0000${key}`;
 }
 
 /**

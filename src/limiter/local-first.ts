@@ -334,7 +334,7 @@ export class LocalFirstBook {
 const NOTHING = (): void => undefined;
 
 function viewId(key: string, policy: CompiledPolicy): string {
-  return `${policy.stateIndex}\u0000${key}`;
+  return `${policy.stateId}\u0000${key}`;
 }
 
 /**

@@ -119,7 +119,7 @@ export class OverLimitCache {
 }
 
 function entryId(key: string, policy: CompiledPolicy): string {
-  return `${policy.stateIndex}\u0000${key}`;
+  return `${policy.stateId}\u0000${key}`;
 }
 
 /**

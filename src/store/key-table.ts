@@ -17,8 +17,6 @@
 import { randomInt } from 'node:crypto';
 
 const EMPTY = 0;
-/** Distinct state spaces (algorithm and window pairs) a table can tell apart. */
-export const MAX_SPACES = 65_536;
 const MIN_BUCKETS = 1024;
 
 /** 32-bit hash of `key` in `space`: FNV-1a over UTF-16 units, then a murmur3 finaliser. */
@@ -44,11 +42,13 @@ export class KeyTable {
   private readonly seed = randomInt(0, 2 ** 31);
   /** Per slot: its key, its state space and its hash. */
   private readonly keys: (string | undefined)[] = [];
-  /** State space of each slot (2 bytes: at most {@link MAX_SPACES} spaces). */
-  private spaces: Uint16Array;
+  /** State space of each slot (store/state-spaces.ts: at most one per key held). */
+  private spaces: Int32Array;
   private hashes: Int32Array;
-  /** The hash computed by the last {@link find}, reused by the {@link insert} that follows a miss. */
+  /** The hash computed by the last {@link find}, and its key and space: the {@link insert} that follows a miss reuses it. */
   private lastHash = 0;
+  private lastHashKey: string | undefined;
+  private lastHashSpace = -1;
   /** The last key found and its slot: a hot key skips hashing (checked against the slot, so never stale). */
   private lastKey: string | undefined;
   private lastSpace = -1;
@@ -56,7 +56,7 @@ export class KeyTable {
 
   /** `slots` to start with; `maxSlots` (at most 2^30) bounds every slot number the table will hold. */
   constructor(slots: number, maxSlots = 2 ** 30) {
-    this.spaces = new Uint16Array(slots);
+    this.spaces = new Int32Array(slots);
     this.hashes = new Int32Array(slots);
     // slot + 1 ≤ maxSlots fits in the low 32 − clz32(maxSlots) bits: at least 1 bit is left for the tag.
     this.slotMask = 2 ** (32 - Math.clz32(maxSlots)) - 1;
@@ -69,6 +69,8 @@ export class KeyTable {
     if (key === this.lastKey && space === this.lastSpace && keys[recent] === key && spaces[recent] === space) return recent;
     const hash = hashOf(key, space, this.seed);
     this.lastHash = hash;
+    this.lastHashKey = key;
+    this.lastHashSpace = space;
     const { buckets, mask, slotMask } = this;
     const tag = hash & ~slotMask;
     for (let bucket = hash & mask; ; bucket = (bucket + 1) & mask) {
@@ -87,10 +89,11 @@ export class KeyTable {
     }
   }
 
-  /** Records that `slot` now holds `key` in `space`. Must follow a {@link find} of the same key that missed. */
+  /** Records that `slot` now holds `key` in `space`, which it does not hold yet. */
   insert(space: number, key: string, slot: number): void {
     if ((this.count + 1) * 2 > this.buckets.length) this.growBuckets();
-    const hash = this.lastHash;
+    // Usually the find of this key that missed hashed it already (not when its space was new).
+    const hash = key === this.lastHashKey && space === this.lastHashSpace ? this.lastHash : hashOf(key, space, this.seed);
     this.keys[slot] = key;
     this.spaces[slot] = space;
     this.hashes[slot] = hash;
@@ -103,7 +106,7 @@ export class KeyTable {
     return this.keys[slot];
   }
 
-  /** The state space (CompiledPolicy.stateIndex) of the key `slot` holds. */
+  /** The state space of the key `slot` holds. */
   spaceOf(slot: number): number {
     return this.spaces[slot]!;
   }
@@ -129,7 +132,7 @@ export class KeyTable {
 
   /** Makes room for slots numbered below `slots`. */
   growSlots(slots: number): void {
-    const spaces = new Uint16Array(slots);
+    const spaces = new Int32Array(slots);
     spaces.set(this.spaces);
     this.spaces = spaces;
     const hashes = new Int32Array(slots);

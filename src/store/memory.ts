@@ -17,8 +17,10 @@ import { KeyTable } from './key-table.js';
 import { PenaltyBox } from './penalty.js';
 import { RecordArena } from './record-arena.js';
 import { sharedStates, writeOnce } from './shared-states.js';
+import { StateSpaces } from './state-spaces.js';
 import type { ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from './types.js';
 import { MemoryReservations } from './reservations-memory.js';
+import { replayShift } from './replay.js';
 import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../options.js';
 
 /** Options of {@link memoryStore}. */
@@ -34,6 +36,11 @@ export interface MemoryStoreStats {
   /** Keys currently held. */
   readonly keys: number;
   readonly maxKeys: number;
+  /**
+   * States (algorithm and window pairs) the store holds keys of: never more than `keys`, since a
+   * state's number is freed with its last key (store/state-spaces.ts).
+   */
+  readonly spaces: number;
   /** Keys dropped to make room (the state that carries least first). */
   readonly evictions: number;
   /** Keys reclaimed because their state had expired. */
@@ -67,18 +74,17 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 export class MemoryStore implements Store {
   readonly name = 'memory';
   private readonly maxKeys: number;
-  /** (CompiledPolicy.stateIndex, key) → slot. */
+  /** (state space, key) → slot. */
   private readonly table: KeyTable;
+  /** A number per state of which keys are held, and the last policy that stored one. */
+  private readonly spaces = new StateSpaces();
   private state: Float64Array;
   /** Doubly linked LRU list through the slots: `newer` points towards the head (most recent). */
   private newer: Int32Array;
   private older: Int32Array;
   private readonly logs: (SlidingLog | undefined)[] = [];
-  /** Bucket records by width, and each state space's width (0: its state is in the slot). */
+  /** Bucket records by width. */
   private readonly arenas: (RecordArena | undefined)[] = [];
-  private readonly recordWidths: number[] = [];
-  /** The last policy that stored a key in each state space: how eviction reads a slot's state. */
-  private readonly spacePolicies: CompiledPolicy[] = [];
   private readonly recordScratch = new Float64Array(POLICY_RANGES.precision.max + 2);
   private mostRecent = NONE;
   private leastRecent = NONE;
@@ -145,7 +151,7 @@ export class MemoryStore implements Store {
   addToWindow(key: string, policy: CompiledPolicy, units: number, now: number | undefined): WindowCounts {
     if (!countsInWindows(policy)) throw new InvalidOptionError(`addToWindow adds to window counters (fixed-window, sliding-window of precision 1), not to a ${describeState(policy)} state`);
     const at = now ?? currentTime();
-    let slot = this.table.find(policy.stateIndex, key);
+    let slot = this.slotOf(key, policy);
     if (slot < 0) {
       slot = this.insert(key, policy, at, 0);
       this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
@@ -168,7 +174,7 @@ export class MemoryStore implements Store {
 
   /** A copy of `key`'s slot state under `policy` (slot algorithms), for reservations. */
   stateOf(key: string, policy: CompiledPolicy): readonly number[] | undefined {
-    const slot = this.table.find(policy.stateIndex, key);
+    const slot = this.slotOf(key, policy);
     return slot < 0 ? undefined : Array.from(this.state.subarray(slot * STRIDE, slot * STRIDE + EXPIRES));
   }
 
@@ -178,7 +184,7 @@ export class MemoryStore implements Store {
    */
   changeState(key: string, policy: CompiledPolicy, now: number | undefined, create: boolean, change: (state: Float64Array, at: number, now: number) => void): Decision {
     const at = now ?? currentTime();
-    let slot = this.table.find(policy.stateIndex, key);
+    let slot = this.slotOf(key, policy);
     if (slot < 0 && !create) return this.decide(key, policy, 0, at, false, 0);
     if (slot < 0) {
       slot = this.insert(key, policy, at, 1);
@@ -193,7 +199,7 @@ export class MemoryStore implements Store {
   }
 
   reset(key: string, policy: CompiledPolicy): void {
-    const slot = this.table.find(policy.stateIndex, key);
+    const slot = this.slotOf(key, policy);
     if (slot >= 0) this.release(slot);
     this.penalties.forget(key, policy);
   }
@@ -209,7 +215,7 @@ export class MemoryStore implements Store {
 
   /** Counters for metrics and tests. */
   stats(): MemoryStoreStats {
-    return { keys: this.liveKeys, maxKeys: this.maxKeys, evictions: this.evictions, expired: this.expired };
+    return { keys: this.liveKeys, maxKeys: this.maxKeys, spaces: this.spaces.size, evictions: this.evictions, expired: this.expired };
   }
 
   /**
@@ -236,6 +242,12 @@ export class MemoryStore implements Store {
     return released;
   }
 
+  /** The slot holding `key` under `policy`'s state, or -1. */
+  private slotOf(key: string, policy: CompiledPolicy): number {
+    const space = this.spaces.find(policy);
+    return space < 0 ? -1 : this.table.find(space, key);
+  }
+
   /**
    * `shift` turns the decision's `resetAt` into the process-clock instant its key may be reclaimed
    * ({@link replayShift}; 0 on the store's own clock).
@@ -247,7 +259,7 @@ export class MemoryStore implements Store {
 
   /** What the key's state alone decides (penalties aside). */
   private decideState(key: string, policy: CompiledPolicy, cost: number, now: number, commit: boolean, shift: number): Decision {
-    const slot = this.table.find(policy.stateIndex, key);
+    const slot = this.slotOf(key, policy);
     if (policy.algorithm === 'sliding-log') return this.decideLog(key, slot, policy, cost, now, commit, shift);
     if (policy.precision > 1) return this.decideBuckets(key, slot, policy, cost, now, commit, shift);
 
@@ -305,7 +317,6 @@ export class MemoryStore implements Store {
   private decideBuckets(key: string, slot: number, policy: CompiledPolicy, cost: number, now: number, commit: boolean, shift: number): Decision {
     const width = bucketStateSize(policy);
     const arena = (this.arenas[width] ??= new RecordArena(width));
-    this.recordWidths[policy.stateIndex] = width;
     if (slot >= 0) {
       const decision = decideSlidingBuckets(arena.data, this.state[slot * STRIDE + RECORD]!, now, cost, policy, commit);
       if (commit) {
@@ -351,8 +362,8 @@ export class MemoryStore implements Store {
         this.freeSlots.pop();
       }
     }
-    this.spacePolicies[policy.stateIndex] = policy;
-    this.table.insert(policy.stateIndex, key, slot);
+    // After any sweep or eviction above: they may have freed this policy's space with its last key.
+    this.table.insert(this.spaces.enter(policy), key, slot);
     this.linkAsMostRecent(slot);
     this.liveKeys += 1;
     return slot;
@@ -394,7 +405,7 @@ export class MemoryStore implements Store {
    */
   private carried(slot: number, now: number, clock: number): number {
     if (this.state[slot * STRIDE + EXPIRES]! <= clock) return 0;
-    const policy = this.spacePolicies[this.table.spaceOf(slot)]!;
+    const policy = this.spaces.policyOf(this.table.spaceOf(slot));
     let look: Decision;
     if (policy.algorithm === 'sliding-log') look = decideSlidingLog(this.logs[slot]!, now, 0, policy, false);
     else if (policy.precision > 1) look = decideSlidingBuckets(this.arenas[bucketStateSize(policy)]!.data, this.state[slot * STRIDE + RECORD]!, now, 0, policy, false);
@@ -404,9 +415,11 @@ export class MemoryStore implements Store {
 
   /** Frees a live slot: out of the table, out of the LRU list, onto the free list. */
   private release(slot: number): void {
-    const width = this.recordWidths[this.table.spaceOf(slot)] ?? 0;
-    if (width > 0) this.arenas[width]!.release(this.state[slot * STRIDE + RECORD]!);
+    const space = this.table.spaceOf(slot);
+    const policy = this.spaces.policyOf(space);
+    if (policy.precision > 1) this.arenas[bucketStateSize(policy)]!.release(this.state[slot * STRIDE + RECORD]!);
     this.table.remove(slot);
+    this.spaces.leave(space);
     this.logs[slot] = undefined;
     this.unlink(slot);
     this.freeSlots.push(slot);
@@ -466,23 +479,6 @@ export class MemoryStore implements Store {
 /** The share of its limit a decision leaves spent: 0 for a fresh key, 1 for a spent one. */
 function spentShare(decision: Decision): number {
   return 1 - decision.remaining / decision.limit;
-}
-
-/** How far an explicit `now` may lag the process clock and still keep its keys that much longer. */
-const MAX_REPLAY_LAG_MS = 3_600_000;
-/** Real time a key decided at an explicit `now` is kept past its lifetime, as on Redis. */
-const REPLAY_SLACK_MS = 1_000;
-
-/**
- * What to add to a `resetAt` decided at an explicit `now` to get the process-clock instant its key
- * may be reclaimed: the key lives its lifetime in real time, plus how far `now` lags the clock (at
- * most an hour), plus a second — what Redis keeps it for (decide.lua's extra_ttl, docs/redis.md),
- * so a replay, however its timelines mix, keeps every key Redis keeps.
- */
-function replayShift(now: number): number {
-  const clock = Date.now();
-  const lag = Math.min(Math.max(clock - now, 0), MAX_REPLAY_LAG_MS);
-  return clock - now + lag + REPLAY_SLACK_MS;
 }
 
 function copyInto(target: Int32Array, source: Int32Array): Int32Array {

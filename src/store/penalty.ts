@@ -47,7 +47,7 @@ export class PenaltyBox {
   /**
    * Decides through `decideState(cost, commit)` (the key's state) unless `key` is blocked at `now`;
    * a committed plain denial starts a block. `shift` turns a time of `now`'s timeline into the process
-   * clock's (memory.ts replayShift).
+   * clock's (replay.ts replayShift).
    */
   decide(key: string, policy: CompiledPolicy, now: number, commit: boolean, shift: number, decideState: (commit: boolean) => Decision): Decision {
     const id = blockId(key, policy);
@@ -86,5 +86,5 @@ export class PenaltyBox {
 }
 
 function blockId(key: string, policy: CompiledPolicy): string {
-  return `${policy.stateIndex}\u0000${key}`;
+  return `${policy.stateId}\u0000${key}`;
 }

@@ -105,7 +105,7 @@ export class MemoryReservations {
 
 /** Ids are per key and state: the same id under another key or policy is another reservation. */
 function entryName(key: string, policy: CompiledPolicy, id: string): string {
-  return `${policy.stateIndex}\u0000${key}\u0000${id}`;
+  return `${policy.stateId}\u0000${key}\u0000${id}`;
 }
 
 export function conflict(request: ReserveRequest, booked: number): InvalidOptionError {

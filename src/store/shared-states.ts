@@ -21,7 +21,7 @@ export function sharedStates(requests: readonly StoreRequest[]): SharedStates | 
     const { key, policy } = requests[i]!;
     for (let j = 0; j < i; j++) {
       const earlier = requests[j]!;
-      if (earlier.key === key && earlier.policy.stateIndex === policy.stateIndex) {
+      if (earlier.key === key && earlier.policy.stateId === policy.stateId) {
         firsts ??= requests.map((_, index) => index);
         firsts[i] = firsts[j]!;
         break;

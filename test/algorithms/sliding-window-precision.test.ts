@@ -35,7 +35,7 @@ describe('precision: the policy field', () => {
     expect(of(1).stateId).toBe(of().stateId);
     expect(of(1).stateId).toBe('sliding-window:60000');
     expect(of(10).stateId).toBe('sliding-window/10:60000');
-    expect(new Set([of(), of(4), of(10)].map((policy) => policy.stateIndex)).size).toBe(3);
+    expect(new Set([of(), of(4), of(10)].map((policy) => policy.stateId)).size).toBe(3);
   });
 
   it('counts each precision apart on one key, and a cached policy literal keeps its precision', async () => {

@@ -3,7 +3,7 @@
  * /v1/rules`, envoy's `/rlconfig`: read-only, behind the metrics token when one is set) and the
  * changes (`PUT /v1/rules`, the `/v1/keys` endpoints: behind the admin token, audited, auth.ts).
  */
-import { compileAdHocPolicy, type CompiledPolicy, type Policy } from '../../policy.js';
+import { compilePolicy, type CompiledPolicy, type Policy } from '../../policy.js';
 import { parseRules } from '../../rules/parse/index.js';
 import { compileRules } from '../../rules/ruleset.js';
 import { describeValue } from '../../errors.js';
@@ -116,6 +116,5 @@ function keyQuery(url: URL): { key: string; policy: CompiledPolicy } {
   // timeZone (a calendar window's, window=month) is optional too: compilePolicy checks it.
   const timeZone = url.searchParams.get('timeZone');
   const zone = timeZone === null ? {} : { timeZone };
-  // A window first named here takes a space set aside for requests (policy.ts compileAdHocPolicy).
-  return { key, policy: compileAdHocPolicy({ algorithm: algorithm as Policy['algorithm'], limit: Number(limit), window: /^\d+$/.test(window) ? Number(window) : window, ...buckets, ...zone }) };
+  return { key, policy: compilePolicy({ algorithm: algorithm as Policy['algorithm'], limit: Number(limit), window: /^\d+$/.test(window) ? Number(window) : window, ...buckets, ...zone }) };
 }

@@ -8,7 +8,7 @@ import type { Decision } from '../../decision.js';
 import { describeValue, InvalidOptionError } from '../../errors.js';
 import { decisionHeaders } from '../../http/headers.js';
 import { degradedReasonOf } from '../../limiter/index.js';
-import { compileAdHocPolicy, type CompiledPolicy, type Policy } from '../../policy.js';
+import { compilePolicy, type CompiledPolicy, type Policy } from '../../policy.js';
 import type { ServiceContext } from '../context.js';
 import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, degradedAnswer } from './decide.js';
 
@@ -35,7 +35,7 @@ function fieldsOf<F extends string>(body: unknown, fields: readonly F[], route: 
 /** `POST /v1/reserve` with `{ key, policy, cost, id, ttl? }`. */
 export async function answerReserve(ctx: ServiceContext, body: unknown): Promise<RouteAnswer> {
   const { key, policy, cost, id, ttl } = fieldsOf(body, RESERVE_FIELDS, 'POST /v1/reserve');
-  const compiled = compileAdHocPolicy(policy as Policy);
+  const compiled = compilePolicy(policy as Policy);
   const started = performance.now();
   // A key blocked by hand is refused as /v1/limit refuses it: nothing reserved, no store call.
   const blockedFor = typeof key === 'string' ? ctx.blocks.remaining(key, ctx.clock()) : 0;
@@ -60,7 +60,7 @@ function refusedAsBlocked(ctx: ServiceContext, key: string, policy: CompiledPoli
 /** `POST /v1/settle` with `{ key, policy, id, cost }`: the settlement, with the quota after it. */
 export async function answerSettle(ctx: ServiceContext, body: unknown): Promise<RouteAnswer> {
   const { key, policy, id, cost } = fieldsOf(body, SETTLE_FIELDS, 'POST /v1/settle');
-  const compiled = compileAdHocPolicy(policy as Policy);
+  const compiled = compilePolicy(policy as Policy);
   const settlement = await ctx.limiter.settle(key as string, compiled, { id: id as string, cost: cost as number });
   return { status: 200, body: settlement, headers: decisionHeaders(settlement.decision, compiled.windowMs, key as string) };
 }

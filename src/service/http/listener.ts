@@ -9,7 +9,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { TlsOptions } from 'node:tls';
 import { InvalidCheckError, describeValue } from '../../errors.js';
 import { checkHeaders, decisionHeaders } from '../../http/headers.js';
-import { compileAdHocPolicy, type Policy } from '../../policy.js';
+import { compilePolicy, type Policy } from '../../policy.js';
 import type { CheckRequest } from '../../rules/check.js';
 import type { ServiceContext } from '../context.js';
 import { degradedReasonOf } from '../../limiter/index.js';
@@ -222,8 +222,8 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, `the body must be { key, policy, cost? }, got ${describeValue(body)}`);
     const { key, policy, cost, ...rest } = body as { key?: unknown; policy?: unknown; cost?: unknown };
     if (Object.keys(rest).length > 0) throw new HttpError(400, `unknown field ${JSON.stringify(Object.keys(rest)[0])}; the fields are key, policy, cost`);
-    // A window first named here takes a space set aside for requests, never one the rules need.
-    const compiled = compileAdHocPolicy(policy as Policy);
+    // Any window a request names is taken: no table fills up with them (policy.ts, CompiledPolicy.stateId).
+    const compiled = compilePolicy(policy as Policy);
     const started = performance.now();
     const blockedFor = typeof key === 'string' ? ctx.blocks.remaining(key, ctx.clock()) : 0;
     if (blockedFor > 0) {

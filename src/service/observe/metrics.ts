@@ -271,7 +271,7 @@ function defineReloadMetrics(ctx: ServiceContext, registers: Registry[]): void {
   }
 }
 
-/** The memory store's keys, evictions and expiries, read at scrape time (nothing for another store). */
+/** The memory store's keys, state spaces, evictions and expiries, read at scrape time (nothing for another store). */
 function defineMemoryStoreMetrics(ctx: ServiceContext, registers: Registry[]): void {
   if (memoryStats(ctx) === undefined) return;
   new Gauge({
@@ -280,6 +280,14 @@ function defineMemoryStoreMetrics(ctx: ServiceContext, registers: Registry[]): v
     registers,
     collect() {
       this.set(memoryStats(ctx)?.keys ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'tollgate_memory_store_state_spaces',
+    help: 'States (algorithm and window pairs) the memory store holds keys of: at most its keys, however many windows requests name.',
+    registers,
+    collect() {
+      this.set(memoryStats(ctx)?.spaces ?? 0);
     },
   });
   new Gauge({

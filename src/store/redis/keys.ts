@@ -13,7 +13,7 @@
  */
 import calculateSlot from 'cluster-key-slot';
 import { algorithmTable } from '../../algorithms/catalog.js';
-import type { CompiledPolicy } from '../../policy.js';
+import { cachedPerState, type CompiledPolicy } from '../../policy.js';
 import { compactWindow } from '../../units.js';
 
 const ALGORITHM_TAGS = algorithmTable('tag');
@@ -35,7 +35,7 @@ const LAYOUT_2_TAGS: Partial<Record<CompiledPolicy['algorithm'], string>> = {
 };
 
 /**
- * The part after the hash tag, per policy state space: computed once, not per decision. The window
+ * The part after the hash tag, per policy state (computed once per state: {@link stateKeySuffix}). The window
  * is in its largest whole unit (`1h`, `90s`, `1500ms`): one spelling per window, and a shorter key
  * (a key name of 28 bytes or less takes a smaller Redis allocation, one of 12 or less a smaller still).
  */
@@ -54,6 +54,10 @@ export function layoutOneSuffix(policy: CompiledPolicy): string {
   const variant = policy.firstHit ? 'f' : policy.precision > 1 ? String(policy.precision) : '';
   return `}:${ALGORITHM_TAGS[policy.algorithm]}${variant}:${compactWindow(policy.windowMs)}`;
 }
+
+/** {@link keySuffix} and {@link layoutOneSuffix}, computed once per state rather than per decision. */
+export const stateKeySuffix = cachedPerState(keySuffix);
+export const stateLayoutOneSuffix = cachedPerState(layoutOneSuffix);
 
 /** `items` grouped by the Redis Cluster hash slot of their key (a script or multi-key command may not cross slots). */
 export function groupBySlot<T>(items: readonly T[], keyOf: (item: T) => string): T[][] {

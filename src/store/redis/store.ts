@@ -15,7 +15,7 @@ import type { CompiledPolicy } from '../../policy.js';
 import { sharedStates, writeOnce } from '../shared-states.js';
 import type { ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from '../types.js';
 import { reserveOn, settleOn, type ScriptRun } from './reservations.js';
-import { escapeKeyPart, groupBySlot, keySuffix } from './keys.js';
+import { escapeKeyPart, groupBySlot, stateKeySuffix } from './keys.js';
 import { globEscape, unlinkMatching } from './scan.js';
 import { liveNodesKey, markAlive } from './live-nodes.js';
 import {
@@ -75,7 +75,6 @@ export class RedisStore implements Store {
   private readonly keyPrefix: string;
   private readonly maxBatch: number;
   private readonly connectTimeoutMs: number;
-  private readonly suffixes: string[] = [];
   /** Lone decisions by FCALL of the lean library (EVALSHA of the lean scripts if Redis refuses it). */
   private readonly functions: LeanFunctions;
   /** Requests of this tick, by their explicit `now` ('' = Redis TIME). */
@@ -273,12 +272,7 @@ export class RedisStore implements Store {
 
   /** The Redis key holding `key`'s state under `policy`. */
   redisKey(key: string, policy: CompiledPolicy): string {
-    let suffix = this.suffixes[policy.stateIndex];
-    if (suffix === undefined) {
-      suffix = keySuffix(policy);
-      this.suffixes[policy.stateIndex] = suffix;
-    }
-    return `${this.keyPrefix}{${escapeKeyPart(key)}${suffix}`;
+    return `${this.keyPrefix}{${escapeKeyPart(key)}${stateKeySuffix(policy)}`;
   }
 
   private enqueue<T = Decision>(keys: string[], policies: CompiledPolicy[], op: number, costs: number[], now: number | undefined): Promise<T[]> {

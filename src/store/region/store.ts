@@ -10,7 +10,7 @@ import { InvalidPolicyError, StoreDataError, StoreError, StoreUnavailableError }
 import { checkOptions, checkWholeNumbers } from '../../options.js';
 import type { CompiledPolicy } from '../../policy.js';
 import { TIMEOUT_NUMBERS, checkKeyPrefix, checkStoreDeadline } from '../redis/connect.js';
-import { escapeKeyPart, layoutOneSuffix } from '../redis/keys.js';
+import { escapeKeyPart, stateLayoutOneSuffix } from '../redis/keys.js';
 import { ALGORITHM_CODES, OP_CONSUME, OP_PEEK, OP_RESET, REASON_CORRUPT_STATE, REASON_WRONG_TYPE, RESULT_START, RESULT_WIDTH, decodeDecision } from '../redis/protocol.js';
 import { globEscape, unlinkMatching } from '../redis/scan.js';
 import type { Store, StoreRequest } from '../types.js';
@@ -51,7 +51,6 @@ export class RegionStore implements Store {
   private readonly keyPrefix: string;
   private readonly keys: RegionKeys;
   private readonly connectTimeoutMs: number;
-  private readonly suffixes: string[] = [];
   private connecting: Promise<void> | undefined;
   private lastConnectionError: Error | undefined;
   private closed = false;
@@ -135,12 +134,7 @@ export class RegionStore implements Store {
 
   /** The Redis hash holding `key`'s counters under `policy` (the same name in every region). */
   hashKey(key: string, policy: CompiledPolicy): string {
-    let suffix = this.suffixes[policy.stateIndex];
-    if (suffix === undefined) {
-      suffix = layoutOneSuffix(policy);
-      this.suffixes[policy.stateIndex] = suffix;
-    }
-    return `${this.keyPrefix}{${escapeKeyPart(key)}${suffix}`;
+    return `${this.keyPrefix}{${escapeKeyPart(key)}${stateLayoutOneSuffix(policy)}`;
   }
 
   private async one(key: string, policy: CompiledPolicy, cost: number, now: number | undefined, op: number): Promise<Decision> {

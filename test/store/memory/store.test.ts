@@ -19,7 +19,7 @@ describe('memory store', () => {
     for (const key of ['a', 'b', 'c']) await limiter.limit(key, PER_MINUTE, { now: NOW });
     await limiter.limit('a', PER_MINUTE, { now: NOW }); // a is now the most recent; b the least
     await limiter.limit('d', PER_MINUTE, { now: NOW });
-    expect(store.stats()).toEqual({ keys: 3, maxKeys: 3, evictions: 1, expired: 0 });
+    expect(store.stats()).toEqual({ keys: 3, maxKeys: 3, spaces: 1, evictions: 1, expired: 0 });
     // b was evicted: it starts full again; a kept its two requests.
     expect((await limiter.peek('b', PER_MINUTE, { now: NOW })).remaining).toBe(9);
     expect((await limiter.peek('a', PER_MINUTE, { now: NOW })).remaining).toBe(7);
