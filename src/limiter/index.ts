@@ -20,3 +20,4 @@ export type { FallbackCause, StoreHealthSnapshot, TransitionListener } from './s
 export type { OverLimitCacheOptions, OverLimitCacheStats } from './over-limit.js';
 export type { LocalFirstStats } from './local-first.js';
 export { resultOf } from './spans.js';
+export type { Usage, UsageOptions } from './usage.js';
