@@ -21,6 +21,7 @@ Commands:
   check         One decision from a running service
   rules         get [--domain D] | push FILE|DIR | diff FILE|DIR: the running service's rules
   keys          inspect|reset|block|unblock|blocked: the running service's key admin endpoints
+  usage         What descriptors used of their rules' quotas, and over which period
   health        A container's health check of this host's tollgate serve
   help          This help; help COMMAND: the command's
 
@@ -31,7 +32,7 @@ Options:
   -v, --version  Show the version
 `;
 
-/** The commands whose help is generated here (check, rules, keys and health carry their own). */
+/** The commands whose help is generated here (check, rules, keys, usage and health carry their own). */
 export const COMMAND_HELP = {
   serve: {
     command: 'serve',

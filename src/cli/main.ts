@@ -3,7 +3,7 @@
  * The `tollgate` command: `serve` (the decision service), `validate` (check rules files),
  * `gateway` (a rate-limiting reverse proxy), `replicate` (carry one region's counts to the others,
  * multi-region), `simulate` (replay an access log against rules offline), `health` (a container's health check, health.ts), `demo` (the limiter
- * deciding on the embedded store), `check`, `rules`, `keys` (a running service's API, src/cli/admin/), `help` (or `--help` after any command), `--version`. `bench`
+ * deciding on the embedded store), `check`, `rules`, `keys`, `usage` (a running service's API, src/cli/admin/), `help` (or `--help` after any command), `--version`. `bench`
  * arrives with its issue.
  */
 import cluster from 'node:cluster';

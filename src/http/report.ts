@@ -152,8 +152,8 @@ export interface LimitedBody {
 }
 
 /**
- * The 429 body: `{ error: 'rate_limited', message, limit, remaining, retryAfter }` (seconds), or an
- * RFC 9457 problem of type `quota-exceeded` when the client prefers `application/problem+json`.
+ * The 429 body: `{ error: 'rate_limited', message, limit, remaining, retryAfter, 'violated-policies' }`
+ * (seconds; the names of the limits that denied), or an RFC 9457 problem of type `quota-exceeded` when the client prefers `application/problem+json`.
  */
 export function limitedBody(reports: readonly LimitReport[], message: string | undefined, accept: string | undefined): LimitedBody {
   const binding = bindingReport(reports);
@@ -176,6 +176,8 @@ export function limitedBody(reports: readonly LimitReport[], message: string | u
     return last.body;
   }
   const text = message ?? defaultMessage(binding, retryAfter);
+  // Which limits fired, by name (a rule's `name`, else its path): the same field in both bodies.
+  const violated = reports.filter((report) => !report.allowed).map((report) => report.name);
   const body: LimitedBody = problem
     ? {
         contentType: 'application/problem+json',
@@ -184,7 +186,7 @@ export function limitedBody(reports: readonly LimitReport[], message: string | u
           title: 'Request cannot be satisfied as assigned quota has been exceeded',
           status: 429,
           detail: text,
-          'violated-policies': reports.filter((report) => !report.allowed).map((report) => report.name),
+          'violated-policies': violated,
           limit: binding.limit,
           remaining: binding.remaining,
           retryAfter,
@@ -192,7 +194,7 @@ export function limitedBody(reports: readonly LimitReport[], message: string | u
       }
     : {
         contentType: 'application/json; charset=utf-8',
-        text: JSON.stringify({ error: 'rate_limited', message: text, limit: binding.limit, remaining: binding.remaining, retryAfter }),
+        text: JSON.stringify({ error: 'rate_limited', message: text, limit: binding.limit, remaining: binding.remaining, retryAfter, 'violated-policies': violated }),
       };
   if (reports.length === 1) {
     lastBody = { problem, limit: binding.limit, remaining: binding.remaining, retryAfter, windowMs: binding.windowMs, rate: binding.rate, name: binding.name, message, body };

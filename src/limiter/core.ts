@@ -29,6 +29,7 @@ import { StoreLayer } from './store-layer.js';
 import { tracedDecide, tracedDecideAll, type TracedStore } from './spans.js';
 import { checkReservable, checkReserveOptions, checkSettleOptions, type ReserveOptions, type SettleOptions } from './reservations.js';
 import type { Settlement } from '../store/types.js';
+import { checkUsageOptions, usageOf, type Usage, type UsageOptions } from './usage.js';
 import type { Tracer } from '@opentelemetry/api';
 
 export { MAX_KEY_BYTES } from '../keys.js';
@@ -55,6 +56,11 @@ export interface LimiterCore {
    * what is left now). A limit of 0 still answers `limit-zero`.
    */
   look(key: string, policy: Policy | CompiledPolicy, options?: LimitAllOptions): Promise<Decision>;
+  /**
+   * How much of `key`'s quota under `policy` is used, and over which period (a look: nothing is
+   * spent; docs/semantics.md, Usage). Rejects with StoreUnavailableError when the store cannot answer.
+   */
+  usage(key: string, policy: Policy | CompiledPolicy, options?: UsageOptions): Promise<Usage>;
   /**
    * Decides several limits of one request together (say per IP and per user), all-or-nothing: the
    * request is admitted when every decision is, and if any denies, no limit records anything (a
@@ -207,6 +213,15 @@ export class CoreLimiter implements LimiterCore {
 
   look(key: string, policy: Policy | CompiledPolicy, options?: LimitAllOptions): Promise<Decision> {
     return settle(() => this.decide(key, policy, options, 'look'));
+  }
+
+  usage(key: string, policy: Policy | CompiledPolicy, options?: UsageOptions): Promise<Usage> {
+    return settle(() => {
+      const compiled = this.policies.get(policy);
+      const now = options === undefined ? undefined : checkUsageOptions(options);
+      const looked = this.decide(key, compiled, now === undefined ? undefined : { now }, 'look');
+      return looked instanceof Promise ? looked.then((decision) => usageOf(decision, compiled)) : usageOf(looked, compiled);
+    });
   }
 
   limitAll(requests: readonly LimitRequest[], options?: LimitAllOptions): Promise<Decision[]> {

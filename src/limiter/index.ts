@@ -21,3 +21,4 @@ export type { OverLimitCacheOptions, OverLimitCacheStats } from './over-limit.js
 export type { LocalFirstStats } from './local-first.js';
 export { resultOf } from './spans.js';
 export { checkReservable, DEFAULT_RESERVATION_TTL_MS, MAX_RESERVATION_ID_LENGTH, MAX_RESERVATION_TTL_MS, type ReserveOptions, type SettleOptions, type Settlement, type SettlementStatus } from './reservations.js';
+export type { Usage, UsageOptions } from './usage.js';

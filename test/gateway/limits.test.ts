@@ -27,6 +27,15 @@ descriptors:
   - { key: generic_key, value: everything, rate_limit: ${deny} }
   - { key: bulk, value: upload, rate_limit: { unit: minute, requests_per_unit: 5 } }
 ---
+domain: levels
+descriptors:
+  - key: org
+    rate_limit: { name: org_budget, unit: minute, requests_per_unit: 10 }
+    descriptors:
+      - key: team
+        rate_limit: { name: team_budget, unit: minute, requests_per_unit: 1 }
+        descriptors: [{ key: user, rate_limit: { name: user_budget, unit: minute, requests_per_unit: 5 } }]
+---
 domain: parity
 descriptors:
   - key: user
@@ -56,6 +65,13 @@ ${route('/generic', '{ generic_key: { descriptor_value: everything } }')}
     upstream: app
     domain: acts
     rate_limits: [{ actions: [{ generic_key: { descriptor_key: bulk, descriptor_value: upload } }], hits_addend: { number: 3 } }]
+  - match: { prefix: /levels }
+    upstream: app
+    domain: levels
+    rate_limits:
+      - actions: [{ request_headers: { header_name: x-org, descriptor_key: org } }]
+      - actions: [{ request_headers: { header_name: x-org, descriptor_key: org } }, { request_headers: { header_name: x-team, descriptor_key: team } }]
+      - actions: [{ request_headers: { header_name: x-org, descriptor_key: org } }, { request_headers: { header_name: x-team, descriptor_key: team } }, { request_headers: { header_name: x-user, descriptor_key: user } }]
   - match: { prefix: /parity }
     upstream: app
     domain: parity
@@ -106,6 +122,14 @@ describe('gateway rate-limit actions', () => {
     expect(refused.status).toBe(429);
     expect(refused.headers['retry-after']).toBe('90');
     expect((await send(gateway.url('/user'), { headers: { user: 'alice' } })).status).toBe(200);
+  });
+
+  it('an org > team > user hierarchy: the 429 names the level that fired (the team), the others had room', async () => {
+    const as = (user: string) => send(gateway.url('/levels'), { headers: { 'x-org': 'acme', 'x-team': 'search', 'x-user': user, accept: 'application/json' } });
+    expect((await as('1')).status).toBe(200);
+    const refused = await as('2');
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.body)).toMatchObject({ error: 'rate_limited', 'violated-policies': ['team_budget'] });
   });
 
   it('hits_addend: each request spends its number of hits', async () => {

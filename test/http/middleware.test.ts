@@ -2,6 +2,7 @@
  * The behaviour suite every adapter must pass: node:http, Express, Fastify and Hono, real HTTP over
  * loopback, the memory store (Redis runs in middleware-redis.test.ts).
  */
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SignJWT } from 'jose';
 import { compileRules, parseRules } from '../../src/rules/index.js';
@@ -42,7 +43,7 @@ describe.each(FRAMEWORKS)('%s middleware', (framework) => {
     expect(limited.headers.get('x-ratelimit-retry-after')).toBe('1');
     expect(limited.headers.get('content-type')).toMatch(/^application\/json/);
     const body = await limited.json();
-    expect(body).toEqual({ error: 'rate_limited', message: expect.stringContaining('2 per second'), limit: 2, remaining: 0, retryAfter: 1 });
+    expect(body).toEqual({ error: 'rate_limited', message: expect.stringContaining('2 per second'), limit: 2, remaining: 0, retryAfter: 1, 'violated-policies': ['2-per-1s'] });
   });
 
   it('says the rate and the burst apart when they differ: 2 per second, in bursts of up to 3', async () => {
@@ -309,6 +310,33 @@ describe.each(FRAMEWORKS)('%s middleware', (framework) => {
     expect(hello.headers.get('x-ratelimit-remaining')).toBe('1');
     expect((await fetch(`${url}/hello`)).status).toBe(200);
     expect((await fetch(`${url}/hello`)).status).toBe(429);
+  });
+
+  it('an org > team > user hierarchy: the 429 names the level that fired (the team), and no level spends', async () => {
+    // examples/rules/hierarchy.yaml with smaller budgets.
+    const yaml = readFileSync('examples/rules/hierarchy.yaml', 'utf8').replace('1000', '10').replace('requests_per_unit: 100 ', 'requests_per_unit: 3 ').replace('30', '2');
+    const rules = compileRules(parseRules(yaml, 'hierarchy.yaml'));
+    const url = await start([
+      {
+        rules,
+        domain: 'hierarchy',
+        descriptors: (_req, view) => {
+          const [org, team, user] = (['org', 'team', 'user'] as const).map((key) => ({ key, value: view.header(`x-${key}`) ?? '' }));
+          return [{ entries: [org!] }, { entries: [org!, team!] }, { entries: [org!, team!, user!] }];
+        },
+      },
+    ]);
+    const as = (user: string) => fetch(`${url}/hello`, { headers: { 'x-org': 'acme', 'x-team': 'search', 'x-user': user } });
+    expect([(await as('1')).status, (await as('1')).status, (await as('2')).status]).toEqual([200, 200, 200]);
+    const refused = await as('3'); // user 3 and the org have room; the team's 3 are spent
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ error: 'rate_limited', 'violated-policies': ['team_budget'] });
+    const problem = await fetch(`${url}/hello`, { headers: { 'x-org': 'acme', 'x-team': 'search', 'x-user': '4', accept: 'application/problem+json' } });
+    expect(((await problem.json()) as Record<string, unknown>)['violated-policies']).toEqual(['team_budget']);
+    // The user's own budget fires by its name; the refusals took nothing from the org (3 of 10 spent).
+    const other = (user: string) => fetch(`${url}/hello`, { headers: { 'x-org': 'acme', 'x-team': 'ads', 'x-user': user } });
+    expect([(await other('1')).status, (await other('1')).status]).toEqual([200, 200]);
+    expect(await (await other('1')).json()).toMatchObject({ 'violated-policies': ['user_budget'] });
   });
 
   it('with rules, a cost of 0 reports the quota without spending it', async () => {

@@ -10,10 +10,15 @@ function entries(...pairs: [string, string][]) {
   return [{ entries: pairs.map(([key, value]) => ({ key, value })) }];
 }
 
+/** One descriptor per level of examples/rules/hierarchy.yaml: the org, its team, the user. */
+function hierarchy(org: string, team: string, user: string) {
+  return [...entries(['org', org]), ...entries(['org', org], ['team', team]), ...entries(['org', org], ['team', team], ['user', user])];
+}
+
 describe('examples/rules', () => {
   it('loads every example domain', async () => {
     const rules = await loadRules(EXAMPLES);
-    expect(rules.domainNames()).toEqual(['classic', 'hybrid', 'per_api_key', 'per_ip', 'per_user']);
+    expect(rules.domainNames()).toEqual(['classic', 'hierarchy', 'hybrid', 'per_api_key', 'per_ip', 'per_user']);
   });
 
   it.each([
@@ -46,6 +51,25 @@ describe('examples/rules', () => {
     // The IP limit was not charged for the denied request: its status reports what actually remains.
     expect(denied.statuses[1]!.limitRemaining).toBe(240);
     expect((await limiter.check({ ...request, now: NOW + 60_000 })).statuses[1]!.limitRemaining).toBe(299);
+  });
+
+  it('the org > team > user hierarchy: a team out of budget refuses by name, and no level spends', async () => {
+    const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), rules: await loadRules(EXAMPLES) });
+    const levels = (user: string) => ({ domain: 'hierarchy', descriptors: hierarchy('acme', 'search', user), now: NOW });
+    // Four users take 25 each: the team's 100 are gone, each user has 5 left, the org 900.
+    for (const user of ['1', '2', '3', '4']) for (let i = 0; i < 25; i++) expect((await limiter.check(levels(user))).overallCode).toBe('OK');
+    const refused = await limiter.check(levels('5'));
+    expect(refused.overallCode).toBe('OVER_LIMIT');
+    expect(refused.statuses.map((s) => [s.code, s.currentLimit?.name, s.rule])).toEqual([
+      ['OK', 'org_budget', 'hierarchy.org'],
+      ['OVER_LIMIT', 'team_budget', 'hierarchy.org.team'],
+      ['OK', 'user_budget', 'hierarchy.org.team.user'],
+    ]);
+    // All-or-nothing: the org and the user report what actually remains, nothing was taken.
+    expect(refused.statuses.map((s) => s.limitRemaining)).toEqual([900, 0, 30]);
+    // Another team of the same org still passes; the org counted its requests, the refused one not.
+    const other = await limiter.check({ domain: 'hierarchy', descriptors: hierarchy('acme', 'ads', '5'), now: NOW });
+    expect(other.statuses.map((s) => s.limitRemaining)).toEqual([899, 99, 29]);
   });
 
   it('an unlimited API key is never limited, others get their plan', async () => {

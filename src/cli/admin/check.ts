@@ -42,7 +42,7 @@ export function checkBody(values: Record<string, unknown>): { domain: string; de
 }
 
 /** `remote_address=1.2.3.4,path=/api` → its entries in order (a value may contain `=`, not `,`). */
-function parseDescriptor(text: string): Record<string, string> {
+export function parseDescriptor(text: string): Record<string, string> {
   const entries: [string, string][] = [];
   for (const part of text.split(',')) {
     const at = part.indexOf('=');
@@ -92,7 +92,7 @@ function checkTable(descriptors: readonly Record<string, string>[], result: Chec
   return `${table(['DESCRIPTOR', 'CODE', 'LIMIT', 'REMAINING', 'RESET'], rows)}overall: ${result.overallCode}${degraded}\n`;
 }
 
-function describeEntries(entries: Record<string, string> | undefined): string {
+export function describeEntries(entries: Record<string, string> | undefined): string {
   return Object.entries(entries ?? {}).map(([key, value]) => `${key}=${value}`).join(',');
 }
 

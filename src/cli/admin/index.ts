@@ -1,8 +1,8 @@
 /**
  * The commands that talk to a running service over its HTTP API: `tollgate check`, `tollgate rules
- * get|push|diff`, `tollgate keys ...`. Exit codes shared by all: 0 done, 1 a "no" answer (OVER_LIMIT,
+ * get|push|diff`, `tollgate keys ...`, `tollgate usage`. Exit codes shared by all: 0 done, 1 a "no" answer (OVER_LIMIT,
  * a diff with changes), 2 bad flags or invalid rules (nothing sent), 3 the service unreachable or
- * answering an error (its message printed); check alone: 4 an unknown domain.
+ * answering an error (its message printed); check and usage: 4 an unknown domain.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AdminApiError, InvalidOptionError, TollgateError } from '../../errors.js';
@@ -11,16 +11,17 @@ import { CONNECTION_FLAGS, DEFAULT_URL, DEFAULT_ADMIN_URL, resolveConnection, ty
 import { KEYS_FLAGS, KEYS_HELP, runKeys } from './keys.js';
 import { flagErrorText, type CommandOutput } from './output.js';
 import { RULES_FLAGS, RULES_HELP, runRulesDiff, runRulesGet, runRulesPush } from './rules.js';
+import { USAGE_FLAGS, USAGE_HELP, runUsage } from './usage-command.js';
 
 export type { CommandOutput } from './output.js';
 
-export const ADMIN_COMMANDS = ['check', 'rules', 'keys'] as const;
+export const ADMIN_COMMANDS = ['check', 'rules', 'keys', 'usage'] as const;
 export type AdminCommand = (typeof ADMIN_COMMANDS)[number];
 
 const COMMON_HELP = `
 Options (every command):
   --url URL          check: the decision listener (${DEFAULT_URL}; or TOLLGATE_URL);
-                     rules, keys: the admin listener (${DEFAULT_ADMIN_URL}; or TOLLGATE_ADMIN_URL)
+                     rules, keys, usage: the admin listener (${DEFAULT_ADMIN_URL}; or TOLLGATE_ADMIN_URL)
   --token-file FILE  a file holding the admin token (else TOLLGATE_ADMIN_TOKEN); --token is
                      refused: the command line shows in \`ps\`
   --json             the service's answer as JSON
@@ -32,6 +33,7 @@ const COMMANDS: Record<AdminCommand, { flags: ParseArgsConfig['options']; help: 
   check: { flags: CHECK_FLAGS, help: CHECK_HELP },
   rules: { flags: RULES_FLAGS, help: RULES_HELP },
   keys: { flags: KEYS_FLAGS, help: KEYS_HELP },
+  usage: { flags: USAGE_FLAGS, help: USAGE_HELP },
 };
 
 /** Runs `command` with `args`; resolves with the exit code (never rejects for bad input or a failing service). */
@@ -65,15 +67,20 @@ const ACTION_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'keys block': ['key', 'for', 'domain'],
   'keys unblock': ['key', 'domain'],
   'keys blocked': [],
+  usage: Object.keys(USAGE_FLAGS),
 };
 
-const ACTIONS: Readonly<Record<Exclude<AdminCommand, 'check'>, string>> = { rules: 'get, push or diff', keys: 'inspect, reset, block, unblock or blocked' };
+/** The commands that take flags only, no action word. */
+type FlagsOnly = 'check' | 'usage';
+const FLAGS_ONLY: readonly AdminCommand[] = ['check', 'usage'];
+
+const ACTIONS: Readonly<Record<Exclude<AdminCommand, FlagsOnly>, string>> = { rules: 'get, push or diff', keys: 'inspect, reset, block, unblock or blocked' };
 
 /** Refuses an unknown action, and a flag the action does not use (it would be silently ignored). */
 function checkActionFlags(command: AdminCommand, action: string | undefined, values: Record<string, unknown>): void {
-  const name = command === 'check' ? command : `${command} ${action ?? ''}`;
+  const name = FLAGS_ONLY.includes(command) ? command : `${command} ${action ?? ''}`;
   const allowed = ACTION_FLAGS[name];
-  if (allowed === undefined) throw new InvalidOptionError(`${command} takes ${ACTIONS[command as Exclude<AdminCommand, 'check'>]}, got ${JSON.stringify(action ?? '')}`);
+  if (allowed === undefined) throw new InvalidOptionError(`${command} takes ${ACTIONS[command as Exclude<AdminCommand, FlagsOnly>]}, got ${JSON.stringify(action ?? '')}`);
   for (const flag of Object.keys(values)) {
     if (!(flag in CONNECTION_FLAGS) && !allowed.includes(flag)) throw new InvalidOptionError(`--${flag} is not a flag of ${name}${allowed.length > 0 ? ` (its flags: ${allowed.map((known) => `--${known}`).join(', ')})` : ''}`);
   }
@@ -81,10 +88,10 @@ function checkActionFlags(command: AdminCommand, action: string | undefined, val
 
 function dispatch(command: AdminCommand, positionals: string[], values: Record<string, unknown>, { connection, admin }: { connection: Connection; admin: () => Connection }, output: CommandOutput): Promise<number> {
   const [action, ...rest] = positionals;
-  if (command === 'check') {
-    if (positionals.length > 0) throw new InvalidOptionError(`check takes no arguments besides its flags, got ${JSON.stringify(positionals.join(' '))}`);
+  if (FLAGS_ONLY.includes(command)) {
+    if (positionals.length > 0) throw new InvalidOptionError(`${command} takes no arguments besides its flags, got ${JSON.stringify(positionals.join(' '))}`);
     checkActionFlags(command, undefined, values);
-    return runCheck(connection, values, output, admin);
+    return command === 'check' ? runCheck(connection, values, output, admin) : runUsage(connection, values, output);
   }
   checkActionFlags(command, action, values);
   if (command === 'keys') {

@@ -9,6 +9,7 @@ import { compileRules } from '../../rules/ruleset.js';
 import { describeValue } from '../../errors.js';
 import { adminRoute } from './auth.js';
 import { denyAllWarnings } from './deny-all.js';
+import { addUsageRoute } from './usage-route.js';
 import { blockScope } from '../check/blocks.js';
 import type { ServiceContext } from '../context.js';
 import type { HttpRoutes } from '../http/listener.js';
@@ -18,6 +19,7 @@ import { HttpError, readBody, readJson, sendJson } from '../http/body.js';
 export function addAdminRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   addRulesRoutes(ctx, routes);
   addKeyRoutes(ctx, routes);
+  addUsageRoute(ctx, routes);
 }
 
 /** The rules in force, and replacing domains (admin). */

@@ -137,7 +137,7 @@ describe('the connection flags', () => {
 describe('tollgate check', () => {
   it('an unknown domain (a typo) is exit 4 naming the known domains, not OK with no limit', async () => {
     const typo = await run('check', ['--domain', 'per_iq', '--descriptor', 'remote_address=198.51.100.3']);
-    expect(typo).toEqual({ code: 4, stdout: '', stderr: 'tollgate check: unknown domain per_iq (did you mean per_ip? known: classic, hybrid, per_api_key, per_ip, per_user); nothing is limited there\n' });
+    expect(typo).toEqual({ code: 4, stdout: '', stderr: 'tollgate check: unknown domain per_iq (did you mean per_ip? known: classic, hierarchy, hybrid, per_api_key, per_ip, per_user); nothing is limited there\n' });
     // --json: the service's answer says so too.
     const json = await run('check', ['--domain', 'per_iq', '--descriptor', 'remote_address=198.51.100.3', '--json']);
     expect(json.code).toBe(4);

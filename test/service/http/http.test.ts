@@ -78,7 +78,7 @@ describe('tollgate serve, memory store', () => {
     expect((await fetch(service.url('/healthz'))).status).toBe(200);
     const ready = await fetch(service.url('/readyz'));
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toMatchObject({ status: 'ready', store: 'memory', domains: ['classic', 'hybrid', 'per_api_key', 'per_ip', 'per_user'] });
+    expect(await ready.json()).toMatchObject({ status: 'ready', store: 'memory', domains: ['classic', 'hierarchy', 'hybrid', 'per_api_key', 'per_ip', 'per_user'] });
   });
 
   it('PUT /v1/rules needs the admin token, refuses invalid YAML whole, and applies valid domains', async () => {

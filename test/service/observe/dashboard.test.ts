@@ -211,7 +211,7 @@ describe('GET /dashboard', () => {
       expect(snapshot.totals).toMatchObject({ checks: 6, allowed: 5, throttled: 1, near: 2, deniedChecks: 1 });
       expect(snapshot.topRules[0]).toMatchObject({ rule: LOGIN_RULE, throttled: 1 });
       expect(snapshot.topKeys[0]).toMatchObject({ throttled: 1 });
-      expect(snapshot.rulesInfo).toMatchObject({ version: service.context.holder.current.version, domains: ['classic', 'hybrid', 'per_api_key', 'per_ip', 'per_user'] });
+      expect(snapshot.rulesInfo).toMatchObject({ version: service.context.holder.current.version, domains: ['classic', 'hierarchy', 'hybrid', 'per_api_key', 'per_ip', 'per_user'] });
       expect(snapshot.rulesInfo.watcher).toMatchObject({ failures: 0, lastError: null });
       expect(snapshot.store).toMatchObject({ name: 'memory', fallback: 'local (limit / 1)', errorsTotal: 0 });
       expect(snapshot.store.keys).toBeGreaterThanOrEqual(1);
