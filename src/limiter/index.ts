@@ -20,3 +20,4 @@ export type { FallbackCause, StoreHealthSnapshot, TransitionListener } from './s
 export type { OverLimitCacheOptions, OverLimitCacheStats } from './over-limit.js';
 export type { LocalFirstStats } from './local-first.js';
 export { resultOf } from './spans.js';
+export { checkPermitId, checkSlotTtl, MAX_SLOTS, MAX_SLOT_TTL_MS, PERMIT_ID_PATTERN, type AcquireOptions, type Permit, type ReleaseOptions } from './concurrency.js';

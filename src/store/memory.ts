@@ -18,6 +18,8 @@ import { RecordArena } from './record-arena.js';
 import { sharedStates, writeOnce } from './shared-states.js';
 import type { Store, StoreRequest, WindowCounts } from './types.js';
 import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../options.js';
+import { SlotTable } from './concurrency-slots.js';
+import type { SlotAnswer, SlotRelease, SlotRequest } from './slots.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -158,6 +160,17 @@ export class MemoryStore implements Store {
 
   resetPrefix(prefix: string): number {
     return this.releaseWhere((slot, key) => key.startsWith(prefix));
+  }
+
+  // Concurrency slots (concurrency-slots.ts), apart from the policies' states.
+  private slotTable: SlotTable | undefined;
+
+  acquireSlot(key: string, request: SlotRequest, now: number | undefined): SlotAnswer {
+    return (this.slotTable ??= new SlotTable()).acquire(key, request, now ?? currentTime());
+  }
+
+  releaseSlot(key: string, id: string, now: number | undefined): SlotRelease {
+    return (this.slotTable ??= new SlotTable()).release(key, id, now ?? currentTime());
   }
 
   async close(): Promise<void> {
