@@ -18,6 +18,7 @@ import { closeSilentConnections } from './close.js';
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from '../check/envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readJson, sendJson, sendJsonAndLinger } from './body.js';
 import { ClientGoneSummary, clientGoneCode } from './client-gone.js';
+import { answerAcquire, answerRelease, type SlotReply } from '../check/acquire.js';
 
 /** A route's handler; `url()` parses the request's URL (its query) when the handler needs it. */
 export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: () => URL) => Promise<void> | void;
@@ -77,6 +78,7 @@ export interface ListenerPlan {
 export function decisionRoutes(ctx: ServiceContext): HttpRoutes {
   const routes = new HttpRoutes();
   addDecisionRoutes(ctx, routes);
+  addSlotRoutes(ctx, routes);
   addHealthRoutes(ctx, routes);
   return routes;
 }
@@ -239,6 +241,13 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
     sendJson(response, decision.allowed ? 200 : 429, decision, headers);
  }, 'public');
+}
+
+/** Concurrency slots: `/v1/acquire` and `/v1/release` (check/acquire.ts). */
+function addSlotRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
+  const reply = (response: ServerResponse, { status, body, headers }: SlotReply): void => sendJson(response, status, body, headers);
+  routes.add('POST', '/v1/acquire', async (request, response) => reply(response, await answerAcquire(ctx, await readJson(request))), 'public');
+  routes.add('POST', '/v1/release', async (request, response) => reply(response, await answerRelease(ctx, await readJson(request))), 'public');
 }
 
 /** Liveness and readiness: on both listeners, for probes that reach the pod's address. */
