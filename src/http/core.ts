@@ -17,6 +17,7 @@ import { createLimiter, type Limiter } from '../rules/create-limiter.js';
 import { MemoryStore, memoryStore } from '../store/memory.js';
 import type { MaybePromise, Store } from '../store/types.js';
 import { optionalFunction } from '../options.js';
+import { requestSlots, type RequestSlots } from './concurrency.js';
 import { checkReports } from './headers.js';
 import { clientIp, type ClientIp } from './identity/index.js';
 import {
@@ -73,6 +74,8 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
   private readonly domain: string;
   private readonly descriptors: CoreOptions<Req>['descriptors'];
   private readonly shaping: PreparedShaping;
+  /** The `concurrency` option: a slot per request in flight, taken by the adapter once the rate limits admit it. */
+  readonly slots: RequestSlots<Req> | undefined;
 
   constructor(options: CoreOptions<Req>, adapterOptions: readonly string[] = []) {
     checkOptionNames(options, adapterOptions);
@@ -115,6 +118,7 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
       ...(clock !== undefined ? { clock } : {}),
       ...(this.rulesMode ? { rules: options.rules! } : {}),
     });
+    this.slots = requestSlots(options.concurrency, this.limiter, this.defaultKey, this.failClosedStatus);
   }
 
   /** Decides `req`. Throws (or rejects) only when a user callback does. */

@@ -51,11 +51,23 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
     limiter.decide(req, new NodeRequestView(limiter, req));
 
   const actions = nodeActions<Req, Res>(onLimited);
+  const slots = limiter.slots;
+  /** What follows once the rate limits admit `req`: with `concurrency`, a slot first (concurrency.ts). */
+  const onward = (req: Req, res: Res, next: (error?: unknown) => void, answered: () => void): (() => void) =>
+    slots === undefined
+      ? next
+      : () =>
+          void slots.hold(req, new NodeRequestView(limiter, req), res).then((refused) => {
+            if (refused === undefined) return next();
+            answer(req, res, refused.status, 'application/json; charset=utf-8', refused.body, refused.headers);
+            answered();
+          }, next);
   const apply = (req: Req, res: Res, verdict: Verdict, next: () => void): boolean => applyVerdict(limiter, verdict, { req, res, next }, actions);
 
   /** Decides `req`: `next()` when it may go on (now or after shaping), `answered()` when it was answered. */
   const run = (req: Req, res: Res, next: (error?: unknown) => void, answered: () => void): void => {
     let verdict: ReturnType<typeof decide>;
+    const go = onward(req, res, next, answered);
     try {
       verdict = decide(req);
     } catch (error) {
@@ -63,9 +75,9 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
       return;
     }
     if (verdict instanceof Promise) {
-      verdict.then((resolved) => (apply(req, res, resolved, next) ? next() : answered()), next);
-    } else if (apply(req, res, verdict, next)) {
-      next();
+      verdict.then((resolved) => (apply(req, res, resolved, go) ? go() : answered()), next);
+    } else if (apply(req, res, verdict, go)) {
+      go();
     } else {
       answered();
     }
