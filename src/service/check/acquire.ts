@@ -7,6 +7,7 @@
  */
 import { InvalidCheckError, describeValue } from '../../errors.js';
 import type { Permit } from '../../limiter/index.js';
+import type { CheckRequest } from '../../rules/check.js';
 import type { ServiceContext, SlotEvent } from '../context.js';
 import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, degradedAnswer } from './decide.js';
 
@@ -35,8 +36,33 @@ function announce(ctx: ServiceContext, event: SlotEvent): void {
   }
 }
 
+/** Whether the body names rules (`domain`, `descriptors`) rather than a key and its limit. */
+function byRules(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && 'domain' in body;
+}
+
+/** Descriptors as envoy writes them (`{ entries: [...] }`) or as plain objects of key → value, in order (as `/v1/check` takes them). */
+function descriptorsOf(descriptors: unknown): CheckRequest['descriptors'] {
+  if (!Array.isArray(descriptors)) throw new InvalidCheckError('descriptors must be an array');
+  return descriptors.map((descriptor: unknown) =>
+    typeof descriptor === 'object' && descriptor !== null && !Array.isArray(descriptor) && !('entries' in descriptor)
+      ? { entries: Object.entries(descriptor).map(([key, value]) => ({ key, value: value as string })) }
+      : (descriptor as CheckRequest['descriptors'][number]),
+  );
+}
+
+/** `POST /v1/acquire` with `{ domain, descriptors, id? }`: a slot per descriptor the rules give a concurrency limit. */
+async function answerRulesAcquire(ctx: ServiceContext, body: unknown): Promise<SlotReply> {
+  const { domain, descriptors, id } = fieldsOf(body, ['domain', 'descriptors', 'id']);
+  const result = await ctx.limiter.acquireCheck({ domain: domain as string, descriptors: descriptorsOf(descriptors) }, id as string | undefined);
+  for (const status of result.statuses) if (status !== null) announce(ctx, { op: 'acquire', allowed: status.allowed, held: status.held, key: status.rule, ...(status.reason !== undefined ? { degraded: status.reason } : {}) });
+  const headers: Record<string, string> = result.allowed ? {} : { 'retry-after': String(Math.ceil(result.retryAfter / 1000)) };
+  return { status: result.allowed ? 200 : 429, body: result, headers };
+}
+
 /** `POST /v1/acquire`. Bad input throws the limiter's typed errors (400). */
 export async function answerAcquire(ctx: ServiceContext, body: unknown): Promise<SlotReply> {
+  if (byRules(body)) return answerRulesAcquire(ctx, body);
   const { key, limit, ttl, id } = fieldsOf(body, ['key', 'limit', 'ttl', 'id']);
   const blockedFor = typeof key === 'string' ? ctx.blocks.remaining(key, ctx.clock()) : 0;
   if (blockedFor > 0) {
@@ -54,6 +80,12 @@ export async function answerAcquire(ctx: ServiceContext, body: unknown): Promise
 
 /** `POST /v1/release`: 200 whether or not a slot was held (releasing is idempotent). */
 export async function answerRelease(ctx: ServiceContext, body: unknown): Promise<SlotReply> {
+  if (byRules(body)) {
+    const { domain, descriptors, id } = fieldsOf(body, ['domain', 'descriptors', 'id']);
+    const released = await ctx.limiter.releaseCheck({ domain: domain as string, descriptors: descriptorsOf(descriptors) }, id as string);
+    announce(ctx, { op: 'release', allowed: released > 0, held: 0, key: String(domain) });
+    return { status: 200, body: { released }, headers: {} };
+  }
   const { key, id } = fieldsOf(body, ['key', 'id']);
   const released = await ctx.limiter.release(key as string, id as string);
   announce(ctx, { op: 'release', allowed: released, held: 0, key: key as string });

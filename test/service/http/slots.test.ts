@@ -3,6 +3,9 @@
  * slot acquired on one and released on the other; refusals with Retry-After; bad bodies refused
  * with a 400 that names the field, and no slot taken by them.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useRedisServer } from '../../support/redis-topologies.js';
 import { startServiceProcess, type ServiceProcess } from '../../support/service.js';
@@ -10,8 +13,12 @@ import { startServiceProcess, type ServiceProcess } from '../../support/service.
 const redis = useRedisServer();
 let services: ServiceProcess[] = [];
 
+const RULES = 'domain: api\ndescriptors:\n  - key: tenant\n    concurrency: { limit: 1, ttl: 30s }\n';
+
 beforeAll(async () => {
-  services = await Promise.all([startServiceProcess(['--config', 'examples/rules', '--redis', redis.url]), startServiceProcess(['--config', 'examples/rules', '--redis', redis.url])]);
+  const config = mkdtempSync(join(tmpdir(), 'tollgate-slots-'));
+  writeFileSync(join(config, 'api.yaml'), RULES);
+  services = await Promise.all([startServiceProcess(['--config', config, '--redis', redis.url]), startServiceProcess(['--config', config, '--redis', redis.url])]);
   return async () => void (await Promise.all(services.map((service) => service.stop())));
 }, 60_000);
 
@@ -59,5 +66,19 @@ describe('POST /v1/acquire and /v1/release', () => {
     expect((await post(services[0]!, '/v1/release', { key: 'k' })).status).toBe(400);
     expect((await post(services[0]!, '/v1/release', { key: 'k', id: 'x', limit: 1 })).status).toBe(400);
     expect((await post(services[0]!, '/v1/release', '{not json')).status).toBe(400);
+  });
+
+  it("with { domain, descriptors }: the rules' concurrency limits, across nodes, released by id on another node", async () => {
+    const [a, b] = services as [ServiceProcess, ServiceProcess];
+    const request = { domain: 'api', descriptors: [{ tenant: `t-${Date.now()}` }, { other: 'x' }] };
+    const granted = await post(a, '/v1/acquire', request);
+    expect(granted.status).toBe(200);
+    expect(granted.body).toMatchObject({ allowed: true, statuses: [{ allowed: true, held: 1, limit: 1, rule: 'api.tenant' }, null] });
+    const refused = await post(b, '/v1/acquire', request);
+    expect([refused.status, refused.headers.get('retry-after')]).toEqual([429, '30']);
+    expect((await post(b, '/v1/release', { ...request, id: granted.body.id })).body).toEqual({ released: 1 });
+    expect((await post(a, '/v1/acquire', request)).status).toBe(200);
+    expect((await post(a, '/v1/acquire', { domain: 'api', descriptors: 'no' })).status).toBe(400);
+    expect((await post(a, '/v1/acquire', { domain: 'api', descriptors: [], key: 'k' })).status).toBe(400);
   });
 });
