@@ -81,4 +81,21 @@ describe('POST /v1/acquire and /v1/release', () => {
     expect((await post(a, '/v1/acquire', { domain: 'api', descriptors: 'no' })).status).toBe(400);
     expect((await post(a, '/v1/acquire', { domain: 'api', descriptors: [], key: 'k' })).status).toBe(400);
   });
+
+  it('counts acquires, releases and the slots held in /metrics', async () => {
+    const service = services[0]!;
+    const key = `metrics-${Date.now()}`;
+    const granted = await post(service, '/v1/acquire', { key, limit: 1, ttl: '1m' });
+    await post(service, '/v1/acquire', { key, limit: 1, ttl: '1m' });
+    const text = await (await fetch(service.admin('/metrics'))).text();
+    const value = (series: string): number => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+    expect(value('tollgate_slot_acquires_total{result="granted"}')).toBeGreaterThanOrEqual(1);
+    expect(value('tollgate_slot_acquires_total{result="refused"}')).toBeGreaterThanOrEqual(1);
+    const heldBefore = value('tollgate_slots_held');
+    expect(heldBefore).toBeGreaterThanOrEqual(1);
+    await post(service, '/v1/release', { key, id: granted.body.id });
+    const after = await (await fetch(service.admin('/metrics'))).text();
+    expect(after).toMatch(/^tollgate_slot_releases_total\{result="released"\} [1-9]/m);
+    expect(Number(/^tollgate_slots_held (\d+)/m.exec(after)?.[1])).toBe(heldBefore - 1);
+  });
 });
