@@ -7,6 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { firstSnapshot } from '../../support/observability.js';
 import { useRedisServer } from '../../support/redis-topologies.js';
 import { startServiceProcess, type ServiceProcess } from '../../support/service.js';
 
@@ -97,5 +98,10 @@ describe('POST /v1/acquire and /v1/release', () => {
     const after = await (await fetch(service.admin('/metrics'))).text();
     expect(after).toMatch(/^tollgate_slot_releases_total\{result="released"\} [1-9]/m);
     expect(Number(/^tollgate_slots_held (\d+)/m.exec(after)?.[1])).toBe(heldBefore - 1);
+    // And on the dashboard's cards.
+    const snapshot = await firstSnapshot(service, (s) => (s.totals as { slotsReleased: number }).slotsReleased >= 1);
+    expect(snapshot.totals).toMatchObject({ slotsGranted: expect.any(Number), slotsRefused: expect.any(Number) });
+    const totals = snapshot.totals as Record<string, number>;
+    expect([totals.slotsGranted! >= 1, totals.slotsRefused! >= 1]).toEqual([true, true]);
   });
 });
