@@ -20,11 +20,12 @@ import { parseDuration } from '../duration.js';
 import { checkOptions, checkWholeNumber } from '../options.js';
 import { SlotTable } from '../store/concurrency-slots.js';
 import type { SlotAnswer, SlotRelease, SlotRequest } from '../store/slots.js';
-import type { MaybePromise, Store } from '../store/types.js';
+import type { MaybePromise } from '../store/types.js';
 import { checkDeadline, checkFailureMode, DEGRADED_REASON, FAIL_CLOSED_RETRY_MS, type DegradedReason, type LimiterFailureMode } from './failure-modes.js';
 import { checkKey, checkNow } from './checks.js';
 import type { GuardLayer } from './guard-layer.js';
 import { unanswered } from './store-guard.js';
+import type { StoreLayer } from './store-layer.js';
 
 /** Most slots of one key: a store keeps one entry per slot held. */
 export const MAX_SLOTS = 100_000;
@@ -73,7 +74,9 @@ export interface Permit {
 
 /** What the slots need of the limiter they belong to. */
 export interface SlotSettings {
-  readonly store: Store;
+  /** The engine's one door to the store. */
+  readonly storeLayer: StoreLayer;
+  readonly storeName: string;
   /** The guard layer; undefined on the memory store. */
   readonly guard: GuardLayer | undefined;
   readonly failureMode: LimiterFailureMode;
@@ -101,7 +104,7 @@ export class ConcurrencySlots {
       const checkedKey = checkKey(key);
       const request = this.checkAcquire(options);
       const answered = this.guarded<SlotAnswer>(
-        (store) => store.acquireSlot!(checkedKey, request, request.now),
+        (door) => door.acquireSlot(checkedKey, request, request.now),
         request,
         'acquire',
         (failureMode, at) => this.fallbackAcquire(checkedKey, request, failureMode, at),
@@ -124,7 +127,7 @@ export class ConcurrencySlots {
       const call = this.checkCall(options, RELEASE_OPTIONS, 'release');
       // A slot the local failure mode granted during an outage is freed here whatever the store says.
       const freedLocally = this.local?.release(checkedKey, checkedId, call.now ?? currentTime()).released === true;
-      const answered = this.guarded<SlotRelease>((store) => store.releaseSlot!(checkedKey, checkedId, call.now), call, 'release', () => ({ released: false, held: 0 }));
+      const answered = this.guarded<SlotRelease>((door) => door.releaseSlot(checkedKey, checkedId, call.now), call, 'release', () => ({ released: false, held: 0 }));
       const released = (answer: SlotRelease): boolean => answer.released || freedLocally;
       return answered instanceof Promise ? answered.then(released) : released(answered);
     });
@@ -132,18 +135,16 @@ export class ConcurrencySlots {
 
   /** One slot call on the store, under the guard when there is one. */
   private guarded<T>(
-    call: (store: Store) => MaybePromise<T>,
+    call: (door: StoreLayer) => MaybePromise<T>,
     checked: { readonly now: number | undefined; readonly failureMode: LimiterFailureMode; readonly deadlineMs: number },
     operation: 'acquire' | 'release',
     fallback: (failureMode: Exclude<LimiterFailureMode, 'throw'>, at: number) => T,
   ): MaybePromise<T> {
-    const { store, guard } = this.settings;
-    if (store.acquireSlot === undefined || store.releaseSlot === undefined) {
-      throw new InvalidOptionError(`the ${store.name} store does not hold concurrency slots; use the memory or the Redis store for acquire and release`);
-    }
-    if (guard === undefined) return call(store);
+    const { storeLayer: door, guard, storeName } = this.settings;
+    if (!door.holdsSlots) throw new InvalidOptionError(`the ${storeName} store does not hold concurrency slots; use the memory or the Redis store for acquire and release`);
+    if (guard === undefined) return call(door);
     return guard.guard.run(
-      () => call(store),
+      () => call(door),
       checked.deadlineMs,
       (cause, error) => (checked.failureMode === 'throw' ? unanswered(cause, error) : fallback(checked.failureMode, checked.now ?? currentTime())),
       operation,

@@ -110,6 +110,8 @@ interface Stack {
   readonly lease: LeaseLayer;
   readonly localFirst: LocalFirstLayer;
   readonly guard: GuardLayer | undefined;
+  /** The bottom layer: the one door to the store (concurrency slots go through it too). */
+  readonly storeLayer: StoreLayer;
 }
 
 /**
@@ -128,7 +130,7 @@ function buildStack(settings: CoreSettings): Stack {
   top = lease;
   const overLimit = settings.overLimitCache === false ? undefined : new OverLimitLayer(top, new OverLimitCache(settings.overLimitCache, clock));
   if (overLimit !== undefined) top = overLimit;
-  return { top, overLimit, lease, localFirst, guard };
+  return { top, overLimit, lease, localFirst, guard, storeLayer };
 }
 
 /** Heartbeats counting the nodes that share the store, when it counts them and they are not turned off. */
@@ -153,7 +155,7 @@ export class CoreLimiter implements LimiterCore {
     this.layers = buildStack(settings);
     this.top = this.layers.top;
     this.traced = { kind: settings.store.name, spans: this.layers.guard !== undefined };
-    this.slots = new ConcurrencySlots({ ...settings, guard: this.layers.guard });
+    this.slots = new ConcurrencySlots({ ...settings, storeLayer: this.layers.storeLayer, storeName: settings.store.name, guard: this.layers.guard });
   }
 
   acquire(key: string, options: AcquireOptions): Promise<Permit> {
