@@ -40,6 +40,17 @@ export class SlotTable {
     return { released, held: holders?.size ?? 0 };
   }
 
+  /** Forgets the slots of every key starting with `prefix` (a prefix reset); returns how many keys. */
+  forgetPrefix(prefix: string): number {
+    let forgotten = 0;
+    for (const key of this.keys.keys()) {
+      if (!key.startsWith(prefix)) continue;
+      this.keys.delete(key);
+      forgotten += 1;
+    }
+    return forgotten;
+  }
+
   /** Keys holding at least one slot not yet collected (expired ones are collected as calls go by). */
   get size(): number {
     return this.keys.size;

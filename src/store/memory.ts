@@ -159,7 +159,8 @@ export class MemoryStore implements Store {
   }
 
   resetPrefix(prefix: string): number {
-    return this.releaseWhere((slot, key) => key.startsWith(prefix));
+    // Slots of those keys too, as on Redis, where they share the keys' hash tag.
+    return this.releaseWhere((slot, key) => key.startsWith(prefix)) + (this.slotTable?.forgetPrefix(prefix) ?? 0);
   }
 
   // Concurrency slots (concurrency-slots.ts), apart from the policies' states.

@@ -60,6 +60,15 @@ describe.each(storeTopologies(redis).map((topology) => [topology.name, topology]
     expect(await slots.release(key, 'job-7', { now: T0 + 1_300 })).toBe(true);
   });
 
+  it('resetPrefix forgets the slots of the keys it names, and only those', async () => {
+    const slots = await limiter();
+    const prefix = unique('tenant');
+    for (const key of [`${prefix}:a`, `${prefix}:b`, `other-${prefix}`]) expect((await slots.acquire(key, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
+    expect(await slots.resetPrefix(`${prefix}:`)).toBe(2);
+    expect((await slots.acquire(`${prefix}:a`, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
+    expect((await slots.acquire(`other-${prefix}`, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(false);
+  });
+
   it('keys are apart: one key full does not refuse another', async () => {
     const slots = await limiter();
     const [a, b] = [unique('a{x}'), unique('b%')];
