@@ -31,6 +31,8 @@ export type { RulesSync, RulesSyncOptions, RulesSyncStatus, RulesPushResult, Ski
 export type { CheckRequest, CheckResult, CheckOptions, DescriptorStatus, CurrentLimit, RateLimitDescriptor } from './rules/check.js';
 export type { DescriptorEntry } from './rules/match.js';
 export type { DomainConfig, DescriptorConfig, RateLimitConfig, RuleUnit, FailureMode, SourceLocation } from './rules/types.js';
+export type { ConcurrencyConfig } from './rules/types.js';
+export type { SlotCheckResult, SlotStatus } from './rules/concurrency.js';
 
 // The typed errors: a caller tells them apart with `instanceof` or `code` (docs/errors.md).
 export {
