@@ -12,6 +12,7 @@ import { InvalidOptionError, memoryStore, redisStore, type Store } from '../../s
 import { rateLimitHook } from '../../src/http/fastify.js';
 import { rateLimiter } from '../../src/http/hono.js';
 import { rateLimit, type RateLimitOptions } from '../../src/http/node.js';
+import { freePort } from '../support/redis.js';
 import { useRedisServer } from '../support/redis-topologies.js';
 
 const redis = useRedisServer();
@@ -138,6 +139,24 @@ describe('concurrency with rate limits and on Redis', () => {
     finish(a.held[1]!);
     expect((await last).status).toBe(200);
     expect((await other).status).toBe(200);
+  });
+
+  it('a store that cannot answer: closed refuses with 503 (or 429 by failClosedStatus), local holds its share, each marked Tollgate-Degraded', async () => {
+    const dead = redisStore({ url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 100 });
+    redis.stores.push(dead);
+    await dead.ready().catch(() => undefined);
+    const closed = await nodeServer({ concurrency: { limit: 2, ttl: '10s' }, store: dead, failureMode: 'closed' });
+    const refused = await fetch(closed.url);
+    expect([refused.status, refused.headers.get('tollgate-degraded'), refused.headers.get('retry-after')]).toEqual([503, 'fail-closed', '1']);
+    const as429 = await nodeServer({ concurrency: { limit: 2, ttl: '10s' }, store: dead, failureMode: 'closed', failClosedStatus: 429 });
+    expect((await fetch(as429.url)).status).toBe(429);
+    const local = await nodeServer({ concurrency: { limit: 2, ttl: '10s' }, store: dead, expectedNodes: 2 });
+    const held = fetch(local.url);
+    await local.holding(1);
+    const over = await fetch(local.url);
+    expect([over.status, over.headers.get('tollgate-degraded')]).toEqual([429, 'local-fallback']);
+    finish(local.held[0]!);
+    expect((await held).status).toBe(200);
   });
 
   it.each([
