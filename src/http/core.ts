@@ -47,6 +47,8 @@ export type { Verdict } from './verdict.js';
 export { LazyRequestView, NodeRequestView, type RequestView } from './view.js';
 
 const SKIPPED: Verdict = Object.freeze({ reports: undefined, allowed: true, delayMs: 0, now: 0 });
+/** Skipped by the `skip` option: no concurrency slot either. */
+const SKIPPED_BY_OPTION: Verdict = Object.freeze({ ...SKIPPED, skipped: true as const });
 const UNAVAILABLE: Verdict = Object.freeze({ reports: undefined, allowed: false, delayMs: 0, unavailable: true, now: 0 });
 
 /** Store keys longer than this are hashed (store keys are capped at 1 KiB). */
@@ -125,8 +127,8 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
   decide(req: Req, view: RequestView): MaybePromise<Verdict> {
     if (this.skip !== undefined) {
       const skipped = this.skip(req, view);
-      if (isPromise(skipped)) return skipped.then((yes) => (yes ? SKIPPED : this.decideCost(req, view)));
-      if (skipped) return SKIPPED;
+      if (isPromise(skipped)) return skipped.then((yes) => (yes ? SKIPPED_BY_OPTION : this.decideCost(req, view)));
+      if (skipped) return SKIPPED_BY_OPTION;
     }
     return this.decideCost(req, view);
   }

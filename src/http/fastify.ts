@@ -55,7 +55,7 @@ export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
   };
   const slots = limiter.slots;
   const apply = (request: FastifyRequest, reply: FastifyReply, verdict: Verdict, done: (error?: Error) => void): void =>
-    applyVerdict(limiter, verdict, { request, reply, done: slots === undefined ? done : () => holdSlot(limiter, slots, request, reply, done) }, actions);
+    applyVerdict(limiter, verdict, { request, reply, done: slots === undefined || verdict.skipped === true ? done : () => holdSlot(limiter, slots, request, reply, done) }, actions);
 
   const hook = function tollgateRateLimit(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
     let verdict: ReturnType<HttpRateLimiter<FastifyRequest>['decide']>;

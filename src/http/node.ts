@@ -74,10 +74,12 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
       next(error);
       return;
     }
+    // A request `skip` let through takes no slot either.
+    const continueWith = (decided: Verdict): (() => void) => (decided.skipped === true ? next : go);
     if (verdict instanceof Promise) {
-      verdict.then((resolved) => (apply(req, res, resolved, go) ? go() : answered()), next);
-    } else if (apply(req, res, verdict, go)) {
-      go();
+      verdict.then((resolved) => (apply(req, res, resolved, continueWith(resolved)) ? continueWith(resolved)() : answered()), next);
+    } else if (apply(req, res, verdict, continueWith(verdict))) {
+      continueWith(verdict)();
     } else {
       answered();
     }

@@ -92,6 +92,18 @@ describe.each([
     expect([(await first[1]!).status, (await third).status]).toEqual([200, 200]);
   });
 
+  it('a request the skip option lets through takes no slot', async () => {
+    const app = await start({ concurrency: { limit: 1, ttl: '1m' }, store: store(), skip: (req) => (req as IncomingMessage).headers['x-skip'] === 'yes' });
+    const held = fetch(app.url);
+    await app.holding(1);
+    const skipped = fetch(app.url, { headers: { 'x-skip': 'yes' } });
+    await app.holding(2);
+    expect((await fetch(app.url)).status).toBe(429);
+    finish(app.held[0]!);
+    finish(app.held[1]!);
+    expect([(await held).status, (await skipped).status]).toEqual([200, 200]);
+  });
+
   it('a client that aborts frees its slot', async () => {
     const app = await start({ concurrency: { limit: 1, ttl: '1m' }, store: store() });
     const abort = new AbortController();
