@@ -97,7 +97,7 @@ describe('POST /v1/acquire and /v1/release', () => {
     await post(service, '/v1/release', { key, id: granted.body.id });
     const after = await (await fetch(service.admin('/metrics'))).text();
     expect(after).toMatch(/^tollgate_slot_releases_total\{result="released"\} [1-9]/m);
-    expect(Number(/^tollgate_slots_held (\d+)/m.exec(after)?.[1])).toBe(heldBefore - 1);
+    expect(Number(/^tollgate_slots_held (\d+)/m.exec(after)?.[1]), `before:\n${text}\nafter:\n${after}`).toBe(heldBefore - 1);
     // And on the dashboard's cards.
     const snapshot = await firstSnapshot(service, (s) => (s.totals as { slotsReleased: number }).slotsReleased >= 1);
     expect(snapshot.totals).toMatchObject({ slotsGranted: expect.any(Number), slotsRefused: expect.any(Number) });
