@@ -9,6 +9,7 @@
 export { createLimiter } from './rules/create-limiter.js';
 export type { Limiter, LimiterOptions } from './rules/create-limiter.js';
 export type { DecideMode, LimiterCore, LimiterCoreOptions, LimitOptions, LimitRequest, LocalFirstStats, Usage, UsageOptions } from './limiter/index.js';
+export type { AcquireOptions, Permit, ReleaseOptions } from './limiter/index.js';
 export { memoryStore } from './store/memory.js';
 export type { MemoryStore, MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export type { Store, StoreRequest, MaybePromise, WindowCounts } from './store/types.js';
@@ -32,6 +33,8 @@ export type { RulesSync, RulesSyncOptions, RulesSyncStatus, RulesPushResult, Ski
 export type { CheckRequest, CheckResult, CheckOptions, DescriptorStatus, CurrentLimit, RateLimitDescriptor } from './rules/check.js';
 export type { DescriptorEntry } from './rules/match.js';
 export type { DomainConfig, DescriptorConfig, RateLimitConfig, RuleUnit, FailureMode, SourceLocation } from './rules/types.js';
+export type { ConcurrencyConfig } from './rules/types.js';
+export type { SlotCheckResult, SlotStatus } from './rules/concurrency.js';
 
 // The typed errors: a caller tells them apart with `instanceof` or `code` (docs/errors.md).
 export {

@@ -16,7 +16,7 @@ const MAX_FILE_LINES = 500;
 /** The engine's modules that may ask a Store: every decision goes through the limiter. */
 const STORE_DOORS: ReadonlySet<string> = new Set(['limiter/store-layer']);
 /** What a Store does; only the limiter asks it (every decision goes through the limiter). */
-const STORE_METHODS: ReadonlySet<string> = new Set(['consume', 'peek', 'consumeAll', 'addToWindow', 'heartbeat', 'reset', 'resetPrefix', 'close']);
+const STORE_METHODS: ReadonlySet<string> = new Set(['consume', 'peek', 'consumeAll', 'addToWindow', 'heartbeat', 'reset', 'resetPrefix', 'close', 'acquireSlot', 'releaseSlot']);
 const MAX_FUNCTION_LINES = 60;
 /** A function longer than MAX_FUNCTION_LINES must say why in a comment just above it, starting so. */
 const LONG_REASON = /Long on purpose:/;

@@ -17,6 +17,7 @@ import { createLimiter, type Limiter } from '../rules/create-limiter.js';
 import { MemoryStore, memoryStore } from '../store/memory.js';
 import type { MaybePromise, Store } from '../store/types.js';
 import { optionalFunction } from '../options.js';
+import { requestSlots, type RequestSlots } from './concurrency.js';
 import { checkReports } from './headers.js';
 import { clientIp, type ClientIp } from './identity/index.js';
 import {
@@ -47,6 +48,8 @@ export type { Verdict } from './verdict.js';
 export { LazyRequestView, NodeRequestView, type RequestView } from './view.js';
 
 const SKIPPED: Verdict = Object.freeze({ reports: undefined, allowed: true, delayMs: 0, now: 0 });
+/** Skipped by the `skip` option: no concurrency slot either. */
+const SKIPPED_BY_OPTION: Verdict = Object.freeze({ ...SKIPPED, skipped: true as const });
 const UNAVAILABLE: Verdict = Object.freeze({ reports: undefined, allowed: false, delayMs: 0, unavailable: true, now: 0 });
 
 /** Store keys longer than this are hashed (store keys are capped at 1 KiB). */
@@ -76,6 +79,8 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
   private readonly shaping: PreparedShaping;
   /** With the `settle` option: reserves each request's estimate and settles it after the response (settle.ts). */
   readonly settler: ResponseSettler<Req> | undefined;
+  /** The `concurrency` option: a slot per request in flight, taken by the adapter once the rate limits admit it. */
+  readonly slots: RequestSlots<Req> | undefined;
 
   constructor(options: CoreOptions<Req>, adapterOptions: readonly string[] = []) {
     checkOptionNames(options, adapterOptions);
@@ -120,14 +125,15 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
     });
     const settle = checkSettleHook<Req>(options.settle, mode, options.shaping, limits[0]?.policy);
     this.settler = settle === undefined ? undefined : new ResponseSettler(this.limiter, settle, (error, req) => this.tell(error, req));
+    this.slots = requestSlots(options.concurrency, this.limiter, this.defaultKey, this.failClosedStatus);
   }
 
   /** Decides `req`. Throws (or rejects) only when a user callback does. */
   decide(req: Req, view: RequestView): MaybePromise<Verdict> {
     if (this.skip !== undefined) {
       const skipped = this.skip(req, view);
-      if (isPromise(skipped)) return skipped.then((yes) => (yes ? SKIPPED : this.decideCost(req, view)));
-      if (skipped) return SKIPPED;
+      if (isPromise(skipped)) return skipped.then((yes) => (yes ? SKIPPED_BY_OPTION : this.decideCost(req, view)));
+      if (skipped) return SKIPPED_BY_OPTION;
     }
     return this.decideCost(req, view);
   }

@@ -6,6 +6,7 @@
 import { refuseSettle } from './settle.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { InvalidOptionError, describeValue } from '../errors.js';
+import type { RequestSlots } from './concurrency.js';
 import { HttpRateLimiter, NodeRequestView, type CoreOptions } from './core.js';
 import { UNAVAILABLE_BODY, type LimitedInfo } from './report.js';
 import { applyVerdict, type Verdict, type VerdictActions } from './verdict.js';
@@ -54,8 +55,9 @@ export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
       else reply.code(429).type(info.body.contentType).send(info.body.text);
     },
   };
+  const slots = limiter.slots;
   const apply = (request: FastifyRequest, reply: FastifyReply, verdict: Verdict, done: (error?: Error) => void): void =>
-    applyVerdict(limiter, verdict, { request, reply, done }, actions);
+    applyVerdict(limiter, verdict, { request, reply, done: slots === undefined || verdict.skipped === true ? done : () => holdSlot(limiter, slots, request, reply, done) }, actions);
 
   const hook = function tollgateRateLimit(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
     let verdict: ReturnType<HttpRateLimiter<FastifyRequest>['decide']>;
@@ -70,6 +72,15 @@ export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
   };
   Object.defineProperty(hook, 'limiter', { value: limiter });
   return hook as unknown as RateLimitHook;
+}
+
+/** With `concurrency`: a slot for the admitted request, released when its response finishes or closes (concurrency.ts). */
+function holdSlot(limiter: HttpRateLimiter<FastifyRequest>, slots: RequestSlots<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
+  slots.hold(request, new NodeRequestView(limiter, request.raw), reply.raw).then((refused) => {
+    if (refused === undefined) return done();
+    for (const [name, value] of refused.headers) reply.header(name, value);
+    void reply.code(refused.status).type('application/json; charset=utf-8').send(refused.body);
+  }, done);
 }
 
 /**

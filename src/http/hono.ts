@@ -87,6 +87,10 @@ function addHeaders(c: Context, headers: HeaderList): void {
 /** Hono middleware that rate limits the requests it sees. */
 export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddleware {
   refuseSettle(options, 'rateLimiter (Hono)');
+  if (options.concurrency !== undefined) {
+    // Hono runs on runtimes without node's response events: a slot's release has nothing reliable to wait for.
+    throw new InvalidOptionError('concurrency is held by the node:http, Express and Fastify middleware; on Hono, call limiter.acquire and permit.release around the handler (docs/concurrency.md)');
+  }
   const limiter = new HttpRateLimiter<Context>(options, ['onLimited', 'remoteAddress']);
   const { onLimited } = options;
   const remoteAddress = options.remoteAddress ?? defaultRemoteAddress;

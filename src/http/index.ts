@@ -8,3 +8,4 @@ export { clientIp, normalizeIp } from './identity/index.js';
 export type { ClientIp, ClientIpOptions, ApiKeyOptions, JwtOptions } from './identity/index.js';
 export { rateLimitHeaders, limitedBody, QUOTA_EXCEEDED_TYPE } from './report.js';
 export type { LimitReport, LimitedInfo, LimitedBody, HeaderStyle } from './report.js';
+export type { ConcurrencyOptions } from './options.js';

@@ -60,16 +60,19 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
   /** Decides `req`: `next()` when it may go on (now or after shaping), `answered()` when it was answered. */
   const run = (req: Req, res: Res, next: (error?: unknown) => void, answered: () => void): void => {
     let verdict: ReturnType<typeof decide>;
+    const go = onward(limiter, req, res, next, answered);
     try {
       verdict = decide(req);
     } catch (error) {
       next(error);
       return;
     }
+    // A request `skip` let through takes no slot either.
+    const continueWith = (decided: Verdict): (() => void) => (decided.skipped === true ? next : go);
     if (verdict instanceof Promise) {
-      verdict.then((resolved) => (apply(req, res, resolved, next) ? next() : answered()), next);
-    } else if (apply(req, res, verdict, next)) {
-      next();
+      verdict.then((resolved) => (apply(req, res, resolved, continueWith(resolved)) ? continueWith(resolved)() : answered()), next);
+    } else if (apply(req, res, verdict, continueWith(verdict))) {
+      continueWith(verdict)();
     } else {
       answered();
     }
@@ -88,6 +91,18 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
   Object.defineProperty(middleware, 'limiter', { value: limiter });
   middleware.close = () => limiter.close();
   return middleware;
+}
+
+/** What follows once the rate limits admit `req`: with `concurrency`, a slot first (concurrency.ts). */
+function onward<Req extends IncomingMessage, Res extends ServerResponse>(limiter: HttpRateLimiter<Req>, req: Req, res: Res, next: (error?: unknown) => void, answered: () => void): () => void {
+  const slots = limiter.slots;
+  if (slots === undefined) return next;
+  return () =>
+    void slots.hold(req, new NodeRequestView(limiter, req), res).then((refused) => {
+      if (refused === undefined) return next();
+      answer(req, res, refused.status, 'application/json; charset=utf-8', refused.body, refused.headers);
+      answered();
+    }, next);
 }
 
 /** node's side of a verdict; each answers whether the request may go on now (false: answered, or held). */

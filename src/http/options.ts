@@ -38,6 +38,16 @@ export interface LimitSpec<Req> {
   readonly syncIntervalMs?: number;
 }
 
+/** The `concurrency` option (concurrency.ts). */
+export interface ConcurrencyOptions<Req> {
+  /** Most requests of one caller in flight at once (1 to 100,000). */
+  readonly limit: number;
+  /** Longest a slot is held if its release never comes (the process died): ms or a duration like `'30s'`. */
+  readonly ttl: number | string;
+  /** Who a request counts against (default: the middleware's `key`, else the client IP); `undefined`: not limited. */
+  readonly key?: KeyFunction<Req>;
+}
+
 /** Traffic shaping with a leaky bucket: a request over the rate waits its turn instead of being refused. */
 export interface ShapingOptions {
   /** Longest a request may be held (ms or a duration string). Requests that would wait longer are refused. */
@@ -99,12 +109,15 @@ export interface CoreOptions<Req> {
    * what the request actually took once its response is done (node:http / Express / Connect).
    */
   readonly settle?: SettleHook<Req>;
+  /** At most `limit` requests of a caller in flight at once, besides the rate limits or alone (concurrency.ts). */
+  readonly concurrency?: ConcurrencyOptions<Req>;
 }
 
 const CORE_OPTIONS = [
   'store', 'policy', 'limits', 'name', 'rules', 'domain', 'descriptors', 'key', 'cost', 'skip', 'headers', 'message',
   'shaping', 'failureMode', 'expectedNodes', 'deadlineMs', 'breaker', 'failClosedStatus', 'overLimitCache', 'onError', 'trustProxy', 'proxyHeader', 'ipv6Subnet', 'clock',
   'settle',
+  'concurrency',
 ];
 
 const LIMIT_FIELDS: readonly string[] = ['name', 'policy', 'key', 'failureMode', 'lease', 'syncIntervalMs'];
@@ -176,8 +189,10 @@ function checkSharedNames(options: CoreOptions<unknown>): void {
 }
 
 /** Which of `policy`, `limits` and `rules` is used: exactly one must be given. */
-export function limitMode(options: CoreOptions<unknown>): 'policy' | 'limits' | 'rules' {
+export function limitMode(options: CoreOptions<unknown>): 'policy' | 'limits' | 'rules' | 'concurrency' {
   const given = (['policy', 'limits', 'rules'] as const).filter((name) => options[name] !== undefined);
+  // Concurrency alone: requests in flight are limited, their rate is not.
+  if (given.length === 0 && options.concurrency !== undefined && options.domain === undefined && options.descriptors === undefined) return 'concurrency';
   if (given.length !== 1) {
     throw new InvalidOptionError(
       `give exactly one of policy (one limit), limits (several, decided together) or rules (+ domain); got ${given.length === 0 ? 'none' : 'more than one'}`,

@@ -31,7 +31,7 @@ interface Booked {
 }
 
 /** Checks the `settle` option against the middleware's other options; undefined when it is not given. */
-export function checkSettleHook<Req>(hook: unknown, mode: 'policy' | 'limits' | 'rules', shaping: unknown, policy: CompiledPolicy | undefined): SettleHook<Req> | undefined {
+export function checkSettleHook<Req>(hook: unknown, mode: 'policy' | 'limits' | 'rules' | 'concurrency', shaping: unknown, policy: CompiledPolicy | undefined): SettleHook<Req> | undefined {
   if (hook === undefined) return undefined;
   if (typeof hook !== 'function') throw new InvalidOptionError(`settle must be a function (req, res) => actual cost, got ${describeValue(hook)}`);
   if (mode !== 'policy' || shaping !== undefined || policy === undefined) {

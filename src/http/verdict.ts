@@ -20,6 +20,8 @@ export interface Verdict {
   readonly degraded?: DegradedReason;
   /** The instant the decision was made (epoch ms): every header is relative to it. */
   readonly now: number;
+  /** The `skip` option said so: not limited at all, no concurrency slot either. */
+  readonly skipped?: true;
 }
 
 /** How one framework acts on a verdict; `C` is whatever identifies the request and its response. */

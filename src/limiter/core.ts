@@ -16,6 +16,7 @@ import { MemoryStore } from '../store/memory.js';
 import type { MaybePromise, Store } from '../store/types.js';
 import { activeTracer } from '../tracing.js';
 import { checkCallOptions, checkCost, checkKey, checkLeasable, checkLocalModes, checkNow, type DecideMode, type LimitAllOptions, type LimitOptions, type LimitRequest } from './checks.js';
+import { ConcurrencySlots, type AcquireOptions, type Permit, type ReleaseOptions } from './concurrency.js';
 import { checkFailureMode } from './failure-modes.js';
 import { GuardLayer } from './guard-layer.js';
 import { PassThroughLayer, unspent, type DecisionLayer, type GroupRequest, type LayerName } from './layer.js';
@@ -103,6 +104,14 @@ export interface LimiterCore {
    * reservation, changes nothing. Rejects when the store cannot answer: retrying is safe.
    */
   settle(key: string, policy: Policy | CompiledPolicy, options: SettleOptions): Promise<Settlement>;
+  /**
+   * Takes one of `limit` concurrency slots of `key` (concurrency.ts): granted while fewer are held,
+   * across every process sharing the store; held until released or `ttl` passes. Never rejects to
+   * mean "refused".
+   */
+  acquire(key: string, options: AcquireOptions): Promise<Permit>;
+  /** Frees a permit's slot from any process; true if it held one, false if not (idempotent). */
+  release(key: string, id: string, options?: ReleaseOptions): Promise<boolean>;
   /** The store decisions go to. */
   readonly store: Store;
   /** Closes the store. */
@@ -121,6 +130,8 @@ interface Stack {
   readonly lease: LeaseLayer;
   readonly localFirst: LocalFirstLayer;
   readonly guard: GuardLayer | undefined;
+  /** The bottom layer: the one door to the store (concurrency slots go through it too). */
+  readonly storeLayer: StoreLayer;
 }
 
 /**
@@ -139,7 +150,7 @@ function buildStack(settings: CoreSettings): Stack {
   top = lease;
   const overLimit = settings.overLimitCache === false ? undefined : new OverLimitLayer(top, new OverLimitCache(settings.overLimitCache, clock));
   if (overLimit !== undefined) top = overLimit;
-  return { top, overLimit, lease, localFirst, guard };
+  return { top, overLimit, lease, localFirst, guard, storeLayer };
 }
 
 /** Heartbeats counting the nodes that share the store, when it counts them and they are not turned off. */
@@ -156,6 +167,7 @@ export class CoreLimiter implements LimiterCore {
   /** The first layer a decision meets. */
   private readonly top: DecisionLayer;
   private readonly traced: TracedStore;
+  private readonly slots: ConcurrencySlots;
 
   constructor(settings: CoreSettings) {
     this.store = settings.store;
@@ -163,6 +175,15 @@ export class CoreLimiter implements LimiterCore {
     this.layers = buildStack(settings);
     this.top = this.layers.top;
     this.traced = { kind: settings.store.name, spans: this.layers.guard !== undefined };
+    this.slots = new ConcurrencySlots({ ...settings, storeLayer: this.layers.storeLayer, storeName: settings.store.name, guard: this.layers.guard });
+  }
+
+  acquire(key: string, options: AcquireOptions): Promise<Permit> {
+    return this.slots.acquire(key, options);
+  }
+
+  release(key: string, id: string, options?: ReleaseOptions): Promise<boolean> {
+    return this.slots.release(key, id, options);
   }
 
   overLimitCacheStats(): OverLimitCacheStats | undefined {

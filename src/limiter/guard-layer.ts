@@ -97,6 +97,11 @@ export class GuardLayer extends PassThroughLayer {
     return this.guard.run(() => this.below.sync(adds), this.deadlineMs, unanswered, 'sync', adds.length);
   }
 
+  /** The nodes the `local` failure mode divides a limit by: as last counted, at least `expectedNodes`. */
+  nodesSharing(): number {
+    return this.nodes?.count() ?? this.expectedNodes;
+  }
+
   override async close(): Promise<void> {
     this.nodes?.stop();
     await Promise.all([this.below.close(), this.local?.close()]);

@@ -2,12 +2,14 @@
  * The bottom of the engine's stack and the only door to a `Store`: each mode of a decision becomes
  * the store call that makes it (a look is a peek of cost 0, reported unspent), a group one
  * `consumeAll`, local-first syncs one `addToWindow` per key; the heartbeat that counts the nodes
- * sharing the store (live-nodes.ts) one `heartbeat`.
+ * sharing the store (live-nodes.ts) one `heartbeat`; a concurrency slot (concurrency.ts) one
+ * `acquireSlot` or `releaseSlot`.
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { MaybePromise, ReserveRequest, SettleRequest, Settlement, Store } from '../store/types.js';
 import { InvalidOptionError } from '../errors.js';
+import type { SlotAnswer, SlotRelease, SlotRequest } from '../store/slots.js';
 import type { DecideMode } from './checks.js';
 import { unspent, type DecisionLayer, type GroupRequest, type WindowAdd, type WindowSyncAnswer } from './layer.js';
 import { isOutage } from './store-guard.js';
@@ -44,6 +46,19 @@ export class StoreLayer implements DecisionLayer {
   /** Marks this node alive for `ttlMs`; answers how many nodes share the store. */
   heartbeat(ttlMs: number): MaybePromise<number> {
     return this.store.heartbeat!(ttlMs);
+  }
+
+  /** Whether the store holds concurrency slots (limiter/concurrency.ts). */
+  get holdsSlots(): boolean {
+    return this.store.acquireSlot !== undefined && this.store.releaseSlot !== undefined;
+  }
+
+  acquireSlot(key: string, request: SlotRequest, now: number | undefined): MaybePromise<SlotAnswer> {
+    return this.store.acquireSlot!(key, request, now);
+  }
+
+  releaseSlot(key: string, id: string, now: number | undefined): MaybePromise<SlotRelease> {
+    return this.store.releaseSlot!(key, id, now);
   }
 
   reset(key: string, policy: CompiledPolicy): MaybePromise<void> {

@@ -77,6 +77,9 @@ function describeCheck(span: Span, result: CheckResult, options: CheckOptions): 
 
 const NO_LIMIT: DescriptorStatus = Object.freeze({ code: 'OK', limitRemaining: 0, durationUntilReset: 0 });
 
+/** A request's domain and descriptors checked as `check` checks them (rules/concurrency.ts too). */
+export const validateCheckRequest = (request: CheckRequest): void => validate(request);
+
 function validate(request: CheckRequest): void {
   if (typeof request !== 'object' || request === null) {
     throw new InvalidCheckError(`check takes { domain, descriptors: [{ entries: [{ key, value }] }], hits? }, got ${describeValue(request)}`);

@@ -7,7 +7,8 @@ import { currentTime } from '../clock.js';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import { CoreLimiter, limiterCoreOptions, type CoreSettings, type LimiterCore, type LimiterCoreOptions } from '../limiter/index.js';
 import { checkRules, type CheckOptions, type CheckRequest, type CheckResult } from './check.js';
-import type { RuleSource } from './ruleset.js';
+import { acquireCheck, releaseCheck, type SlotCheckResult } from './concurrency.js';
+import type { RuleSet, RuleSource } from './ruleset.js';
 import type { MaybePromise } from '../store/types.js';
 
 /** Options of {@link createLimiter}. */
@@ -23,6 +24,10 @@ export interface Limiter extends LimiterCore {
    * without spending.
    */
   check(request: CheckRequest, options?: CheckOptions): Promise<CheckResult>;
+  /** A slot per descriptor with a `concurrency` limit in the rules, all or nothing, under one permit id (rules/concurrency.ts). */
+  acquireCheck(request: Pick<CheckRequest, 'domain' | 'descriptors'>, id?: string): Promise<SlotCheckResult>;
+  /** Frees the slots `id` holds for the request's descriptors; resolves to how many were held. */
+  releaseCheck(request: Pick<CheckRequest, 'domain' | 'descriptors'>, id: string): Promise<number>;
   /**
    * `check` for adapters on a hot path (the decision service): the result itself when the store
    * answers synchronously (the memory store), a promise otherwise. Bad input throws synchronously.
@@ -59,6 +64,19 @@ class RulesLimiter extends CoreLimiter implements Limiter {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  async acquireCheck(request: Pick<CheckRequest, 'domain' | 'descriptors'>, id?: string): Promise<SlotCheckResult> {
+    return acquireCheck(this, this.ruleSet(), request, id);
+  }
+
+  async releaseCheck(request: Pick<CheckRequest, 'domain' | 'descriptors'>, id: string): Promise<number> {
+    return releaseCheck(this, this.ruleSet(), request, id);
+  }
+
+  private ruleSet(): RuleSet {
+    if (this.rules === undefined) throw new InvalidOptionError('acquireCheck and releaseCheck need rules: createLimiter({ store, rules: await loadRules(path) })');
+    return this.rules.current;
   }
 
   decideCheck(request: CheckRequest, options?: CheckOptions): MaybePromise<CheckResult> {

@@ -26,6 +26,12 @@ const READABLE_KEY_LENGTH = 256;
 
 /** Finds the limit for one descriptor, or undefined. */
 export function matchDescriptor(root: RuleNode, domain: string, entries: readonly DescriptorEntry[]): Match | undefined {
+  const reached = walkDescriptor(root, domain, entries);
+  return reached?.node.rule === undefined ? undefined : { rule: reached.node.rule, counterKey: reached.counterKey };
+}
+
+/** The node the descriptor's last entry reaches, and its counter key; undefined when the walk runs out of tree. */
+export function walkDescriptor(root: RuleNode, domain: string, entries: readonly DescriptorEntry[]): { readonly node: RuleNode; readonly counterKey: string } | undefined {
   if (entries.length === 0) return undefined;
   let node = root;
   let counterKey = escapePart(domain);
@@ -49,9 +55,7 @@ export function matchDescriptor(root: RuleNode, domain: string, entries: readonl
     next ??= node.keyOnly.get(key);
     if (next === undefined) return undefined;
     counterKey += `|${escapePart(key)}=${escapePart(counted)}`;
-    if (i === entries.length - 1) {
-      return next.rule === undefined ? undefined : { rule: next.rule, counterKey: shorten(counterKey) };
-    }
+    if (i === entries.length - 1) return { node: next, counterKey: shorten(counterKey) };
     if (!next.hasChildren) return undefined;
     node = next;
   }

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { compilePolicy, type CompiledPolicy } from '../policy.js';
 import { ENVOY_UNIT_NAMES, ruleWindowMs } from '../units.js';
-import type { DescriptorConfig, DomainConfig, FailureMode, RuleUnit } from './types.js';
+import type { ConcurrencyConfig, DescriptorConfig, DomainConfig, FailureMode, RuleUnit } from './types.js';
 import { compileLists, type DomainLists } from './lists.js';
 
 export { UNIT_SECONDS } from '../units.js';
@@ -54,6 +54,8 @@ export class RuleNode {
   readonly wildcards = new Map<string, WildcardChild[]>();
   readonly keyOnly = new Map<string, RuleNode>();
   rule: CompiledRule | undefined;
+  /** The descriptor's concurrency limit (`/v1/acquire`, rules/concurrency.ts), and its path for messages. */
+  slots: (ConcurrencyConfig & { readonly path: string }) | undefined;
   /** Whether any child exists (a leaf stops the walk). */
   hasChildren = false;
   /** A domain's root: its allow and deny lists, if it has any (lists.ts). */
@@ -175,6 +177,7 @@ function addChildren(parent: RuleNode, descriptors: readonly DescriptorConfig[],
     const node = new RuleNode();
     const path = `${parentPath}.${descriptor.key}${descriptor.value === undefined ? '' : `=${descriptor.value}`}`;
     if (descriptor.rateLimit !== undefined) node.rule = compileRule(descriptor, path);
+    if (descriptor.concurrency !== undefined) node.slots = { ...descriptor.concurrency, path };
     addChildren(node, descriptor.descriptors, path);
     parent.hasChildren = true;
     const { key, value } = descriptor;

@@ -60,6 +60,12 @@ export interface RateLimitConfig {
 }
 
 /** One entry of `descriptors:` (nested). */
+/** A descriptor's concurrency limit (parse/concurrency.ts): `limit` slots, each held at most `ttlMs`. */
+export interface ConcurrencyConfig {
+  readonly limit: number;
+  readonly ttlMs: number;
+}
+
 export interface DescriptorConfig {
   readonly key: string;
   /** Absent: any value matches, one counter per value. May hold `*` wildcards. */
@@ -76,6 +82,8 @@ export interface DescriptorConfig {
    * applied and passed (as envoy's RESPONSE_DYNAMIC_METADATA); JSON-safe values only.
    */
   readonly metadata?: Readonly<Record<string, unknown>>;
+  /** At most this many requests matching the descriptor in flight at once (`/v1/acquire`). */
+  readonly concurrency?: ConcurrencyConfig;
   readonly descriptors: readonly DescriptorConfig[];
   readonly location: SourceLocation;
 }

@@ -41,8 +41,20 @@ export interface StoreErrorEvent {
   readonly kind: string;
 }
 
+/** One answered `POST /v1/acquire` (a slot granted or refused) or `POST /v1/release` (check/acquire.ts). */
+export interface SlotEvent {
+  readonly op: 'acquire' | 'release';
+  /** Acquire: whether granted; release: whether a held slot was freed. */
+  readonly allowed: boolean;
+  /** Slots of the key held after the call, as the store answered (0 when a failure mode answered). */
+  readonly held: number;
+  readonly key: string;
+  readonly degraded?: string;
+}
+
 export interface ServiceEvents {
   check: [CheckEvent];
+  slot: [SlotEvent];
   rejected: [RejectedEvent];
   storeError: [StoreErrorEvent];
   /** Readiness may have changed (the store connection came up or went down, draining began). */

@@ -21,37 +21,13 @@ import { StateSpaces } from './state-spaces.js';
 import type { ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from './types.js';
 import { MemoryReservations } from './reservations-memory.js';
 import { replayShift } from './replay.js';
-import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../options.js';
+import { checkOptions, checkWholeNumbers } from '../options.js';
+import { SlotTable } from './concurrency-slots.js';
+import { MEMORY_STORE_NUMBERS, type MemoryStoreOptions, type MemoryStoreStats } from './memory-options.js';
 
-/** Options of {@link memoryStore}. */
-export interface MemoryStoreOptions {
-  /** Most keys held at once (across all policies); when full, the state that carries least is evicted. Default 1,000,000. */
-  readonly maxKeys?: number;
-  /** How often (ms) a background sweep reclaims expired keys; 0 disables it. Default 60,000. */
-  readonly sweepIntervalMs?: number;
-}
+export { MEMORY_STORE_NUMBERS, type MemoryStoreOptions, type MemoryStoreStats } from './memory-options.js';
+import type { SlotAnswer, SlotRelease, SlotRequest } from './slots.js';
 
-/** Counters describing the store, for metrics. */
-export interface MemoryStoreStats {
-  /** Keys currently held. */
-  readonly keys: number;
-  readonly maxKeys: number;
-  /**
-   * States (algorithm and window pairs) the store holds keys of: never more than `keys`, since a
-   * state's number is freed with its last key (store/state-spaces.ts).
-   */
-  readonly spaces: number;
-  /** Keys dropped to make room (the state that carries least first). */
-  readonly evictions: number;
-  /** Keys reclaimed because their state had expired. */
-  readonly expired: number;
-}
-
-/** The store's whole-number options (`tollgate serve --max-keys` too): their ranges and defaults. */
-export const MEMORY_STORE_NUMBERS = {
-  maxKeys: { min: 1, max: 2 ** 30, fallback: 1_000_000 },
-  sweepIntervalMs: { min: 0, unit: 'ms', meaning: '0 disables', fallback: 60_000 },
-} as const satisfies Record<string, WholeNumberRange>;
 const INITIAL_SLOTS = 1024;
 /** Doubles per slot: up to 3 of algorithm state, then the expiry time. */
 const STRIDE = 4;
@@ -99,8 +75,9 @@ export class MemoryStore implements Store {
   private readonly timer: NodeJS.Timeout | undefined;
   /** Keys serving a penalty (`blockDuration`), beside their state. */
   private readonly penalties: PenaltyBox;
-  /** Reserve then settle's open reservations, made on first use. */
+  /** Reserve then settle's open reservations, and concurrency slots (concurrency-slots.ts), each made on first use. */
   private reservations: MemoryReservations | undefined;
+  private slotTable: SlotTable | undefined;
 
   constructor(options: MemoryStoreOptions) {
     checkOptions('memoryStore', options, OPTION_NAMES, '{ maxKeys: 100_000 }');
@@ -206,7 +183,16 @@ export class MemoryStore implements Store {
 
   resetPrefix(prefix: string): number {
     this.penalties.forgetPrefix(prefix);
-    return this.releaseWhere((slot, key) => key.startsWith(prefix));
+    // Slots of those keys too, as on Redis, where they share the keys' hash tag.
+    return this.releaseWhere((slot, key) => key.startsWith(prefix)) + (this.slotTable?.forgetPrefix(prefix) ?? 0);
+  }
+
+  acquireSlot(key: string, request: SlotRequest, now: number | undefined): SlotAnswer {
+    return (this.slotTable ??= new SlotTable()).acquire(key, request, now ?? currentTime());
+  }
+
+  releaseSlot(key: string, id: string, now: number | undefined): SlotRelease {
+    return (this.slotTable ??= new SlotTable()).release(key, id, now ?? currentTime());
   }
 
   async close(): Promise<void> {
@@ -470,8 +456,8 @@ export class MemoryStore implements Store {
     const state = new Float64Array(slots * STRIDE);
     state.set(this.state);
     this.state = state;
-    this.newer = copyInto(new Int32Array(slots), this.newer);
-    this.older = copyInto(new Int32Array(slots), this.older);
+    this.newer = grown(this.newer, slots);
+    this.older = grown(this.older, slots);
     this.table.growSlots(slots);
   }
 }
@@ -481,7 +467,9 @@ function spentShare(decision: Decision): number {
   return 1 - decision.remaining / decision.limit;
 }
 
-function copyInto(target: Int32Array, source: Int32Array): Int32Array {
+/** `source` copied into a larger array of `slots` entries. */
+function grown(source: Int32Array, slots: number): Int32Array {
+  const target = new Int32Array(slots);
   target.set(source);
   return target;
 }

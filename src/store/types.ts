@@ -4,6 +4,7 @@
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
+import type { SlotAnswer, SlotRelease, SlotRequest } from './slots.js';
 
 /** A value now or later: the memory store answers synchronously, network stores asynchronously. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -60,6 +61,14 @@ export interface Store {
   /** Reserve then settle (see {@link ReservationStore}); stores without it refuse reservations. */
   reserve?: ReservationStore['reserve'];
   settle?: ReservationStore['settle'];
+  /**
+   * Concurrency slots (slots.ts): takes a slot of `key` for `request.id` if fewer than
+   * `request.limit` unexpired slots are held (an id already holding one renews it), atomically.
+   * `now` as in `consume`. Stores without it cannot hold slots.
+   */
+  acquireSlot?(key: string, request: SlotRequest, now: number | undefined): MaybePromise<SlotAnswer>;
+  /** Frees `id`'s slot of `key` if it still holds one; anything else is a no-op answering `released: false`. */
+  releaseSlot?(key: string, id: string, now: number | undefined): MaybePromise<SlotRelease>;
   /** Forgets `key`'s state under `policy`'s algorithm and window. */
   reset(key: string, policy: CompiledPolicy): MaybePromise<void>;
   /**

@@ -114,7 +114,7 @@ describe('a misspelt Tollgate option', () => {
 
   it('a name close to none gets the list of every option', () => {
     expect(refusal({ policy, frobnicate: 1 })).toBe(
-      'unknown rate limit option "frobnicate"; the rate limit options are store, policy, limits, name, rules, domain, descriptors, key, cost, skip, headers, message, shaping, failureMode, expectedNodes, deadlineMs, breaker, failClosedStatus, overLimitCache, onError, trustProxy, proxyHeader, ipv6Subnet, clock, settle, onLimited',
+      'unknown rate limit option "frobnicate"; the rate limit options are store, policy, limits, name, rules, domain, descriptors, key, cost, skip, headers, message, shaping, failureMode, expectedNodes, deadlineMs, breaker, failClosedStatus, overLimitCache, onError, trustProxy, proxyHeader, ipv6Subnet, clock, settle, concurrency, onLimited',
     );
   });
 

@@ -5,6 +5,7 @@
  */
 import { freezeNode, readFlag, readText, reportMissing } from './fields.js';
 import type { DocumentReader, Entry, FieldSet, ListItem } from './fields.js';
+import { readConcurrency } from './concurrency.js';
 import { readRateLimit } from './rate-limit.js';
 import { RULES_LIMITS, offsetOf } from './yaml.js';
 import type { YAMLMap } from 'yaml';
@@ -15,7 +16,7 @@ const IN_RATE_LIMIT = 'belongs inside rate_limit, not directly in the descriptor
 /** The keys of a descriptor. */
 export const DESCRIPTOR_FIELDS: FieldSet = {
   what: 'a descriptor',
-  names: ['key', 'value', 'rate_limit', 'descriptors', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'quota_mode', 'share_threshold', 'metadata'],
+  names: ['key', 'value', 'rate_limit', 'descriptors', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'quota_mode', 'share_threshold', 'metadata', 'concurrency'],
   misplaced: {
     unit: IN_RATE_LIMIT,
     requests_per_unit: IN_RATE_LIMIT,
@@ -94,6 +95,7 @@ function readDescriptor(reader: DocumentReader, state: DomainReadState, item: Li
     quotaMode: readFlag(reader, fields.get('quota_mode')) ?? false,
     shareThreshold: readFlag(reader, fields.get('share_threshold')) ?? false,
     ...readMetadata(reader, fields.get('metadata')),
+    ...readConcurrency(reader, fields.get('concurrency')),
     descriptors: readDescriptorList(reader, state, fields.get('descriptors'), depth + 1),
     location: reader.problems.locate(offsetOf(map)),
   };

@@ -19,6 +19,7 @@ import { answerReserve, answerSettle, type RouteAnswer } from '../check/reserve.
 import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from '../check/envoy.js';
 import { HttpError, MAX_BODY_BYTES, errorReply, readJson, sendJson, sendJsonAndLinger } from './body.js';
 import { ClientGoneSummary, clientGoneCode } from './client-gone.js';
+import { answerAcquire, answerRelease, type SlotReply } from '../check/acquire.js';
 
 /** A route's handler; `url()` parses the request's URL (its query) when the handler needs it. */
 export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: () => URL) => Promise<void> | void;
@@ -79,6 +80,7 @@ export function decisionRoutes(ctx: ServiceContext): HttpRoutes {
   const routes = new HttpRoutes();
   addDecisionRoutes(ctx, routes);
   addReservationRoutes(ctx, routes);
+  addSlotRoutes(ctx, routes);
   addHealthRoutes(ctx, routes);
   return routes;
 }
@@ -248,6 +250,13 @@ function addReservationRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   const send = (response: ServerResponse, answer: RouteAnswer): void => sendJson(response, answer.status, answer.body, answer.headers);
   routes.add('POST', '/v1/reserve', async (request, response) => send(response, await answerReserve(ctx, await readJson(request))), 'public');
   routes.add('POST', '/v1/settle', async (request, response) => send(response, await answerSettle(ctx, await readJson(request))), 'public');
+}
+
+/** Concurrency slots: `/v1/acquire` and `/v1/release` (check/acquire.ts). */
+function addSlotRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
+  const reply = (response: ServerResponse, { status, body, headers }: SlotReply): void => sendJson(response, status, body, headers);
+  routes.add('POST', '/v1/acquire', async (request, response) => reply(response, await answerAcquire(ctx, await readJson(request))), 'public');
+  routes.add('POST', '/v1/release', async (request, response) => reply(response, await answerRelease(ctx, await readJson(request))), 'public');
 }
 
 /** Liveness and readiness: on both listeners, for probes that reach the pod's address. */

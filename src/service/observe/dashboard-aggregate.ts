@@ -10,7 +10,7 @@
  * throttled checks, and decisions = allowed decisions + over-limit decisions.
  */
 import type { BreakerState, DegradedReason, StoreHealthSnapshot } from '../../limiter/index.js';
-import type { CheckEvent, RejectedEvent, ServiceContext, StoreErrorEvent } from '../context.js';
+import type { CheckEvent, RejectedEvent, ServiceContext, SlotEvent, StoreErrorEvent } from '../context.js';
 import { FallbackRate, sumCauses, type CauseCounts } from './dashboard-health.js';
 import { classifyCheck, NO_RULE, UNKNOWN_DOMAIN_CAP } from '../check/outcomes.js';
 import { BoundedCounts, LatencyWindow, type LatencySummary } from './metric-tally.js';
@@ -67,6 +67,10 @@ export interface Totals extends RuleCounts, DegradedCounts {
   rejected: number;
   storeErrors: number;
   fallbacks: number;
+  /** Concurrency slots (`/v1/acquire`, `/v1/release`): granted, refused, and releases that freed one. */
+  slotsGranted: number;
+  slotsRefused: number;
+  slotsReleased: number;
 }
 
 /**
@@ -97,6 +101,9 @@ export const zeroTotals = (): Totals => ({
   rejected: 0,
   storeErrors: 0,
   fallbacks: 0,
+  slotsGranted: 0,
+  slotsRefused: 0,
+  slotsReleased: 0,
 });
 
 /** A listed rule with its totals. */
@@ -257,6 +264,12 @@ export class DashboardAggregate {
 
   onRejected(_event: RejectedEvent): void {
     this.second.rejected += 1;
+  }
+
+  onSlot(event: SlotEvent): void {
+    if (event.op === 'release') this.second.slotsReleased += event.allowed ? 1 : 0;
+    else if (event.allowed) this.second.slotsGranted += 1;
+    else this.second.slotsRefused += 1;
   }
 
   onStoreError(event: StoreErrorEvent): void {

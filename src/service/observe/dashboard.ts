@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { BreakerState } from '../../limiter/index.js';
-import type { ServiceContext } from '../context.js';
+import type { ServiceContext, SlotEvent } from '../context.js';
 import { workerLink, type WorkerLink } from '../cluster/workers.js';
 import { DashboardAggregate, TOP_N, type ListedRule, type SecondSnapshot, type Totals } from './dashboard-aggregate.js';
 import { ClusterHistory, REPORTED_KEYS, type ClusterSecond, type DashboardReport, type WorkerRow } from '../cluster/dashboard-merge.js';
@@ -294,6 +294,8 @@ export function attachDashboard(ctx: ServiceContext, routes: HttpRoutes): { clos
     rejected: (event) => aggregate.onRejected(event),
     storeError: (event) => aggregate.onStoreError(event),
   });
+  const onSlot = (event: SlotEvent): void => aggregate.onSlot(event);
+  ctx.events.on('slot', onSlot);
   const clients = new EventStreamClients();
   const readiness = new ReadinessProbe(ctx);
   const snapshot = (counts: SnapshotCounts): string => snapshotJson(ctx, aggregate, counts, readiness.latest);
@@ -325,6 +327,7 @@ export function attachDashboard(ctx: ServiceContext, routes: HttpRoutes): { clos
     close: () => {
       clearInterval(timer);
       unsubscribe();
+      ctx.events.off('slot', onSlot);
       cluster?.stop();
       clients.dropAll();
     },

@@ -28,6 +28,7 @@ import { BoundedCounts, FastHistogram, OVERFLOW_LABEL, Tally } from './metric-ta
 import { workerLink, type WorkerLink } from '../cluster/workers.js';
 import { mergeWorkerMetrics, WORKER_LABEL } from '../cluster/metrics-merge.js';
 import { HttpError, sendJson } from '../http/body.js';
+import { defineSlotMetrics } from './slot-metrics.js';
 
 /** A listener for each of the service's events (the metrics and the dashboard each have one set). */
 export interface EventListeners {
@@ -392,6 +393,7 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { readon
   defineMemoryStoreMetrics(ctx, registers);
   const stopHealth = defineStoreHealthMetrics(ctx, registers);
   const unsubscribe = subscribeMetrics(ctx, eventMetrics);
+  const stopSlots = defineSlotMetrics(ctx, registers);
 
   const link = workerLink(ctx.options.workers);
   link?.produce('metrics', () => registry.getMetricsAsJSON());
@@ -412,6 +414,7 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { readon
     registry,
     close: () => {
       unsubscribe();
+      stopSlots();
       stopHealth();
       registry.clear();
     },

@@ -35,6 +35,8 @@ import {
 import { ALL_SCRIPTS, type RedisScript } from './lua.js';
 import { LeanFunctions } from './functions.js';
 import { dataError, scriptCall, type Pending } from './script-call.js';
+import type { SlotAnswer, SlotRelease, SlotRequest } from '../slots.js';
+import { acquireSlot, releaseSlot, slotsKey } from './slots.js';
 
 export type { RedisStoreOptions } from './connect.js';
 import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../../options.js';
@@ -207,6 +209,24 @@ export class RedisStore implements Store {
     if (this.waitForFirstConnection && this.client.status !== 'ready') await this.firstConnected();
     return this.evaluate(script, keys, args).catch((error: unknown) => Promise.reject(this.describeFailure(error)));
   };
+  /** Concurrency slots: one script call on the key's sorted set of holders (slots.ts). */
+  async acquireSlot(key: string, request: SlotRequest, now: number | undefined): Promise<SlotAnswer> {
+    return this.onSlots(() => acquireSlot(this.client, slotsKey(this.keyPrefix, key), request, now));
+  }
+
+  async releaseSlot(key: string, id: string, now: number | undefined): Promise<SlotRelease> {
+    return this.onSlots(() => releaseSlot(this.client, slotsKey(this.keyPrefix, key), id, now));
+  }
+
+  /** A slot call after the first connection (as decisions wait for it), its failure described as a decision's. */
+  private async onSlots<T>(call: () => Promise<T>): Promise<T> {
+    if (this.waitForFirstConnection && this.client.status !== 'ready') await this.firstConnected();
+    try {
+      return await call();
+    } catch (error) {
+      throw this.describeFailure(error);
+    }
+  }
 
   /** Marks this store object alive among the nodes sharing this Redis (live-nodes.ts); resolves to how many are. */
   async heartbeat(ttlMs: number): Promise<number> {

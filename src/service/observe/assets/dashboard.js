@@ -421,6 +421,12 @@
     setValue('decisions-total', tot.allowed + tot.throttled);
     setValue('allowed-total', tot.allowed);
     setValue('throttled-total', tot.throttled);
+    setValue('rate-slots-granted', sec.slotsGranted || 0);
+    setValue('rate-slots-released', sec.slotsReleased || 0);
+    setValue('rate-slots-refused', sec.slotsRefused || 0);
+    setValue('slots-granted-total', tot.slotsGranted || 0);
+    setValue('slots-released-total', tot.slotsReleased || 0);
+    setValue('slots-refused-total', tot.slotsRefused || 0);
     setValue('rate-limit-api', sec.limitChecks);
     setValue('limit-api-total', tot.limitChecks);
     setValue('rate-unknown', sec.unknownDomain);

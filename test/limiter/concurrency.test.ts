@@ -1,0 +1,119 @@
+/**
+ * Concurrency slots through the library's public interface (`acquire`, `release`), the same
+ * semantics on the memory store, a single Redis and a Redis Cluster, on explicit times: at most
+ * `limit` held, refusals that say when a slot frees, releases that are idempotent, expiry after
+ * `ttl`, a retried id counted once; bad input refused with typed errors before any store call.
+ */
+import { describe, expect, it } from 'vitest';
+import { createLimiter, InvalidKeyError, InvalidOptionError, InvalidTimeError, memoryStore, type Limiter } from '../../src/index.js';
+import { storeTopologies, useRedisTopologies } from '../support/redis-topologies.js';
+
+const redis = useRedisTopologies();
+const T0 = Date.now();
+const unique = (name: string): string => `${name}-${Math.random().toString(36).slice(2)}`;
+
+describe.each(storeTopologies(redis).map((topology) => [topology.name, topology] as const))('concurrency slots on the %s', (_name, topology) => {
+  const limiter = async (): Promise<Limiter> => createLimiter({ store: await topology.open(), deadlineMs: 5_000 });
+
+  it('grants up to the limit, then refuses until the earliest slot expires', async () => {
+    const slots = await limiter();
+    const key = unique('conc');
+    const granted = [];
+    for (let i = 0; i < 3; i++) granted.push(await slots.acquire(key, { limit: 3, ttl: '10s', now: T0 + i * 1_000 }));
+    expect(granted.map((p) => [p.allowed, p.held, p.expiresAt])).toEqual([
+      [true, 1, T0 + 10_000],
+      [true, 2, T0 + 11_000],
+      [true, 3, T0 + 12_000],
+    ]);
+    const refused = await slots.acquire(key, { limit: 3, ttl: '10s', now: T0 + 4_000 });
+    expect(refused).toMatchObject({ allowed: false, limit: 3, held: 3, retryAfter: 6_000, expiresAt: 0, now: T0 + 4_000 });
+    expect(await refused.release()).toBe(false);
+    // The first slot has expired at its ttl: its holder never released it, and it no longer counts.
+    const after = await slots.acquire(key, { limit: 3, ttl: '10s', now: T0 + 10_000 });
+    expect([after.allowed, after.held]).toEqual([true, 3]);
+    expect(new Set([...granted, after].map((p) => p.id)).size).toBe(4);
+  });
+
+  it('release frees a slot from any limiter; a second release, or one of an expired slot, is a no-op answering false', async () => {
+    const store = await topology.open();
+    const [slots, other] = [createLimiter({ store, deadlineMs: 5_000 }), createLimiter({ store, deadlineMs: 5_000 })];
+    const key = unique('conc');
+    const first = await slots.acquire(key, { limit: 1, ttl: 1_000, now: T0 });
+    expect((await slots.acquire(key, { limit: 1, ttl: 1_000, now: T0 + 1 })).allowed).toBe(false);
+    expect(await other.release(key, first.id, { now: T0 + 2 })).toBe(true);
+    expect(await first.release({ now: T0 + 3 })).toBe(false);
+    const second = await slots.acquire(key, { limit: 1, ttl: 1_000, now: T0 + 4 });
+    expect([second.allowed, second.held]).toEqual([true, 1]);
+    expect(await slots.release(key, second.id, { now: T0 + 1_004 })).toBe(false);
+    expect(await slots.release(key, 'never-granted', { now: T0 + 1_005 })).toBe(false);
+    expect((await slots.acquire(key, { limit: 1, ttl: 1_000, now: T0 + 1_006 })).held).toBe(1);
+  });
+
+  it('an acquire retried with the same id renews its slot and counts once', async () => {
+    const slots = await limiter();
+    const key = unique('conc');
+    const first = await slots.acquire(key, { limit: 2, ttl: '1s', id: 'job-7', now: T0 });
+    const again = await slots.acquire(key, { limit: 2, ttl: '1s', id: 'job-7', now: T0 + 500 });
+    expect([first.held, again.allowed, again.held, again.expiresAt]).toEqual([1, true, 1, T0 + 1_500]);
+    // Renewed: still held past the first ttl.
+    expect((await slots.acquire(key, { limit: 2, ttl: '1s', now: T0 + 1_200 })).held).toBe(2);
+    expect(await slots.release(key, 'job-7', { now: T0 + 1_300 })).toBe(true);
+  });
+
+  it('resetPrefix forgets the slots of the keys it names, and only those', async () => {
+    const slots = await limiter();
+    const prefix = unique('tenant');
+    for (const key of [`${prefix}:a`, `${prefix}:b`, `other-${prefix}`]) expect((await slots.acquire(key, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
+    expect(await slots.resetPrefix(`${prefix}:`)).toBe(2);
+    expect((await slots.acquire(`${prefix}:a`, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
+    expect((await slots.acquire(`other-${prefix}`, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(false);
+  });
+
+  it('keys are apart: one key full does not refuse another', async () => {
+    const slots = await limiter();
+    const [a, b] = [unique('a{x}'), unique('b%')];
+    expect((await slots.acquire(a, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
+    expect((await slots.acquire(a, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(false);
+    expect((await slots.acquire(b, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
+  });
+});
+
+describe('concurrency slots: input', () => {
+  const slots = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+
+  it.each([
+    ['limit 0', { limit: 0, ttl: '1s' }, InvalidOptionError, /acquire: limit/],
+    ['a fractional limit', { limit: 1.5, ttl: '1s' }, InvalidOptionError, /acquire: limit/],
+    ['a limit past the bound', { limit: 100_001, ttl: '1s' }, InvalidOptionError, /acquire: limit/],
+    ['a limit as text', { limit: '3', ttl: '1s' }, InvalidOptionError, /acquire: limit/],
+    ['no ttl', { limit: 1 }, InvalidOptionError, /acquire: ttl/],
+    ['a ttl of zero', { limit: 1, ttl: '0s' }, InvalidOptionError, /acquire: ttl/],
+    ['a ttl without a unit', { limit: 1, ttl: '30' }, InvalidOptionError, /acquire: ttl/],
+    ['a ttl past a day', { limit: 1, ttl: '2d' }, InvalidOptionError, /at most 1d/],
+    ['a bad id', { limit: 1, ttl: '1s', id: 'has space' }, InvalidKeyError, /permit id/],
+    ['an unknown option', { limit: 1, ttl: '1s', cost: 2 }, InvalidOptionError, /unknown option "cost"/],
+    ['a bad now', { limit: 1, ttl: '1s', now: -1 }, InvalidTimeError, /now/],
+  ])('refuses %s with a typed error', async (_what, options, type, message) => {
+    const refusal = slots.acquire('k', options as never);
+    await expect(refusal).rejects.toBeInstanceOf(type);
+    await expect(refusal).rejects.toThrow(message);
+  });
+
+  it('refuses a bad key or id on release', async () => {
+    await expect(slots.acquire('', { limit: 1, ttl: '1s' })).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(slots.release('k', '')).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(slots.release('k', 'x'.repeat(129))).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(slots.release('k', 'ok', { limit: 1 } as never)).rejects.toBeInstanceOf(InvalidOptionError);
+  });
+
+  it('the memory store collects keys whose holders all expired, without a call on those keys', async () => {
+    const store = memoryStore({ sweepIntervalMs: 0 });
+    const limiter = createLimiter({ store });
+    for (let i = 0; i < 100; i++) await limiter.acquire(`dead-${i}`, { limit: 1, ttl: 10, now: T0 });
+    // Calls on one other key, after every dead key's ttl: each sweeps a couple of the others.
+    for (let i = 0; i < 60; i++) await limiter.acquire('alive', { limit: 1, ttl: '1h', now: T0 + 100 + i });
+    expect(await limiter.release('dead-0', 'x', { now: T0 + 200 })).toBe(false);
+    const table = (store as unknown as { slotTable: { size: number } }).slotTable;
+    expect(table.size).toBe(1);
+  });
+});
