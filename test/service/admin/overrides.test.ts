@@ -45,6 +45,18 @@ async function limitOf(user: string): Promise<number> {
   return body.statuses[0]!.currentLimit!.requestsPerUnit;
 }
 
+/** The dashboard's first snapshot from GET /v1/events. */
+async function firstSnapshot(): Promise<{ rulesInfo: { overrides: unknown } }> {
+  const controller = new AbortController();
+  const response = await fetch(`http://127.0.0.1:${service.adminPort}/v1/events`, { signal: controller.signal });
+  const reader = response.body!.getReader();
+  let text = '';
+  const snapshot = /^event: snapshot\ndata: (.*)\n/m;
+  while (!snapshot.test(text)) text += new TextDecoder().decode((await reader.read()).value);
+  controller.abort();
+  return JSON.parse(snapshot.exec(text)![1]!) as { rulesInfo: { overrides: unknown } };
+}
+
 const YAML_PUT = `domain: api
 descriptors:
   - key: user
@@ -79,6 +91,15 @@ describe('PUT, GET and DELETE /v1/overrides', () => {
     ]);
     const listed = await admin('GET', '/v1/overrides');
     expect((listed.body.overrides as { id: string }[]).map((o) => o.id)).toEqual(['api|plan=gold|user=acme', 'api|user=acme']);
+    const snapshot = await firstSnapshot();
+    expect(snapshot.rulesInfo.overrides).toEqual({
+      total: 2,
+      listed: [
+        { id: 'api|plan=gold|user=acme', requestsPerUnit: 50, unit: 'minute', shadows: 'api.plan=gold.user', expires: null },
+        { id: 'api|user=acme', requestsPerUnit: 100, unit: 'minute', shadows: 'api.user', expires: new Date(START + 3_600_000).toISOString() },
+      ],
+    });
+    expect(await (await fetch(`http://127.0.0.1:${service.adminPort}/dashboard`)).text()).toContain('<ol id="overrides">');
     expect(audit.filter((line) => line.action === 'overrides.put').at(-1)).toMatchObject({ result: 'ok', status: 200, domains: ['api'], overrides: ['api|user=acme', 'api|plan=gold|user=acme'] });
   });
 
