@@ -28,6 +28,10 @@ export function overrideKeys(prefix: string): StoredKeys {
 export class OverridesSync extends StoredSync {
   private readonly holder: RulesHolder;
   private readonly clock: () => number;
+  private readonly pollMs: number;
+  /** The stored overrides applied last, to delete each from Redis once it expired. */
+  private stored: readonly Override[] = [];
+  private expiryTimer: NodeJS.Timeout | undefined;
 
   constructor(options: OverridesSyncOptions) {
     requireFields(options, ['redis', 'holder'], 'OverridesSync');
@@ -36,6 +40,19 @@ export class OverridesSync extends StoredSync {
     super(options, { keys, channel: `${prefix}overrides`, what: 'overrides', items: 'overrides', change: 'put', apply: (documents) => this.applyStored(documents) });
     this.holder = options.holder;
     this.clock = options.clock ?? Date.now;
+    this.pollMs = options.pollIntervalMs ?? 1_000;
+  }
+
+  /** Starts the sync, and the periodic removal from Redis of the overrides expired. */
+  override async start(): Promise<void> {
+    await super.start();
+    this.expiryTimer = setInterval(() => this.removeExpired(), this.pollMs);
+    this.expiryTimer.unref();
+  }
+
+  override async close(): Promise<void> {
+    if (this.expiryTimer !== undefined) clearInterval(this.expiryTimer);
+    await super.close();
   }
 
   /**
@@ -95,19 +112,19 @@ export class OverridesSync extends StoredSync {
         refused.set(id, error);
       }
     }
-    const now = this.clock();
-    const expired = overrides.filter((override) => override.expiresAt !== undefined && override.expiresAt <= now);
+    this.stored = overrides;
     this.holder.replaceOverrides(overrides.slice(0, MAX_OVERRIDES));
-    if (expired.length > 0) void this.removeExpired(expired.map((override) => override.id));
+    this.removeExpired();
     return refused;
   }
 
-  /** Deletes expired overrides from Redis (another node may have: then nothing is left to do). */
-  private async removeExpired(ids: readonly string[]): Promise<void> {
-    try {
-      await this.write((documents) => Object.fromEntries(ids.filter((id) => documents[id] !== undefined).map((id) => [id, ''])));
-    } catch {
-      // Redis away, or other writes kept landing: the next poll tries again.
-    }
+  /** Deletes from Redis the stored overrides expired by now (another node may have: then nothing is left to do). */
+  private removeExpired(): void {
+    const now = this.clock();
+    const ids = this.stored.filter((override) => override.expiresAt !== undefined && override.expiresAt <= now).map((override) => override.id);
+    if (ids.length === 0) return;
+    this.write((documents) => Object.fromEntries(ids.filter((id) => documents[id] !== undefined).map((id) => [id, '']))).catch(() => {
+      // Redis away, or other writes kept landing: the next tick tries again.
+    });
   }
 }

@@ -74,4 +74,15 @@ describe('overrides through Redis, two nodes', () => {
     await expect.poll(() => limitOn(nodes[0]!), { timeout: 1_000, interval: 5 }).toBe(2);
     expect((await redis.cli('HLEN', 'tollgate:{overrides}:entries')).trim()).toBe('0');
   });
+
+  it('an override expires on every node at its time, and is deleted from Redis', async () => {
+    const expiring = JSON.stringify({ ...JSON.parse(OVERRIDE), expires: '400ms' });
+    const putAt = Date.now();
+    expect((await admin(nodes[0]!, 'PUT', '/v1/overrides', expiring)).status).toBe(200);
+    await expect.poll(() => limitOn(nodes[1]!), { timeout: 1_000, interval: 5 }).toBe(1000);
+    await expect.poll(() => limitOn(nodes[1]!), { timeout: 1_000, interval: 5 }).toBe(2);
+    expect(Date.now() - putAt).toBeGreaterThanOrEqual(400);
+    expect(await limitOn(nodes[0]!)).toBe(2);
+    await expect.poll(async () => (await redis.cli('HLEN', 'tollgate:{overrides}:entries')).trim(), { timeout: 2_000, interval: 50 }).toBe('0');
+  });
 });
