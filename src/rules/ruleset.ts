@@ -400,6 +400,15 @@ function ownCopy(node: RuleNode, owned: WeakSet<object>): RuleNode {
   return copy;
 }
 
+/** Each override's limit, compiled once (a put composes every override held again). */
+const overrideRules = new WeakMap<Override, CompiledRule>();
+
+function overrideRule(override: Override): CompiledRule {
+  let rule = overrideRules.get(override);
+  if (rule === undefined) overrideRules.set(override, (rule = compileRule(override.descriptor, override.id.replace(/\|/g, '.'))));
+  return rule;
+}
+
 /**
  * Returns `root` (copied where the graft writes) with an exact child at each (key, value) of the
  * override's path, each a copy of the node a check reaches there today (so the rules below it
@@ -418,7 +427,7 @@ function graft(root: RuleNode, override: Override, shadowed: string, owned: Weak
     }
     values.set(value, child);
     node.hasChildren = true;
-    if (i === override.entries.length - 1) child.rule = { ...compileRule(override.descriptor, override.id.replace(/\|/g, '.')), overrides: shadowed };
+    if (i === override.entries.length - 1) child.rule = { ...overrideRule(override), overrides: shadowed };
     node = child;
   });
   return top;
