@@ -86,7 +86,7 @@ export class OverridesSync extends StoredSync {
     let found = false;
     await this.write((documents) => {
       found = documents[id] !== undefined;
-      return { [id]: '' };
+      return found ? { [id]: '' } : {};
     });
     return found;
   }

@@ -71,6 +71,7 @@ describe('overrides through Redis, two nodes', () => {
   it('a delete on one node is gone on the other within 1 s', async () => {
     const response = await admin(nodes[1]!, 'DELETE', '/v1/overrides?domain=api&entry=user=acme');
     expect(response.status).toBe(200);
+    expect((await admin(nodes[1]!, 'DELETE', '/v1/overrides?domain=api&entry=user=nobody')).status).toBe(404);
     await expect.poll(() => limitOn(nodes[0]!), { timeout: 1_000, interval: 5 }).toBe(2);
     expect((await redis.cli('HLEN', 'tollgate:{overrides}:entries')).trim()).toBe('0');
   });
@@ -84,5 +85,13 @@ describe('overrides through Redis, two nodes', () => {
     expect(Date.now() - putAt).toBeGreaterThanOrEqual(400);
     expect(await limitOn(nodes[0]!)).toBe(2);
     await expect.poll(async () => (await redis.cli('HLEN', 'tollgate:{overrides}:entries')).trim(), { timeout: 2_000, interval: 50 }).toBe('0');
+  });
+
+  it('all=true deletes every override of the domain on every node', async () => {
+    const two = JSON.stringify(['acme', 'beta'].map((user) => ({ domain: 'api', descriptors: [{ key: 'user', value: user, rate_limit: { unit: 'minute', requests_per_unit: 1000 } }] })));
+    expect((await admin(nodes[0]!, 'PUT', '/v1/overrides', two)).status).toBe(200);
+    expect((await (await admin(nodes[1]!, 'DELETE', '/v1/overrides?domain=api&all=true')).json()) as unknown).toMatchObject({ deleted: 2 });
+    await expect.poll(() => limitOn(nodes[0]!), { timeout: 1_000, interval: 5 }).toBe(2);
+    expect((await redis.cli('HLEN', 'tollgate:{overrides}:entries')).trim()).toBe('0');
   });
 });
