@@ -94,4 +94,13 @@ describe('overrides through Redis, two nodes', () => {
     await expect.poll(() => limitOn(nodes[0]!), { timeout: 1_000, interval: 5 }).toBe(2);
     expect((await redis.cli('HLEN', 'tollgate:{overrides}:entries')).trim()).toBe('0');
   });
+
+  it('a broken stored override is skipped and named by every node; the others apply', async () => {
+    expect((await admin(nodes[0]!, 'PUT', '/v1/overrides', OVERRIDE)).status).toBe(200);
+    await redis.cli('HSET', 'tollgate:{overrides}:entries', 'api|user=broken', 'not json');
+    const skipped = async (node: RunningService) => ((await (await admin(node, 'GET', '/v1/rules')).json()) as { overrides: { skipped: { domain: string; error: string }[] } }).overrides.skipped;
+    await expect.poll(() => skipped(nodes[1]!), { timeout: 2_000, interval: 20 }).toEqual([{ domain: 'api|user=broken', error: expect.stringMatching(/the stored override is not JSON; put it again/) }]);
+    expect(await limitOn(nodes[1]!)).toBe(1000);
+    await admin(nodes[0]!, 'DELETE', '/v1/overrides?domain=api&all=true');
+  });
 });
