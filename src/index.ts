@@ -29,7 +29,7 @@ export type { Decision, DecisionReason } from './decision.js';
 export { loadRules } from './rules/load.js';
 export type { RuleSet, RulesHolder, RuleSource, CompiledRule } from './rules/ruleset.js';
 export type { WatchRulesOptions, RulesWatcher, RulesWatchStatus } from './rules/watch.js';
-export type { RulesSync, RulesSyncOptions, RulesSyncStatus, RulesPushResult, SkippedDomain } from './rules/sync.js';
+export type { RulesSync, RulesSyncOptions, RulesSyncStatus, RulesPushResult, SkippedDomain } from './rules/shared/sync.js';
 export type { CheckRequest, CheckResult, CheckOptions, DescriptorStatus, CurrentLimit, RateLimitDescriptor } from './rules/check.js';
 export type { DescriptorEntry } from './rules/match.js';
 export type { DomainConfig, DescriptorConfig, RateLimitConfig, RuleUnit, FailureMode, SourceLocation } from './rules/types.js';

@@ -31,7 +31,7 @@ const RUNTIME_EXPORTS: Record<string, string[]> = {
     'StoreDataError', 'StoreError', 'StoreUnavailableError', 'TollgateError',
     'compilePolicy', 'createLimiter', 'loadRules', 'memoryStore', 'redisStore', 'regionStore', 'startReplicator',
   ],
-  './rules': ['RulesHolder', 'RulesSync', 'compileRules', 'parseRules', 'watchRules'],
+  './rules': ['MAX_OVERRIDES', 'OverridesSync', 'RulesHolder', 'RulesSync', 'compileRules', 'parseRules', 'watchRules'],
   './http': [
     'HttpRateLimiter', 'QUOTA_EXCEEDED_TYPE', 'byApiKey', 'byHeader', 'byIp', 'byJwt', 'clientIp', 'limitedBody', 'normalizeIp', 'rateLimit',
     'rateLimitHeaders',

@@ -7,7 +7,8 @@ import type { Logger } from 'pino';
 import type { Limiter } from '../rules/create-limiter.js';
 import type { CheckResult } from '../rules/check.js';
 import type { RulesHolder } from '../rules/ruleset.js';
-import type { RulesSync } from '../rules/sync.js';
+import type { RulesSync } from '../rules/shared/sync.js';
+import type { OverridesSync } from '../rules/shared/override-sync.js';
 import type { RulesWatcher } from '../rules/watch.js';
 import type { Store } from '../store/types.js';
 import type { AuditLog } from './admin/audit.js';
@@ -69,6 +70,8 @@ export interface ServiceContext {
   readonly holder: RulesHolder;
   readonly watcher: RulesWatcher | undefined;
   readonly sync: RulesSync | undefined;
+  /** Per-tenant overrides shared through Redis (with a Redis store only; else the holder keeps them). */
+  readonly overrides?: OverridesSync | undefined;
   readonly events: EventEmitter<ServiceEvents>;
   /** Keys blocked by an operator. */
   readonly blocks: BlockList;

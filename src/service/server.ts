@@ -13,7 +13,8 @@ import { InvalidOptionError } from '../errors.js';
 import { createLimiter } from '../rules/create-limiter.js';
 import { loadRules } from '../rules/load.js';
 import { RulesHolder } from '../rules/ruleset.js';
-import { RulesSync } from '../rules/sync.js';
+import { RulesSync } from '../rules/shared/sync.js';
+import { OverridesSync } from '../rules/shared/override-sync.js';
 import { watchRules, type RulesWatcher } from '../rules/watch.js';
 import { memoryStore, type MemoryStore } from '../store/memory.js';
 import { redisStore, type RedisStore } from '../store/redis/store.js';
@@ -81,8 +82,9 @@ async function createStoreFromOptions(options: ServiceOptions): Promise<MemorySt
 }
 
 /** The rules of --config, or empty ones (rules may still be pushed through Redis). */
-async function loadInitialRules(options: ServiceOptions): Promise<RulesHolder> {
-  return new RulesHolder(options.config !== undefined ? await loadRules(options.config, { mergeDomains: options.mergeDomains }) : undefined);
+async function loadInitialRules(options: ServiceOptions, clock: (() => number) | undefined): Promise<RulesHolder> {
+  // The holder's clock is the decisions' clock: an override expires by the time checks are decided at.
+  return new RulesHolder(options.config !== undefined ? await loadRules(options.config, { mergeDomains: options.mergeDomains }) : undefined, clock !== undefined ? { clock } : {});
 }
 
 /** Reloads the rules when their files change (when they come from files). */
@@ -121,6 +123,22 @@ async function startRulesSync(store: MemoryStore | RedisStore, link: StoreLink |
   return { sync, starter };
 }
 
+/** Applies per-tenant overrides put through Redis (with a Redis store only), as pushed rules are. */
+async function startOverridesSync(store: MemoryStore | RedisStore, link: StoreLink | undefined, holder: RulesHolder, logger: Logger, clock: (() => number) | undefined): Promise<{ sync: OverridesSync; starter: RulesSyncStarter } | undefined> {
+  if (store.name !== 'redis' || link === undefined) return undefined;
+  const sync = new OverridesSync({
+    redis: (store as RedisStore).client,
+    holder,
+    ...(clock !== undefined ? { clock } : {}),
+    onError: (error) => logger.error({ err: error }, 'a stored override was refused and skipped; the others apply'),
+    onWarning: (message) => logger.warn(message),
+    onApply: (version) => logger.info({ version, overrides: holder.overrides().length }, 'overrides applied'),
+  });
+  const starter = new RulesSyncStarter(sync, link, logger, 'overrides');
+  await starter.kick();
+  return { sync, starter };
+}
+
 /** Without --config (and no rules pushed through Redis yet), every check answers OK: say so at start. */
 function warnIfNoRules(options: ServiceOptions, holder: RulesHolder, store: MemoryStore | RedisStore, logger: Logger): void {
   if (options.config !== undefined || holder.current.domainNames().length > 0) return;
@@ -137,6 +155,7 @@ interface ContextParts {
   readonly holder: RulesHolder;
   readonly watcher: RulesWatcher | undefined;
   readonly sync: RulesSync | undefined;
+  readonly overrides: OverridesSync | undefined;
   readonly startedAt: number;
   readonly events: EventEmitter<ServiceEvents>;
   /** The decisions' clock, when the embedding program gives one (else the store's time). */
@@ -146,7 +165,7 @@ interface ContextParts {
   readonly checks: readonly ReadinessCheck[];
 }
 
-function buildContext({ options, logger, store, holder, watcher, sync, startedAt, events, drain, checks, clock }: ContextParts): ServiceContext {
+function buildContext({ options, logger, store, holder, watcher, sync, overrides, startedAt, events, drain, checks, clock }: ContextParts): ServiceContext {
   return {
     options,
     logger,
@@ -163,6 +182,7 @@ function buildContext({ options, logger, store, holder, watcher, sync, startedAt
     holder,
     watcher,
     sync,
+    overrides,
     events,
     blocks: new BlockList(),
     audit: new AuditLog(logger, clock ?? Date.now),
@@ -212,18 +232,21 @@ interface ServiceParts {
   readonly dashboard: { close(): void };
   readonly link: StoreLink | undefined;
   readonly starter: RulesSyncStarter | undefined;
+  readonly overridesStarter?: RulesSyncStarter | undefined;
   /** Follows the certificate files (with TLS). */
   readonly tls: TlsReloader | undefined;
 }
 
 /** Closes the rules watcher and sync, metrics, the dashboard and the store link, then the store. */
-async function closeRest({ context, metrics, dashboard, link, starter, tls }: ServiceParts): Promise<void> {
+async function closeRest({ context, metrics, dashboard, link, starter, overridesStarter, tls }: ServiceParts): Promise<void> {
   tls?.close();
   context.watcher?.close();
   metrics.close();
   dashboard.close();
   starter?.close();
+  overridesStarter?.close();
   await context.sync?.close();
+  await context.overrides?.close();
   link?.close();
   await context.audit.close();
   await context.limiter.close();
@@ -311,15 +334,16 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   // First: a certificate problem stops the start (exit 2) before anything opens.
   const tls = options.tls === undefined ? undefined : new TlsReloader(options.tls, logger);
   const store = await createStoreFromOptions(options);
-  const holder = await loadInitialRules(options);
+  const holder = await loadInitialRules(options, hooks.clock);
   const events = new EventEmitter<ServiceEvents>();
   const link = await linkStore(store, options, logger, events);
   const watcher = watchRuleFiles(options, holder, logger);
   const pushed = await startRulesSync(store, link, holder, logger);
+  const overriding = await startOverridesSync(store, link, holder, logger, hooks.clock);
   warnIfNoRules(options, holder, store, logger);
   const drain = new DrainState();
   const checks = readinessChecks(holder, watcher, store, link, drain);
-  const context = buildContext({ options, logger, store, holder, watcher, sync: pushed?.sync, startedAt, events, drain, checks, clock: hooks.clock });
+  const context = buildContext({ options, logger, store, holder, watcher, sync: pushed?.sync, overrides: overriding?.sync, startedAt, events, drain, checks, clock: hooks.clock });
   logStoreHealth(context);
   shareBlocks(context.blocks, options.workers);
   checks.push(breakerCheck(context.limiter, () => events.emit('readiness')));
@@ -330,7 +354,7 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
     admin: httpListener(secureServer(tls, false, (secure) => createHttpServer(context, planes.admin, secure))),
   };
   tls?.watch();
-  const parts: ServiceParts = { context, listeners, metrics: planes.metrics, dashboard: planes.dashboard, link, starter: pushed?.starter, tls };
+  const parts: ServiceParts = { context, listeners, metrics: planes.metrics, dashboard: planes.dashboard, link, starter: pushed?.starter, overridesStarter: overriding?.starter, tls };
   const { httpPort, adminPort, grpc } = await openListeners(parts, hooks);
   await publishAddresses(parts, { httpPort, adminPort, grpc });
 

@@ -1,5 +1,6 @@
 /**
- * The audit log: one structured line per admin action (rules push, key reset, block, unblock) and
+ * The audit log: one structured line per admin action (rules push, key reset, block, unblock,
+ * override put and delete) and
  * per failed admin authentication, saying who (remote address, a fingerprint of the token: never
  * the token), what (action, domains, key) and how it ended (result and status). Failed logins are
  * themselves rate limited per address by a Tollgate limiter on its own memory store, so a flood
@@ -13,7 +14,7 @@ import { compilePolicy } from '../../policy.js';
 import { memoryStore } from '../../store/memory.js';
 
 /** The admin actions the audit log records, `auth.failed` for a refused authentication, `auth.lockout` for an address slowed down (backoff.ts). */
-export type AuditAction = 'rules.push' | 'keys.reset' | 'keys.block' | 'keys.unblock' | 'auth.failed' | 'auth.lockout';
+export type AuditAction = 'rules.push' | 'keys.reset' | 'keys.block' | 'keys.unblock' | 'overrides.put' | 'overrides.delete' | 'auth.failed' | 'auth.lockout';
 
 /** How an audited request ended: done, refused for its credentials, or failed (bad input, store). */
 export type AuditResult = 'ok' | 'denied' | 'error';
@@ -22,6 +23,8 @@ export type AuditResult = 'ok' | 'denied' | 'error';
 export interface AuditSubject {
   domains?: readonly string[];
   key?: string;
+  /** The ids of the overrides put. */
+  overrides?: readonly string[];
 }
 
 /** Failed logins logged per address per second; the rest are counted into one summary. */

@@ -8,6 +8,7 @@ import { parseRules } from '../../rules/parse/index.js';
 import { compileRules } from '../../rules/ruleset.js';
 import { describeValue } from '../../errors.js';
 import { adminRoute } from './auth.js';
+import { addOverrideRoutes } from './overrides.js';
 import { denyAllWarnings } from './deny-all.js';
 import { addUsageRoute } from './usage-route.js';
 import { blockScope } from '../check/blocks.js';
@@ -20,6 +21,7 @@ export function addAdminRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   addRulesRoutes(ctx, routes);
   addKeyRoutes(ctx, routes);
   addUsageRoute(ctx, routes);
+  addOverrideRoutes(ctx, routes);
 }
 
 /** The rules in force, and replacing domains (admin). */
@@ -31,6 +33,7 @@ function addRulesRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
       domains: rules.domainNames(),
       ...(ctx.watcher !== undefined ? { files: ctx.watcher.status() } : {}),
       ...(ctx.sync !== undefined ? { pushed: ctx.sync.status() } : {}),
+      ...overriddenRules(ctx),
     });
   });
 
@@ -59,6 +62,16 @@ function addRulesRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     ctx.holder.replacePushed(ctx.holder.pushedRules().withDomains(compileRules(parsed, [yaml])));
     sendJson(response, 200, { domains: subject.domains, version: ctx.holder.current.version, ...warned });
   }), 'admin');
+}
+
+/** The rules shadowed by overrides, each marked with the overrides outranking it, and the overrides' sync. */
+function overriddenRules(ctx: ServiceContext): Record<string, unknown> {
+  const overridden = new Map<string, string[]>();
+  for (const override of ctx.holder.overrides()) if (override.shadows !== null) overridden.set(override.shadows, [...(overridden.get(override.shadows) ?? []), override.id]);
+  return {
+    overridden: [...overridden].map(([rule, ids]) => ({ rule, overridden_by: ids })),
+    ...(ctx.overrides !== undefined ? { overrides: ctx.overrides.status() } : {}),
+  };
 }
 
 /** Inspecting, resetting and blocking keys (admin). */

@@ -8,7 +8,7 @@
  */
 import { connect } from 'node:net';
 import type { Logger } from 'pino';
-import type { RulesSync } from '../../rules/sync.js';
+import type { StoredSync } from '../../rules/shared/stored-sync.js';
 import type { RedisStore } from '../../store/redis/store.js';
 import type { ReadinessCheck } from './readiness.js';
 
@@ -194,9 +194,11 @@ export class RulesSyncStarter {
   private closed = false;
 
   constructor(
-    private readonly sync: RulesSync,
+    private readonly sync: StoredSync,
     private readonly link: StoreLink,
     private readonly logger: Logger,
+    /** Names the sync in logs. */
+    private readonly what = 'pushed rules',
   ) {
     link.onConnected(() => void this.kick());
   }
@@ -218,11 +220,11 @@ export class RulesSyncStarter {
       await this.sync.start();
       if (this.closed) return;
       this.started = true;
-      if (this.failures > 0) this.logger.info({ attempts: this.failures + 1 }, 'pushed rules sync started');
+      if (this.failures > 0) this.logger.info({ attempts: this.failures + 1 }, `${this.what} sync started`);
     } catch (error) {
       await this.sync.close();
       this.failures += 1;
-      if (this.failures === 1) this.logger.warn({ err: error }, 'pushed rules sync could not start; retrying while Redis answers');
+      if (this.failures === 1) this.logger.warn({ err: error }, `${this.what} sync could not start; retrying while Redis answers`);
       const delay = Math.min(1_000 * 2 ** (this.failures - 1), SYNC_RETRY_MAX_MS);
       this.retryTimer = setTimeout(() => void this.kick(), delay);
       this.retryTimer.unref();

@@ -71,6 +71,7 @@ const BODY = `
   <section class="third"><h2>Most throttled keys</h2><ol id="top-keys"><li class="empty">Waiting for data...</li></ol></section>
   <section class="third"><h2>Most throttled rules</h2><ol id="top-rules"><li class="empty">Waiting for data...</li></ol></section>
   <section class="third"><h2>Unknown domains (checks)</h2><ol id="unknown-domains"><li class="empty">Waiting for data...</li></ol></section>
+  <section class="third" title="Per-tenant overrides (PUT /v1/overrides): each outranks the rule named, until its expiry"><h2>Overrides in force (<span id="overrides-total">-</span>)</h2><ol id="overrides"><li class="empty">Waiting for data...</li></ol></section>
   <section class="third"><h2>Rules</h2><dl id="rules-info"></dl><h2 class="gap">Store</h2><dl id="store-info"></dl></section>
   <section class="workers" id="workers" hidden>
     <h2>Workers (the numbers above are their sum)</h2>

@@ -113,7 +113,18 @@ function rulesInfo(ctx: ServiceContext): Record<string, unknown> {
     rules: ruleIndex(rules).size,
     ...(watcher !== undefined ? { watcher: { reloads: watcher.reloads, failures: watcher.failures, lastError: watcher.lastError ?? null } } : {}),
     ...(sync !== undefined ? { sync: { version: sync.version, applied: sync.applied, refused: sync.refused, lastError: sync.lastError ?? null } } : {}),
+    overrides: overridesInfo(ctx),
   };
+}
+
+/** Overrides the dashboard lists (the first of them: the snapshot stays small). */
+const LISTED_OVERRIDES = 20;
+
+/** The overrides in force: how many, and the first {@link LISTED_OVERRIDES} with their limit, the rule each outranks and its expiry. */
+function overridesInfo(ctx: ServiceContext): { total: number; listed: { id: string; requestsPerUnit: number; unit: string; shadows: string | null; expires: string | null }[] } {
+  const all = ctx.holder.overrides();
+  const listed = all.slice(0, LISTED_OVERRIDES).map((o) => ({ id: o.id, requestsPerUnit: o.rateLimit.requestsPerUnit ?? 0, unit: o.rateLimit.unlimited ? 'unlimited' : (o.rateLimit.unit ?? ''), shadows: o.shadows, expires: o.expires }));
+  return { total: all.length, listed };
 }
 
 /** The counts a snapshot shows: this process's, or (`--workers N`) the merge of every worker's. */

@@ -529,6 +529,9 @@
     renderList('top-keys', snap.topKeys, function (k) { return k.key; }, function (k) { return k.throttled; }, 'Nothing throttled yet.');
     renderList('top-rules', snap.topRules, function (r) { return r.rule; }, function (r) { return r.throttled; }, 'Nothing throttled yet.');
     renderList('unknown-domains', snap.unknownDomains || [], function (d) { return d[0]; }, function (d) { return d[1]; }, 'None: every check named a domain in the rules.');
+    var overrides = snap.rulesInfo.overrides || { total: 0, listed: [] };
+    setValue('overrides-total', overrides.total);
+    renderList('overrides', overrides.listed, function (o) { return o.id + ' per ' + o.unit + ' over ' + (o.shadows || '(no rule)') + (o.expires ? ' until ' + o.expires : ''); }, function (o) { return o.requestsPerUnit; }, 'None: every limit is a rule\'s.');
     renderWorkers(snap.workers);
 
     var listed = new Set();

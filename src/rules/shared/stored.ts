@@ -8,10 +8,10 @@
  */
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { RulesError, TollgateError } from '../errors.js';
-import { parseRules } from './parse/index.js';
-import { compileRules, type RuleSet } from './ruleset.js';
-import type { DomainConfig } from './types.js';
+import { RulesError, TollgateError } from '../../errors.js';
+import { parseRules } from '../parse/index.js';
+import { compileRules, type RuleSet } from '../ruleset.js';
+import type { DomainConfig } from '../types.js';
 
 /** Domain name → the YAML text it is stored with. */
 export type StoredDocuments = Readonly<Record<string, string>>;
@@ -65,10 +65,12 @@ local documentsKey = KEYS[1]   -- hash: domain -> YAML
 local generationKey = KEYS[2]  -- the generation the documents are at
 local expected = ARGV[1]       -- the generation the push was validated against ('' for none)
 local running = tonumber(ARGV[2]) or 0  -- the generation the pushing node runs (0: none)
--- ARGV[3], ARGV[4], ...: domain, YAML, domain, YAML, ...
+-- ARGV[3], ARGV[4], ...: domain, YAML, domain, YAML, ... (an empty text deletes its document)
 local current = redis.call('GET', generationKey) or ''
 if current ~= expected then return -1 end
-for i = 3, #ARGV, 2 do redis.call('HSET', documentsKey, ARGV[i], ARGV[i + 1]) end
+for i = 3, #ARGV, 2 do
+  if ARGV[i + 1] == '' then redis.call('HDEL', documentsKey, ARGV[i]) else redis.call('HSET', documentsKey, ARGV[i], ARGV[i + 1]) end
+end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local generation = math.max(now, (tonumber(current) or 0) + 1, running + 1)
@@ -77,7 +79,7 @@ return generation
 `;
 
 /**
- * Stores `documents` (replacing those domains) and a new generation, unless the generation is no
+ * Stores `documents` (replacing those domains; an empty text deletes one) and a new generation, unless the generation is no
  * longer `expected` (another push landed since the set was read). `running` is the generation the
  * pushing node runs: the new one is above it. Resolves with the new generation, or undefined on
  * such a conflict.
