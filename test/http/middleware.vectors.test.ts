@@ -24,6 +24,9 @@ async function serveCases(store: Store, cases: readonly VectorCase[]): Promise<{
       policy: vectorCase.policy,
       headers: 'both',
       clock: () => stepNow,
+      // A vector checks what the store decides, not how fast (as test/support/vectors.ts): past the
+      // 50 ms default, a busy machine's slow answer would be the failure mode's.
+      deadlineMs: 5_000,
       key: (req) => String(req.headers['x-key']),
       cost: (req) => Number(req.headers['x-cost']),
       onError: (error) => {

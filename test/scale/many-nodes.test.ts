@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, startRedis } from '../support/redis.js';
+import { useRedisTopologies } from '../support/redis-topologies.js';
 import { startServiceProcess, type ServiceProcess } from '../support/service.js';
 
 const NODES = 3;
@@ -61,24 +61,23 @@ async function awayFromHourEdge(): Promise<void> {
   if (left < 15_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
 }
 
+/** The single Redis and the Cluster the nodes share (the hot keys of each describe are its own: one topology each). */
+const redis = useRedisTopologies();
+
 /** The nodes' rules file, three nodes on the store `storeArgs()` names, started before the suite. */
-function useNodes(storeArgs: () => Promise<{ args: string[]; stop: () => Promise<void> }>): readonly ServiceProcess[] {
+function useNodes(storeArgs: () => string[]): readonly ServiceProcess[] {
   const nodes: ServiceProcess[] = [];
   let dir: string | undefined;
-  let stopStore: (() => Promise<void>) | undefined;
   beforeAll(async () => {
-    const store = await storeArgs();
-    stopStore = store.stop;
     dir = mkdtempSync(join(tmpdir(), 'tollgate-scale-'));
     writeFileSync(join(dir, 'rules.yaml'), RULES);
     const started = Array.from({ length: NODES }, () =>
-      startServiceProcess([...store.args, '--config', join(dir!, 'rules.yaml'), '--deadline-ms', '5000', '--host', '127.0.0.1']),
+      startServiceProcess([...storeArgs(), '--config', join(dir!, 'rules.yaml'), '--deadline-ms', '5000', '--host', '127.0.0.1']),
     );
     nodes.push(...(await Promise.all(started)));
   }, 30_000);
   afterAll(async () => {
     const codes = await Promise.all(nodes.map((node) => node.stop()));
-    await stopStore?.();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     expect(codes).toEqual(nodes.map(() => 0));
   }, 20_000);
@@ -111,17 +110,11 @@ function exactAcrossNodes(nodes: readonly ServiceProcess[]): void {
 }
 
 describe('many nodes: 3 `tollgate serve` on one Redis', () => {
-  const nodes = useNodes(async () => {
-    const redis = await startRedis();
-    return { args: ['--redis', redis.url], stop: () => redis.stop() };
-  });
+  const nodes = useNodes(() => ['--redis', redis.single.url]);
   exactAcrossNodes(nodes);
 });
 
 describe('many nodes: 3 `tollgate serve` on a 3-master Redis Cluster', () => {
-  const nodes = useNodes(async () => {
-    const cluster = await startCluster(3);
-    return { args: ['--redis-cluster', cluster.nodes.map(({ host, port }) => `${host}:${port}`).join(',')], stop: () => cluster.stop() };
-  });
+  const nodes = useNodes(() => ['--redis-cluster', redis.cluster.nodes.map(({ host, port }) => `${host}:${port}`).join(',')]);
   exactAcrossNodes(nodes);
 });

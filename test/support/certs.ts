@@ -11,6 +11,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
+import { expect } from 'vitest';
+import { TollgateError } from '../../src/errors.js';
 
 const OPENSSL = '/usr/bin/openssl';
 
@@ -116,6 +118,42 @@ export async function cliExits(runs: readonly string[][]): Promise<{ code: numbe
   };
   await Promise.all(Array.from({ length: CLI_CONCURRENCY }, worker));
   return results;
+}
+
+/** `--name value` pairs as the flag values a command's parser hands its options resolver. */
+function flagValues(args: readonly string[]): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (let i = 0; i < args.length; i += 2) values[args[i]!.replace(/^--/, '')] = args[i + 1]!;
+  return values;
+}
+
+/**
+ * Each of `cases` refused at start with its message, a TollgateError (which the command turns into
+ * exit 2): every case through `start` in this process (resolving the flags and starting, as the command does; a start that succeeds is closed and
+ * fails the test), and the first also through the built CLI with `cliArgs`, which must exit 2 with
+ * the message on stderr: the command maps every TollgateError alike, so one Node start proves that
+ * mapping and the ten cases need no process each.
+ */
+export async function expectRefusedAtStart(
+  cases: readonly [string[], string][],
+  start: (flags: Record<string, string>) => Promise<{ close(): Promise<unknown> }>,
+  cliArgs: (args: string[]) => string[],
+): Promise<void> {
+  for (const [args, message] of cases) {
+    const outcome = await (async () => start(flagValues(args)))().then(
+      async (running) => {
+        await running.close();
+        return 'started';
+      },
+      (error: unknown) => error,
+    );
+    expect(outcome, args.join(' ')).toBeInstanceOf(TollgateError);
+    expect((outcome as Error).message, args.join(' ')).toContain(message);
+  }
+  const [first] = cases;
+  const { code, stderr } = await cliExit(cliArgs(first![0]));
+  expect(stderr, first![0].join(' ')).toContain(first![1]);
+  expect(code, first![0].join(' ')).toBe(2);
 }
 
 /**

@@ -1,28 +1,33 @@
-// A separate OS process for the exactness tests: fires `attempts` decisions at one key, `concurrency`
-// at a time, through the built package, and prints how many were admitted as JSON.
+// A separate OS process for the exactness tests: for each job (a policy and a key), fires
+// `attempts` decisions at the job's key, `concurrency` at a time, all jobs at once, through the
+// built package, and prints how many each job had admitted as JSON (one entry per job).
 import { createLimiter, redisStore } from '../../dist/index.js';
 
-const [storeJson, policyJson, key, attemptsText, concurrencyText] = process.argv.slice(2);
+const [storeJson, jobsJson, attemptsText, concurrencyText] = process.argv.slice(2);
 const store = redisStore(JSON.parse(storeJson));
 await store.ready();
 // Exactness is what is measured here: a generous deadline keeps a loaded machine from turning slow answers into local ones.
 const limiter = createLimiter({ store, deadlineMs: 10_000 });
-const policy = JSON.parse(policyJson);
-let remaining = Number(attemptsText);
-let admitted = 0;
-let failed = 0;
 
-async function worker() {
-  while (remaining > 0) {
-    remaining -= 1;
-    try {
-      if ((await limiter.limit(key, policy)).allowed) admitted += 1;
-    } catch {
-      failed += 1;
+/** One job's attempts at its key: `concurrency` callers taking attempts until none are left. */
+async function hammer({ policy, key }) {
+  let remaining = Number(attemptsText);
+  let admitted = 0;
+  let failed = 0;
+  async function caller() {
+    while (remaining > 0) {
+      remaining -= 1;
+      try {
+        if ((await limiter.limit(key, policy)).allowed) admitted += 1;
+      } catch {
+        failed += 1;
+      }
     }
   }
+  await Promise.all(Array.from({ length: Number(concurrencyText) }, caller));
+  return { admitted, failed };
 }
 
-await Promise.all(Array.from({ length: Number(concurrencyText) }, worker));
+const results = await Promise.all(JSON.parse(jobsJson).map(hammer));
 await limiter.close();
-process.stdout.write(JSON.stringify({ admitted, failed }));
+process.stdout.write(JSON.stringify(results));

@@ -3,10 +3,15 @@
  * (with the stores opened on it, or an ioredis client), a Cluster, or both topologies with `open()`
  * for stores that are closed with them. A test that needs a Redis of its own for one test (to kill,
  * restart or configure it) starts it itself with ./redis.ts.
+ *
+ * {@link useRedisTopologies} and {@link useSharedRedisCluster} lease their servers from the run's
+ * pool (./redis-pool.ts): the file has them alone, emptied, but must not kill, pause, restart or
+ * reconfigure them.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { memoryStore, redisStore, type RedisStore, type RedisStoreOptions, type Store } from '../../src/index.js';
+import { leasePooledRedis } from './redis-pool.js';
 import { startCluster, startRedis, type ClusterOptions, type RedisCluster, type RedisServer } from './redis.js';
 
 export interface RedisTopologies {
@@ -17,16 +22,31 @@ export interface RedisTopologies {
   open(options: RedisStoreOptions): Promise<RedisStore>;
 }
 
+/**
+ * A single Redis and a 3-master Cluster for the file's tests: leased from the run's pool when there
+ * is one (shared with other files one after the other, so never killed, paused or reconfigured by
+ * a test), else started for the file and stopped after it.
+ */
 export function useRedisTopologies(): RedisTopologies {
   let single: RedisServer | undefined;
   let cluster: RedisCluster | undefined;
+  let release: (() => Promise<void>) | undefined;
   const stores: RedisStore[] = [];
   beforeAll(async () => {
+    const pooled = await leasePooledRedis();
+    if (pooled !== undefined) {
+      ({ single, cluster } = pooled);
+      release = async () => pooled.release();
+      return;
+    }
     [single, cluster] = await Promise.all([startRedis(), startCluster(3)]);
+    release = async () => {
+      await Promise.all([single?.stop(), cluster?.stop()]);
+    };
   }, 180_000);
   afterAll(async () => {
     await Promise.all(stores.map((store) => store.close()));
-    await Promise.all([single?.stop(), cluster?.stop()]);
+    await release?.();
   });
   return {
     get single() {
@@ -128,6 +148,23 @@ export function useRedisWithClient(): { readonly server: SingleRedis; readonly r
     get redis() {
       return redis!;
     },
+  };
+}
+
+/**
+ * The 3-master Cluster of {@link useRedisTopologies} alone: leased from the run's pool when there is
+ * one (never kill, pause or reconfigure it), else started for the file.
+ */
+export function useSharedRedisCluster(): RedisCluster {
+  const topologies = useRedisTopologies();
+  return {
+    get nodes() {
+      return topologies.cluster.nodes;
+    },
+    get servers() {
+      return topologies.cluster.servers;
+    },
+    stop: () => topologies.cluster.stop(),
   };
 }
 

@@ -75,7 +75,8 @@ function bindAndRelease(port: number): Promise<number> {
   });
 }
 
-function cli(port: number, args: string[]): string {
+/** `redis-cli -p port args...`; returns stdout. */
+export function cli(port: number, args: string[]): string {
   const result = spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`redis-cli ${args.join(' ')} failed: ${result.stderr}`);
   return result.stdout;

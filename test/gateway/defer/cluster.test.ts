@@ -6,10 +6,10 @@
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeferredQueue, startDrainWorker, upstreamDeliverer } from '../../../src/gateway/defer/index.js';
-import { useRedisCluster } from '../../support/redis-topologies.js';
+import { useSharedRedisCluster } from '../../support/redis-topologies.js';
 import { eventually, startUpstream } from '../../support/defer-upstream.js';
 
-const cluster = useRedisCluster(3);
+const cluster = useSharedRedisCluster();
 let client: Cluster;
 
 beforeAll(() => {
