@@ -181,7 +181,7 @@ describe('GET /metrics', () => {
     expect(info).toHaveLength(1);
     expect(info[0]!.labels.version).toBe(service.context.holder.current.version);
     expect(info[0]!.value).toBe(1);
-    expect(value(samples, 'tollgate_rules_domains')).toBe(5);
+    expect(value(samples, 'tollgate_rules_domains')).toBe(6);
     expect(value(samples, 'tollgate_rules_rules')).toBeGreaterThanOrEqual(10);
     expect(series(samples, 'tollgate_rules_reloads_total').map((s) => `${s.labels.source}/${s.labels.result}`).sort()).toEqual(['watcher/applied', 'watcher/refused']);
   });
