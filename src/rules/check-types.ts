@@ -79,6 +79,8 @@ export interface DescriptorStatus {
   readonly delay?: number;
   /** The domain's allow or deny list decided this request, before any limit (rules/lists.ts); `rule` names it. */
   readonly list?: 'allow' | 'deny';
+  /** Over the limit because the key serves a penalty (`block_duration`): `retryAfter` is the block's end. */
+  readonly blocked?: true;
 }
 
 /** envoy's RateLimitResponse. */

@@ -81,7 +81,10 @@ describe('penalties in the decision service', () => {
     const denied = await eve();
     expect(denied.status).toBe(429);
     // A minute's limit, an hour's block: the retry is the block's end (the exact end: test/limiter/penalties.test.ts).
-    const status = (denied.body.statuses as { retryAfter: number; durationUntilReset: number }[])[0]!;
+    const status = (denied.body.statuses as { retryAfter: number; durationUntilReset: number; blocked?: boolean }[])[0]!;
+    // The denial that starts the block says so, as every denial during it does.
+    expect(status.blocked).toBe(true);
+    expect((await eve()).body.statuses).toMatchObject([{ code: 'OVER_LIMIT', blocked: true }]);
     expect(status.retryAfter).toBeGreaterThan(3_590_000);
     expect(status.retryAfter).toBeLessThanOrEqual(3_600_000);
   });
