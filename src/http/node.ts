@@ -68,14 +68,17 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
       return;
     }
     // A request `skip` let through takes no slot either.
-    const continueWith = (decided: Verdict): (() => void) => (decided.skipped === true ? next : go);
     if (verdict instanceof Promise) {
-      verdict.then((resolved) => (apply(req, res, resolved, continueWith(resolved)) ? continueWith(resolved)() : answered()), next);
-    } else if (apply(req, res, verdict, continueWith(verdict))) {
-      continueWith(verdict)();
-    } else {
-      answered();
+      verdict.then((resolved) => {
+        const then = resolved.skipped === true ? next : go;
+        if (apply(req, res, resolved, then)) then();
+        else answered();
+      }, next);
+      return;
     }
+    const then = verdict.skipped === true ? next : go;
+    if (apply(req, res, verdict, then)) then();
+    else answered();
   };
   const nothing = (): void => {};
 

@@ -251,11 +251,7 @@ export class CoreLimiter implements LimiterCore {
 
   reserve(key: string, policy: Policy | CompiledPolicy, options: ReserveOptions): Promise<Decision> {
     return settle(() => {
-      const checkedKey = checkKey(key);
-      const compiled = this.policies.get(policy);
-      checkReservable(compiled, 'reserve');
-      const { request, now } = checkReserveOptions(options);
-      const at = now ?? this.callTime(undefined);
+      const { checkedKey, compiled, request, at } = this.reservation(key, policy, 'reserve', checkReserveOptions(options));
       if (compiled.limit === 0) return limitZero(compiled, at ?? currentTime());
       return this.top.reserve(checkedKey, compiled, request, at, options);
     });
@@ -263,15 +259,19 @@ export class CoreLimiter implements LimiterCore {
 
   settle(key: string, policy: Policy | CompiledPolicy, options: SettleOptions): Promise<Settlement> {
     return settle(() => {
-      const checkedKey = checkKey(key);
-      const compiled = this.policies.get(policy);
-      checkReservable(compiled, 'settle');
-      const { request, now } = checkSettleOptions(options);
-      const at = now ?? this.callTime(undefined);
+      const { checkedKey, compiled, request, at } = this.reservation(key, policy, 'settle', checkSettleOptions(options));
       if (compiled.limit === 0) return { status: 'unknown', reserved: 0, cost: 0, decision: limitZero(compiled, at ?? currentTime()) };
       const settled = this.top.settle(checkedKey, compiled, request, at, options);
       return settled instanceof Promise ? settled.then(looked) : looked(settled);
     });
+  }
+
+  /** A reserve's or settle's checked key, policy and request, and the call's time (undefined: the store's). */
+  private reservation<R>(key: string, policy: Policy | CompiledPolicy, where: 'reserve' | 'settle', checked: { request: R; now: number | undefined }): { checkedKey: string; compiled: CompiledPolicy; request: R; at: number | undefined } {
+    const checkedKey = checkKey(key);
+    const compiled = this.policies.get(policy);
+    checkReservable(compiled, where);
+    return { checkedKey, compiled, request: checked.request, at: checked.now ?? this.callTime(undefined) };
   }
 
   /** Every layer forgets what it holds of the key (its reset hook), then the store forgets it. */
