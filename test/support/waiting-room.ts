@@ -1,0 +1,60 @@
+/**
+ * Waiting-room tests' helpers: a client that keeps its cookies (a jar per user), the gateway
+ * configuration of one room, and the secret every node reads from the environment.
+ */
+import { send, type Answer } from './gateway.js';
+
+/** The environment variable the test rooms name in `secret_env`, and its value (set by {@link useRoomSecret}). */
+export const ROOM_SECRET_ENV = 'TOLLGATE_TEST_WAITING_ROOM_SECRET';
+export const ROOM_SECRET = 'a-test-secret-of-more-than-32-bytes-0123456789';
+
+/** Sets the rooms' secret in this process's environment (the configuration loader reads it there). */
+export function useRoomSecret(): void {
+  process.env[ROOM_SECRET_ENV] = ROOM_SECRET;
+}
+
+/** A gateway configuration with one route behind a waiting room. */
+export function roomConfig(upstream: string, room: string, extra = ''): string {
+  return `upstreams: { app: "${upstream}" }
+routes:
+  - match: { prefix: / }
+    upstream: app
+    waiting_room: { active_users: 2, session_ttl: 60s, secret_env: ${ROOM_SECRET_ENV}, hold: 10m${room === '' ? '' : `, room: ${room}`}${extra} }
+`;
+}
+
+/** One user: a cookie jar over any number of gateway nodes. */
+export class Jar {
+  readonly cookies = new Map<string, string>();
+
+  constructor(readonly name: string) {}
+
+  header(): string | undefined {
+    return this.cookies.size === 0 ? undefined : [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+  }
+
+  /** GET `url` with the jar's cookies (JSON asked for unless `html`), keeping what the answer sets. */
+  async get(url: string, options: { html?: boolean } = {}): Promise<Answer> {
+    const cookie = this.header();
+    const headers: Record<string, string> = { accept: options.html === true ? 'text/html' : 'application/json', ...(cookie !== undefined ? { cookie } : {}) };
+    const answer = await send(url, { headers });
+    for (const line of answer.headers['set-cookie'] ?? []) {
+      const [pair] = line.split(';');
+      const at = pair!.indexOf('=');
+      this.cookies.set(pair!.slice(0, at), pair!.slice(at + 1));
+    }
+    return answer;
+  }
+
+  /** The first visit (a ticket) then the second (the place taken): the answer to the second. */
+  async join(url: string): Promise<Answer> {
+    await this.get(url);
+    return this.get(url);
+  }
+}
+
+/** The queue position a JSON waiting answer gives, or 0 when the request passed. */
+export function positionOf(answer: Answer): number {
+  if (answer.status !== 503) return 0;
+  return (JSON.parse(answer.body) as { position: number }).position;
+}
