@@ -13,14 +13,18 @@ export function useRoomSecret(): void {
   process.env[ROOM_SECRET_ENV] = ROOM_SECRET;
 }
 
-/** A gateway configuration with one route behind a waiting room. */
-export function roomConfig(upstream: string, room: string, extra = ''): string {
-  return `upstreams: { app: "${upstream}" }
-routes:
-  - match: { prefix: / }
+/** A route behind a waiting room: `fields` over the defaults (2 users, 60 s sessions, held 10 minutes). */
+export function roomRoute(prefix: string, fields: Record<string, string | number> = {}): string {
+  const all = { active_users: 2, session_ttl: '60s', secret_env: ROOM_SECRET_ENV, hold: '10m', ...fields };
+  return `  - match: { prefix: ${prefix} }
     upstream: app
-    waiting_room: { active_users: 2, session_ttl: 60s, secret_env: ${ROOM_SECRET_ENV}, hold: 10m${room === '' ? '' : `, room: ${room}`}${extra} }
+    waiting_room: { ${Object.entries(all).map(([name, value]) => `${name}: ${value}`).join(', ')} }
 `;
+}
+
+/** A gateway configuration with these routes (from {@link roomRoute}) to one upstream. */
+export function roomConfig(upstream: string, ...routes: string[]): string {
+  return `upstreams: { app: "${upstream}" }\nroutes:\n${routes.join('')}`;
 }
 
 /** One user: a cookie jar over any number of gateway nodes. */

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from '../../support/redis.js';
 import { TestClock, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../../support/gateway.js';
-import { Jar, positionOf, roomConfig, useRoomSecret } from '../../support/waiting-room.js';
+import { Jar, positionOf, roomConfig, roomRoute, useRoomSecret } from '../../support/waiting-room.js';
 
 const RULES = 'domain: wr\ndescriptors: []\n';
 
@@ -22,8 +22,8 @@ describe('waiting room across two gateway nodes on one Redis', () => {
     redis = await startRedis();
     upstream = await startUpstream();
     const flags = { redis: redis.url };
-    a = await startTestGateway(roomConfig(upstream.url, 'launch'), RULES, { clock, flags });
-    b = await startTestGateway(roomConfig(upstream.url, 'launch'), RULES, { clock, flags });
+    a = await startTestGateway(roomConfig(upstream.url, roomRoute('/', { room: 'launch' })), RULES, { clock, flags });
+    b = await startTestGateway(roomConfig(upstream.url, roomRoute('/', { room: 'launch' })), RULES, { clock, flags });
   }, 30_000);
 
   afterAll(async () => {
