@@ -118,7 +118,7 @@ export const DEFAULT_TEMPLATE = compileTemplate(`<!doctype html>
   <p class="position" id="position">{{position}}</p>
   <p class="label">your place in the queue (of {{queue_length}})</p>
   <p class="wait">Estimated wait: <strong id="wait">{{wait}}</strong></p>
-  <p class="note">This page refreshes itself every {{refresh_seconds}} seconds. Please keep it open: leaving the page or refreshing it yourself does not lose your place.</p>
+  <p class="note">Keep this page open: it refreshes itself every {{refresh_seconds}} s and lets you in when it is your turn. Reloading it yourself does not lose your place.</p>
 </main>
 </body>
 </html>
