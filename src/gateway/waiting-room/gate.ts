@@ -26,8 +26,6 @@ import { MemoryRoomStore, type RoomStore, type Visit } from './store.js';
 const COOKIE_MAX_AGE_MS = 86_400_000;
 /** A newcomer with room to enter asks again this soon. */
 const ENTER_SOON_MS = 1_000;
-/** A cookie issued this far in the future (a clock ahead on another node) is still taken. */
-const CLOCK_SKEW_MS = 5_000;
 const COMMAND_TIMEOUT_MS = 1_000;
 const CONNECT_TIMEOUT_MS = 5_000;
 
@@ -38,17 +36,19 @@ export type Proceed = (headers: HeaderList) => void;
 export class WaitingRooms {
   readonly metrics: RoomMetrics;
 
-  constructor(private readonly store: RoomStore, registry: Registry, private readonly clock: () => number, private readonly logger: Logger, private readonly failClosed: boolean) {
-    this.metrics = new RoomMetrics(registry, clock);
+  /**
+   * `clock`: the gateway's decisions clock, given to the store (tests, replays); undefined: the
+   * store's own time (Redis `TIME`), so nodes with skewed clocks agree on when a session ends.
+   */
+  constructor(private readonly store: RoomStore, registry: Registry, private readonly clock: (() => number) | undefined, private readonly logger: Logger, private readonly failClosed: boolean) {
+    this.metrics = new RoomMetrics(registry, clock ?? Date.now);
   }
 
   /** Lets the request on (`proceed`) or answers it; never throws. */
   gate(room: WaitingRoomSettings, req: IncomingMessage, res: ServerResponse, proceed: Proceed): void {
-    const now = this.clock();
     const place = this.placeOf(room, req.headers.cookie);
-    const mayJoin = place !== undefined && place.kind === 'w' && place.issued <= now + CLOCK_SKEW_MS && now - place.issued <= room.holdMs;
-    this.store.visit(room, place === undefined ? undefined : { ticket: place.ticket, issued: place.issued, mayJoin }, now).then(
-      (visit) => this.answer(room, req, res, proceed, place, visit, now),
+    this.store.visit(room, place === undefined ? undefined : { ticket: place.ticket, issued: place.issued, waiting: place.kind === 'w' }, this.clock?.()).then(
+      (visit) => this.answer(room, req, res, proceed, place, visit),
       (error: unknown) => this.failed(room, res, proceed, error),
     );
   }
@@ -62,7 +62,8 @@ export class WaitingRooms {
     return undefined;
   }
 
-  private answer(room: WaitingRoomSettings, req: IncomingMessage, res: ServerResponse, proceed: Proceed, place: Place | undefined, visit: Visit, now: number): void {
+  private answer(room: WaitingRoomSettings, req: IncomingMessage, res: ServerResponse, proceed: Proceed, place: Place | undefined, visit: Visit): void {
+    const { now } = visit;
     this.metrics.visited(room.room, room.activeUsers, visit);
     const secure = (req.socket as TLSSocket).encrypted === true;
     const cookie = (next: Place): [string, string] => ['set-cookie', setCookie(cookieName(room.room), signPlace(room.secret, room.room, next), COOKIE_MAX_AGE_MS, secure)];

@@ -8,17 +8,23 @@
  *   `<prefix>{<room>}:seq`    the last ticket number issued (never expires: numbers are never reused).
  */
 import type { Cluster, Redis } from 'ioredis';
-import { ADMIT_BATCH, PRUNE_BATCH, memberOf, type RoomBounds, type RoomStore, type Visit, type VisitPlace } from './store.js';
+import { ADMIT_BATCH, CLOCK_SKEW_MS, PRUNE_BATCH, memberOf, type RoomBounds, type RoomStore, type Visit, type VisitPlace } from './store.js';
 
 const VISIT = `
 local queue, seen, active, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = tonumber(ARGV[1])
+if not now then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
 local cap = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
 local hold = tonumber(ARGV[4])
 local member = ARGV[5]            -- '' for a visitor without a valid cookie
 local ticket = tonumber(ARGV[6])
-local mayJoin = ARGV[7] == '1'
+local issued = tonumber(ARGV[7])  -- a waiting ticket's issue time; '' for an admitted cookie
+local skew = tonumber(ARGV[10])
+local mayJoin = issued ~= nil and issued <= now + skew and now - issued <= hold
 local pruneBatch = tonumber(ARGV[8])
 local admitBatch = tonumber(ARGV[9])
 
@@ -69,11 +75,11 @@ if state == 'new' then
   ticket = redis.call('INCR', seq)
   position = queueLength + 1
 end
-return {state, ticket, position, queueLength, redis.call('ZCARD', active), promoted}
+return {state, ticket, position, queueLength, redis.call('ZCARD', active), promoted, now}
 `;
 
 interface RoomScript {
-  tollgateWaitingRoomVisit(queue: string, seen: string, active: string, seq: string, ...args: (string | number)[]): Promise<[string, number, number, number, number, number]>;
+  tollgateWaitingRoomVisit(queue: string, seen: string, active: string, seq: string, ...args: (string | number)[]): Promise<[string, number, number, number, number, number, number]>;
 }
 
 /** The rooms on `client` (the store closes it when `owned`). */
@@ -85,14 +91,15 @@ export class RedisRoomStore implements RoomStore {
     if (typeof this.client.tollgateWaitingRoomVisit !== 'function') this.client.defineCommand('tollgateWaitingRoomVisit', { numberOfKeys: 4, lua: VISIT });
   }
 
-  async visit(bounds: RoomBounds, place: VisitPlace | undefined, now: number): Promise<Visit> {
+  async visit(bounds: RoomBounds, place: VisitPlace | undefined, now: number | undefined): Promise<Visit> {
     const base = `${this.prefix}{${bounds.room}}`;
     const member = place === undefined ? '' : memberOf(place.ticket, place.issued);
-    const [state, ticket, position, queueLength, activeSessions, promoted] = await this.client.tollgateWaitingRoomVisit(
+    const [state, ticket, position, queueLength, activeSessions, promoted, at] = await this.client.tollgateWaitingRoomVisit(
       `${base}:queue`, `${base}:seen`, `${base}:active`, `${base}:seq`,
-      Math.floor(now), bounds.activeUsers, bounds.sessionTtlMs, bounds.holdMs, member, place?.ticket ?? 0, place?.mayJoin === true ? '1' : '0', PRUNE_BATCH, ADMIT_BATCH,
+      now === undefined ? '' : Math.floor(now), bounds.activeUsers, bounds.sessionTtlMs, bounds.holdMs, member, place?.ticket ?? 0,
+      place?.waiting === true ? place.issued : '', PRUNE_BATCH, ADMIT_BATCH, CLOCK_SKEW_MS,
     );
-    return { state: state as Visit['state'], ticket, position, queueLength, activeSessions, promoted };
+    return { state: state as Visit['state'], ticket, position, queueLength, activeSessions, promoted, now: at };
   }
 
   async close(): Promise<void> {

@@ -24,8 +24,16 @@ export interface RoomBounds {
 export interface VisitPlace {
   readonly ticket: number;
   readonly issued: number;
-  /** Whether the ticket was issued recently enough (within hold) to join the queue now. */
-  readonly mayJoin: boolean;
+  /** Whether the cookie is a waiting one (`w`): only such a ticket, issued within `hold`, may join the queue. */
+  readonly waiting: boolean;
+}
+
+/** A ticket issued this far in the future (by a node whose clock is ahead) may still join. */
+export const CLOCK_SKEW_MS = 5_000;
+
+/** Whether `place` may join the queue at `now`: a waiting ticket issued within `hold`. */
+export function mayJoin(place: VisitPlace, now: number, holdMs: number): boolean {
+  return place.waiting && place.issued <= now + CLOCK_SKEW_MS && now - place.issued <= holdMs;
 }
 
 /** What a visit found. */
@@ -39,10 +47,13 @@ export interface Visit {
   readonly activeSessions: number;
   /** Places admitted from the queue by this visit (for the admissions metric). */
   readonly promoted: number;
+  /** The instant the store decided at (epoch ms): a new ticket's issue time. */
+  readonly now: number;
 }
 
 export interface RoomStore {
-  visit(bounds: RoomBounds, place: VisitPlace | undefined, now: number): Promise<Visit>;
+  /** One visit; `now` undefined: the store's own time (Redis `TIME`, so every node agrees). */
+  visit(bounds: RoomBounds, place: VisitPlace | undefined, now: number | undefined): Promise<Visit>;
   close(): Promise<void>;
 }
 
@@ -121,13 +132,14 @@ class MemoryRoom {
 export class MemoryRoomStore implements RoomStore {
   private readonly rooms = new Map<string, MemoryRoom>();
 
-  visit(bounds: RoomBounds, place: VisitPlace | undefined, now: number): Promise<Visit> {
+  visit(bounds: RoomBounds, place: VisitPlace | undefined, at: number | undefined): Promise<Visit> {
+    const now = at ?? Date.now();
     let room = this.rooms.get(bounds.room);
     if (room === undefined) this.rooms.set(bounds.room, (room = new MemoryRoom()));
     room.expire(now, bounds.holdMs);
     const member = place === undefined ? undefined : memberOf(place.ticket, place.issued);
     let state: Visit['state'] = 'new';
-    if (member !== undefined) state = this.find(room, member, place!, now);
+    if (member !== undefined) state = this.find(room, member, place!, now, bounds.holdMs);
     const promoted = room.admit(bounds, now);
     if (member !== undefined && (state === 'active' || room.granted.has(member))) {
       room.granted.delete(member);
@@ -136,19 +148,19 @@ export class MemoryRoomStore implements RoomStore {
       state = 'active';
     }
     const queueLength = room.queue.length;
-    if (state === 'new') return Promise.resolve({ state, ticket: ++room.seq, position: queueLength + 1, queueLength, activeSessions: room.activeCount, promoted });
+    if (state === 'new') return Promise.resolve({ state, ticket: ++room.seq, position: queueLength + 1, queueLength, activeSessions: room.activeCount, promoted, now });
     const position = state === 'queued' ? room.rank(place!.ticket) + 1 : 0;
-    return Promise.resolve({ state, ticket: place!.ticket, position, queueLength, activeSessions: room.activeCount, promoted });
+    return Promise.resolve({ state, ticket: place!.ticket, position, queueLength, activeSessions: room.activeCount, promoted, now });
   }
 
-  private find(room: MemoryRoom, member: string, place: VisitPlace, now: number): Visit['state'] {
+  private find(room: MemoryRoom, member: string, place: VisitPlace, now: number, holdMs: number): Visit['state'] {
     if (room.active.has(member) || room.granted.has(member)) return 'active';
     if (room.seen.has(member)) {
       room.seen.delete(member);
       room.seen.set(member, now);
       return 'queued';
     }
-    if (!place.mayJoin || place.ticket > room.seq) return 'new';
+    if (!mayJoin(place, now, holdMs) || place.ticket > room.seq) return 'new';
     room.queue.splice(room.rank(place.ticket), 0, { ticket: place.ticket, member });
     room.seen.set(member, now);
     return 'queued';

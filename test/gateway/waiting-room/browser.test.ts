@@ -12,6 +12,13 @@ import { TestClock, startTestGateway, startUpstream, type TestGateway, type Upst
 import { startRedis, type RedisServer } from '../../support/redis.js';
 import { roomConfig, roomRoute, useRoomSecret } from '../../support/waiting-room.js';
 
+/** What the page functions read of the DOM (the tests compile without the DOM's types). */
+declare const document: {
+  title: string;
+  getElementById(id: string): { textContent: string | null } | null;
+  querySelector(selector: string): { getAttribute(name: string): string | null } | null;
+};
+
 const RULES = 'domain: wr\ndescriptors: []\n';
 const SHOP = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title></head><body><h1 id="shop">The shop</h1></body></html>';
 const SCREENSHOT = join(process.cwd(), 'docs', 'images', 'waiting-room.png');
