@@ -40,14 +40,14 @@ export class WaitingRooms {
    * `clock`: the gateway's decisions clock, given to the store (tests, replays); undefined: the
    * store's own time (Redis `TIME`), so nodes with skewed clocks agree on when a session ends.
    */
-  constructor(private readonly store: RoomStore, registry: Registry, private readonly clock: (() => number) | undefined, private readonly logger: Logger, private readonly failClosed: boolean) {
+  constructor(private readonly places: RoomStore, registry: Registry, private readonly clock: (() => number) | undefined, private readonly logger: Logger, private readonly failClosed: boolean) {
     this.metrics = new RoomMetrics(registry, clock ?? Date.now);
   }
 
   /** Lets the request on (`proceed`) or answers it; never throws. */
   gate(room: WaitingRoomSettings, req: IncomingMessage, res: ServerResponse, proceed: Proceed): void {
     const place = this.placeOf(room, req.headers.cookie);
-    this.store.visit(room, place === undefined ? undefined : { ticket: place.ticket, issued: place.issued, waiting: place.kind === 'w' }, this.clock?.()).then(
+    this.places.visit(room, place === undefined ? undefined : { ticket: place.ticket, issued: place.issued, waiting: place.kind === 'w' }, this.clock?.()).then(
       (visit) => this.answer(room, req, res, proceed, place, visit),
       (error: unknown) => this.failed(room, res, proceed, error),
     );
@@ -98,7 +98,7 @@ export class WaitingRooms {
   }
 
   close(): Promise<void> {
-    return this.store.close();
+    return this.places.close();
   }
 }
 
