@@ -4,33 +4,15 @@
  * page, and nothing is stored for it until it comes back with that cookie: the bot only ever sees
  * the page, the queue does not grow, and a real user's place does not move.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestClock, send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
-import { Jar, roomConfig, roomRoute, useRoomSecret } from '../support/waiting-room.js';
-
-const RULES = 'domain: wr\ndescriptors: []\n';
+import { describe, expect, it } from 'vitest';
+import { TestClock, send } from '../support/gateway.js';
+import { Jar, roomRoute, useRoomGateways } from '../support/waiting-room.js';
 
 describe('waiting room: a cookieless bot flood', () => {
-  let redis: RedisServer;
-  let upstream: Upstream;
-  let gateway: TestGateway;
-  const clock = new TestClock();
-
-  beforeAll(async () => {
-    useRoomSecret();
-    redis = await startRedis();
-    upstream = await startUpstream();
-    gateway = await startTestGateway(roomConfig(upstream.url, roomRoute('/', { room: 'flood', active_users: 2 })), RULES, { clock, flags: { redis: redis.url } });
-  }, 30_000);
-
-  afterAll(async () => {
-    await gateway?.close();
-    await upstream?.close();
-    await redis?.stop();
-  });
+  const rig = useRoomGateways({ routes: [roomRoute('/', { room: 'flood', active_users: 2 })], redis: true, clock: new TestClock() });
 
   it('never passes, never holds a place, and leaves the queue as it was', async () => {
+    const [gateway, upstream, redis] = [rig.nodes[0]!, rig.upstream, rig.redis!];
     // With room to spare, a cookieless request still gets the page (not a session).
     const first = await send(gateway.url('/'), { headers: { accept: 'application/json' } });
     expect(first.status).toBe(503);

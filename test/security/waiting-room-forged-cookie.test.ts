@@ -6,34 +6,22 @@
  * and nothing of it reaches the upstream.
  */
 import { createHmac } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestClock, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
-import { Jar, positionOf, roomConfig, roomRoute, useRoomSecret } from '../support/waiting-room.js';
-
-const RULES = 'domain: wr\ndescriptors: []\n';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../support/gateway.js';
+import { Jar, positionOf, roomRoute, useRoomGateways } from '../support/waiting-room.js';
 
 describe('waiting room: forged place cookies', () => {
-  let upstream: Upstream;
-  let gateway: TestGateway;
-  const clock = new TestClock();
   const occupant = new Jar('occupant');
   const attacker = new Jar('attacker');
+  const rig = useRoomGateways({ routes: [roomRoute('/alpha', { room: 'alpha', active_users: 1 }), roomRoute('/beta', { room: 'beta', active_users: 1 })], clock: new TestClock() });
+  const gateway = { url: (path: string) => rig.nodes[0]!.url(path) };
 
   beforeAll(async () => {
-    useRoomSecret();
-    upstream = await startUpstream();
-    const config = roomConfig(upstream.url, roomRoute('/alpha', { room: 'alpha', active_users: 1 }), roomRoute('/beta', { room: 'beta', active_users: 1 }));
-    gateway = await startTestGateway(config, RULES, { clock });
     expect((await occupant.join(gateway.url('/alpha'))).status).toBe(200);
     expect(positionOf(await attacker.join(gateway.url('/alpha')))).toBe(1);
   });
 
-  afterAll(async () => {
-    await gateway?.close();
-    await upstream?.close();
-  });
-
-  const alphaRequests = () => upstream.requests.filter((request) => request.url.startsWith('/alpha')).length;
+  const alphaRequests = () => rig.upstream.requests.filter((request) => request.url.startsWith('/alpha')).length;
 
   /** Sends `value` as the alpha room's cookie; expects the answer of a newcomer (a new ticket, the page). */
   async function refused(value: string): Promise<void> {

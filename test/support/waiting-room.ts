@@ -2,7 +2,9 @@
  * Waiting-room tests' helpers: a client that keeps its cookies (a jar per user), the gateway
  * configuration of one room, and the secret every node reads from the environment.
  */
-import { send, type Answer } from './gateway.js';
+import { afterAll, beforeAll } from 'vitest';
+import { send, startTestGateway, startUpstream, type Answer, type TestClock, type TestGateway, type Upstream } from './gateway.js';
+import { startRedis, type RedisServer } from './redis.js';
 
 /** The environment variable the test rooms name in `secret_env`, and its value (set by {@link useRoomSecret}). */
 export const ROOM_SECRET_ENV = 'TOLLGATE_TEST_WAITING_ROOM_SECRET';
@@ -61,4 +63,48 @@ export class Jar {
 export function positionOf(answer: Answer): number {
   if (answer.status !== 503) return 0;
   return (JSON.parse(answer.body) as { position: number }).position;
+}
+
+/** The gateways of a waiting-room test, their upstream and (on Redis) the Redis they share. */
+export interface RoomRig {
+  readonly nodes: readonly TestGateway[];
+  readonly upstream: Upstream;
+  /** With `redis: true`. */
+  readonly redis: RedisServer | undefined;
+}
+
+/** Rules with nothing to limit: the waiting-room routes need none. */
+const NO_RULES = 'domain: wr\ndescriptors: []\n';
+
+/**
+ * Starts, before the file's tests, an upstream (`handler`, default: `upstream <method> <url>`), a
+ * Redis of its own when `redis`, and `nodes` gateways (default 1) with `routes` (from
+ * {@link roomRoute}) on `clock`; stops them all after.
+ */
+export function useRoomGateways(options: { routes: readonly string[]; nodes?: number; redis?: boolean; clock?: TestClock; rules?: string; handler?: Parameters<typeof startUpstream>[0] }): RoomRig {
+  const rig: { nodes: TestGateway[]; upstream?: Upstream; redis?: RedisServer } = { nodes: [] };
+  beforeAll(async () => {
+    useRoomSecret();
+    if (options.redis === true) rig.redis = await startRedis();
+    rig.upstream = await startUpstream(options.handler);
+    const config = roomConfig(rig.upstream.url, ...options.routes);
+    const flags: Record<string, string> = rig.redis === undefined ? {} : { redis: rig.redis.url };
+    for (let i = 0; i < (options.nodes ?? 1); i++) rig.nodes.push(await startTestGateway(config, options.rules ?? NO_RULES, { flags, ...(options.clock !== undefined ? { clock: options.clock } : {}) }));
+  }, 30_000);
+  afterAll(async () => {
+    for (const node of rig.nodes) await node.close();
+    await rig.upstream?.close();
+    await rig.redis?.stop();
+  });
+  return {
+    get nodes() {
+      return rig.nodes;
+    },
+    get upstream() {
+      return rig.upstream!;
+    },
+    get redis() {
+      return rig.redis;
+    },
+  };
 }

@@ -6,11 +6,10 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ARTIFACTS, haveChromium, launchChromium, watchProblems } from '../../support/chromium.js';
-import { TestClock, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../../support/gateway.js';
-import { startRedis, type RedisServer } from '../../support/redis.js';
-import { roomConfig, roomRoute, useRoomSecret } from '../../support/waiting-room.js';
+import { TestClock, type TestGateway } from '../../support/gateway.js';
+import { roomRoute, useRoomGateways } from '../../support/waiting-room.js';
 
 /** What the page functions read of the DOM (the tests compile without the DOM's types). */
 declare const document: {
@@ -19,37 +18,19 @@ declare const document: {
   querySelector(selector: string): { getAttribute(name: string): string | null } | null;
 };
 
-const RULES = 'domain: wr\ndescriptors: []\n';
 const SHOP = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title></head><body><h1 id="shop">The shop</h1></body></html>';
 const SCREENSHOT = join(process.cwd(), 'docs', 'images', 'waiting-room.png');
 
 describe.skipIf(!haveChromium)('waiting room in headless Chromium', () => {
-  let redis: RedisServer;
-  let upstream: Upstream;
   const clock = new TestClock();
-  let a: TestGateway;
-  let b: TestGateway;
-
-  beforeAll(async () => {
-    useRoomSecret();
-    redis = await startRedis();
-    upstream = await startUpstream((req, res) => {
-      req.resume();
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(SHOP);
-    });
-    const config = roomConfig(upstream.url, roomRoute('/', { room: 'launch', active_users: 2, refresh: '1s' }));
-    a = await startTestGateway(config, RULES, { clock, flags: { redis: redis.url } });
-    b = await startTestGateway(config, RULES, { clock, flags: { redis: redis.url } });
-  }, 30_000);
-
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await upstream?.close();
-    await redis?.stop();
-  });
+  const shop: Parameters<typeof useRoomGateways>[0]['handler'] = (req, res) => {
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(SHOP);
+  };
+  const rig = useRoomGateways({ routes: [roomRoute('/', { room: 'launch', active_users: 2, refresh: '1s' })], nodes: 2, redis: true, clock, handler: shop });
 
   it('queues a third user while two browse, and lets it in when one leaves', { timeout: 90_000 }, async () => {
+    const [a, b] = rig.nodes as [TestGateway, TestGateway];
     const browser = await launchChromium();
     try {
       const contexts = await Promise.all([1, 2, 3].map(() => browser.newContext({ viewport: { width: 900, height: 640 } })));

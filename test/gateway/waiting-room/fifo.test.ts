@@ -3,37 +3,16 @@
  * `active_users` sessions pass, the rest queue in order of arrival whichever node they ask, and when
  * a session ends the head of the queue is admitted, not a later place.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../../support/redis.js';
-import { TestClock, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../../support/gateway.js';
-import { Jar, positionOf, roomConfig, roomRoute, useRoomSecret } from '../../support/waiting-room.js';
-
-const RULES = 'domain: wr\ndescriptors: []\n';
+import { describe, expect, it } from 'vitest';
+import { TestClock, type TestGateway } from '../../support/gateway.js';
+import { Jar, positionOf, roomRoute, useRoomGateways } from '../../support/waiting-room.js';
 
 describe('waiting room across two gateway nodes on one Redis', () => {
-  let redis: RedisServer;
-  let upstream: Upstream;
   const clock = new TestClock();
-  let a: TestGateway;
-  let b: TestGateway;
-
-  beforeAll(async () => {
-    useRoomSecret();
-    redis = await startRedis();
-    upstream = await startUpstream();
-    const flags = { redis: redis.url };
-    a = await startTestGateway(roomConfig(upstream.url, roomRoute('/', { room: 'launch' })), RULES, { clock, flags });
-    b = await startTestGateway(roomConfig(upstream.url, roomRoute('/', { room: 'launch' })), RULES, { clock, flags });
-  }, 30_000);
-
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await upstream?.close();
-    await redis?.stop();
-  });
+  const rig = useRoomGateways({ routes: [roomRoute('/', { room: 'launch' })], nodes: 2, redis: true, clock });
 
   it('admits two sessions, queues the next three in order (positions 1, 2, 3), and admits the head when a session ends', async () => {
+    const [a, b] = rig.nodes as [TestGateway, TestGateway];
     const users = [1, 2, 3, 4, 5].map((n) => new Jar(`user${n}`));
     const node = (n: number) => (n % 2 === 0 ? b : a);
     const answers = [];
