@@ -142,7 +142,7 @@ const GATEWAY_ACTIONS: VerdictActions<Exchange, void> = {
   },
   // envoy's rate-limit filter marks its 429s so routers do not retry them: so does the gateway.
   refuse: (x, headers, info) => {
-    const refuse = (): void => sendText(x.res, 429, info.body.contentType, x.req.method === 'HEAD' ? '' : info.body.text, [...headers, ENVOY_RATELIMITED]);
+    const refuse = (): void => sendText(x.res, 429, info.body.contentType, x.req.method === 'HEAD' ? '' : info.body.text, [...(x.roomHeaders ?? []), ...headers, ENVOY_RATELIMITED]);
     if (x.deferrable === true) deferRequest(x.state.deferral!, x.route, x.req, x.res, headers, refuse);
     else refuse();
   },
