@@ -27,6 +27,8 @@ const COOKIE_MAX_AGE_MS = 86_400_000;
 /** A newcomer with room to enter asks again this soon. */
 const ENTER_SOON_MS = 1_000;
 const COMMAND_TIMEOUT_MS = 1_000;
+/** How often a failing store is logged. */
+const FAILURE_LOG_MS = 10_000;
 const CONNECT_TIMEOUT_MS = 5_000;
 
 /** What the handler does with a request the room let through: go on, with these response headers. */
@@ -35,6 +37,8 @@ export type Proceed = (headers: HeaderList) => void;
 /** The waiting rooms of one gateway process (one store for all its rooms). */
 export class WaitingRooms {
   readonly metrics: RoomMetrics;
+  private failures = 0;
+  private lastFailureLog = 0;
 
   /**
    * `clock`: the gateway's decisions clock, given to the store (tests, replays); undefined: the
@@ -88,7 +92,14 @@ export class WaitingRooms {
 
   /** The store did not answer: the service's failure mode decides (closed: 503; open, local: the room is skipped). */
   private failed(room: WaitingRoomSettings, res: ServerResponse, proceed: Proceed, error: unknown): void {
-    this.logger.warn({ err: (error as Error).message, room: room.room }, this.failClosed ? 'waiting room store failed: answering 503 (failure mode closed)' : 'waiting room store failed: letting the request through (failure mode open)');
+    // One line per FAILURE_LOG_MS, with the count since the last: an outage must not flood the log.
+    this.failures++;
+    if (Date.now() - this.lastFailureLog >= FAILURE_LOG_MS) {
+      this.lastFailureLog = Date.now();
+      const what = this.failClosed ? 'answering 503 (failure mode closed)' : 'letting requests through (failure mode open)';
+      this.logger.warn({ err: (error as Error).message, room: room.room, failures: this.failures }, `waiting room store failed: ${what}`);
+      this.failures = 0;
+    }
     if (this.failClosed) sendText(res, 503, 'application/json; charset=utf-8', UNAVAILABLE_BODY, [['retry-after', '1'], ['cache-control', 'no-store']]);
     else proceed([]);
   }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GatewayConfigError } from '../../../src/errors.js';
-import { parseGatewayConfig } from '../../../src/gateway/config/read.js';
+import { loadGatewayConfig, parseGatewayConfig } from '../../../src/gateway/config/read.js';
 import { ROOM_SECRET, ROOM_SECRET_ENV, useRoomSecret } from '../../support/waiting-room.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-wr-config-'));
@@ -37,6 +37,7 @@ const BASE = `active_users: 10, session_ttl: 5m, secret_env: ${ROOM_SECRET_ENV}`
 describe('waiting_room configuration', () => {
   beforeAll(() => {
     useRoomSecret();
+    process.env.TOLLGATE_WAITING_ROOM_SECRET = ROOM_SECRET;
     process.env.TOLLGATE_TEST_SHORT_SECRET = 'short';
     delete process.env.TOLLGATE_TEST_UNSET_SECRET;
     writeFileSync(join(dir, 'page.html'), '<p>Place {{ position }} of {{queue_length}}, {{wait}}</p>');
@@ -85,6 +86,11 @@ routes:
   it('refuses an unreadable template and one with an unknown placeholder', () => {
     expect(problems(config(`{ ${BASE}, template: missing.html }`))[0]).toContain('the template "missing.html" cannot be read (ENOENT); the path is relative to the configuration file');
     expect(problems(config(`{ ${BASE}, template: bad.html }`))[0]).toContain('the template "bad.html": unknown placeholder {{user_name}} (the placeholders are {{position}}, {{queue_length}}, {{wait}}, {{wait_seconds}}, {{refresh_seconds}}, {{room}})');
+  });
+
+  it('loads examples/gateway/waiting-room.yaml and its template', () => {
+    const route = loadGatewayConfig(new URL('../../../examples/gateway/waiting-room.yaml', import.meta.url).pathname).routes[1]!;
+    expect(route.waitingRoom).toMatchObject({ room: 'launch', activeUsers: 500, sessionTtlMs: 300_000, refreshMs: 10_000, holdMs: 30_000 });
   });
 
   it('refuses two routes sharing a room with different settings', () => {
