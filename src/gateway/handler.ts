@@ -30,6 +30,8 @@ interface Exchange {
   readonly res: ServerResponse;
   /** A defer route's request that limits refused on a decision the store made: stored, not refused. */
   readonly deferrable?: boolean;
+  /** Headers the waiting room adds to the forwarded answer (its place cookie). */
+  readonly roomHeaders?: HeaderList;
 }
 
 /** Handles one request; never throws (every failure is answered). */
@@ -56,6 +58,17 @@ export function handleRequest(state: GatewayState, req: IncomingMessage, res: Se
   const repeated = repeatedHeader(req.rawHeaders, route.countedHeaders);
   if (repeated !== undefined) return badRequest(state, res, `the header ${repeated} comes more than once; a rate limit counts it, so send it once`);
   const exchange: Exchange = { state, route, request, req, res };
+  // The waiting room first: only a request of an active session reaches the rate limits.
+  if (route.waitingRoom !== undefined && state.waitingRooms !== undefined) {
+    state.waitingRooms.gate(route.waitingRoom, req, res, (roomHeaders) => limit(roomHeaders.length === 0 ? exchange : { ...exchange, roomHeaders }));
+    return;
+  }
+  limit(exchange);
+}
+
+/** The route's rate limits decide the request (no descriptor: it passes). */
+function limit(exchange: Exchange): void {
+  const { state, route, request } = exchange;
   const descriptors = route.domain === undefined ? [] : descriptorsOf(route.beforeLimits, route, request, state);
   if (descriptors.length === 0) {
     pass(exchange, []);
@@ -129,7 +142,7 @@ const GATEWAY_ACTIONS: VerdictActions<Exchange, void> = {
   },
   // envoy's rate-limit filter marks its 429s so routers do not retry them: so does the gateway.
   refuse: (x, headers, info) => {
-    const refuse = (): void => sendText(x.res, 429, info.body.contentType, x.req.method === 'HEAD' ? '' : info.body.text, [...headers, ENVOY_RATELIMITED]);
+    const refuse = (): void => sendText(x.res, 429, info.body.contentType, x.req.method === 'HEAD' ? '' : info.body.text, [...(x.roomHeaders ?? []), ...headers, ENVOY_RATELIMITED]);
     if (x.deferrable === true) deferRequest(x.state.deferral!, x.route, x.req, x.res, headers, refuse);
     else refuse();
   },
@@ -140,7 +153,8 @@ function pass(exchange: Exchange, headers: HeaderList): void {
   const { state, route, req, res } = exchange;
   // The client waits for this before sending its body (a refused request never sends it).
   if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
-  void forward(state.upstreams.pool(route.upstream), req, res, { upstream: route.upstream, timeoutMs: route.timeoutMs, extraHeaders: headers }).then(() => {
+  const extraHeaders = exchange.roomHeaders === undefined ? headers : [...exchange.roomHeaders, ...headers];
+  void forward(state.upstreams.pool(route.upstream), req, res, { upstream: route.upstream, timeoutMs: route.timeoutMs, extraHeaders }).then(() => {
     if (route.afterLimits.length === 0 || route.domain === undefined) return;
     const descriptors = descriptorsOf(route.afterLimits, route, exchange.request, state);
     if (descriptors.length === 0) return;

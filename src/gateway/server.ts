@@ -32,6 +32,7 @@ import { GatewayDeferral, deferNeedsRedis, hasRedis } from './defer/setup.js';
 import { handleRequest } from './handler.js';
 import { gatewayRoutes, type GatewayState } from './state.js';
 import { Upstreams } from './proxy.js';
+import { GatewayRooms } from './waiting-room/index.js';
 
 /** The gateway's own settings, beside the service's. */
 export interface GatewayOptions {
@@ -69,10 +70,12 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
   const service = await startService(options.service, logger, { ...hooks, grpc: false, decisions: false });
   // With Redis, the deferral is ready for defer routes (its connection opens once one exists).
   const deferral = hasRedis(options.service) ? new GatewayDeferral(options.service, service.registry, logger) : undefined;
-  const makeState = stateMaker(options, service, deferral);
+  const rooms = new GatewayRooms(options.service, service, logger);
+  const makeState = stateMaker(options, service, deferral, rooms);
   let state = makeState(options.config, new Upstreams(options.config.upstreams, options.config.connectTimeoutMs));
   void deferral?.sync(state);
   await deferral?.connected(2_000);
+  await rooms.ready;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => handleRequest(state, req, res);
   // With --tls-cert the proxy is HTTPS (mutual with --tls-client-ca), reloaded with the admin listener's certificate.
   const server = secureServer(service.tls, true, (secure) => createProxyServer(options.service.connections, onRequest, secure));
@@ -102,6 +105,7 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
       await http.close(options.service.shutdownTimeoutMs, logger);
       // Before the service: a worker's admission goes through its limiter.
       await deferral?.close();
+      await rooms.close();
       await state.upstreams.close();
       await service.close();
     })());
@@ -122,7 +126,7 @@ export async function startGateway(options: GatewayOptions, logger: Logger = cre
 }
 
 /** Builds the state a configuration gives; a defer route without Redis is refused (at a reload too: the last good one stays). */
-function stateMaker(options: GatewayOptions, service: RunningService, deferral: GatewayDeferral | undefined): (config: GatewayConfig, upstreams: Upstreams) => GatewayState {
+function stateMaker(options: GatewayOptions, service: RunningService, deferral: GatewayDeferral | undefined, rooms: GatewayRooms): (config: GatewayConfig, upstreams: Upstreams) => GatewayState {
   const clientIps = clientIp({ trustProxy: options.config.trustProxy === false ? false : (options.config.trustProxy as number | string[]), ipv6Subnet: options.config.ipv6Subnet });
   return (config, upstreams) => {
     const defers = config.routes.some((route) => route.onLimit === 'defer');
@@ -136,6 +140,7 @@ function stateMaker(options: GatewayOptions, service: RunningService, deferral: 
       clientIp: clientIps,
       answer: { headerStyle: config.headers, message: undefined },
       deferral: defers ? deferral : undefined,
+      waitingRooms: rooms.for(config),
     };
   };
 }

@@ -4,6 +4,7 @@
  * `on_limit: defer` needs of the deferral (kept to an interface, so the handler does not depend on
  * the workers).
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { ClientIp } from '../http/identity/index.js';
 import type { AnswerSettings } from '../http/verdict.js';
@@ -12,6 +13,8 @@ import type { RateLimitConfig, RouteConfig } from './config/types.js';
 import type { DeferredQueue, TicketStatus } from './defer/index.js';
 import type { PathSettings } from './paths.js';
 import type { Upstreams } from './proxy.js';
+import type { WaitingRoomSettings } from './waiting-room/config.js';
+import type { Proceed } from './waiting-room/gate.js';
 
 /** The deferred queues as a defer route's requests and the status URL use them (`GatewayDeferral`). */
 export interface DeferralPort {
@@ -20,6 +23,12 @@ export interface DeferralPort {
   queue(route: GatewayRoute): DeferredQueue;
   /** Where a ticket stands. */
   status(ticket: string): Promise<TicketStatus>;
+}
+
+/** The waiting rooms as the handler uses them (`WaitingRooms`). */
+export interface WaitingRoomPort {
+  /** Lets the request on (`proceed`, with headers for the answer) or answers it the waiting page. */
+  gate(room: WaitingRoomSettings, req: IncomingMessage, res: ServerResponse, proceed: Proceed): void;
 }
 
 /** A route with its rate limits split by when they are sent. */
@@ -44,6 +53,8 @@ export interface GatewayState {
   readonly answer: AnswerSettings;
   /** Present when some route defers: its queues, workers, and the ticket status path. */
   readonly deferral: DeferralPort | undefined;
+  /** Present when some route has a waiting room. */
+  readonly waitingRooms?: WaitingRoomPort | undefined;
 }
 
 /** Splits each route's rate limits into those sent before forwarding and those sent after. */

@@ -80,6 +80,8 @@ export interface ServiceContext {
   readonly startedAt: number;
   /** The service's clock (epoch ms) for answers no store decided (blocked keys); decisions carry their own instant. */
   readonly clock: () => number;
+  /** Extra parts of the dashboard's snapshot an embedder adds (the gateway's waiting rooms): name → its current value. */
+  readonly panels?: Map<string, () => unknown>;
   /** Draining after SIGTERM: still serving as usual, but not ready. */
   readonly lifecycle: { readonly draining: boolean; readonly drainingSince: number | undefined };
   /** Whether the store answers and the service is not draining (with details for /readyz); live state, no I/O. */

@@ -188,6 +188,7 @@ function buildContext({ options, logger, store, holder, watcher, sync, overrides
     audit: new AuditLog(logger, clock ?? Date.now),
     startedAt,
     clock: clock ?? Date.now,
+    panels: new Map(),
     lifecycle: drain,
     readiness: () => Promise.resolve(evaluateReadiness(checks)),
   };

@@ -18,6 +18,7 @@ import { readHeaderMatchers, readRegex } from './matchers.js';
 import { readDeferBlock, checkDeferRoutes } from '../defer/config.js';
 import { declaredNames, readUpstreams } from './upstreams.js';
 import { readDuration } from './values.js';
+import { checkSharedRooms, readWaitingRoom } from '../waiting-room/config.js';
 import { EDGE_PATH_SETTINGS, ESCAPED_SLASH_ACTIONS, type PathSettings } from '../paths.js';
 import type { GatewayConfig, OnLimit, RouteConfig, RouteMatch } from './types.js';
 
@@ -32,12 +33,13 @@ const TOP_FIELDS: FieldSet = {
 
 const ROUTE_FIELDS: FieldSet = {
   what: 'a route',
-  names: ['match', 'upstream', 'domain', 'rate_limits', 'timeout', 'on_limit', 'shaping', 'defer'],
+  names: ['match', 'upstream', 'domain', 'rate_limits', 'timeout', 'on_limit', 'shaping', 'defer', 'waiting_room'],
   misplaced: {
     ...Object.fromEntries(['prefix', 'path', 'safe_regex', 'methods', 'method', 'host', 'headers'].map((name) => [name, `belongs in match (match: { prefix: /api, ${name === 'prefix' ? 'methods: [GET]' : `${name}: ...`} })`])),
     actions: 'belongs in an item of rate_limits',
     max_delay: 'belongs in shaping (shaping: { max_delay: 2s })',
     ...Object.fromEntries(['queue', 'max_length', 'max_body', 'max_attempts', 'result_ttl', 'reclaim_after'].map((name) => [name, `belongs in defer (defer: { ${name}: ... })`])),
+    ...Object.fromEntries(['active_users', 'session_ttl', 'secret_env'].map((name) => [name, `belongs in waiting_room (waiting_room: { ${name}: ... })`])),
   },
 };
 
@@ -92,9 +94,10 @@ function readTop(reader: DocumentReader, node: NonNullable<Entry['value']>, base
   if (!fields.has('upstreams')) reportMissing(reader, map, '', 'upstreams', 'name the servers to forward to, e.g. upstreams: { api: "http://127.0.0.1:9000" }');
   if (!fields.has('routes')) reportMissing(reader, map, '', 'routes', 'list the routes, e.g. routes: [{ match: { prefix: / }, upstream: api }]');
   const rules = readText(reader, fields.get('rules'));
-  const defaults = {
+  const defaults: RouteDefaults = {
     domain: readText(reader, fields.get('domain')),
     timeoutMs: readDuration(reader, fields.get('timeout')) ?? DEFAULT_TIMEOUT_MS,
+    base,
   };
   const routes = readRoutes(reader, fields.get('routes'), upstreamNames, defaults);
   return {
@@ -134,7 +137,14 @@ function readListen(reader: DocumentReader, entry: Entry | undefined): GatewayCo
   return { ...(match[1] !== undefined ? { host: match[1].replace(/^\[|\]$/g, '') } : {}), port: Number(match[2]) };
 }
 
-function readRoutes(reader: DocumentReader, entry: Entry | undefined, upstreams: ReadonlySet<string>, defaults: { domain: string | undefined; timeoutMs: number }): RouteConfig[] {
+/** What routes inherit from the top of the file, and where relative paths start. */
+interface RouteDefaults {
+  readonly domain: string | undefined;
+  readonly timeoutMs: number;
+  readonly base: string;
+}
+
+function readRoutes(reader: DocumentReader, entry: Entry | undefined, upstreams: ReadonlySet<string>, defaults: RouteDefaults): RouteConfig[] {
   const expected = { list: 'a list of routes (- match: { prefix: / }, upstream: api)', item: 'a route like { match: { prefix: / }, upstream: api }' };
   const read: { route: RouteConfig; map: YAMLMap; path: string }[] = [];
   const routes = readMappings(reader, entry, expected, (map, path) => {
@@ -143,10 +153,11 @@ function readRoutes(reader: DocumentReader, entry: Entry | undefined, upstreams:
     return route;
   });
   checkDeferRoutes(reader, read);
+  checkSharedRooms(reader, read);
   return routes;
 }
 
-function readRoute(reader: DocumentReader, map: YAMLMap, path: string, upstreams: ReadonlySet<string>, defaults: { domain: string | undefined; timeoutMs: number }): RouteConfig | undefined {
+function readRoute(reader: DocumentReader, map: YAMLMap, path: string, upstreams: ReadonlySet<string>, defaults: RouteDefaults): RouteConfig | undefined {
   const fields = reader.entries(map, path, ROUTE_FIELDS);
   const matchEntry = fields.get('match');
   if (matchEntry === undefined) reportMissing(reader, map, path, 'match', 'say which requests it takes, e.g. match: { prefix: / }');
@@ -162,9 +173,12 @@ function readRoute(reader: DocumentReader, map: YAMLMap, path: string, upstreams
   const deferEntry = fields.get('defer');
   if (deferEntry !== undefined && onLimit !== 'defer' && onLimit !== undefined) reader.report(deferEntry.key, deferEntry.path, 'defer settings only apply with on_limit: defer; add it, or remove defer');
   const defer = onLimit === 'defer' ? readDeferBlock(reader, deferEntry, path, domain) : undefined;
-  if (match === undefined || upstream === undefined || onLimit === undefined || (onLimit === 'defer' && defer === undefined)) return undefined;
+  const roomEntry = fields.get('waiting_room');
+  const waitingRoom = readWaitingRoom(reader, roomEntry, path, defaults.base, process.env);
+  if (match === undefined || upstream === undefined || onLimit === undefined || (onLimit === 'defer' && defer === undefined) || (roomEntry !== undefined && waitingRoom === undefined)) return undefined;
   const { line } = reader.problems.locate(map.range?.[0] ?? 0);
-  return { match, upstream, domain, rateLimits, timeoutMs, onLimit, maxDelayMs: shaping, ...(defer !== undefined ? { defer } : {}), where: `${reader.problems.source}:${line}` };
+  const extras = { ...(defer !== undefined ? { defer } : {}), ...(waitingRoom !== undefined ? { waitingRoom } : {}) };
+  return { match, upstream, domain, rateLimits, timeoutMs, onLimit, maxDelayMs: shaping, ...extras, where: `${reader.problems.source}:${line}` };
 }
 
 function readUpstreamName(reader: DocumentReader, entry: Entry | undefined, upstreams: ReadonlySet<string>): string | undefined {

@@ -5,6 +5,7 @@
  */
 import type { HeaderStyle } from '../../http/report.js';
 import type { PathSettings } from '../paths.js';
+import type { WaitingRoomSettings } from '../waiting-room/config.js';
 
 /** How a header matcher compares a header's value (envoy's HeaderMatcher / StringMatcher). */
 export type HeaderMatchKind = 'exact' | 'prefix' | 'suffix' | 'contains' | 'safe_regex' | 'present';
@@ -100,6 +101,8 @@ export interface RouteConfig {
   readonly maxDelayMs: number | undefined;
   /** defer: its queue's settings. */
   readonly defer?: DeferSettings;
+  /** `waiting_room:` (docs/gateway.md, "Waiting room"): decided before the rate limits. */
+  readonly waitingRoom?: WaitingRoomSettings;
   /** Where the route was written, for logs: `file:line`. */
   readonly where: string;
 }

@@ -52,6 +52,7 @@ const BODY = `
     <div class="card degraded"><div class="label">Fallbacks / s</div><div class="value" id="rate-fallbacks">-</div><div class="sub" id="fallback-causes">-</div><div class="sub">total <span id="fallbacks-total">-</span></div></div>
     <div class="card" id="store-card"><div class="label">Store</div><div class="value" id="store-state">-</div><div class="sub" id="store-name">-</div><div class="sub" id="since-healthy" data-value="">-</div><div class="sub error" id="last-error" data-value=""></div><div class="sub">failure mode: <span id="fallback-state">-</span></div></div>
   </section>
+  <section class="cards" id="waiting-rooms" aria-label="Waiting rooms" hidden></section>
   <section class="chart">
     <div class="chart-head">
       <h2>Limit decisions per second: allowed vs over limit</h2>

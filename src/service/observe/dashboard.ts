@@ -200,6 +200,7 @@ function snapshotJson(ctx: ServiceContext, aggregate: DashboardAggregate, counts
     rulesInfo: rulesInfo(ctx),
     store: storeInfo(ctx, aggregate, counts, readiness, health.breaker),
     health: healthInfo(health, { memory: ctx.store.name === 'memory', startedAt: ctx.startedAt, now: Date.now() }),
+    panels: ctx.panels === undefined || ctx.panels.size === 0 ? null : Object.fromEntries([...ctx.panels].map(([name, read]) => [name, read()])),
   });
 }
 

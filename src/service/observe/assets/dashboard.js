@@ -471,8 +471,42 @@
     }
   }
 
+  // The gateway's waiting rooms (snapshot panels.waitingRooms): one card a room, hidden without rooms.
+  function renderRooms(rooms) {
+    var section = $('waiting-rooms');
+    section.hidden = !rooms || rooms.length === 0;
+    if (section.hidden) return;
+    section.textContent = '';
+    for (var i = 0; i < rooms.length; i++) {
+      var r = rooms[i];
+      var card = document.createElement('div');
+      card.className = 'card' + (r.queueLength > 0 ? ' warn' : ' ok');
+      card.setAttribute('data-room', r.room);
+      card.title = 'Waiting room ' + r.room + ': places queued (shared by every gateway node), active sessions of at most ' + r.activeUsers;
+      var parts = [
+        ['label', 'Waiting room ' + r.room + ': queued', ''],
+        ['value', fmt(r.queueLength), 'queue-length', r.queueLength],
+        ['sub', 'active ' + fmt(r.activeSessions) + ' of ' + fmt(r.activeUsers), 'active', r.activeSessions],
+        ['sub', 'admitted ' + fmt(r.admittedPerSecond) + ' / s', 'admitted-rate', r.admittedPerSecond],
+        ['sub', 'last wait ' + (r.lastWaitSeconds === null ? '-' : duration(r.lastWaitSeconds * 1000)), 'last-wait', r.lastWaitSeconds === null ? '' : r.lastWaitSeconds],
+      ];
+      for (var j = 0; j < parts.length; j++) {
+        var el = document.createElement('div');
+        el.className = parts[j][0];
+        el.textContent = parts[j][1];
+        if (parts[j][2]) {
+          el.setAttribute('data-field', parts[j][2]);
+          el.setAttribute('data-value', String(parts[j][3]));
+        }
+        card.appendChild(el);
+      }
+      section.appendChild(card);
+    }
+  }
+
   function render(snap) {
     var sec = snap.second, tot = snap.totals;
+    renderRooms(snap.panels && snap.panels.waitingRooms);
     renderCards(sec, tot, snap.latency);
     setValue('near-total', tot.near);
     setValue('near-rate', sec.near, fmt(sec.near) + '/s');
