@@ -3,8 +3,10 @@
  * few commands the store needs (`get`, `gets`, `add`, `cas`, `incr`, `decr`, `delete`, `version`),
  * pipelined on one socket, replies matched to commands in order. A command that gets no reply
  * within `commandTimeoutMs` drops the socket (a stopped server must not hold calls forever); a
- * dropped socket fails every command in flight with {@link StoreUnavailableError}, and the next
- * command after `reconnectDelayMs` opens a new one (until then commands fail at once).
+ * dropped socket fails every command in flight with {@link StoreUnavailableError}; commands fail
+ * at once for `reconnectDelayMs`, then the next opens a new socket. A dropped connection is also
+ * opened again by itself (every `reconnectDelayMs`, backing off to 2 s), so health reports follow
+ * the server without traffic.
  */
 import { Socket } from 'node:net';
 import { StoreUnavailableError } from '../../errors.js';
@@ -30,6 +32,7 @@ interface Pending {
 }
 
 const CRLF = Buffer.from('\r\n');
+const MAX_RECONNECT_DELAY_MS = 2_000;
 const ERROR_REPLY = /^(ERROR|CLIENT_ERROR|SERVER_ERROR)\b/;
 
 export interface ConnectionOptions {
@@ -50,6 +53,8 @@ export class MemcachedConnection {
   private lastError: string | undefined;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Reconnections tried by themselves since the last connection (the backoff's exponent). */
+  private retries = 0;
 
   constructor(private readonly options: ConnectionOptions) {
     this.address = `${options.host}:${options.port}`;
@@ -137,6 +142,7 @@ export class MemcachedConnection {
     socket.once('connect', () => {
       this.connected = true;
       this.lastError = undefined;
+      this.retries = 0;
     });
     socket.connect(this.options.port, this.options.host);
     this.timer ??= setInterval(() => this.checkTimeouts(), Math.max(10, Math.min(this.options.commandTimeoutMs, this.options.connectTimeoutMs) / 4));
@@ -168,6 +174,16 @@ export class MemcachedConnection {
       this.timer = undefined;
     }
     for (const pending of this.pending.splice(0)) pending.reject(error);
+    if (!this.closed) this.reconnectLater();
+  }
+
+  /** Opens the connection again after the reconnect delay, backing off to 2 s while it keeps failing. */
+  private reconnectLater(): void {
+    const delay = Math.min(Math.max(this.options.reconnectDelayMs, 10) * 2 ** Math.min(this.retries, 8), MAX_RECONNECT_DELAY_MS);
+    this.retries += 1;
+    setTimeout(() => {
+      if (!this.closed && this.socket === undefined) this.open();
+    }, delay).unref();
   }
 
   private receive(chunk: Buffer): void {
