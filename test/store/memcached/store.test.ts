@@ -134,6 +134,21 @@ describe('what the memcached store refuses', () => {
     }
   });
 
+  it('a lease (the alternative to local-first) takes its permits from memcached in one call', async () => {
+    const limiter = createLimiter({ store: await open(), deadlineMs: 5_000 });
+    const key = unique('lease');
+    const policy: Policy = { algorithm: 'fixed-window', limit: 10, window: '1h' };
+    try {
+      const admitted = [];
+      for (let i = 0; i < 12; i++) admitted.push((await limiter.limit(key, policy, { lease: 5, now: NOW })).allowed);
+      expect(admitted).toEqual([...Array(10).fill(true), false, false]);
+      expect(limiter.leaseStats()).toMatchObject({ leases: expect.any(Number) });
+      expect((await limiter.look(key, policy, { now: NOW })).remaining).toBe(0);
+    } finally {
+      await limiter.close();
+    }
+  });
+
   it('groups of limits on distinct states are decided: all admitted, or none recorded', async () => {
     const limiter = createLimiter({ store: await open(), deadlineMs: 5_000 });
     const [a, b] = [unique('group-a'), unique('group-b')];
