@@ -61,7 +61,8 @@ async function makeSubject(subject, port) {
     };
   }
   const { createLimiter, memcachedStore } = await import(pathToFileURL(join(ROOT, 'dist', 'index.js')).href);
-  const store = memcachedStore({ servers: `127.0.0.1:${port}` });
+  // Generous timeouts: on a loaded machine a slow reply must not end the run.
+  const store = memcachedStore({ servers: `127.0.0.1:${port}`, commandTimeoutMs: 10_000, connectTimeoutMs: 10_000 });
   await store.ready();
   const limiter = createLimiter({ store, deadlineMs: 10_000, failureMode: 'throw' });
   const policy = { algorithm: subject.slice('tollgate:'.length), limit: LIMIT, window: WINDOW_MS };

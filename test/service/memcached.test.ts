@@ -4,10 +4,10 @@
  * (exit code 2 through the CLI, as every invalid flag).
  */
 import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/errors.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
-import { startMemcached, type MemcachedServer } from '../support/memcached.js';
+import { useMemcached } from '../support/memcached.js';
 import { startServiceProcess, type ServiceProcess } from '../support/service.js';
 
 const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
@@ -42,18 +42,12 @@ async function readyz(service: ServiceProcess, status: number): Promise<Record<s
 }
 
 describe('tollgate serve --memcached', () => {
-  let memcached: MemcachedServer;
-  beforeAll(async () => {
-    memcached = await startMemcached();
-  }, 60_000);
-  afterAll(async () => {
-    await memcached?.stop();
-  });
+  const server = useMemcached();
 
   it("two service processes on one memcached share their counters (a user's 300 posts per 3 hours, counted across both); a sliding-log rule is refused naming the alternative", async () => {
     const [a, b] = await Promise.all([
-      startServiceProcess(['--config', 'examples/rules', '--memcached', memcached.address]),
-      startServiceProcess(['--config', 'examples/rules'], { TOLLGATE_MEMCACHED: memcached.address }),
+      startServiceProcess(['--config', 'examples/rules', '--memcached', server().address]),
+      startServiceProcess(['--config', 'examples/rules'], { TOLLGATE_MEMCACHED: server().address }),
     ]);
     try {
       const user = `user-${Math.random().toString(36).slice(2)}`;
@@ -72,12 +66,12 @@ describe('tollgate serve --memcached', () => {
   }, 60_000);
 
   it('/readyz answers 503 while memcached is down and 200 once it is back, without traffic', async () => {
-    const service = await startServiceProcess(['--config', 'examples/rules', '--memcached', memcached.address]);
+    const service = await startServiceProcess(['--config', 'examples/rules', '--memcached', server().address]);
     try {
       await readyz(service, 200);
-      await memcached.stop();
+      await server().stop();
       expect(await readyz(service, 503)).toMatchObject({ store: 'memcached', connected: 0 });
-      await memcached.restart();
+      await server().restart();
       expect(await readyz(service, 200)).toMatchObject({ connected: 1 });
     } finally {
       expect(await service.stop()).toBe(0);

@@ -8,6 +8,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } fr
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { freePort, stopProcess } from './redis.js';
 
 export interface MemcachedServer {
@@ -108,4 +109,19 @@ export async function startMemcached(extra: string[] = []): Promise<MemcachedSer
     };
   }
   throw new Error(`memcached did not start in ${START_ATTEMPTS} attempts:\n${failures.join('\n')}`);
+}
+
+/**
+ * One memcached for a test file (or a `describe`): started before its tests, stopped after them.
+ * The returned function gives the running server.
+ */
+export function useMemcached(): () => MemcachedServer {
+  let server: MemcachedServer | undefined;
+  beforeAll(async () => {
+    server = await startMemcached();
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+  return () => server!;
 }

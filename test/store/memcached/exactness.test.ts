@@ -8,8 +8,8 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMemcached, type MemcachedServer } from '../../support/memcached.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useMemcached } from '../../support/memcached.js';
 
 const runWorker = promisify(execFile);
 const WORKER = new URL('../../support/hammer-worker.mjs', import.meta.url).pathname;
@@ -24,13 +24,7 @@ interface Tally {
   readonly failed: number;
 }
 
-let server: MemcachedServer;
-beforeAll(async () => {
-  server = await startMemcached();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const memcached = useMemcached();
 
 /** Every algorithm's key hammered at once by {@link PROCESSES} processes: each algorithm's tally over them. */
 async function hammer(storeOptions: object, limiterOptions: object = {}): Promise<Map<string, Tally>> {
@@ -46,17 +40,17 @@ async function hammer(storeOptions: object, limiterOptions: object = {}): Promis
 describe('exactness across 4 processes on memcached', () => {
   let tallies: Map<string, Tally>;
   beforeAll(async () => {
-    tallies = await hammer({ servers: server.address });
+    tallies = await hammer({ servers: memcached().address });
   }, 120_000);
 
   it.each(ALGORITHMS)('%s admits exactly the limit (4 processes × 64 in flight on one key)', (algorithm) => {
-    expect(tallies.get(algorithm), server.logTail()).toEqual({ admitted: LIMIT, failed: 0 });
+    expect(tallies.get(algorithm), memcached().logTail()).toEqual({ admitted: LIMIT, failed: 0 });
   });
 });
 
 describe('compare-and-set retries exhausted on memcached', () => {
   it('with casAttempts 2, rounds that lose every attempt are answered by the failure mode (closed): never over the limit', async () => {
-    const tallies = await hammer({ servers: server.address, casAttempts: 2 }, { failureMode: 'closed' });
+    const tallies = await hammer({ servers: memcached().address, casAttempts: 2 }, { failureMode: 'closed' });
     const report = ALGORITHMS.map((algorithm) => `${algorithm}: ${tallies.get(algorithm)!.admitted}`).join(', ');
     console.log(`admitted of ${LIMIT} with casAttempts 2 (4 processes × 64 in flight): ${report}`);
     for (const algorithm of ALGORITHMS) expect(tallies.get(algorithm)!.admitted, report).toBeLessThanOrEqual(LIMIT);

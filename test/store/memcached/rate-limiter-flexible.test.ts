@@ -6,9 +6,9 @@
  * cost above the limit, which the peer counts and Tollgate refuses without counting.
  */
 import { createRequire } from 'node:module';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLimiter, memcachedStore, type Policy } from '../../../src/index.js';
-import { startMemcached, type MemcachedServer } from '../../support/memcached.js';
+import { useMemcached } from '../../support/memcached.js';
 
 const require = createRequire(import.meta.url);
 const Memcached = require('memcached') as new (servers: string) => { end(): void };
@@ -19,19 +19,13 @@ const { RateLimiterMemcache } = require('rate-limiter-flexible') as {
 const POINTS = 5;
 const DURATION_S = 600;
 
-let server: MemcachedServer;
-beforeAll(async () => {
-  server = await startMemcached();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const memcached = useMemcached();
 
 describe('RateLimiterMemcache beside memcachedStore', () => {
   it('a first-hit fixed window counting rejected hits admits what RateLimiterMemcache admits, with the same points left; a cost above the limit is not counted', async () => {
-    const client = new Memcached(server.address);
+    const client = new Memcached(memcached().address);
     const peer = new RateLimiterMemcache({ storeClient: client, points: POINTS, duration: DURATION_S, keyPrefix: 'peer' });
-    const limiter = createLimiter({ store: memcachedStore({ servers: server.address }), deadlineMs: 5_000 });
+    const limiter = createLimiter({ store: memcachedStore({ servers: memcached().address }), deadlineMs: 5_000 });
     const policy: Policy = { algorithm: 'fixed-window', windowStart: 'first-hit', countRejected: true, limit: POINTS, window: DURATION_S * 1000 };
     try {
       const sequences = [[1], [1, 1, 1, 1, 1, 1], [2, 2, 1, 1], [1, 3, 2, 1], [5, 1], [2, 4, 1], [4, 3, 1, 1]];

@@ -4,22 +4,16 @@
  * step as the memory store does; once more through the over-limit cache, and once with real time
  * passing between steps, which must not change any answer (keys live in real time).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLimiter, memcachedStore, type MemcachedStore } from '../../../src/index.js';
-import { startMemcached, type MemcachedServer } from '../../support/memcached.js';
+import { useMemcached } from '../../support/memcached.js';
 import { describeGroupVectors } from '../../support/group-vectors.js';
 import { describeVectors, loadVectors } from '../../support/vectors.js';
 
-let server: MemcachedServer;
-beforeAll(async () => {
-  server = await startMemcached();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
+const memcached = useMemcached();
 
 async function open(): Promise<MemcachedStore> {
-  const store = memcachedStore({ servers: server.address });
+  const store = memcachedStore({ servers: memcached().address });
   await store.ready();
   return store;
 }
