@@ -6,7 +6,7 @@ const FAULT = ['test/limiter/fault/**/*.test.ts', 'test/model/faults.test.ts'];
  * Run alone: exactness under floods from several processes, and the docs' example apps, which keep
  * their default 50 ms deadline (a busy machine's slow first decision is answered by the failure mode).
  */
-const LOAD = ['test/store/redis/exactness.test.ts', 'test/scale/many-nodes.test.ts', 'test/docs/migrating.test.ts'];
+const LOAD = ['test/store/redis/exactness.test.ts', 'test/store/memcached/exactness.test.ts', 'test/scale/many-nodes.test.ts', 'test/docs/migrating.test.ts'];
 
 export default defineConfig({
   test: {

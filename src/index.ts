@@ -17,6 +17,8 @@ export type { Store, StoreRequest, MaybePromise, WindowCounts } from './store/ty
 export type { ReserveOptions, SettleOptions, Settlement, SettlementStatus } from './limiter/index.js';
 export { redisStore } from './store/redis/index.js';
 export type { RedisStore, RedisStoreOptions } from './store/redis/index.js';
+export { memcachedStore } from './store/memcached/index.js';
+export type { MemcachedStore, MemcachedStoreOptions } from './store/memcached/index.js';
 export { regionStore, startReplicator } from './store/region/index.js';
 export type { RegionStore, RegionStoreOptions, RegionConnection, PeerRegion, PeerStats, Replicator, ReplicatorOptions, ReplicatorStats, SourceReset } from './store/region/index.js';
 

@@ -29,7 +29,7 @@ const RUNTIME_EXPORTS: Record<string, string[]> = {
   '.': [
     'InvalidCheckError', 'InvalidCostError', 'InvalidKeyError', 'InvalidOptionError', 'InvalidPolicyError', 'InvalidTimeError', 'RulesError',
     'StoreDataError', 'StoreError', 'StoreUnavailableError', 'TollgateError',
-    'compilePolicy', 'createLimiter', 'loadRules', 'memoryStore', 'redisStore', 'regionStore', 'startReplicator',
+    'compilePolicy', 'createLimiter', 'loadRules', 'memcachedStore', 'memoryStore', 'redisStore', 'regionStore', 'startReplicator',
   ],
   './rules': ['MAX_OVERRIDES', 'OverridesSync', 'RulesHolder', 'RulesSync', 'compileRules', 'parseRules', 'watchRules'],
   './http': [

@@ -19,6 +19,7 @@ export const SERVICE_FLAG_TEXT: Readonly<Record<string, FlagText>> = {
   'redis-cluster': { value: 'H:P,...', text: '... or through a Redis Cluster, from these seed nodes' },
   'redis-sentinel': { value: 'H:P,...', text: '... or a primary these Sentinels watch' },
   'redis-sentinel-name': { value: 'NAME', text: "the Sentinels' name of the primary", fallback: 'mymaster' },
+  memcached: { value: 'H:P,...', text: '... or share counters (not rules) through memcached servers, keys spread by consistent hashing' },
   port: { value: 'N', text: 'the HTTP decision listener (0: a free port)', fallback: '8080' },
   'grpc-port': { value: 'N', text: "envoy's gRPC listener (0: a free port)", fallback: '8081' },
   'grpc-server': { value: 'S', text: 'what serves gRPC: http2 (node:http2) or grpc-js', fallback: 'http2' },

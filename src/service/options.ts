@@ -9,6 +9,7 @@ import { InvalidOptionError } from '../errors.js';
 import { FAILURE_MODES, MAX_DEADLINE_MS, type FailureMode } from '../limiter/index.js';
 import { checkDurationText, checkWholeNumberText, checkWholeNumbers, type DurationRange, type WholeNumberRange } from '../options.js';
 import { MEMORY_STORE_NUMBERS } from '../store/memory.js';
+import { parseServers } from '../store/memcached/options.js';
 import { PORT_RANGE, planeSettings, tlsFiles, token, type TlsFiles } from './http/listener-options.js';
 import { GRPC_CONNECTION_FLAGS, grpcConnectionLimits, type GrpcConnectionLimits } from './grpc/connection-options.js';
 
@@ -34,6 +35,8 @@ export interface ServiceOptions {
    * the monitored primary's name (`--redis-sentinel-name`, `TOLLGATE_REDIS_SENTINEL_NAME`, default `mymaster`).
    */
   readonly redisSentinel?: { readonly nodes: readonly { host: string; port: number }[]; readonly name: string };
+  /** Memcached servers (`--memcached host:port,...`, `TOLLGATE_MEMCACHED`), keys spread by consistent hashing; none of the Redis options with it. */
+  readonly memcached?: readonly { host: string; port: number }[];
   /** HTTP port (`--port`, `TOLLGATE_PORT`), default 8080; 0 picks a free port. */
   readonly port: number;
   /** gRPC port (`--grpc-port`, `TOLLGATE_GRPC_PORT`), default 8081; 0 picks a free port. */
@@ -169,6 +172,7 @@ export const SERVE_FLAGS: Readonly<Record<string, string>> = {
   'redis-cluster': 'TOLLGATE_REDIS_CLUSTER',
   'redis-sentinel': 'TOLLGATE_REDIS_SENTINEL',
   'redis-sentinel-name': 'TOLLGATE_REDIS_SENTINEL_NAME',
+  memcached: 'TOLLGATE_MEMCACHED',
   port: 'TOLLGATE_PORT',
   'grpc-port': 'TOLLGATE_GRPC_PORT',
   'grpc-server': 'TOLLGATE_GRPC_SERVER',
@@ -369,6 +373,17 @@ function responseHeaders(text: string | undefined, where: string): ResponseHeade
 
 type RedisSettings = Pick<ServiceOptions, 'redis' | 'redisCluster' | 'redisSentinel'>;
 
+/** `--memcached host:port,...`, alone: a service shares one store. */
+function memcachedServers(value: (flag: string) => string | undefined, where: (flag: string) => string): ServiceOptions['memcached'] {
+  const text = value('memcached');
+  if (text === undefined) return undefined;
+  const redisFlags = (['redis', 'redis-cluster', 'redis-sentinel'] as const).filter((flag) => value(flag) !== undefined);
+  if (redisFlags.length > 0) {
+    throw new InvalidOptionError(`give ${where('memcached')} or a Redis store, not both (also given: ${redisFlags.map((flag) => `--${flag}`).join(', ')})`);
+  }
+  return parseServers(text, where('memcached'));
+}
+
 /** `--redis`, `--redis-cluster` or `--redis-sentinel` (+ `--redis-sentinel-name`): at most one. */
 function redisSettings(value: (flag: string) => string | undefined, where: (flag: string) => string): RedisSettings {
   const redis = value('redis');
@@ -428,8 +443,12 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
   };
   const where = (flag: string) => `--${flag} (or ${SERVE_FLAGS[flag]})`;
   const port = (flag: string, fallback: number): number => checkWholeNumberText(value(flag), { ...PORT_RANGE, name: where(flag), fallback });
+  const memcached = memcachedServers(value, where);
   const redisGiven = redisSettings(value, where);
   const { redis, redisCluster, redisSentinel } = redisGiven;
+  if (memcached !== undefined && value('max-keys') !== undefined) {
+    throw new InvalidOptionError(`${where('max-keys')} bounds the memory store only; with memcached, bound memory with memcached's -m instead, and drop --max-keys`);
+  }
   const maxKeys = memoryStoreKeys(value, where, redisGiven);
   const logLevel = value('log-level') ?? 'info';
   if (!LOG_LEVELS.has(logLevel)) throw new InvalidOptionError(`${where('log-level')} must be one of ${[...LOG_LEVELS].join(', ')}, got ${JSON.stringify(logLevel)}`);
@@ -440,8 +459,8 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     throw new InvalidOptionError(`${where('grpc-server')} must be http2 (node:http2, the default) or grpc-js (@grpc/grpc-js), got ${JSON.stringify(grpcServer)}`);
   }
   const workers = checkWholeNumberText(value('workers'), { name: where('workers'), min: 1, max: 64, fallback: 1 });
-  if (workers > 1 && redis === undefined && redisCluster === undefined && redisSentinel === undefined) {
-    throw new InvalidOptionError(`${where('workers')} above 1 needs --redis, --redis-cluster or --redis-sentinel: each worker's memory store would count on its own`);
+  if (workers > 1 && redis === undefined && redisCluster === undefined && redisSentinel === undefined && memcached === undefined) {
+    throw new InvalidOptionError(`${where('workers')} above 1 needs --redis, --redis-cluster, --redis-sentinel or --memcached: each worker's memory store would count on its own`);
   }
   const tls = tlsFiles(value, where);
   const adminToken = token(value, where, 'admin-token', 'it guards rule changes and key resets');
@@ -465,6 +484,7 @@ export function resolveServiceOptions(flags: Readonly<Record<string, string | un
     ...(redis !== undefined ? { redis } : {}),
     ...(redisCluster !== undefined ? { redisCluster } : {}),
     ...(redisSentinel !== undefined ? { redisSentinel } : {}),
+    ...(memcached !== undefined ? { memcached } : {}),
     ...(adminToken !== undefined ? { adminToken } : {}),
     ...(tls !== undefined ? { tls } : {}),
     port: httpPort,

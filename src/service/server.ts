@@ -18,6 +18,7 @@ import { OverridesSync } from '../rules/shared/override-sync.js';
 import { watchRules, type RulesWatcher } from '../rules/watch.js';
 import { memoryStore, type MemoryStore } from '../store/memory.js';
 import { redisStore, type RedisStore } from '../store/redis/store.js';
+import { memcachedStore, type MemcachedStore } from '../store/memcached/store.js';
 import { AuditLog } from './admin/audit.js';
 import { BlockList, shareBlocks } from './check/blocks.js';
 import type { ServiceContext, ServiceEvents } from './context.js';
@@ -68,9 +69,20 @@ function commandTimeout(options: ServiceOptions): number {
   return Math.max(200, options.deadlineMs * 4);
 }
 
-/** The memory store, or Redis (single node, Cluster or Sentinel; connecting in the background: see StoreLink). */
-async function createStoreFromOptions(options: ServiceOptions): Promise<MemoryStore | RedisStore> {
-  const store: MemoryStore | RedisStore =
+/** The stores `serve` runs on. */
+type ServiceStore = MemoryStore | RedisStore | MemcachedStore;
+
+/**
+ * The memory store, or Redis (single node, Cluster or Sentinel; connecting in the background: see
+ * StoreLink), or memcached (started down, it is connected again by itself).
+ */
+async function createStoreFromOptions(options: ServiceOptions, logger: Logger): Promise<ServiceStore> {
+  if (options.memcached !== undefined) {
+    const memcached = memcachedStore({ servers: options.memcached.map(({ host, port }) => `${host}:${port}`), commandTimeoutMs: commandTimeout(options) });
+    await memcached.ready().catch((error: unknown) => logger.warn({ err: error }, 'memcached does not answer yet: checks are decided by the failure mode until it does'));
+    return memcached;
+  }
+  const store: ServiceStore =
     options.redis !== undefined
       ? redisStore({ url: options.redis, commandTimeoutMs: commandTimeout(options) })
       : options.redisCluster !== undefined
@@ -99,7 +111,7 @@ function watchRuleFiles(options: ServiceOptions, holder: RulesHolder, logger: Lo
 }
 
 /** Follows the Redis connection (with a Redis store only); waits for the first attempt's outcome. */
-async function linkStore(store: MemoryStore | RedisStore, options: ServiceOptions, logger: Logger, events: EventEmitter<ServiceEvents>): Promise<StoreLink | undefined> {
+async function linkStore(store: ServiceStore, options: ServiceOptions, logger: Logger, events: EventEmitter<ServiceEvents>): Promise<StoreLink | undefined> {
   if (store.name !== 'redis') return undefined;
   const probe = options.redis !== undefined ? probeAddress(options.redis) : undefined;
   const link = new StoreLink(store as RedisStore, { logger, probe, onChange: () => events.emit('readiness') });
@@ -108,7 +120,7 @@ async function linkStore(store: MemoryStore | RedisStore, options: ServiceOption
 }
 
 /** Applies rules pushed through Redis (with a Redis store only), from when Redis answers. */
-async function startRulesSync(store: MemoryStore | RedisStore, link: StoreLink | undefined, holder: RulesHolder, logger: Logger): Promise<{ sync: RulesSync; starter: RulesSyncStarter } | undefined> {
+async function startRulesSync(store: ServiceStore, link: StoreLink | undefined, holder: RulesHolder, logger: Logger): Promise<{ sync: RulesSync; starter: RulesSyncStarter } | undefined> {
   if (store.name !== 'redis' || link === undefined) return undefined;
   const sync = new RulesSync({
     redis: (store as RedisStore).client,
@@ -124,7 +136,7 @@ async function startRulesSync(store: MemoryStore | RedisStore, link: StoreLink |
 }
 
 /** Applies per-tenant overrides put through Redis (with a Redis store only), as pushed rules are. */
-async function startOverridesSync(store: MemoryStore | RedisStore, link: StoreLink | undefined, holder: RulesHolder, logger: Logger, clock: (() => number) | undefined): Promise<{ sync: OverridesSync; starter: RulesSyncStarter } | undefined> {
+async function startOverridesSync(store: ServiceStore, link: StoreLink | undefined, holder: RulesHolder, logger: Logger, clock: (() => number) | undefined): Promise<{ sync: OverridesSync; starter: RulesSyncStarter } | undefined> {
   if (store.name !== 'redis' || link === undefined) return undefined;
   const sync = new OverridesSync({
     redis: (store as RedisStore).client,
@@ -140,7 +152,7 @@ async function startOverridesSync(store: MemoryStore | RedisStore, link: StoreLi
 }
 
 /** Without --config (and no rules pushed through Redis yet), every check answers OK: say so at start. */
-function warnIfNoRules(options: ServiceOptions, holder: RulesHolder, store: MemoryStore | RedisStore, logger: Logger): void {
+function warnIfNoRules(options: ServiceOptions, holder: RulesHolder, store: ServiceStore, logger: Logger): void {
   if (options.config !== undefined || holder.current.domainNames().length > 0) return;
   const until = store.name === 'redis' ? ' until rules are pushed (PUT /v1/rules)' : '';
   const hint = options.rulesHint ?? { missing: 'no --config (or TOLLGATE_CONFIG) given', fix: 'give --config FILE|DIR (docs/rules.md)' };
@@ -151,7 +163,7 @@ function warnIfNoRules(options: ServiceOptions, holder: RulesHolder, store: Memo
 interface ContextParts {
   readonly options: ServiceOptions;
   readonly logger: Logger;
-  readonly store: MemoryStore | RedisStore;
+  readonly store: ServiceStore;
   readonly holder: RulesHolder;
   readonly watcher: RulesWatcher | undefined;
   readonly sync: RulesSync | undefined;
@@ -195,12 +207,19 @@ function buildContext({ options, logger, store, holder, watcher, sync, overrides
 }
 
 /** The conditions of readiness, in /readyz's order. */
-function readinessChecks(holder: RulesHolder, watcher: RulesWatcher | undefined, store: MemoryStore | RedisStore, link: StoreLink | undefined, drain: DrainState): ReadinessCheck[] {
+function readinessChecks(holder: RulesHolder, watcher: RulesWatcher | undefined, store: ServiceStore, link: StoreLink | undefined, drain: DrainState): ReadinessCheck[] {
   return [
     rulesCheck(holder, watcher),
-    link?.check() ?? { name: 'store', check: () => ({ ready: true, details: { store: store.name } }) },
+    link?.check() ?? { name: 'store', check: () => storeReadiness(store) },
     drain.check(),
   ];
+}
+
+/** Ready with the memory store; with memcached, while every server is connected. */
+function storeReadiness(store: ServiceStore): { ready: boolean; details: Record<string, unknown> } {
+  if (store.name !== 'memcached') return { ready: true, details: { store: store.name } };
+  const { connected, servers } = (store as MemcachedStore).health();
+  return { ready: connected === servers, details: { store: store.name, address: (store as MemcachedStore).address, connected, servers } };
 }
 
 /** One HTTP listener, and the way to close it without dropping an accepted request (http/close.ts). */
@@ -334,7 +353,7 @@ export async function startService(options: ServiceOptions, logger: Logger = cre
   const startedAt = Date.now();
   // First: a certificate problem stops the start (exit 2) before anything opens.
   const tls = options.tls === undefined ? undefined : new TlsReloader(options.tls, logger);
-  const store = await createStoreFromOptions(options);
+  const store = await createStoreFromOptions(options, logger);
   const holder = await loadInitialRules(options, hooks.clock);
   const events = new EventEmitter<ServiceEvents>();
   const link = await linkStore(store, options, logger, events);

@@ -158,7 +158,7 @@ describe('serve settings', () => {
     [{ 'redis-cluster': 'a:1,b' }, {}, /host:port,host:port/],
     [{ 'admin-token': 'short' }, {}, /at least 16 characters/],
     [{ 'log-level': 'loud' }, {}, /must be one of fatal/],
-    [{ workers: '2' }, {}, /needs --redis, --redis-cluster or --redis-sentinel/],
+    [{ workers: '2' }, {}, /needs --redis, --redis-cluster, --redis-sentinel or --memcached/],
     [{ workers: '0', redis: 'redis://a:1' }, {}, /from 1 to 64/],
     [{ settings: '/nonexistent/tollgate.yaml' }, {}, /cannot be read/],
   ])('%j %j is refused', (flags, env, message) => {

@@ -5,7 +5,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, type Decision, type Policy, type Store } from '../../src/index.js';
+import { compilePolicy, createLimiter, type Decision, type Policy, type Store } from '../../src/index.js';
 
 /** One limit of a case: its key (made unique per run) and policy. */
 interface GroupLimit {
@@ -39,10 +39,12 @@ function pick(decision: Decision, expected: Partial<Decision>): Record<string, u
 /**
  * Registers one test per group vector case; `openStore` gives a store per case. `algorithms`: only
  * the cases all of whose limits use one of them and carry no penalty (a store that decides only
- * some, such as the multi-region store, which refuses `blockDuration`).
+ * some, such as the multi-region store, which refuses `blockDuration`). `sharedStates` false: only
+ * the cases whose limits name distinct states (the Memcached store refuses a state named twice).
  */
-export function describeGroupVectors(storeName: string, openStore: () => Store | Promise<Store>, algorithms?: readonly string[]): void {
-  const decided = (c: GroupCase): boolean => algorithms === undefined || c.limits.every((limit) => algorithms.includes(limit.policy.algorithm) && limit.policy.blockDuration === undefined);
+export function describeGroupVectors(storeName: string, openStore: () => Store | Promise<Store>, algorithms?: readonly string[], sharedStates = true): void {
+  const decided = (c: GroupCase): boolean =>
+    (algorithms === undefined || c.limits.every((limit) => algorithms.includes(limit.policy.algorithm) && limit.policy.blockDuration === undefined)) && (sharedStates || !namesAStateTwice(c));
   for (const file of readdirSync(VECTOR_DIR).filter((name) => name.endsWith('.json')).sort()) {
     const cases = (JSON.parse(readFileSync(new URL(file, VECTOR_DIR), 'utf8')) as { cases: GroupCase[] }).cases.filter(decided);
     if (cases.length === 0) continue;
@@ -72,4 +74,10 @@ export function describeGroupVectors(storeName: string, openStore: () => Store |
       }
     });
   }
+}
+
+/** Whether two limits of a case name one state: one key, one algorithm and window. */
+function namesAStateTwice(c: GroupCase): boolean {
+  const states = c.limits.map((limit) => `${limit.key}\u0000${compilePolicy(limit.policy).stateId}`);
+  return new Set(states).size < states.length;
 }

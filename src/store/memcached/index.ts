@@ -1,0 +1,1 @@
+export { memcachedStore, MemcachedStore, type MemcachedStoreOptions } from './store.js';

@@ -1,0 +1,145 @@
+/**
+ * The Memcached store: state spread over memcached servers by consistent hashing (ring.ts), an
+ * aligned fixed window counted by `incr`/`add` (window-counter.ts), the other fixed-size states
+ * decided by compare-and-set (cas-lanes.ts). Memcached has no clock a call can read atomically
+ * with the state, so a decision's time is this node's clock (or the call's explicit `now`): nodes
+ * whose clocks disagree disagree on window boundaries and refills (docs/memcached.md).
+ * What memcached cannot hold is refused with an InvalidOptionError naming where it runs.
+ */
+import type { Decision } from '../../decision.js';
+import { InvalidOptionError, StoreDataError, StoreError, StoreUnavailableError } from '../../errors.js';
+import type { CompiledPolicy } from '../../policy.js';
+import { sharedStates } from '../shared-states.js';
+import type { Store, StoreRequest } from '../types.js';
+import { CasLanes, peekState } from './cas-lanes.js';
+import { MemcachedConnection, MemcachedReplyError } from './connection.js';
+import { memcachedKey } from './keys.js';
+import { checkMemcachedOptions, type MemcachedStoreOptions } from './options.js';
+import { HashRing } from './ring.js';
+import { WindowCounter, countsByIncrement } from './window-counter.js';
+
+export type { MemcachedStoreOptions } from './options.js';
+
+/** Creates a Memcached store. Call `await store.ready()` before the first decision. */
+export function memcachedStore(options: MemcachedStoreOptions): MemcachedStore {
+  return new MemcachedStore(options);
+}
+
+export class MemcachedStore implements Store {
+  readonly name = 'memcached';
+  /** The servers, `host:port,…`, for messages. */
+  readonly address: string;
+  readonly deadlineMs: number | undefined;
+  private readonly connections: MemcachedConnection[];
+  private readonly ring: HashRing<MemcachedConnection>;
+  private readonly keyPrefix: string;
+  private readonly connectTimeoutMs: number;
+  private readonly counter: WindowCounter;
+  private readonly lanes: CasLanes;
+
+  constructor(options: MemcachedStoreOptions) {
+    const { servers, keyPrefix, deadlineMs, numbers } = checkMemcachedOptions(options);
+    this.keyPrefix = keyPrefix;
+    this.deadlineMs = deadlineMs;
+    this.connectTimeoutMs = numbers.connectTimeoutMs;
+    this.connections = servers.map(({ host, port }) => new MemcachedConnection({ host, port, ...numbers }));
+    this.address = this.connections.map((connection) => connection.address).join(',');
+    this.ring = new HashRing(this.connections.map((connection) => ({ name: connection.address, server: connection })));
+    const exhausted = (key: string): StoreError =>
+      new StoreError(
+        `memcached at ${this.ring.serverOf(key).address}: ${numbers.casAttempts} compare-and-set attempts on ${key} each lost to another node's write; raise casAttempts, or decide a key this hot on Redis`,
+      );
+    this.counter = new WindowCounter(numbers.casAttempts, exhausted);
+    this.lanes = new CasLanes(numbers.casAttempts, exhausted);
+  }
+
+  /** Resolves once every server answers; rejects with {@link StoreUnavailableError} naming those that did not within `connectTimeoutMs`. */
+  async ready(): Promise<void> {
+    const answers = await Promise.all(this.connections.map((connection) => withTimeout(connection.version(), this.connectTimeoutMs).then(() => undefined, (error: unknown) => `${connection.address} (${(error as Error).message})`)));
+    const missing = answers.filter((answer) => answer !== undefined);
+    if (missing.length > 0) throw new StoreUnavailableError(`memcached not reachable: ${missing.join('; ')}; check that it is running and the address is right`);
+  }
+
+  /** How many servers are connected now, of how many (for health reports). */
+  health(): { readonly connected: number; readonly servers: number } {
+    return { connected: this.connections.filter((connection) => connection.isConnected).length, servers: this.connections.length };
+  }
+
+  consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
+    return this.call(key, policy, (connection, name) => {
+      if (countsByIncrement(policy)) return this.counter.consume(connection, name, policy, cost, now ?? Date.now(), now !== undefined);
+      return this.lanes.consume(connection, name, policy, cost, now);
+    });
+  }
+
+  peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
+    return this.call(key, policy, (connection, name) => {
+      if (countsByIncrement(policy)) return this.counter.peek(connection, name, policy, cost, now ?? Date.now());
+      return peekState(connection, name, policy, cost, now ?? Date.now());
+    });
+  }
+
+  /**
+   * Several limits: peeked together, then recorded one by one only if all were admitted. Not
+   * atomic: a call on another node can slip in between (docs/memcached.md); a state named twice
+   * in one group is refused.
+   */
+  async consumeAll(requests: readonly StoreRequest[], now: number | undefined, commit: boolean): Promise<Decision[]> {
+    if (requests.length === 1) {
+      const { key, policy, cost } = requests[0]!;
+      return [await (commit ? this.consume(key, policy, cost, now) : this.peek(key, policy, cost, now))];
+    }
+    if (sharedStates(requests) !== undefined) throw refused('a group of limits naming one state twice', 'name each state once, or use the memory or Redis store');
+    const peeks = await Promise.all(requests.map((request) => this.peek(request.key, request.policy, request.cost, now)));
+    if (!commit) return peeks;
+    if (peeks.every((decision) => decision.allowed)) return Promise.all(requests.map((request) => this.consume(request.key, request.policy, request.cost, now)));
+    // Denied: the admitted report what remains (a look), a denied counted-rejected hit is counted.
+    return Promise.all(
+      requests.map((request, index) => {
+        if (peeks[index]!.allowed) return this.peek(request.key, request.policy, 0, now);
+        return request.policy.countRejected ? this.consume(request.key, request.policy, request.cost, now) : peeks[index]!;
+      }),
+    );
+  }
+
+  async reset(key: string, policy: CompiledPolicy): Promise<void> {
+    await this.call(key, policy, (connection, name) => connection.delete(name));
+  }
+
+  resetPrefix(): Promise<number> {
+    return Promise.reject(refused('reset by prefix (memcached cannot list its keys)', 'reset each key with limiter.reset, or use the Redis store'));
+  }
+
+  async close(): Promise<void> {
+    for (const connection of this.connections) connection.close();
+  }
+
+  /** Runs `work` on the server of `key`'s state under `policy`, its failures described as the store's. */
+  private async call<T>(key: string, policy: CompiledPolicy, work: (connection: MemcachedConnection, name: string) => Promise<T>): Promise<T> {
+    if (policy.algorithm === 'sliding-log') throw refused('the sliding-log algorithm (its log outgrows a memcached item)', "use sliding-window with precision (e.g. { algorithm: 'sliding-window', precision: 10 }), or the Redis store");
+    if (policy.blockMs > 0) throw refused('penalties (blockDuration)', 'use the memory or Redis store for a policy with blockDuration');
+    const name = memcachedKey(this.keyPrefix, key, policy);
+    try {
+      return await work(this.ring.serverOf(name), name);
+    } catch (error) {
+      if (error instanceof MemcachedReplyError) {
+        if (/non-numeric|CLIENT_ERROR/.test(error.message)) throw new StoreDataError(name, `${error.message}: the key holds a value Tollgate did not write; give Tollgate its own keyPrefix`);
+        throw new StoreError(error.message, { cause: error });
+      }
+      throw error;
+    }
+  }
+}
+
+/** The refusal of what the Memcached store cannot offer, naming where it runs. */
+export function refused(what: string, instead: string): InvalidOptionError {
+  return new InvalidOptionError(`the memcached store does not support ${what}: ${instead}`);
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,101 @@
+/**
+ * `tollgate serve --memcached HOST:PORT[,…]`: two service processes on one real memcached share
+ * their counters, /readyz follows memcached going away and coming back, and bad values are refused
+ * (exit code 2 through the CLI, as every invalid flag).
+ */
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { InvalidOptionError } from '../../src/errors.js';
+import { resolveServiceOptions } from '../../src/service/options.js';
+import { useMemcached } from '../support/memcached.js';
+import { startServiceProcess, type ServiceProcess } from '../support/service.js';
+
+const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
+
+/** One `action` check for `user` (examples/rules/classic.yaml); the response. */
+function check(service: ServiceProcess, action: string, user: string): Promise<Response> {
+  return fetch(service.url('/json'), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ domain: 'classic', descriptors: [{ entries: [{ key: 'action', value: action }, { key: 'user', value: user }] }] }),
+  });
+}
+
+/** One post by `user` (classic.yaml: 300 per 3 hours per user, a sliding window); its remaining count. */
+async function post(service: ServiceProcess, user: string): Promise<number> {
+  const response = await check(service, 'post', user);
+  expect(response.status).toBe(200);
+  const body = (await response.json()) as { statuses: { limitRemaining?: number }[] };
+  return body.statuses[0]!.limitRemaining ?? 0;
+}
+
+/** Until /readyz answers `status` (bounded: 10 s); its body. */
+async function readyz(service: ServiceProcess, status: number): Promise<Record<string, unknown>> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const response = await fetch(service.admin('/readyz'));
+    const body = (await response.json()) as Record<string, unknown>;
+    if (response.status === status) return body;
+    if (Date.now() > until) throw new Error(`/readyz stayed ${response.status}: ${JSON.stringify(body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('tollgate serve --memcached', () => {
+  const server = useMemcached();
+
+  it("two service processes on one memcached share their counters (a user's 300 posts per 3 hours, counted across both); a sliding-log rule is refused naming the alternative", async () => {
+    const [a, b] = await Promise.all([
+      startServiceProcess(['--config', 'examples/rules', '--memcached', server().address]),
+      startServiceProcess(['--config', 'examples/rules'], { TOLLGATE_MEMCACHED: server().address }),
+    ]);
+    try {
+      const user = `user-${Math.random().toString(36).slice(2)}`;
+      expect(await post(a, user)).toBe(299);
+      expect(await post(b, user)).toBe(298);
+      expect(await post(a, user)).toBe(297);
+      // classic.yaml's logins are a sliding log, which memcached cannot hold.
+      const refused = await check(b, 'login', user);
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({ code: 'ERR_TOLLGATE_INVALID_OPTION', message: expect.stringMatching(/memcached store does not support the sliding-log algorithm.*sliding-window with precision/) });
+      expect(await readyz(a, 200)).toMatchObject({ store: 'memcached', connected: 1, servers: 1 });
+    } finally {
+      expect(await a.stop()).toBe(0);
+      expect(await b.stop()).toBe(0);
+    }
+  }, 60_000);
+
+  it('/readyz answers 503 while memcached is down and 200 once it is back, without traffic', async () => {
+    const service = await startServiceProcess(['--config', 'examples/rules', '--memcached', server().address]);
+    try {
+      await readyz(service, 200);
+      await server().stop();
+      expect(await readyz(service, 503)).toMatchObject({ store: 'memcached', connected: 0 });
+      await server().restart();
+      expect(await readyz(service, 200)).toMatchObject({ connected: 1 });
+    } finally {
+      expect(await service.stop()).toBe(0);
+    }
+  }, 60_000);
+
+  it.each([
+    [{ memcached: 'localhost' }, /--memcached \(or TOLLGATE_MEMCACHED\) must be host:port,host:port,\.\.\. with ports 1-65535, got "localhost"/],
+    [{ memcached: 'a:1,a:1' }, /names a:1 twice/],
+    [{ memcached: 'a:1', redis: 'redis://b:2' }, /give --memcached \(or TOLLGATE_MEMCACHED\) or a Redis store, not both \(also given: --redis\)/],
+    [{ memcached: 'a:1', 'max-keys': '10' }, /bounds the memory store only; with memcached/],
+  ])('%j is refused with a clear error', (flags, message) => {
+    expect(() => resolveServiceOptions(flags, {})).toThrow(InvalidOptionError);
+    expect(() => resolveServiceOptions(flags, {})).toThrow(message);
+  });
+
+  it('takes several servers, from the flag or TOLLGATE_MEMCACHED, and --workers above 1 with them', () => {
+    expect(resolveServiceOptions({ memcached: 'a:11211, b:11212' }, {}).memcached).toEqual([{ host: 'a', port: 11211 }, { host: 'b', port: 11212 }]);
+    expect(resolveServiceOptions({ workers: '2' }, { TOLLGATE_MEMCACHED: 'c:1' })).toMatchObject({ workers: 2, memcached: [{ host: 'c', port: 1 }] });
+  });
+
+  it('a bad --memcached through the CLI: exit code 2 and the message on stderr', () => {
+    const result = spawnSync(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', '--memcached', 'cache:notaport'], { encoding: 'utf8', timeout: 10_000 });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('--memcached (or TOLLGATE_MEMCACHED) must be host:port,host:port,... with ports 1-65535, got "cache:notaport"');
+  }, 15_000);
+});

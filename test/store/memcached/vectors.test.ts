@@ -1,0 +1,40 @@
+/**
+ * The conformance vectors on a real memcached, started by the test on a free port: every
+ * algorithm the Memcached store supports (all but sliding-log, docs/memcached.md) answers every
+ * step as the memory store does; once more through the over-limit cache, and once with real time
+ * passing between steps, which must not change any answer (keys live in real time).
+ */
+import { describe, expect, it } from 'vitest';
+import { createLimiter, memcachedStore, type MemcachedStore } from '../../../src/index.js';
+import { useMemcached } from '../../support/memcached.js';
+import { describeGroupVectors } from '../../support/group-vectors.js';
+import { describeVectors, loadVectors } from '../../support/vectors.js';
+
+const memcached = useMemcached();
+
+async function open(): Promise<MemcachedStore> {
+  const store = memcachedStore({ servers: memcached().address });
+  await store.ready();
+  return store;
+}
+
+const SUPPORTED = (file: string): boolean => !file.startsWith('sliding-log');
+
+describeVectors('memcached', open, 0, {}, undefined, SUPPORTED);
+describeVectors('memcached, over-limit cache', open, 0, { overLimitCache: true }, undefined, SUPPORTED);
+describeVectors('memcached, replayed slowly', open, 20, {}, undefined, SUPPORTED);
+// Groups of limits on distinct states without penalties (a state named twice and blockDuration are refused).
+describeGroupVectors('memcached', open, ['fixed-window', 'gcra', 'leaky-bucket', 'sliding-window', 'token-bucket'], false);
+
+describe('memcached conformance', () => {
+  it('plays every algorithm but sliding-log, which the store refuses', async () => {
+    const played = loadVectors().filter(({ file }) => SUPPORTED(file)).map(({ vectors }) => vectors.algorithm);
+    expect([...new Set(played)].sort()).toEqual(['fixed-window', 'gcra', 'leaky-bucket', 'sliding-window', 'token-bucket']);
+    const limiter = createLimiter({ store: await open() });
+    try {
+      await expect(limiter.limit('k', { algorithm: 'sliding-log', limit: 5, window: '1m' })).rejects.toThrow(/does not support the sliding-log algorithm.*sliding-window with precision/);
+    } finally {
+      await limiter.close();
+    }
+  });
+});
