@@ -8,9 +8,8 @@ import { execFile, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveServiceOptions } from '../../src/service/options.js';
-import { startService, type RunningService } from '../../src/service/server.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { inProcessServiceForSuite } from '../support/in-process-service.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 const page = readFileSync(join(root, 'docs/quotas.md'), 'utf8');
@@ -28,16 +27,14 @@ const tested = SECTIONS.map(section).join('\n');
 /** ISO instants (with or without ms) as <time>: periods and expiries depend on the day the test runs. */
 const masked = (text: string): string => text.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z/g, '<time>');
 
-let service: RunningService;
+const suite = inProcessServiceForSuite({ config: 'examples/quotas/plans.yaml', 'admin-token': TOKEN });
 let bin: string;
 
-beforeAll(async () => {
-  service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', config: 'examples/quotas/plans.yaml', 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0', 'admin-token': TOKEN }, {}), undefined, { grpc: false });
+beforeAll(() => {
   bin = mkdtempSync(join(tmpdir(), 'tollgate-quotas-guide-'));
   writeFileSync(join(bin, 'tollgate'), `#!/bin/sh\nexec "${process.execPath}" "${join(root, 'dist/cli/main.js')}" "$@"\n`);
   chmodSync(join(bin, 'tollgate'), 0o755);
-}, 20_000);
-afterAll(async () => service?.close());
+});
 
 describe('docs/quotas.md (sections 1, 2, 4, 6)', () => {
   it('shows each example file verbatim', () => {
@@ -60,12 +57,12 @@ describe('docs/quotas.md (sections 1, 2, 4, 6)', () => {
   it('each shell block prints its # lines, run in order against a service on the rules', async () => {
     // Section 2 reads Acme's usage after three calls.
     for (let i = 0; i < 3; i++) {
-      const response = await fetch(`http://127.0.0.1:${service.httpPort!}/v1/check`, { method: 'POST', body: JSON.stringify({ domain: 'plans', descriptors: [{ plan: 'pro', customer: 'acme' }] }) });
+      const response = await fetch(`http://127.0.0.1:${suite.service.httpPort!}/v1/check`, { method: 'POST', body: JSON.stringify({ domain: 'plans', descriptors: [{ plan: 'pro', customer: 'acme' }] }) });
       expect(response.status).toBe(200);
     }
     const blocks = [...tested.matchAll(/<!-- run -->\n```sh\n([^]*?)```\n/g)].map((block) => block[1]!);
     expect(blocks).toHaveLength(3);
-    const env = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, TOLLGATE_ADMIN_URL: `http://127.0.0.1:${service.adminPort}`, TOLLGATE_ADMIN_TOKEN: TOKEN };
+    const env = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, TOLLGATE_ADMIN_URL: suite.adminUrl, TOLLGATE_ADMIN_TOKEN: TOKEN };
     for (const block of blocks) {
       // A command, then the lines it prints as `# ` comments.
       const steps: { command: string; shown: string }[] = [];
