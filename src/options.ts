@@ -7,6 +7,12 @@
 import { parseDuration } from './duration.js';
 import { InvalidOptionError, describeValue } from './errors.js';
 
+/**
+ * envoyproxy/ratelimit's DEBUG_PORT: the admin listener's default port. Here, below the service, so
+ * the admin commands' default URL does not load the service (src/cli/admin/connection.ts).
+ */
+export const DEFAULT_ADMIN_PORT = 6070;
+
 /** The first own name of `object` that is not in `known`, or undefined. */
 export function unknownName(object: object, known: readonly string[] | ReadonlySet<string>): string | undefined {
   const has = Array.isArray(known) ? (name: string) => known.includes(name) : (name: string) => (known as ReadonlySet<string>).has(name);

@@ -8,29 +8,9 @@ import { SIMULATE_FLAGS } from '../simulate/command.js';
 import { GATEWAY_FLAG_TEXT, REPLICATE_FLAG_TEXT, SERVICE_FLAG_TEXT, SIMULATE_FLAG_TEXT, VALIDATE_FLAG_TEXT } from './flag-help.js';
 import { REPLICATE_FLAGS } from './replicate.js';
 import { renderCommandHelp, type CommandHelp } from './usage.js';
+import type { HelpedCommand } from './global-usage.js';
 
-export const GLOBAL_USAGE = `Usage: tollgate <command> [options]
-
-Commands:
-  serve         Run the decision service (HTTP JSON, envoy gRPC, an admin listener)
-  gateway       A reverse proxy that rate limits, then forwards (docs/gateway.md)
-  validate PATH Check a rules file or directory (exit 0 valid, 1 errors)
-  simulate      Replay an access log against rules offline (docs/simulate.md)
-  replicate     Carry one region's counts to the other regions (docs/scaling.md)
-  demo          Every algorithm deciding a burst on the embedded memory store
-  check         One decision from a running service
-  rules         get [--domain D] | push FILE|DIR | diff FILE|DIR: the running service's rules
-  keys          inspect|reset|block|unblock|blocked: the running service's key admin endpoints
-  usage         What descriptors used of their rules' quotas, and over which period
-  health        A container's health check of this host's tollgate serve
-  help          This help; help COMMAND: the command's
-
-Each command has its own help: tollgate <command> --help
-
-Options:
-  -h, --help     Show this help
-  -v, --version  Show the version
-`;
+export { GLOBAL_USAGE, type HelpedCommand } from './global-usage.js';
 
 /** The commands whose help is generated here (check, rules, keys, usage and health carry their own). */
 export const COMMAND_HELP = {
@@ -89,9 +69,7 @@ and reports per limit: allowed, throttled, busiest keys, when (docs/simulate.md)
     flags: [],
     text: {},
   },
-} as const satisfies Record<string, CommandHelp>;
-
-export type HelpedCommand = keyof typeof COMMAND_HELP;
+} as const satisfies Record<HelpedCommand, CommandHelp>;
 
 /** `tollgate COMMAND --help`'s text. */
 export function commandHelp(command: HelpedCommand): string {

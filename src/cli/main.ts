@@ -4,25 +4,18 @@
  * `gateway` (a rate-limiting reverse proxy), `replicate` (carry one region's counts to the others,
  * multi-region), `simulate` (replay an access log against rules offline), `health` (a container's health check, health.ts), `demo` (the limiter
  * deciding on the embedded store), `check`, `rules`, `keys`, `usage` (a running service's API, src/cli/admin/), `help` (or `--help` after any command), `--version`. `bench`
- * arrives with its issue.
+ * arrives with its issue. A command's module is imported only when it runs (dynamic import()).
  */
-import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ADMIN_COMMANDS, runAdminCommand, type AdminCommand } from './admin/index.js';
-import { runDemo } from './demo.js';
-import { runHealthCommand } from './health.js';
-import { GATEWAY_FLAGS, GATEWAY_SWITCHES, resolveGatewayOptions } from '../gateway/options.js';
-import { startGateway } from '../gateway/server.js';
-import { GatewayConfigError, TollgateError } from '../errors.js';
-import { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions, startReportsPrimary, startService } from '../service/index.js';
-import { REPLICATE_FLAGS, startReplicateCommand } from './replicate.js';
-import { checkRuleFiles } from '../rules/files.js';
-import { countDescriptors } from '../rules/parse/index.js';
-import { closestMatch } from '../rules/parse/suggest.js';
-import { SIMULATE_FLAGS, runSimulateCommand } from '../simulate/command.js';
-import { COMMAND_HELP, GLOBAL_USAGE, commandHelp, type HelpedCommand } from './command-help.js';
+import { ADMIN_COMMANDS, type AdminCommand } from './admin/commands.js';
 import { flagErrorText } from './admin/output.js';
+import { GLOBAL_USAGE, HELPED_COMMANDS, type HelpedCommand } from './global-usage.js';
+import { GatewayConfigError, TollgateError } from '../errors.js';
+import { closestMatch } from '../rules/parse/suggest.js';
+
+// Each command's code (the service, the gateway, the rules parser, ...) is imported when that command
+// runs: `tollgate --version` or `tollgate check` does not pay for loading the others.
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -37,12 +30,12 @@ async function main(argv: string[]): Promise<number> {
   if (first === 'validate') return validate(rest);
   if (first === 'replicate') return replicate(rest);
   if (first === 'simulate') return simulateCommand(rest);
-  if (first === 'health') return runHealthCommand(rest, process.env, { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) });
-  if ((ADMIN_COMMANDS as readonly string[]).includes(first ?? '')) return runAdminCommand(first as AdminCommand, rest, { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) });
+  if (first === 'health') return (await import('./health.js')).runHealthCommand(rest, process.env, STD_OUTPUT);
+  if ((ADMIN_COMMANDS as readonly string[]).includes(first ?? '')) return (await import('./admin/index.js')).runAdminCommand(first as AdminCommand, rest, STD_OUTPUT);
   if (first === 'demo') {
     if (rest.length === 1 && HELP_FLAGS.has(rest[0]!)) return help(['demo']);
     if (rest.length > 0) return usageError('demo', `takes no arguments, got ${JSON.stringify(rest.join(' '))}`);
-    await runDemo((line) => process.stdout.write(`${line}\n`));
+    await (await import('./demo.js')).runDemo((line) => process.stdout.write(`${line}\n`));
     return 0;
   }
   if (first !== undefined && !first.startsWith('-')) {
@@ -78,6 +71,7 @@ function unknownCommand(word: string): number {
 
 const COMMANDS = new Set(['serve', 'gateway', 'validate', 'replicate', 'simulate', 'demo', 'health', ...ADMIN_COMMANDS, 'help']);
 const HELP_FLAGS = new Set(['--help', '-h']);
+const STD_OUTPUT = { stdout: (text: string) => process.stdout.write(text), stderr: (text: string) => process.stderr.write(text) };
 /** The `--help` / `-h` flag every command takes. */
 const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
 
@@ -87,7 +81,7 @@ async function help(args: string[]): Promise<number> {
     return usageError('help', `takes one of the commands ${[...COMMANDS].join(', ')}, got ${JSON.stringify(args.join(' '))}`);
   }
   const [command] = args;
-  if (command !== undefined && command in COMMAND_HELP) process.stdout.write(commandHelp(command as HelpedCommand));
+  if ((HELPED_COMMANDS as readonly string[]).includes(command ?? '')) process.stdout.write((await import('./command-help.js')).commandHelp(command as HelpedCommand));
   else if (command === 'health') return main(['health', '--help']);
   else if ((ADMIN_COMMANDS as readonly string[]).includes(command ?? '')) return main([command!, '--help']);
   else process.stdout.write(GLOBAL_USAGE);
@@ -123,12 +117,14 @@ function commandFlags(command: HelpedCommand, args: string[], flags: Readonly<Re
  * gracefully; a second signal skips the rest of the drain delay.
  */
 async function serve(args: string[]): Promise<number> {
+  const { default: cluster } = await import('node:cluster');
+  const { SERVE_FLAGS, SWITCH_FLAGS, resolveServiceOptions, startService } = await import('../service/index.js');
   const values = await commandFlags('serve', args, SERVE_FLAGS, SWITCH_FLAGS);
   if (typeof values === 'number') return values;
   let service;
   try {
     const options = resolveServiceOptions(values, process.env);
-    if (options.workers > 1 && cluster.isPrimary) return runWorkers(options.workers);
+    if (options.workers > 1 && cluster.isPrimary) return (await import('./workers.js')).runWorkers(options.workers);
     service = await startService(options);
   } catch (error) {
     const known = error instanceof TollgateError;
@@ -158,6 +154,8 @@ async function serve(args: string[]): Promise<number> {
 
 /** `tollgate gateway`: runs until SIGTERM or SIGINT, then drains and stops; 2 on a bad flag or configuration. */
 async function gateway(args: string[]): Promise<number> {
+  const { GATEWAY_FLAGS, GATEWAY_SWITCHES, resolveGatewayOptions } = await import('../gateway/options.js');
+  const { startGateway } = await import('../gateway/server.js');
   const values = await commandFlags('gateway', args, GATEWAY_FLAGS, GATEWAY_SWITCHES);
   if (typeof values === 'number') return values;
   let running;
@@ -184,50 +182,9 @@ async function gateway(args: string[]): Promise<number> {
   return 0;
 }
 
-/**
- * `--workers N`: N processes (node:cluster) share the HTTP and gRPC ports and one Redis. The primary
- * restarts a worker that dies unexpectedly and forwards SIGTERM/SIGINT for a graceful stop; it also
- * collects the workers' metrics and dashboard counts (service/cluster/primary.ts), keeping a dead worker's.
- */
-async function runWorkers(count: number): Promise<number> {
-  let stopping = false;
-  // /metrics and the dashboard sum the workers' counts, including those of workers that exited.
-  const reports = startReportsPrimary();
-  const fork = (): void => {
-    cluster.fork().once('exit', (code) => {
-      if (!stopping) {
-        process.stderr.write(`tollgate serve: a worker exited (code ${code}); starting another\n`);
-        fork();
-      }
-    });
-  };
-  for (let i = 0; i < count; i++) fork();
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
-      // A second signal is forwarded too: the workers skip the rest of their drain delay.
-      if (!stopping) {
-        let running = workers.length;
-        if (running === 0) resolve();
-        for (const worker of workers) {
-          worker.once('exit', () => {
-            running -= 1;
-            if (running === 0) resolve();
-          });
-        }
-      }
-      stopping = true;
-      for (const worker of workers) if (worker.process.exitCode === null) worker.process.kill('SIGTERM');
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  });
-  reports.stop();
-  return 0;
-}
-
 /** `tollgate replicate`: runs until SIGTERM or SIGINT; 2 on bad flags, 1 when its Redis is unreachable. */
 async function replicate(args: string[]): Promise<number> {
+  const { REPLICATE_FLAGS, startReplicateCommand } = await import('./replicate.js');
   let replicator;
   try {
     const { values } = parseArgs({ args, options: { ...REPLICATE_FLAGS, ...HELP_OPTION }, allowPositionals: false });
@@ -256,19 +213,21 @@ async function replicate(args: string[]): Promise<number> {
 }
 
 /** `tollgate simulate`: 0 when the log was replayed, 1 when it could not be read, 2 on bad flags, rules or mapping. */
-function simulateCommand(args: string[]): Promise<number> {
+async function simulateCommand(args: string[]): Promise<number> {
   if (args.some((arg) => HELP_FLAGS.has(arg))) return help(['simulate']);
+  const { SIMULATE_FLAGS, runSimulateCommand } = await import('../simulate/command.js');
   try {
     // Flags only: an unknown one is answered here, with the closest known one.
     parseArgs({ args, options: SIMULATE_FLAGS, allowPositionals: false });
   } catch (error) {
-    return Promise.resolve(flagError('simulate', error, Object.keys(SIMULATE_FLAGS)));
+    return flagError('simulate', error, Object.keys(SIMULATE_FLAGS));
   }
   return runSimulateCommand(args, { stdout: process.stdout, stderr: process.stderr }, 'see tollgate simulate --help\n');
 }
 
 /** `tollgate validate PATH`: 0 when the rules load, 1 with every error on stderr, 2 on misuse. */
 async function validate(args: string[]): Promise<number> {
+  const { resolveServiceOptions } = await import('../service/index.js');
   let mergeDomains: boolean;
   try {
     const parsed = parseArgs({ args, allowPositionals: true, options: { ...HELP_OPTION, 'merge-domains': { type: 'boolean' } } });
@@ -280,6 +239,8 @@ async function validate(args: string[]): Promise<number> {
     return flagError('validate', error, ['merge-domains']);
   }
   if (args.length !== 1) return usageError('validate', 'takes one PATH (a rules file or a directory of *.yaml/*.json files)');
+  const { checkRuleFiles } = await import('../rules/files.js');
+  const { countDescriptors } = await import('../rules/parse/index.js');
   const { domains, errors } = await checkRuleFiles(args[0]!, { mergeDomains });
   if (errors.length > 0) {
     process.stderr.write(errors.map((error) => `${error.message}\n`).join(''));

@@ -1,22 +1,21 @@
 /**
  * `limiter.usage(key, policy)`: what is used of a quota and over which period, for every algorithm
- * (a calendar month included), spending nothing, on the memory store and on Redis, at explicit
- * instants (docs/semantics.md, Usage).
+ * (a calendar month included), spending nothing, on the memory store, a single Redis and a
+ * 3-master Redis Cluster, at explicit instants (docs/semantics.md, Usage).
  */
 import { describe, expect, it } from 'vitest';
 import { createLimiterCore, type LimiterCore } from '../../src/limiter/core.js';
 import type { Policy } from '../../src/policy.js';
-import { memoryStore } from '../../src/store/memory.js';
 import { InvalidKeyError, InvalidOptionError, InvalidPolicyError, InvalidTimeError } from '../../src/errors.js';
-import { liveStore, useRedisServer } from '../support/redis-topologies.js';
+import { storeTopologies, useRedisTopologies } from '../support/redis-topologies.js';
 
 const MINUTE = 60_000;
 const NOW = 1_700_000_040_000; // a whole minute (UTC)
-const redis = useRedisServer();
+const redis = useRedisTopologies();
 
-describe.each(['memory', 'redis'] as const)('usage on %s', (where) => {
-  const open = async (): Promise<LimiterCore> => createLimiterCore({ store: where === 'memory' ? memoryStore({ sweepIntervalMs: 0 }) : await liveStore(redis) });
-  const id = (name: string) => `usage:${name}:${where}:${Math.random().toString(36).slice(2)}`;
+describe.each(storeTopologies(redis))('usage on the $name', (topology) => {
+  const open = async (): Promise<LimiterCore> => createLimiterCore({ store: await topology.open() });
+  const id = (name: string) => `usage:${name}:${topology.name}:${Math.random().toString(36).slice(2)}`;
   /** Spends `cost` at each of `at`. */
   const spend = async (limiter: LimiterCore, key: string, policy: Policy, at: readonly number[], cost = 1) => {
     for (const now of at) expect((await limiter.limit(key, policy, { now, cost })).allowed).toBe(true);
@@ -55,6 +54,17 @@ describe.each(['memory', 'redis'] as const)('usage on %s', (where) => {
       periodStart: november[1],
       periodEnd: Date.parse('2026-12-31T23:00:00Z'),
     });
+  });
+
+  it('calendar day in America/New_York on the day DST ends: the period is that day, 25 hours long', async () => {
+    const limiter = await open();
+    const policy: Policy = { algorithm: 'fixed-window', limit: 100, window: 'day', timeZone: 'America/New_York' };
+    const key = id('day');
+    // 1 November 2026: EDT (UTC−4) until 2:00, then EST (UTC−5).
+    const day = [Date.parse('2026-11-01T04:00:00Z'), Date.parse('2026-11-02T05:00:00Z')];
+    await spend(limiter, key, policy, [Date.parse('2026-11-01T05:30:00Z'), Date.parse('2026-11-02T04:30:00Z')], 2);
+    expect(await limiter.usage(key, policy, { now: Date.parse('2026-11-02T04:59:59Z') })).toEqual({ used: 4, limit: 100, periodStart: day[0], periodEnd: day[1] });
+    expect(day[1]! - day[0]!).toBe(25 * 3_600_000);
   });
 
   it.each(['token-bucket', 'leaky-bucket', 'gcra'] as const)('%s: used is burst − available tokens, the period runs until the bucket is full again', async (algorithm) => {

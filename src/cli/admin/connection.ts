@@ -5,8 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { AdminApiError, InvalidOptionError, describeValue } from '../../errors.js';
-import { checkDurationText } from '../../options.js';
-import { DEFAULT_ADMIN_PORT } from '../../service/index.js';
+import { DEFAULT_ADMIN_PORT, checkDurationText } from '../../options.js';
 
 /** Where and how to talk to the service. */
 export interface Connection {

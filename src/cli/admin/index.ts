@@ -10,18 +10,21 @@ import { CHECK_FLAGS, CHECK_HELP, runCheck } from './check.js';
 import { CONNECTION_FLAGS, DEFAULT_URL, DEFAULT_ADMIN_URL, resolveConnection, type Connection } from './connection.js';
 import { KEYS_FLAGS, KEYS_HELP, runKeys } from './keys.js';
 import { flagErrorText, type CommandOutput } from './output.js';
+import { OVERRIDES_FLAGS, OVERRIDES_HELP, runOverridesDelete, runOverridesGet, runOverridesPut } from './overrides.js';
 import { RULES_FLAGS, RULES_HELP, runRulesDiff, runRulesGet, runRulesPush } from './rules.js';
 import { USAGE_FLAGS, USAGE_HELP, runUsage } from './usage-command.js';
 
 export type { CommandOutput } from './output.js';
 
-export const ADMIN_COMMANDS = ['check', 'rules', 'keys', 'usage'] as const;
-export type AdminCommand = (typeof ADMIN_COMMANDS)[number];
+import type { AdminCommand } from './commands.js';
+
+export { ADMIN_COMMANDS, type AdminCommand } from './commands.js';
 
 const COMMON_HELP = `
 Options (every command):
   --url URL          check: the decision listener (${DEFAULT_URL}; or TOLLGATE_URL);
-                     rules, keys, usage: the admin listener (${DEFAULT_ADMIN_URL}; or TOLLGATE_ADMIN_URL)
+                     rules, keys, usage, overrides: the admin listener (${DEFAULT_ADMIN_URL}; or
+                     TOLLGATE_ADMIN_URL)
   --token-file FILE  a file holding the admin token (else TOLLGATE_ADMIN_TOKEN); --token is
                      refused: the command line shows in \`ps\`
   --json             the service's answer as JSON
@@ -34,10 +37,11 @@ const COMMANDS: Record<AdminCommand, { flags: ParseArgsConfig['options']; help: 
   rules: { flags: RULES_FLAGS, help: RULES_HELP },
   keys: { flags: KEYS_FLAGS, help: KEYS_HELP },
   usage: { flags: USAGE_FLAGS, help: USAGE_HELP },
+  overrides: { flags: OVERRIDES_FLAGS, help: OVERRIDES_HELP },
 };
 
 /** Runs `command` with `args`; resolves with the exit code (never rejects for bad input or a failing service). */
-export async function runAdminCommand(command: AdminCommand, args: readonly string[], output: CommandOutput, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function runAdminCommand(command: AdminCommand, args: readonly string[], output: CommandOutput, env: NodeJS.ProcessEnv = process.env, stdin: () => Promise<string> = readStdin): Promise<number> {
   const { flags, help } = COMMANDS[command];
   try {
     const parsed = parseArgs({ args: [...args], options: { ...CONNECTION_FLAGS, ...flags } as ParseArgsConfig['options'], allowPositionals: true, strict: true });
@@ -50,7 +54,7 @@ export async function runAdminCommand(command: AdminCommand, args: readonly stri
     const connection = resolveConnection(values, env, command === 'check' ? 'decisions' : 'admin');
     // check's --url is the decision listener; the admin listener is TOLLGATE_ADMIN_URL's (or the default).
     const admin = (): Connection => resolveConnection({ ...values, url: undefined }, env, 'admin');
-    return await dispatch(command, positionals, values, { connection, admin }, output);
+    return await dispatch(command, positionals, values, { connection, admin, stdin }, output);
   } catch (error) {
     return report(command, error, output);
   }
@@ -68,13 +72,16 @@ const ACTION_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'keys unblock': ['key', 'domain'],
   'keys blocked': [],
   usage: Object.keys(USAGE_FLAGS),
+  'overrides get': ['domain'],
+  'overrides put': [],
+  'overrides delete': Object.keys(OVERRIDES_FLAGS),
 };
 
 /** The commands that take flags only, no action word. */
 type FlagsOnly = 'check' | 'usage';
 const FLAGS_ONLY: readonly AdminCommand[] = ['check', 'usage'];
 
-const ACTIONS: Readonly<Record<Exclude<AdminCommand, FlagsOnly>, string>> = { rules: 'get, push or diff', keys: 'inspect, reset, block, unblock or blocked' };
+const ACTIONS: Readonly<Record<Exclude<AdminCommand, FlagsOnly>, string>> = { rules: 'get, push or diff', keys: 'inspect, reset, block, unblock or blocked', overrides: 'get, put or delete' };
 
 /** Refuses an unknown action, and a flag the action does not use (it would be silently ignored). */
 function checkActionFlags(command: AdminCommand, action: string | undefined, values: Record<string, unknown>): void {
@@ -86,7 +93,7 @@ function checkActionFlags(command: AdminCommand, action: string | undefined, val
   }
 }
 
-function dispatch(command: AdminCommand, positionals: string[], values: Record<string, unknown>, { connection, admin }: { connection: Connection; admin: () => Connection }, output: CommandOutput): Promise<number> {
+function dispatch(command: AdminCommand, positionals: string[], values: Record<string, unknown>, { connection, admin, stdin }: { connection: Connection; admin: () => Connection; stdin: () => Promise<string> }, output: CommandOutput): Promise<number> {
   const [action, ...rest] = positionals;
   if (FLAGS_ONLY.includes(command)) {
     if (positionals.length > 0) throw new InvalidOptionError(`${command} takes no arguments besides its flags, got ${JSON.stringify(positionals.join(' '))}`);
@@ -97,6 +104,10 @@ function dispatch(command: AdminCommand, positionals: string[], values: Record<s
   if (command === 'keys') {
     if (rest.length > 0) throw new InvalidOptionError(`keys ${action ?? ''} takes flags only, got ${JSON.stringify(rest.join(' '))}`);
     return runKeys(connection, action, values, output);
+  }
+  if (command === 'overrides') {
+    if (action === 'get') return runOverridesGet(connection, values, rest, output);
+    return action === 'put' ? runOverridesPut(connection, rest, output, stdin) : runOverridesDelete(connection, values, rest, output);
   }
   if (action === 'get') return runRulesGet(connection, values, rest, output);
   return action === 'push' ? runRulesPush(connection, rest, output) : runRulesDiff(connection, rest, output);
@@ -115,4 +126,11 @@ function report(command: AdminCommand, error: unknown, output: CommandOutput): n
   if (!(error instanceof TollgateError)) throw error;
   output.stderr(`tollgate ${command}: ${error.message}\nsee tollgate ${command} --help\n`);
   return 2;
+}
+
+/** Standard input, whole (`overrides put -`). */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }

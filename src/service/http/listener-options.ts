@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { InvalidOptionError } from '../../errors.js';
-import type { WholeNumberRange } from '../../options.js';
+import { DEFAULT_ADMIN_PORT, type WholeNumberRange } from '../../options.js';
 
 /**
  * The certificate files of TLS (docs/operations.md, "TLS"). Every listener (decisions over HTTP,
@@ -39,8 +39,7 @@ export interface PlaneSettings {
 /** What a port flag may hold (`--port`, `--admin-port`, ...; the gateway's too): 0 picks a free port. */
 export const PORT_RANGE = { min: 0, max: 65_535, noun: 'a port' } as const satisfies WholeNumberRange;
 
-/** envoyproxy/ratelimit's DEBUG_PORT: the admin listener's default port. */
-export const DEFAULT_ADMIN_PORT = 6070;
+export { DEFAULT_ADMIN_PORT };
 
 /** Shortest admin and metrics token: guessing one must not be practical. */
 export const MIN_TOKEN_LENGTH = 16;

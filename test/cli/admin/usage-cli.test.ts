@@ -4,35 +4,21 @@
  * unknown domain) in-process, through the entry point the CLI calls.
  */
 import { execFile } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runAdminCommand } from '../../../src/cli/admin/index.js';
-import { resolveServiceOptions } from '../../../src/service/options.js';
-import { startService, type RunningService } from '../../../src/service/server.js';
+import { inProcessServiceForSuite, type CommandRun as Run } from '../../support/in-process-service.js';
 
 const CLI = new URL('../../../dist/cli/main.js', import.meta.url).pathname;
 const TOKEN = 'admin-token-for-the-usage-cli-test';
 
-let service: RunningService;
-let adminUrl: string;
-
-beforeAll(async () => {
-  service = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', config: 'examples/rules', 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0', 'admin-token': TOKEN }, {}), undefined, { grpc: false });
-  adminUrl = `http://127.0.0.1:${service.adminPort}`;
-}, 20_000);
-afterAll(async () => service?.close());
-
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+const suite = inProcessServiceForSuite({ config: 'examples/rules', 'admin-token': TOKEN });
 
 /** The built CLI as a process, with the admin listener's URL and the token unless `env` says otherwise. */
 function usage(args: string[], env: Record<string, string> = {}): Promise<Run> {
   const inherited = { ...process.env };
   delete inherited.TOLLGATE_URL;
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, 'usage', ...args], { env: { ...inherited, TOLLGATE_ADMIN_URL: adminUrl, TOLLGATE_ADMIN_TOKEN: TOKEN, ...env }, timeout: 15_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [CLI, 'usage', ...args], { env: { ...inherited, TOLLGATE_ADMIN_URL: suite.adminUrl, TOLLGATE_ADMIN_TOKEN: TOKEN, ...env }, timeout: 15_000 }, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : Number((error as { code?: number }).code ?? NaN), stdout, stderr });
     });
   });
@@ -42,14 +28,14 @@ function usage(args: string[], env: Record<string, string> = {}): Promise<Run> {
 async function usageHere(args: string[], env: Record<string, string> = {}): Promise<Run> {
   let stdout = '';
   let stderr = '';
-  const code = await runAdminCommand('usage', args, { stdout: (text) => (stdout += text), stderr: (text) => (stderr += text) }, { TOLLGATE_ADMIN_URL: adminUrl, TOLLGATE_ADMIN_TOKEN: TOKEN, ...env });
+  const code = await runAdminCommand('usage', args, { stdout: (text) => (stdout += text), stderr: (text) => (stderr += text) }, { TOLLGATE_ADMIN_URL: suite.adminUrl, TOLLGATE_ADMIN_TOKEN: TOKEN, ...env });
   return { code, stdout, stderr };
 }
 
 describe('tollgate usage as a process', () => {
   it('prints per descriptor the rule, used/limit and the period; --json gives the answer; nothing is spent', async () => {
     const check = { domain: 'hierarchy', descriptors: [{ org: 'globex' }, { org: 'globex', team: 'infra' }] };
-    for (let i = 0; i < 2; i++) expect((await fetch(`http://127.0.0.1:${service.httpPort!}/v1/check`, { method: 'POST', body: JSON.stringify(check) })).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await fetch(`http://127.0.0.1:${suite.service.httpPort!}/v1/check`, { method: 'POST', body: JSON.stringify(check) })).status).toBe(200);
     const flags = ['--domain', 'hierarchy', '--descriptor', 'org=globex', '--descriptor', 'org=globex,team=infra', '--descriptor', 'who=else'];
     const [text, json] = await Promise.all([usage(flags), usageHere([...flags, '--json'])]);
     expect(text).toMatchObject({ code: 0, stderr: '' });
