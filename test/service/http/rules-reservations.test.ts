@@ -1,0 +1,71 @@
+/**
+ * `POST /v1/reserve` and `POST /v1/settle` in the rules' form, `{ domain, descriptors, cost, id,
+ * ttl? }`, on a real `tollgate serve` process over loopback, alone (memory store) and on a real
+ * Redis: each matched limit is reserved all or nothing, a settle applies the actual cost to every
+ * limit reserved under the id, and every bad body is a 400 naming the fix.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useRedisServer } from '../../support/redis-topologies.js';
+import { RESERVATION_RULES, orgAndUser } from '../../support/reservation-rules.js';
+import { startServiceProcess, type ServiceProcess } from '../../support/service.js';
+
+async function post(service: ServiceProcess, path: string, body: unknown) {
+  const response = await fetch(service.url(path), { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
+}
+
+const redis = useRedisServer();
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tollgate-rules-reserve-service-'));
+  writeFileSync(join(dir, 'tokens.yaml'), RESERVATION_RULES);
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe.each([
+  ['alone (memory store)', (): string[] => []],
+  ['on Redis', (): string[] => ['--redis', redis.url]],
+] as const)('POST /v1/reserve and /v1/settle through rules, %s', (_name, storeArgs) => {
+  let service: ServiceProcess;
+  beforeAll(async () => {
+    service = await startServiceProcess(['--config', dir, ...storeArgs()]);
+  }, 30_000);
+  afterAll(async () => {
+    expect(await service.stop()).toBe(0);
+  });
+
+  it('reserves every matched limit all or nothing (429 gives back), settles each once', async () => {
+    const org = `acme-${Math.random().toString(36).slice(2)}`;
+    const descriptors = orgAndUser(org, 'alice');
+    const first = await post(service, '/v1/reserve', { domain: 'tokens', descriptors, cost: 20, id: 'req-1', ttl: 60_000 });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ overallCode: 'OK', id: 'req-1', statuses: [{ limitRemaining: 80 }, { limitRemaining: 10 }] });
+    const refused = await post(service, '/v1/reserve', { domain: 'tokens', descriptors, cost: 20, id: 'req-2' });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ overallCode: 'OVER_LIMIT', statuses: [{ code: 'OK', limitRemaining: 80 }, { code: 'OVER_LIMIT' }] });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Descriptors as plain objects too, as /v1/check takes them.
+    const settled = await post(service, '/v1/settle', { domain: 'tokens', descriptors: [{ org }, { org, user: 'alice' }], id: 'req-1', cost: 5 });
+    expect(settled.status).toBe(200);
+    expect(settled.body).toMatchObject({ statuses: [{ status: 'settled', reserved: 20, cost: 5, limitRemaining: 95 }, { status: 'settled', limitRemaining: 25 }] });
+    expect((await post(service, '/v1/settle', { domain: 'tokens', descriptors, id: 'req-1', cost: 0 })).body).toMatchObject({ statuses: [{ status: 'repeated' }, { status: 'repeated' }] });
+  });
+
+  it.each([
+    ['/v1/reserve', { domain: 'tokens', descriptors: orgAndUser('o', 'u'), cost: 1 }, /id must be a string/],
+    ['/v1/reserve', { domain: 'tokens', descriptors: orgAndUser('o', 'u'), cost: 0, id: 'a' }, /whole number ≥ 1/],
+    ['/v1/reserve', { domain: 'tokens', descriptors: orgAndUser('o', 'u'), cost: 1, id: 'a', hits: 2 }, /unknown field "hits"/],
+    ['/v1/reserve', { domain: 'tokens', descriptors: 'org=o', cost: 1, id: 'a' }, /descriptors must be an array/],
+    ['/v1/reserve', { domain: 'tokens', descriptors: [{ log: 'x' }], cost: 1, id: 'a' }, /use sliding-window/],
+    ['/v1/reserve', { domain: '', descriptors: [], cost: 1, id: 'a' }, /domain must be a non-empty string/],
+    ['/v1/settle', { domain: 'tokens', descriptors: orgAndUser('o', 'u'), id: 'a', cost: -1 }, /whole number ≥ 0/],
+    ['/v1/settle', { domain: 'tokens', descriptors: orgAndUser('o', 'u'), id: 'a', cost: 1, ttl: 5 }, /unknown field "ttl"/],
+  ])('POST %s in the rules form with a bad body is a 400 that names the fix (%#)', async (path, body, message) => {
+    const answer = await post(service, path, body);
+    expect(answer.status).toBe(400);
+    expect(String(answer.body.message)).toMatch(message);
+  });
+});
