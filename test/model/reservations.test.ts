@@ -147,26 +147,20 @@ const TOPOLOGIES: readonly { readonly name: string; readonly runs: number; open(
 /** Calendar windows and penalties: half the schedules each. */
 const extendedArb = fc.oneof(calendarArb, blockArb);
 
-describe.each(TOPOLOGIES)('reserve then settle against the model, on the $name', (topology) => {
-  it(TEST, async () => {
-    const stores = await topology.open();
-    const limiters = Array.from({ length: NODES }, (_, i) => createLimiter({ store: stores[i % stores.length]!, deadlineMs: 5_000 }));
-    try {
-      await checkModel(FILE, TEST, fc.asyncProperty(scheduleArb, (schedule) => play(limiters, schedule)), topology.runs);
-    } finally {
-      if (topology.name === 'memory store') await closeAll(limiters);
-    }
-  }, 60_000);
-});
+/** Plays `name`'s schedules on every topology, two limiters sharing the store. */
+function describeSchedules(title: string, name: string, schedules: fc.Arbitrary<Schedule>): void {
+  describe.each(TOPOLOGIES)(`${title}, on the $name`, (topology) => {
+    it(name, async () => {
+      const stores = await topology.open();
+      const limiters = Array.from({ length: NODES }, (_, i) => createLimiter({ store: stores[i % stores.length]!, deadlineMs: 5_000 }));
+      try {
+        await checkModel(FILE, name, fc.asyncProperty(schedules, (schedule) => play(limiters, schedule)), topology.runs);
+      } finally {
+        if (topology.name === 'memory store') await closeAll(limiters);
+      }
+    }, 60_000);
+  });
+}
 
-describe.each(TOPOLOGIES)('reserve then settle on calendar windows and with penalties against the model, on the $name', (topology) => {
-  it(CALENDAR_TEST, async () => {
-    const stores = await topology.open();
-    const limiters = Array.from({ length: NODES }, (_, i) => createLimiter({ store: stores[i % stores.length]!, deadlineMs: 5_000 }));
-    try {
-      await checkModel(FILE, CALENDAR_TEST, fc.asyncProperty(extendedArb, (schedule) => play(limiters, schedule)), topology.runs);
-    } finally {
-      if (topology.name === 'memory store') await closeAll(limiters);
-    }
-  }, 60_000);
-});
+describeSchedules('reserve then settle against the model', TEST, scheduleArb);
+describeSchedules('reserve then settle on calendar windows and with penalties against the model', CALENDAR_TEST, extendedArb);
