@@ -12,7 +12,7 @@ import type { Decision } from '../decision.js';
 import { InvalidCheckError, describeValue } from '../errors.js';
 import { checkReservable, checkReserveOptions, checkSettleOptions, type LimiterCore, type SettlementStatus } from '../limiter/index.js';
 import { failureModeOf, matchedStatus, mostSevere, planCheck, type CheckPlan, type Planned } from './check-decide.js';
-import { validateCheckRequest, type CheckRequest, type CheckResult, type DescriptorStatus, type RateLimitDescriptor } from './check.js';
+import { validateCheckRequest, type CheckResult, type DescriptorStatus, type RateLimitDescriptor } from './check.js';
 import { listAnswer } from './list-answer.js';
 import type { RuleSet } from './ruleset.js';
 
@@ -65,23 +65,27 @@ export interface SettleCheckResult {
 const RESERVE_FIELDS = ['domain', 'descriptors', 'cost', 'id', 'ttl', 'now'];
 const SETTLE_FIELDS = ['domain', 'descriptors', 'id', 'cost', 'now'];
 
-/** The request's limits to reserve or settle; throws (before any store call) on bad input or a rule that takes no reservations. */
-function planOf(rules: RuleSet, request: ReserveCheckRequest | SettleCheckRequest, where: 'reserveCheck' | 'settleCheck'): CheckPlan | undefined {
+/** Throws (a typed error naming the fix) unless `request` is a well-formed reserve or settle through rules. */
+export function validateReservationRequest(request: ReserveCheckRequest | SettleCheckRequest, where: 'reserveCheck' | 'settleCheck'): void {
   const fields = where === 'reserveCheck' ? RESERVE_FIELDS : SETTLE_FIELDS;
   if (typeof request !== 'object' || request === null) throw new InvalidCheckError(`${where} takes { ${fields.join(', ')} }, got ${describeValue(request)}`);
   const unknown = Object.keys(request).find((name) => !fields.includes(name));
   if (unknown !== undefined) throw new InvalidCheckError(`${where}: unknown field ${JSON.stringify(unknown)}; the fields are ${fields.join(', ')}`);
-  const checked: CheckRequest = { domain: request.domain, descriptors: request.descriptors };
-  validateCheckRequest(checked);
+  validateCheckRequest({ domain: request.domain, descriptors: request.descriptors });
   request.descriptors.forEach((descriptor, i) => {
     if (descriptor.hitsAddend !== undefined) throw new InvalidCheckError(`${where}: descriptors[${i}].hitsAddend is not taken: cost is the request's estimate (or actual cost) on every limit`);
   });
   const { cost, id, now } = request;
   if (where === 'reserveCheck') checkReserveOptions({ cost, id, ...('ttl' in request && request.ttl !== undefined ? { ttl: request.ttl } : {}), ...(now === undefined ? {} : { now }) });
   else checkSettleOptions({ cost, id, ...(now === undefined ? {} : { now }) });
+}
+
+/** The request's limits to reserve or settle; throws (before any store call) on bad input or a rule that takes no reservations. */
+function planOf(rules: RuleSet, request: ReserveCheckRequest | SettleCheckRequest, where: 'reserveCheck' | 'settleCheck'): CheckPlan | undefined {
+  validateReservationRequest(request, where);
   const root = rules.domain(request.domain);
   if (root === undefined) return undefined;
-  const plan = planCheck(root, checked, {});
+  const plan = planCheck(root, { domain: request.domain, descriptors: request.descriptors }, {});
   for (const p of plan.planned) checkReservable(p.rule.policy, `${where}: the limit of ${p.rule.path}`);
   return plan;
 }

@@ -62,8 +62,8 @@ export function announceLimit(ctx: ServiceContext, key: string, decision: Decisi
 /** What a `/v1/limit` decision's event names as its request: no domain, no descriptors (made once). */
 const LIMIT_REQUEST: CheckRequest = { domain: '', descriptors: [] };
 
-/** The answer when an entry of the request is blocked: every blocked descriptor over limit. */
-function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult | undefined {
+/** The answer when an entry of the request is blocked: every blocked descriptor over limit (reserve.ts too). */
+export function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult | undefined {
   if (ctx.blocks.size === 0 || !Array.isArray(request.descriptors)) return undefined;
   const now = ctx.clock();
   let blocked = false;

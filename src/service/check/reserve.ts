@@ -10,8 +10,9 @@ import { decisionHeaders } from '../../http/headers.js';
 import { degradedReasonOf } from '../../limiter/index.js';
 import { compilePolicy, type CompiledPolicy, type Policy } from '../../policy.js';
 import type { ServiceContext } from '../context.js';
+import { validateReservationRequest } from '../../rules/reservations.js';
 import { byRules, descriptorsOf } from './acquire.js';
-import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, degradedAnswer } from './decide.js';
+import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, blockedResult, degradedAnswer } from './decide.js';
 
 /** What a route answers: its status, JSON body and headers. */
 export interface RouteAnswer {
@@ -38,11 +39,15 @@ function fieldsOf<F extends string>(body: unknown, fields: readonly F[], route: 
 /**
  * `POST /v1/reserve` with `{ domain, descriptors, cost, id, ttl? }`: the estimate on every limit the
  * rules match, all or nothing (rules/reservations.ts); 200 reserved, 429 refused (nothing kept,
- * `Retry-After` the longest wait of the refusing limits).
+ * `Retry-After` the longest wait of the refusing limits), as is an entry blocked by hand.
  */
 async function answerRulesReserve(ctx: ServiceContext, body: unknown): Promise<RouteAnswer> {
   const { domain, descriptors, cost, id, ttl } = fieldsOf(body, RULES_RESERVE_FIELDS, 'POST /v1/reserve');
-  const result = await ctx.limiter.reserveCheck({ domain: domain as string, descriptors: descriptorsOf(descriptors), cost: cost as number, id: id as string, ...(ttl === undefined ? {} : { ttl: ttl as number }) });
+  const request = { domain: domain as string, descriptors: descriptorsOf(descriptors), cost: cost as number, id: id as string, ...(ttl === undefined ? {} : { ttl: ttl as number }) };
+  // An entry blocked by hand is refused as /v1/check refuses it (a bad body is still a 400): nothing reserved, no store call.
+  validateReservationRequest(request, 'reserveCheck');
+  const blocked = blockedResult(ctx, request);
+  const result = blocked === undefined ? await ctx.limiter.reserveCheck(request) : { ...blocked, id: request.id };
   const degraded = degradedAnswer(ctx, result.degraded);
   if (degraded?.unavailable === true) return { status: 503, body: UNAVAILABLE_ANSWER, headers: { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' } };
   const waits = result.statuses.map((status) => (status.code === 'OVER_LIMIT' ? (status.retryAfter ?? status.durationUntilReset) : 0));

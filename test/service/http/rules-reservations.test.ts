@@ -18,6 +18,7 @@ async function post(service: ServiceProcess, path: string, body: unknown) {
 }
 
 const redis = useRedisServer();
+const TOKEN = 'test-admin-token-0123456789';
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'tollgate-rules-reserve-service-'));
@@ -31,7 +32,7 @@ describe.each([
 ] as const)('POST /v1/reserve and /v1/settle through rules, %s', (_name, storeArgs) => {
   let service: ServiceProcess;
   beforeAll(async () => {
-    service = await startServiceProcess(['--config', dir, ...storeArgs()]);
+    service = await startServiceProcess(['--config', dir, '--admin-token', TOKEN, ...storeArgs()]);
   }, 30_000);
   afterAll(async () => {
     expect(await service.stop()).toBe(0);
@@ -52,6 +53,20 @@ describe.each([
     expect(settled.status).toBe(200);
     expect(settled.body).toMatchObject({ statuses: [{ status: 'settled', reserved: 20, cost: 5, limitRemaining: 95 }, { status: 'settled', limitRemaining: 25 }] });
     expect((await post(service, '/v1/settle', { domain: 'tokens', descriptors, id: 'req-1', cost: 0 })).body).toMatchObject({ statuses: [{ status: 'repeated' }, { status: 'repeated' }] });
+  });
+
+  it('an entry blocked by hand is refused a reservation (429), as /v1/check refuses it, and nothing is reserved', async () => {
+    const org = `blocked-${Math.random().toString(36).slice(2)}`;
+    const block = await fetch(service.admin('/v1/keys/block'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ key: `user=mallory`, domain: 'tokens', ttlMs: 60_000 }) });
+    expect(block.status).toBe(200);
+    const refused = await post(service, '/v1/reserve', { domain: 'tokens', descriptors: orgAndUser(org, 'mallory'), cost: 5, id: 'r' });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ overallCode: 'OVER_LIMIT', id: 'r', statuses: [{ code: 'OK' }, { code: 'OVER_LIMIT', rule: 'blocked' }] });
+    // A bad body is still a 400, blocked or not.
+    expect((await post(service, '/v1/reserve', { domain: 'tokens', descriptors: orgAndUser(org, 'mallory'), cost: 0, id: 'r' })).status).toBe(400);
+    // Nothing was reserved on the org's budget.
+    const reserved = await post(service, '/v1/reserve', { domain: 'tokens', descriptors: orgAndUser(org, 'bob'), cost: 5, id: 'b' });
+    expect(reserved.body).toMatchObject({ overallCode: 'OK', statuses: [{ limitRemaining: 95 }, { limitRemaining: 25 }] });
   });
 
   it.each([
