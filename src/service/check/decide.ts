@@ -23,8 +23,8 @@ export function decideCheck(ctx: ServiceContext, request: CheckRequest, via: Che
   return announce(ctx, request, result, via, started);
 }
 
-/** Emits the check's event for metrics and the dashboard; returns `result`. */
-function announce(ctx: ServiceContext, request: CheckRequest, result: CheckResult, via: CheckEvent['via'], started: number): CheckResult {
+/** Emits the check's event for metrics and the dashboard; returns `result` (reserve.ts too: a reserve through rules is counted as a check). */
+export function announce(ctx: ServiceContext, request: CheckRequest, result: CheckResult, via: CheckEvent['via'], started: number): CheckResult {
   try {
     ctx.events.emit('check', {
       domain: request.domain,

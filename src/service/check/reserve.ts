@@ -12,7 +12,7 @@ import { compilePolicy, type CompiledPolicy, type Policy } from '../../policy.js
 import type { ServiceContext } from '../context.js';
 import { validateReservationRequest } from '../../rules/reservations.js';
 import { byRules, descriptorsOf } from './acquire.js';
-import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, blockedResult, degradedAnswer } from './decide.js';
+import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announce, announceLimit, blockedResult, degradedAnswer } from './decide.js';
 
 /** What a route answers: its status, JSON body and headers. */
 export interface RouteAnswer {
@@ -46,8 +46,11 @@ async function answerRulesReserve(ctx: ServiceContext, body: unknown): Promise<R
   const request = { domain: domain as string, descriptors: descriptorsOf(descriptors), cost: cost as number, id: id as string, ...(ttl === undefined ? {} : { ttl: ttl as number }) };
   // An entry blocked by hand is refused as /v1/check refuses it (a bad body is still a 400): nothing reserved, no store call.
   validateReservationRequest(request, 'reserveCheck');
+  const started = performance.now();
   const blocked = blockedResult(ctx, request);
   const result = blocked === undefined ? await ctx.limiter.reserveCheck(request) : { ...blocked, id: request.id };
+  // Counted on /metrics and the dashboard as a check of the domain (each matched limit's rule).
+  announce(ctx, request, result, 'check', started);
   const degraded = degradedAnswer(ctx, result.degraded);
   if (degraded?.unavailable === true) return { status: 503, body: UNAVAILABLE_ANSWER, headers: { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' } };
   const waits = result.statuses.map((status) => (status.code === 'OVER_LIMIT' ? (status.retryAfter ?? status.durationUntilReset) : 0));

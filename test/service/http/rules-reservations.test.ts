@@ -38,7 +38,7 @@ describe.each([
     expect(await service.stop()).toBe(0);
   });
 
-  it('reserves every matched limit all or nothing (429 gives back), settles each once', async () => {
+  it('reserves every matched limit all or nothing (429 gives back), settles each once, and counts each reserve on /metrics', async () => {
     const org = `acme-${Math.random().toString(36).slice(2)}`;
     const descriptors = orgAndUser(org, 'alice');
     const first = await post(service, '/v1/reserve', { domain: 'tokens', descriptors, cost: 20, id: 'req-1', ttl: 60_000 });
@@ -53,6 +53,10 @@ describe.each([
     expect(settled.status).toBe(200);
     expect(settled.body).toMatchObject({ statuses: [{ status: 'settled', reserved: 20, cost: 5, limitRemaining: 95 }, { status: 'settled', limitRemaining: 25 }] });
     expect((await post(service, '/v1/settle', { domain: 'tokens', descriptors, id: 'req-1', cost: 0 })).body).toMatchObject({ statuses: [{ status: 'repeated' }, { status: 'repeated' }] });
+    // Each reserve is counted on /metrics as a check of its domain, per rule.
+    const metrics = await (await fetch(service.admin('/metrics'))).text();
+    expect(metrics).toMatch(/^tollgate_decisions_total\{domain="tokens",rule="tokens\.org\.user",result="ok",reason="within_limit"\} [1-9]/m);
+    expect(metrics).toMatch(/^tollgate_decisions_total\{domain="tokens",rule="tokens\.org\.user",result="over_limit",reason="limit_exceeded"\} [1-9]/m);
   });
 
   it('an entry blocked by hand is refused a reservation (429), as /v1/check refuses it, and nothing is reserved', async () => {
