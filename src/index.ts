@@ -37,6 +37,7 @@ export type { DescriptorEntry } from './rules/match.js';
 export type { DomainConfig, DescriptorConfig, RateLimitConfig, RuleUnit, FailureMode, SourceLocation } from './rules/types.js';
 export type { ConcurrencyConfig } from './rules/types.js';
 export type { SlotCheckResult, SlotStatus } from './rules/concurrency.js';
+export type { ReserveCheckRequest, ReserveCheckResult, SettleCheckRequest, SettleCheckResult, SettledStatus } from './rules/reservations.js';
 
 // The typed errors: a caller tells them apart with `instanceof` or `code` (docs/errors.md).
 export {

@@ -19,9 +19,6 @@ export function reservationRefusal(policy: CompiledPolicy): string | undefined {
     return 'reserve/settle is not offered on sliding-log (its log would need entries taken out of the middle): use sliding-window, which counts the same rolling window in two counters and takes refunds';
   }
   if (policy.precision > 1) return `reserve/settle is not offered on a sliding window of precision ${policy.precision}: use precision 1 (the default) or fixed-window`;
-  // Not yet: the reservation script reads the plain policy record (no period boundaries, no penalty).
-  if (policy.calendar !== undefined) return `reserve/settle is not offered yet on a calendar window ('${policy.calendar.unit}'): use a fixed window of a length (window: '30d'), or limit() with the actual cost once it is known`;
-  if (policy.blockMs > 0) return 'reserve/settle is not offered on a policy with blockDuration (a refund could not lift the block the estimate started): remove blockDuration, or use limit() with the actual cost once it is known';
   // The state may hold twice the capacity after a charge, then a decision adds up to a capacity more.
   if (policy.algorithm !== 'fixed-window' && (3 * policy.capacity + 1) * policy.windowMs > Number.MAX_SAFE_INTEGER) {
     return `reserve/settle needs (3 × capacity + 1) × window ≤ 2^53 − 1 for ${policy.algorithm}, so a charged debt counts exactly: lower the limit or the window`;
@@ -59,20 +56,25 @@ function moved(count: number, units: number, cap: number): number {
   return Math.max(count, Math.min(count + units, cap));
 }
 
+/** The start of the aligned window or calendar period holding `now`. */
+function alignedStart(now: number, policy: CompiledPolicy): number {
+  return policy.calendar === undefined ? floorDiv(now, policy.windowMs) * policy.windowMs : policy.calendar.periodAt(now).start;
+}
+
 function adjustFixedWindow(state: Float64Array, at: number, now: number, units: number, mark: number, policy: CompiledPolicy): boolean {
   const { windowMs, capacity } = policy;
   const count = state[at]!;
   const start = state[at + 1]!;
   if (units < 0) {
-    // Only the reservation's own window, while it runs (a clock that went back stays in it).
-    const live = policy.firstHit ? now < start + windowMs : floorDiv(now, windowMs) * windowMs <= start;
+    // Only the reservation's own window (or calendar period), while it runs (a clock that went back stays in it).
+    const live = policy.firstHit ? now < start + windowMs : alignedStart(now, policy) <= start;
     if (count === 0 || start !== mark || !live) return false;
     state[at] = moved(count, units, 2 * capacity);
     return true;
   }
   let nowStart: number;
   if (policy.firstHit) nowStart = count > 0 && now < start + windowMs ? start : now;
-  else nowStart = Math.max(floorDiv(now, windowMs) * windowMs, count > 0 ? start : -Infinity);
+  else nowStart = Math.max(alignedStart(now, policy), count > 0 ? start : -Infinity);
   const current = count > 0 && start === nowStart ? count : 0;
   state[at] = moved(current, units, 2 * capacity);
   state[at + 1] = nowStart;

@@ -3,12 +3,12 @@
  * included (the plugin is not encapsulated); `rateLimitHook(options)` limits one route or one
  * encapsulated context (`{ onRequest: rateLimitHook(...) }`).
  */
-import { refuseSettle } from './settle.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import type { RequestSlots } from './concurrency.js';
 import { HttpRateLimiter, NodeRequestView, type CoreOptions } from './core.js';
 import { UNAVAILABLE_BODY, type LimitedInfo } from './report.js';
+import type { SettleHook } from './settle.js';
 import { applyVerdict, type Verdict, type VerdictActions } from './verdict.js';
 
 /** One request as the hook handles it. */
@@ -21,6 +21,8 @@ interface FastifyExchange {
 export interface FastifyRateLimitOptions extends CoreOptions<FastifyRequest> {
   /** Answers a throttled request instead of Tollgate's 429 (the rate-limit headers are already set). */
   readonly onLimited?: (request: FastifyRequest, reply: FastifyReply, info: LimitedInfo) => void;
+  /** Cost known after the response (docs/http.md): `cost` is reserved as the estimate, this says what the request took once its reply is done. */
+  readonly settle?: SettleHook<FastifyRequest, FastifyReply>;
 }
 
 /** The hook, with its validated configuration. */
@@ -28,7 +30,6 @@ export type RateLimitHook = onRequestHookHandler & { readonly limiter: HttpRateL
 
 /** An `onRequest` hook that rate limits; use it on a route or inside a plugin. */
 export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
-  refuseSettle(options, 'rateLimitHook (Fastify)');
   const limiter = new HttpRateLimiter<FastifyRequest>(options, ['onLimited']);
   const onLimited = options.onLimited;
   if (onLimited !== undefined && typeof onLimited !== 'function') {
@@ -56,8 +57,11 @@ export function rateLimitHook(options: FastifyRateLimitOptions): RateLimitHook {
     },
   };
   const slots = limiter.slots;
-  const apply = (request: FastifyRequest, reply: FastifyReply, verdict: Verdict, done: (error?: Error) => void): void =>
+  const apply = (request: FastifyRequest, reply: FastifyReply, verdict: Verdict, done: (error?: Error) => void): void => {
+    // With `settle`: an admitted request's reservation is settled once its reply is done (node's 'close').
+    limiter.settler?.settleAfter(request, reply.raw, () => reply);
     applyVerdict(limiter, verdict, { request, reply, done: slots === undefined || verdict.skipped === true ? done : () => holdSlot(limiter, slots, request, reply, done) }, actions);
+  };
 
   const hook = function tollgateRateLimit(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
     let verdict: ReturnType<HttpRateLimiter<FastifyRequest>['decide']>;

@@ -3,11 +3,11 @@
  * client address comes from `remoteAddress(c)`, which by default reads what @hono/node-server and
  * Bun expose.
  */
-import { refuseSettle } from './settle.js';
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import { InvalidOptionError, describeValue } from '../errors.js';
 import { HttpRateLimiter, LazyRequestView, type CoreOptions } from './core.js';
 import { UNAVAILABLE_BODY, type HeaderList, type LimitedInfo } from './report.js';
+import type { ClosingResponse, SettleHook } from './settle.js';
 import { applyVerdict, type Verdict, type VerdictActions } from './verdict.js';
 
 /** One request as the middleware handles it. */
@@ -21,6 +21,12 @@ export interface HonoRateLimitOptions extends CoreOptions<Context> {
   readonly onLimited?: (c: Context, info: LimitedInfo) => Response | Promise<Response>;
   /** The socket peer's address (default: @hono/node-server's `c.env.incoming`, or Bun's `c.env.requestIP`). */
   readonly remoteAddress?: (c: Context) => string | undefined;
+  /**
+   * Cost known after the response (docs/http.md): `cost` is reserved as the estimate, this says what
+   * the request took, given the context and its final `c.res`, once the response is done (on
+   * @hono/node-server node's 'close'; elsewhere once the handlers have returned).
+   */
+  readonly settle?: SettleHook<Context, Response>;
 }
 
 export type HonoRateLimitMiddleware = MiddlewareHandler & { readonly limiter: HttpRateLimiter<Context> };
@@ -28,7 +34,7 @@ export type HonoRateLimitMiddleware = MiddlewareHandler & { readonly limiter: Ht
 interface RuntimeEnv {
   incoming?: { socket?: { remoteAddress?: string } };
   /** @hono/node-server's ServerResponse. */
-  outgoing?: { setHeader?: (name: string, value: string) => unknown; headersSent?: boolean };
+  outgoing?: { setHeader?: (name: string, value: string) => unknown; headersSent?: boolean; once?: ClosingResponse['once'] };
   requestIP?: (request: Request) => { address?: string } | null;
 }
 
@@ -84,9 +90,23 @@ function addHeaders(c: Context, headers: HeaderList): void {
   }
 }
 
+/**
+ * When `c`'s response is done: on @hono/node-server node's response 'close' (finished, or the
+ * client gone); on other runtimes, which say nothing of the body's end, once the middleware's
+ * `answer` (the handlers after it) has settled.
+ */
+function responseDone(c: Context, answer: Promise<void | Response> | Response): ClosingResponse {
+  const outgoing = (c.env as RuntimeEnv | undefined)?.outgoing;
+  if (typeof outgoing?.once === 'function') return outgoing as ClosingResponse;
+  return {
+    once: (_event, listener) => {
+      void Promise.resolve(answer).then(listener, listener);
+    },
+  };
+}
+
 /** Hono middleware that rate limits the requests it sees. */
 export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddleware {
-  refuseSettle(options, 'rateLimiter (Hono)');
   if (options.concurrency !== undefined) {
     // Hono runs on runtimes without node's response events: a slot's release has nothing reliable to wait for.
     throw new InvalidOptionError('concurrency is held by the node:http, Express and Fastify middleware; on Hono, call limiter.acquire and permit.release around the handler (docs/concurrency.md)');
@@ -125,7 +145,12 @@ export function rateLimiter(options: HonoRateLimitOptions): HonoRateLimitMiddlew
       return c.body(info.body.text, 429, { 'content-type': info.body.contentType });
     },
   };
-  const finish = (c: Context, next: Next, verdict: Verdict): Promise<void | Response> | Response => applyVerdict(limiter, verdict, { c, next }, actions);
+  const finish = (c: Context, next: Next, verdict: Verdict): Promise<void | Response> | Response => {
+    const answer = applyVerdict(limiter, verdict, { c, next }, actions);
+    // With `settle`: an admitted request's reservation is settled once its response is done.
+    limiter.settler?.settleAfter(c, responseDone(c, answer), () => c.res);
+    return answer;
+  };
 
   // Not async: a memory-store verdict is applied without waiting for a promise.
   const middleware: MiddlewareHandler = (c, next) => {

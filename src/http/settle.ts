@@ -62,16 +62,20 @@ export class ResponseSettler<Req> {
     });
   }
 
-  /** Settles `req`'s reservation, if it has one, once `res` is done (finished, or its client gone). */
-  settleAfter(req: Req, res: ClosingResponse): void {
+  /**
+   * Settles `req`'s reservation, if it has one, once `done` says the response is done (node's
+   * response: 'close', after 'finish' or when the client leaves). `response` is what the hook is
+   * given, read then (by default `done` itself: node's response).
+   */
+  settleAfter(req: Req, done: ClosingResponse, response: () => unknown = () => done): void {
     const booked = this.booked.get(req as object);
     if (booked === undefined) return;
     this.booked.delete(req as object);
-    res.once('close', () => void this.settle(req, res, booked));
+    done.once('close', () => void this.settle(req, response(), booked));
   }
 
   /** Asks the hook, then settles; a hook that fails or answers no cost leaves the estimate standing (and says so). */
-  private async settle(req: Req, res: ClosingResponse, booked: Booked): Promise<void> {
+  private async settle(req: Req, res: unknown, booked: Booked): Promise<void> {
     try {
       const cost = await this.hook(req, res as never);
       if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
@@ -81,12 +85,5 @@ export class ResponseSettler<Req> {
     } catch (error) {
       this.tell(error, req);
     }
-  }
-}
-
-/** Adapters that do not settle (Fastify, Hono) refuse the option rather than leave every estimate standing. */
-export function refuseSettle(options: unknown, adapter: string): void {
-  if (typeof options === 'object' && options !== null && (options as { settle?: unknown }).settle !== undefined) {
-    throw new InvalidOptionError(`settle is not offered by ${adapter} yet: use rateLimit() (node:http, Express, Connect), or limiter.reserve / limiter.settle in your handlers`);
   }
 }

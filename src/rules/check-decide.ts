@@ -16,7 +16,7 @@ import type { CompiledRule, RuleNode } from './ruleset.js';
 import { shapedRule } from './shaping.js';
 
 /** A limit that applies to one descriptor of the request. */
-interface Planned {
+export interface Planned {
   readonly index: number;
   readonly rule: CompiledRule;
   readonly counterKey: string;
@@ -94,7 +94,7 @@ function checkResult(plan: CheckPlan, decisions: readonly Decision[], request: C
   for (let i = 0; i < planned.length; i++) {
     const p = planned[i]!;
     const decision = decisions[i]!;
-    statuses[p.index] = status(p, decision, { shadow: p.shadow, quotaPassed: p.quota && !denied });
+    statuses[p.index] = matchedStatus(p, decision, { shadow: p.shadow, quotaPassed: p.quota && !denied });
     if (decision.allowed || p.shadow) metadata = mergeMetadata(metadata, p.rule.metadata);
   }
   const now = decisions.length === 0 ? (request.now ?? clock()) : decisions[0]!.now;
@@ -149,7 +149,7 @@ function callOptions(plan: CheckPlan, request: CheckRequest, options: CheckOptio
 const SEVERITY: readonly DegradedReason[] = [DEGRADED_REASON.open, DEGRADED_REASON.local, DEGRADED_REASON.closed];
 
 /** The most severe degraded reason among `decisions`, if any. */
-function mostSevere(decisions: readonly Decision[]): DegradedReason | undefined {
+export function mostSevere(decisions: readonly Decision[]): DegradedReason | undefined {
   let worst = -1;
   for (const decision of decisions) {
     const reason = degradedReasonOf(decision);
@@ -158,7 +158,7 @@ function mostSevere(decisions: readonly Decision[]): DegradedReason | undefined 
   return worst === -1 ? undefined : SEVERITY[worst];
 }
 
-function failureModeOf(p: Planned): { failureMode?: FailureMode } {
+export function failureModeOf(p: Planned): { failureMode?: FailureMode } {
   return p.rule.failureMode === undefined ? {} : { failureMode: p.rule.failureMode };
 }
 
@@ -212,7 +212,7 @@ function modeOf(p: Planned, spend: boolean): DecideMode {
 }
 
 /** A matched limit's status; its times are relative to the instant its decision was made. */
-function status(p: Planned, decision: Decision, how: { shadow: boolean; quotaPassed: boolean }): DescriptorStatus {
+export function matchedStatus(p: Planned, decision: Decision, how: { shadow: boolean; quotaPassed: boolean }): DescriptorStatus {
   const { rule } = p;
   const over = !decision.allowed;
   const degraded = degradedReasonOf(decision);

@@ -8,6 +8,7 @@ import { InvalidOptionError, describeValue } from '../errors.js';
 import { CoreLimiter, limiterCoreOptions, type CoreSettings, type LimiterCore, type LimiterCoreOptions } from '../limiter/index.js';
 import { checkRules, type CheckOptions, type CheckRequest, type CheckResult } from './check.js';
 import { acquireCheck, releaseCheck, type SlotCheckResult } from './concurrency.js';
+import { reserveCheck, settleCheck, type ReserveCheckRequest, type ReserveCheckResult, type SettleCheckRequest, type SettleCheckResult } from './reservations.js';
 import type { RuleSet, RuleSource } from './ruleset.js';
 import type { MaybePromise } from '../store/types.js';
 
@@ -28,6 +29,10 @@ export interface Limiter extends LimiterCore {
   acquireCheck(request: Pick<CheckRequest, 'domain' | 'descriptors'>, id?: string): Promise<SlotCheckResult>;
   /** Frees the slots `id` holds for the request's descriptors; resolves to how many were held. */
   releaseCheck(request: Pick<CheckRequest, 'domain' | 'descriptors'>, id: string): Promise<number>;
+  /** Reserves the estimate `cost` on every limit the descriptors match, all or nothing, under `id` (rules/reservations.ts). */
+  reserveCheck(request: ReserveCheckRequest): Promise<ReserveCheckResult>;
+  /** Settles reservation `id` with the actual `cost` on every limit the descriptors match. */
+  settleCheck(request: SettleCheckRequest): Promise<SettleCheckResult>;
   /**
    * `check` for adapters on a hot path (the decision service): the result itself when the store
    * answers synchronously (the memory store), a promise otherwise. Bad input throws synchronously.
@@ -74,8 +79,16 @@ class RulesLimiter extends CoreLimiter implements Limiter {
     return releaseCheck(this, this.ruleSet(), request, id);
   }
 
+  async reserveCheck(request: ReserveCheckRequest): Promise<ReserveCheckResult> {
+    return reserveCheck(this, this.ruleSet(), request, this.now);
+  }
+
+  async settleCheck(request: SettleCheckRequest): Promise<SettleCheckResult> {
+    return settleCheck(this, this.ruleSet(), request, this.now);
+  }
+
   private ruleSet(): RuleSet {
-    if (this.rules === undefined) throw new InvalidOptionError('acquireCheck and releaseCheck need rules: createLimiter({ store, rules: await loadRules(path) })');
+    if (this.rules === undefined) throw new InvalidOptionError('acquireCheck, releaseCheck, reserveCheck and settleCheck need rules: createLimiter({ store, rules: await loadRules(path) })');
     return this.rules.current;
   }
 

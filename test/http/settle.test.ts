@@ -7,16 +7,22 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { rateLimit, type RateLimitOptions } from '../../src/http/index.js';
-import { rateLimitHook } from '../../src/http/fastify.js';
-import { rateLimiter } from '../../src/http/hono.js';
+import Fastify, { type FastifyReply } from 'fastify';
+import { Hono, type Context } from 'hono';
+import { serve } from '@hono/node-server';
+import { rateLimitHook, type FastifyRateLimitOptions } from '../../src/http/fastify.js';
+import { rateLimiter, type HonoRateLimitOptions } from '../../src/http/hono.js';
 
 const policy = { algorithm: 'fixed-window', limit: 100, window: '1h' } as const;
 const KEY = 'tokens|alice';
 
 let servers: Server[] = [];
+let closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  await Promise.all(closers.map((close) => close()));
   servers = [];
+  closers = [];
 });
 
 /** A server limited by `options`, answering with the tokens used that the request's `?used=` says. */
@@ -71,8 +77,100 @@ describe('rateLimit({ settle })', () => {
     expect(() => rateLimit({ policy, ...options } as RateLimitOptions)).toThrow(message);
   });
 
-  it('is refused by the adapters that do not settle yet (Fastify, Hono), rather than leaving every estimate standing', () => {
-    expect(() => rateLimitHook({ policy, settle: fromHeader } as never)).toThrow(/settle is not offered by rateLimitHook \(Fastify\)/);
-    expect(() => rateLimiter({ policy, settle: fromHeader } as never)).toThrow(/settle is not offered by rateLimiter \(Hono\)/);
+});
+
+/** What a settle-hook app answers: its address, the errors told, what remains of alice's quota. */
+interface SettleApp {
+  readonly errors: unknown[];
+  remaining(): Promise<number>;
+  get(used: string): Promise<Response>;
+}
+
+const usedOf = (url: string): string => new URL(url, 'http://x').searchParams.get('used') ?? '';
+
+/** Fastify over loopback: the hook on every route, the handler reporting the tokens in a header. */
+async function startFastify(settle: FastifyRateLimitOptions['settle']): Promise<SettleApp> {
+  const errors: unknown[] = [];
+  const hook = rateLimitHook({ policy, name: 'tokens', key: () => 'alice', cost: 50, onError: (error) => errors.push(error), settle });
+  const app = Fastify();
+  app.addHook('onRequest', hook);
+  app.get('/', (request, reply) => reply.header('x-tokens-used', usedOf(request.url)).send('ok'));
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  closers.push(() => app.close(), () => hook.limiter.close());
+  return { errors, remaining: async () => (await hook.limiter.limiter.look(KEY, policy)).remaining, get: (used) => fetch(`${url}/?used=${used}`) };
+}
+
+/** Hono: on @hono/node-server over loopback (`nodeServer`), or through app.request (another runtime's way: no node response). */
+async function startHono(settle: HonoRateLimitOptions['settle'], nodeServer: boolean): Promise<SettleApp> {
+  const errors: unknown[] = [];
+  const middleware = rateLimiter({ policy, name: 'tokens', key: () => 'alice', cost: 50, onError: (error) => errors.push(error), settle, remoteAddress: () => '192.0.2.1' });
+  const app = new Hono();
+  app.use('*', middleware);
+  app.get('/', (c) => {
+    c.header('x-tokens-used', usedOf(c.req.url));
+    return c.text('ok');
+  });
+  closers.push(() => middleware.limiter.close());
+  const remaining = async (): Promise<number> => (await middleware.limiter.limiter.look(KEY, policy)).remaining;
+  if (!nodeServer) return { errors, remaining, get: (used) => Promise.resolve(app.request(`/?used=${used}`)) };
+  const url = await new Promise<string>((resolve) => {
+    const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(`http://127.0.0.1:${info.port}`));
+    servers.push(server as Server);
+  });
+  return { errors, remaining, get: (used) => fetch(`${url}/?used=${used}`) };
+}
+
+const fastifyTokens = (_request: unknown, reply: FastifyReply): number => Number(reply.getHeader('x-tokens-used'));
+const honoTokens = (_c: Context, res: Response): number => Number(res.headers.get('x-tokens-used'));
+
+describe.each([
+  ['Fastify (rateLimitHook)', () => startFastify(fastifyTokens)],
+  ['Hono on @hono/node-server', () => startHono(honoTokens, true)],
+  ['Hono without node-server (app.request)', () => startHono(honoTokens, false)],
+] as const)('settle on %s', (_name, start) => {
+  it('reserves the estimate when the request comes in and settles the tokens the reply reports', async () => {
+    const app = await start();
+    const first = await app.get('10');
+    expect(first.headers.get('x-ratelimit-remaining')).toBe('50');
+    await first.text();
+    await vi.waitFor(async () => expect(await app.remaining()).toBe(90));
+    await (await app.get('80')).text();
+    await vi.waitFor(async () => expect(await app.remaining()).toBe(10));
+    // The next estimate (50) does not fit: refused, nothing reserved, nothing to settle.
+    const refused = await app.get('1');
+    expect(refused.status).toBe(429);
+    await refused.text();
+    expect(await app.remaining()).toBe(10);
+    expect(app.errors).toEqual([]);
+  });
+
+  it('a hook that answers no cost, or throws, leaves the estimate standing and says so through onError', async () => {
+    const app = await start();
+    await (await app.get('lots')).text();
+    await vi.waitFor(() => expect(app.errors).toHaveLength(1));
+    expect(String(app.errors[0])).toMatch(/must answer what the request cost.*the estimate stands/);
+    expect(await app.remaining()).toBe(50);
+  });
+});
+
+describe('a settle hook that throws, on Fastify and Hono', () => {
+  const boom = (): number => {
+    throw new Error('no usage reported');
+  };
+  it.each([
+    ['Fastify', () => startFastify(boom)],
+    ['Hono', () => startHono(boom, true)],
+  ] as const)('on %s goes to onError, the estimate standing', async (_name, start) => {
+    const app = await start();
+    expect((await app.get('10')).status).toBe(200);
+    await vi.waitFor(() => expect(app.errors).toHaveLength(1));
+    expect(String(app.errors[0])).toMatch(/no usage reported/);
+    expect(await app.remaining()).toBe(50);
+  });
+
+  it('is refused at creation on Fastify and Hono as on node: with limits, on a sliding log', () => {
+    expect(() => rateLimitHook({ policy: { algorithm: 'sliding-log', limit: 5, window: '1m' }, settle: fastifyTokens })).toThrow(/use sliding-window/);
+    expect(() => rateLimiter({ policy: undefined, limits: [{ name: 'a', policy }], settle: honoTokens } as never)).toThrow(/one policy/);
+    expect(() => rateLimiter({ policy, settle: 5 } as never)).toThrow(/settle must be a function/);
   });
 });

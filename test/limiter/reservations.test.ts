@@ -48,6 +48,16 @@ describe('reserve and settle refuse what they cannot do', () => {
     await expect(limiter.settle('k', { algorithm: 'sliding-window', limit: 5, window: 1000, precision: 10 }, { cost: 1, id: 'a' })).rejects.toThrow(/precision 10: use precision 1/);
   });
 
+  it('a calendar window and a policy with blockDuration take reservations: a cost past the capacity starts no block, a denial does', async () => {
+    const month: Policy = { algorithm: 'fixed-window', limit: 10, window: 'month', timeZone: 'Europe/Paris' };
+    expect(await limiter.reserve('cal', month, { cost: 4, id: 'a', now: NOW })).toMatchObject({ allowed: true, remaining: 6 });
+    expect(await limiter.settle('cal', month, { cost: 1, id: 'a', now: NOW })).toMatchObject({ status: 'settled', decision: { remaining: 9 } });
+    const blocking: Policy = { ...BUCKET, blockDuration: '1m' };
+    expect(await limiter.reserve('pen', blocking, { cost: 11, id: 'a', now: NOW })).toMatchObject({ allowed: false, reason: 'cost-exceeds-capacity' });
+    expect(await limiter.reserve('pen', blocking, { cost: 8, id: 'b', now: NOW })).toMatchObject({ allowed: true, remaining: 2 });
+    expect(await limiter.reserve('pen', blocking, { cost: 5, id: 'c', now: NOW })).toMatchObject({ allowed: false, reason: 'blocked', retryAfter: 60_000 });
+  });
+
   it('a store that keeps no reservations refuses them with a typed error', async () => {
     const other = createLimiter({ store: new FaultyStore(memoryStore(), 0) });
     await expect(other.reserve('k', BUCKET, { cost: 1, id: 'a' })).rejects.toThrow(/keeps no reservations/);

@@ -6,6 +6,20 @@
  */
 import { capacityOf, fixedWindowDecide, levelDecide, slidingWindowDecide, type Decide, type ModelDecision, type ModelPolicy } from './reference.js';
 
+/** A calendar period [start, end) holding an instant (written from the calendar's definition, not src/). */
+export type Period = (now: number) => { readonly start: number; readonly end: number };
+
+/** What a reservation schedule may add to a model policy: a calendar window's periods, a penalty. */
+export interface ReservationExtras {
+  /** A fixed window counting in these periods instead of multiples of its window (its window: the nominal length). */
+  readonly period?: Period;
+  /** `blockDuration` in ms: a denial of a reserve or a limit blocks the key that long. */
+  readonly blockMs?: number;
+}
+
+/** A decision of the model, a blocked one included. */
+type Answer = Omit<ModelDecision, 'reason'> & { readonly reason?: 'cost-exceeds-capacity' | 'blocked' };
+
 /** What the model says of a settle: the figures a settle answers, and what remains after it. */
 export interface ModelSettlement {
   readonly status: 'settled' | 'repeated' | 'unknown';
@@ -16,16 +30,16 @@ export interface ModelSettlement {
 
 export interface ReservationKeyModel {
   /** The decision, or 'conflict' when the id is booked with another cost. */
-  reserve(now: number, id: string, cost: number, ttl: number): ModelDecision | 'conflict';
+  reserve(now: number, id: string, cost: number, ttl: number): Answer | 'conflict';
   settle(now: number, id: string, cost: number): ModelSettlement;
-  limit(now: number, cost: number): ModelDecision;
+  limit(now: number, cost: number): Answer;
 }
 
 interface Booking {
   readonly cost: number;
   readonly mark: number;
   readonly expiresAt: number;
-  readonly decision: ModelDecision;
+  readonly decision: Answer;
   settledCost?: number;
 }
 
@@ -80,6 +94,49 @@ function fixedWindowLedger(policy: ModelPolicy): Ledger<{ start: number; count: 
   };
 }
 
+/**
+ * A calendar window: a fixed window whose windows are the periods; a clock that went back keeps
+ * counting in the later stored period. A refund only in the reservation's period while it runs (or
+ * a clock that went back before it); a charge in the period of `now`.
+ */
+function calendarLedger(policy: ModelPolicy, period: Period): Ledger<{ start: number; count: number } | undefined> {
+  const { nominal, capacity: C, softExtra } = capacityOf(policy);
+  const startOf = (state: { start: number; count: number } | undefined, now: number): number => Math.max(period(now).start, state?.start ?? -Infinity);
+  const decide: Decide<{ start: number; count: number } | undefined> = (stored, now, cost) => {
+    const start = startOf(stored, now);
+    const end = period(start).end;
+    const count = stored !== undefined && stored.start === start ? stored.count : 0;
+    const admit = cost <= C && count + cost <= C;
+    const after = admit ? count + cost : count;
+    const decision = {
+      limit: nominal,
+      now,
+      allowed: admit,
+      remaining: Math.max(0, C - after - softExtra),
+      resetAt: after > 0 ? end : now,
+      // Cost past the capacity: check back after the nominal length.
+      retryAfter: admit ? 0 : cost > C ? policy.window : end - now,
+      ...(cost > C ? { reason: 'cost-exceeds-capacity' as const } : {}),
+    };
+    return { decision, next: admit ? { start, count: after } : stored };
+  };
+  return {
+    initial: undefined,
+    decide,
+    mark: (state) => state!.start,
+    adjust(state, now, units, mark) {
+      if (units < 0) {
+        if (state === undefined || state.start !== mark || period(now).start > state.start) return state;
+        const count = moved(state.count, units, 2 * C);
+        return count === 0 ? undefined : { start: state.start, count };
+      }
+      const start = startOf(state, now);
+      const count = state !== undefined && state.start === start ? state.count : 0;
+      return { start, count: moved(count, units, 2 * C) };
+    },
+  };
+}
+
 /** A sliding window: a refund in the reservation's window while it is the current or the previous one; a charge in the current one. */
 function slidingWindowLedger(policy: ModelPolicy): Ledger<{ current: number; start: number; previous: number }> {
   const { capacity: C } = capacityOf(policy);
@@ -105,20 +162,36 @@ function slidingWindowLedger(policy: ModelPolicy): Ledger<{ current: number; sta
   };
 }
 
-function keyModel<S>(ledger: Ledger<S>): ReservationKeyModel {
+/** The answer while blocked until `until`: denied, nothing remaining, a retry at the block's end or the state's own (docs/semantics.md "Penalties"). */
+function blocked(look: Answer, until: number, now: number): Answer {
+  const { limit } = look;
+  return { allowed: false, limit, remaining: 0, resetAt: Math.max(look.resetAt, until), retryAfter: Math.max(until - now, look.allowed ? 0 : look.retryAfter), now, reason: 'blocked' };
+}
+
+function keyModel<S>(ledger: Ledger<S>, blockMs: number): ReservationKeyModel {
   let state = ledger.initial;
+  let blockedUntil = -Infinity;
   const book = new Map<string, Booking>();
   const open = (id: string, now: number): Booking | undefined => {
     const booking = book.get(id);
     return booking !== undefined && now < booking.expiresAt ? booking : undefined;
   };
-  const remaining = (now: number): number => ledger.decide(state, now, 0).decision.remaining;
+  // A settle's look: while blocked nothing remains.
+  const remaining = (now: number): number => (blockedUntil > now ? 0 : ledger.decide(state, now, 0).decision.remaining);
+  // A reserve or a limit: blocked, or decided; a plain denial starts a block.
+  const decide = (now: number, cost: number): Answer => {
+    if (blockedUntil > now) return blocked(ledger.decide(state, now, cost).decision, blockedUntil, now);
+    const { decision, next } = ledger.decide(state, now, cost);
+    state = next;
+    if (blockMs === 0 || decision.allowed || decision.reason !== undefined) return decision;
+    blockedUntil = now + blockMs;
+    return blocked(decision, blockedUntil, now);
+  };
   return {
     reserve(now, id, cost, ttl) {
       const booked = open(id, now);
       if (booked !== undefined) return booked.cost === cost ? booked.decision : 'conflict';
-      const { decision, next } = ledger.decide(state, now, cost);
-      state = next;
+      const decision = decide(now, cost);
       if (decision.allowed) book.set(id, { cost, mark: ledger.mark(state), expiresAt: now + ttl, decision });
       return decision;
     },
@@ -127,20 +200,21 @@ function keyModel<S>(ledger: Ledger<S>): ReservationKeyModel {
       if (booked === undefined) return { status: 'unknown', reserved: 0, cost: 0, remaining: remaining(now) };
       if (booked.settledCost !== undefined) return { status: 'repeated', reserved: booked.cost, cost: booked.settledCost, remaining: remaining(now) };
       booked.settledCost = cost;
+      // Never a block: a settle is not a decision (the work is done).
       if (cost !== booked.cost) state = ledger.adjust(state, now, cost - booked.cost, booked.mark);
       return { status: 'settled', reserved: booked.cost, cost, remaining: remaining(now) };
     },
     limit(now, cost) {
-      const { decision, next } = ledger.decide(state, now, cost);
-      state = next;
-      return decision;
+      return decide(now, cost);
     },
   };
 }
 
-/** A fresh key under `policy` (any algorithm but sliding-log, which takes no reservations). */
-export function reservationModel(policy: ModelPolicy): ReservationKeyModel {
-  if (policy.algorithm === 'fixed-window') return keyModel(fixedWindowLedger(policy));
-  if (policy.algorithm === 'sliding-window') return keyModel(slidingWindowLedger(policy));
-  return keyModel(levelLedger(policy));
+/** A fresh key under `policy` (any algorithm but sliding-log, which takes no reservations), with a calendar window's periods or a penalty. */
+export function reservationModel(policy: ModelPolicy, extras: ReservationExtras = {}): ReservationKeyModel {
+  const blockMs = extras.blockMs ?? 0;
+  if (extras.period !== undefined) return keyModel(calendarLedger(policy, extras.period), blockMs);
+  if (policy.algorithm === 'fixed-window') return keyModel(fixedWindowLedger(policy), blockMs);
+  if (policy.algorithm === 'sliding-window') return keyModel(slidingWindowLedger(policy), blockMs);
+  return keyModel(levelLedger(policy), blockMs);
 }

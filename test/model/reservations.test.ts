@@ -7,14 +7,15 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, memoryStore, type Limiter, type Store } from '../../src/index.js';
+import { createLimiter, memoryStore, type Decision, type Limiter, type Policy, type Store } from '../../src/index.js';
 import { useRedisTopologies } from '../support/redis-topologies.js';
 import { T0, checkModel, closeAll, expectDecision, freshKeys, policyArb, stepArb } from './harness.js';
-import { reservationModel } from './reservation-reference.js';
+import { reservationModel, type Period, type ReservationExtras } from './reservation-reference.js';
 import type { ModelPolicy } from './reference.js';
 
 const FILE = 'test/model/reservations.test.ts';
 const TEST = 'a schedule of reserves, retries, settles, expiries and limits answers as the model, and a retried id never counts twice';
+const CALENDAR_TEST = 'on calendar windows and with blockDuration, a schedule of reserves, settles and limits answers as the model (periods, blocks started by denied reserves, never by settles)';
 const NODES = 2;
 /** Ids drawn from a small pool, so retries and repeats are frequent. */
 const IDS = 4;
@@ -30,6 +31,10 @@ type Call =
 interface Schedule {
   readonly policy: ModelPolicy;
   readonly steps: readonly Call[];
+  /** The policy given to Tollgate when it is not the model's (a calendar window, a penalty). */
+  readonly real?: Policy;
+  readonly extras?: ReservationExtras;
+  readonly start?: number;
 }
 
 const RESERVABLE = ['token-bucket', 'leaky-bucket', 'gcra', 'fixed-window', 'sliding-window'] as const;
@@ -51,24 +56,78 @@ function retryCost(booked: Map<number, number>, call: Extract<Call, { kind: 'res
   return booked.get(call.id) ?? call.cost;
 }
 
+const DAY = 86_400_000;
+/** A month in UTC: from the 1st, 00:00 UTC. */
+const utcMonth: Period = (now) => {
+  const date = new Date(now);
+  return { start: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1), end: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) };
+};
+/** A day in Asia/Kolkata (UTC+05:30 all year): from local midnight. */
+const KOLKATA = 19_800_000;
+const kolkataDay: Period = (now) => {
+  const start = Math.floor((now + KOLKATA) / DAY) * DAY - KOLKATA;
+  return { start, end: start + DAY };
+};
+const CALENDARS = [
+  { window: 'month', timeZone: 'UTC', nominal: 30 * DAY, period: utcMonth, start: Date.UTC(2027, 0, 31, 20) },
+  { window: 'day', timeZone: 'Asia/Kolkata', nominal: DAY, period: kolkataDay, start: Date.UTC(2027, 0, 31, 18) },
+] as const;
+
+/** Steps across periods: none, a few ms, up to an hour, up to three days, or a little back. */
+const calendarStep = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(0) },
+  { weight: 2, arbitrary: fc.integer({ min: 1, max: 3 }) },
+  { weight: 3, arbitrary: fc.integer({ min: 1, max: 3_600_000 }) },
+  { weight: 1, arbitrary: fc.integer({ min: 3_600_000, max: 3 * DAY }) },
+  { weight: 1, arbitrary: fc.integer({ min: -20, max: -1 }) },
+);
+
+function callsOf(dt: fc.Arbitrary<number>, ttls: readonly number[]): fc.Arbitrary<Call[]> {
+  const node = fc.integer({ min: 0, max: NODES - 1 });
+  const id = fc.integer({ min: 0, max: IDS - 1 });
+  const call: fc.Arbitrary<Call> = fc.oneof(
+    { weight: 4, arbitrary: fc.record({ kind: fc.constant('reserve' as const), node, id, cost: fc.integer({ min: 1, max: 4 }), ttl: fc.constantFrom(...ttls), dt }) },
+    { weight: 4, arbitrary: fc.record({ kind: fc.constant('settle' as const), node, id, cost: fc.integer({ min: 0, max: 9 }), dt }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('limit' as const), node, cost: fc.integer({ min: 1, max: 3 }), dt }) },
+  );
+  return fc.array(call, { minLength: 1, maxLength: 30 });
+}
+
+/** A calendar fixed window (a month in UTC, a day in Kolkata), with or without a penalty. */
+const calendarArb: fc.Arbitrary<Schedule> = fc
+  .record({ calendar: fc.constantFrom(...CALENDARS), limit: fc.integer({ min: 1, max: 8 }), softPercent: fc.constantFrom(0, 0, 50), blockMs: fc.constantFrom(0, 0, 30_000) })
+  .chain(({ calendar, limit, softPercent, blockMs }) => {
+    const soft = softPercent > 0 ? { softPercent } : {};
+    const policy: ModelPolicy = { algorithm: 'fixed-window', limit, window: calendar.nominal, ...soft };
+    const real: Policy = { algorithm: 'fixed-window', limit, window: calendar.window, timeZone: calendar.timeZone, ...soft, ...(blockMs > 0 ? { blockDuration: blockMs } : {}) };
+    const extras = { period: calendar.period, blockMs };
+    return callsOf(calendarStep, [3, 60_000, 3_600_000, DAY]).map((steps) => ({ policy, real, extras, start: calendar.start, steps }));
+  });
+
+/** Any reservable algorithm with a penalty of a few ms to a few windows. */
+const blockArb: fc.Arbitrary<Schedule> = fc.tuple(policyArb(RESERVABLE), fc.constantFrom(1, 50, 1_000)).chain(([policy, blockMs]) =>
+  callsOf(stepArb(policy.window), TTLS).map((steps) => ({ policy, real: { ...policy, blockDuration: blockMs } as Policy, extras: { blockMs }, steps })),
+);
+
 async function play(limiters: readonly Limiter[], schedule: Schedule): Promise<void> {
   const [key] = freshKeys(1, 'reservations');
-  const model = reservationModel(schedule.policy);
-  const policy = schedule.policy;
+  const model = reservationModel(schedule.policy, schedule.extras);
+  const policy = schedule.real ?? schedule.policy;
   const booked = new Map<number, number>();
-  let now = T0;
+  const start = schedule.start ?? T0;
+  let now = start;
   for (const [index, step] of schedule.steps.entries()) {
-    now = Math.max(T0, now + step.dt);
+    now = Math.max(start, now + step.dt);
     const limiter = limiters[step.node]!;
-    const what = `step ${index}: ${JSON.stringify(step)} at T0+${now - T0}`;
+    const what = `step ${index}: ${JSON.stringify(step)} at start+${now - start}`;
     if (step.kind === 'limit') {
-      expectDecision(await limiter.limit(key!, policy, { now, cost: step.cost }), model.limit(now, step.cost), what);
+      expectDecision(await limiter.limit(key!, policy, { now, cost: step.cost }), model.limit(now, step.cost) as Decision, what);
     } else if (step.kind === 'reserve') {
       const cost = retryCost(booked, step);
       const expected = model.reserve(now, `id${step.id}`, cost, step.ttl);
       const answer = await limiter.reserve(key!, policy, { now, cost, id: `id${step.id}`, ttl: step.ttl });
       expect(expected, what).not.toBe('conflict');
-      expectDecision(answer, expected as Exclude<typeof expected, 'conflict'>, what);
+      expectDecision(answer, expected as Decision, what);
       if (answer.allowed) booked.set(step.id, cost);
     } else {
       const expected = model.settle(now, `id${step.id}`, step.cost);
@@ -85,14 +144,23 @@ const TOPOLOGIES: readonly { readonly name: string; readonly runs: number; open(
   { name: 'Redis Cluster', runs: 20, open: () => Promise.all(Array.from({ length: NODES }, () => redis.open({ cluster: redis.cluster.nodes }))) },
 ];
 
-describe.each(TOPOLOGIES)('reserve then settle against the model, on the $name', (topology) => {
-  it(TEST, async () => {
-    const stores = await topology.open();
-    const limiters = Array.from({ length: NODES }, (_, i) => createLimiter({ store: stores[i % stores.length]!, deadlineMs: 5_000 }));
-    try {
-      await checkModel(FILE, TEST, fc.asyncProperty(scheduleArb, (schedule) => play(limiters, schedule)), topology.runs);
-    } finally {
-      if (topology.name === 'memory store') await closeAll(limiters);
-    }
-  }, 60_000);
-});
+/** Calendar windows and penalties: half the schedules each. */
+const extendedArb = fc.oneof(calendarArb, blockArb);
+
+/** Plays `name`'s schedules on every topology, two limiters sharing the store. */
+function describeSchedules(title: string, name: string, schedules: fc.Arbitrary<Schedule>): void {
+  describe.each(TOPOLOGIES)(`${title}, on the $name`, (topology) => {
+    it(name, async () => {
+      const stores = await topology.open();
+      const limiters = Array.from({ length: NODES }, (_, i) => createLimiter({ store: stores[i % stores.length]!, deadlineMs: 5_000 }));
+      try {
+        await checkModel(FILE, name, fc.asyncProperty(schedules, (schedule) => play(limiters, schedule)), topology.runs);
+      } finally {
+        if (topology.name === 'memory store') await closeAll(limiters);
+      }
+    }, 60_000);
+  });
+}
+
+describeSchedules('reserve then settle against the model', TEST, scheduleArb);
+describeSchedules('reserve then settle on calendar windows and with penalties against the model', CALENDAR_TEST, extendedArb);

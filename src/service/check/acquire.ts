@@ -36,13 +36,13 @@ function announce(ctx: ServiceContext, event: SlotEvent): void {
   }
 }
 
-/** Whether the body names rules (`domain`, `descriptors`) rather than a key and its limit. */
-function byRules(body: unknown): boolean {
+/** Whether the body names rules (`domain`, `descriptors`) rather than a key and its limit (reserve.ts too). */
+export function byRules(body: unknown): boolean {
   return typeof body === 'object' && body !== null && 'domain' in body;
 }
 
-/** Descriptors as envoy writes them (`{ entries: [...] }`) or as plain objects of key → value, in order (as `/v1/check` takes them). */
-function descriptorsOf(descriptors: unknown): CheckRequest['descriptors'] {
+/** Descriptors as envoy writes them (`{ entries: [...] }`) or as plain objects of key → value, in order (as `/v1/check` takes them; reserve.ts too). */
+export function descriptorsOf(descriptors: unknown): CheckRequest['descriptors'] {
   if (!Array.isArray(descriptors)) throw new InvalidCheckError('descriptors must be an array');
   return descriptors.map((descriptor: unknown) =>
     typeof descriptor === 'object' && descriptor !== null && !Array.isArray(descriptor) && !('entries' in descriptor)

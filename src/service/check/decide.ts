@@ -23,8 +23,8 @@ export function decideCheck(ctx: ServiceContext, request: CheckRequest, via: Che
   return announce(ctx, request, result, via, started);
 }
 
-/** Emits the check's event for metrics and the dashboard; returns `result`. */
-function announce(ctx: ServiceContext, request: CheckRequest, result: CheckResult, via: CheckEvent['via'], started: number): CheckResult {
+/** Emits the check's event for metrics and the dashboard; returns `result` (reserve.ts too: a reserve through rules is counted as a check). */
+export function announce(ctx: ServiceContext, request: CheckRequest, result: CheckResult, via: CheckEvent['via'], started: number): CheckResult {
   try {
     ctx.events.emit('check', {
       domain: request.domain,
@@ -62,8 +62,8 @@ export function announceLimit(ctx: ServiceContext, key: string, decision: Decisi
 /** What a `/v1/limit` decision's event names as its request: no domain, no descriptors (made once). */
 const LIMIT_REQUEST: CheckRequest = { domain: '', descriptors: [] };
 
-/** The answer when an entry of the request is blocked: every blocked descriptor over limit. */
-function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult | undefined {
+/** The answer when an entry of the request is blocked: every blocked descriptor over limit (reserve.ts too). */
+export function blockedResult(ctx: ServiceContext, request: CheckRequest): CheckResult | undefined {
   if (ctx.blocks.size === 0 || !Array.isArray(request.descriptors)) return undefined;
   const now = ctx.clock();
   let blocked = false;

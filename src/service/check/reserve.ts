@@ -10,7 +10,9 @@ import { decisionHeaders } from '../../http/headers.js';
 import { degradedReasonOf } from '../../limiter/index.js';
 import { compilePolicy, type CompiledPolicy, type Policy } from '../../policy.js';
 import type { ServiceContext } from '../context.js';
-import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, degradedAnswer } from './decide.js';
+import { validateReservationRequest } from '../../rules/reservations.js';
+import { byRules, descriptorsOf } from './acquire.js';
+import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announce, announceLimit, blockedResult, degradedAnswer } from './decide.js';
 
 /** What a route answers: its status, JSON body and headers. */
 export interface RouteAnswer {
@@ -21,6 +23,8 @@ export interface RouteAnswer {
 
 const RESERVE_FIELDS = ['key', 'policy', 'cost', 'id', 'ttl'] as const;
 const SETTLE_FIELDS = ['key', 'policy', 'id', 'cost'] as const;
+const RULES_RESERVE_FIELDS = ['domain', 'descriptors', 'cost', 'id', 'ttl'] as const;
+const RULES_SETTLE_FIELDS = ['domain', 'descriptors', 'id', 'cost'] as const;
 
 /** The body's fields, every one of them named in `fields` (a misspelt field is a 400, never ignored). */
 function fieldsOf<F extends string>(body: unknown, fields: readonly F[], route: string): Partial<Record<F, unknown>> {
@@ -32,8 +36,32 @@ function fieldsOf<F extends string>(body: unknown, fields: readonly F[], route: 
   return body as Partial<Record<F, unknown>>;
 }
 
-/** `POST /v1/reserve` with `{ key, policy, cost, id, ttl? }`. */
+/**
+ * `POST /v1/reserve` with `{ domain, descriptors, cost, id, ttl? }`: the estimate on every limit the
+ * rules match, all or nothing (rules/reservations.ts); 200 reserved, 429 refused (nothing kept,
+ * `Retry-After` the longest wait of the refusing limits), as is an entry blocked by hand.
+ */
+async function answerRulesReserve(ctx: ServiceContext, body: unknown): Promise<RouteAnswer> {
+  const { domain, descriptors, cost, id, ttl } = fieldsOf(body, RULES_RESERVE_FIELDS, 'POST /v1/reserve');
+  const request = { domain: domain as string, descriptors: descriptorsOf(descriptors), cost: cost as number, id: id as string, ...(ttl === undefined ? {} : { ttl: ttl as number }) };
+  // An entry blocked by hand is refused as /v1/check refuses it (a bad body is still a 400): nothing reserved, no store call.
+  validateReservationRequest(request, 'reserveCheck');
+  const started = performance.now();
+  const blocked = blockedResult(ctx, request);
+  const result = blocked === undefined ? await ctx.limiter.reserveCheck(request) : { ...blocked, id: request.id };
+  // Counted on /metrics and the dashboard as a check of the domain (each matched limit's rule).
+  announce(ctx, request, result, 'check', started);
+  const degraded = degradedAnswer(ctx, result.degraded);
+  if (degraded?.unavailable === true) return { status: 503, body: UNAVAILABLE_ANSWER, headers: { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' } };
+  const waits = result.statuses.map((status) => (status.code === 'OVER_LIMIT' ? (status.retryAfter ?? status.durationUntilReset) : 0));
+  const headers: Record<string, string> = result.overallCode === 'OK' ? {} : { 'retry-after': String(Math.ceil(Math.max(0, ...waits) / 1000)) };
+  if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
+  return { status: result.overallCode === 'OK' ? 200 : 429, body: result, headers };
+}
+
+/** `POST /v1/reserve` with `{ key, policy, cost, id, ttl? }`, or the rules' form. */
 export async function answerReserve(ctx: ServiceContext, body: unknown): Promise<RouteAnswer> {
+  if (byRules(body)) return answerRulesReserve(ctx, body);
   const { key, policy, cost, id, ttl } = fieldsOf(body, RESERVE_FIELDS, 'POST /v1/reserve');
   const compiled = compilePolicy(policy as Policy);
   const started = performance.now();
@@ -57,8 +85,13 @@ function refusedAsBlocked(ctx: ServiceContext, key: string, policy: CompiledPoli
   return { status: 429, body: { ...decision, reason: 'blocked' }, headers: decisionHeaders(decision, policy.windowMs, key) };
 }
 
-/** `POST /v1/settle` with `{ key, policy, id, cost }`: the settlement, with the quota after it. */
+/** `POST /v1/settle` with `{ key, policy, id, cost }`: the settlement, with the quota after it; or `{ domain, descriptors, id, cost }`: one per matched limit. */
 export async function answerSettle(ctx: ServiceContext, body: unknown): Promise<RouteAnswer> {
+  if (byRules(body)) {
+    const { domain, descriptors, id, cost } = fieldsOf(body, RULES_SETTLE_FIELDS, 'POST /v1/settle');
+    const result = await ctx.limiter.settleCheck({ domain: domain as string, descriptors: descriptorsOf(descriptors), id: id as string, cost: cost as number });
+    return { status: 200, body: result, headers: {} };
+  }
   const { key, policy, id, cost } = fieldsOf(body, SETTLE_FIELDS, 'POST /v1/settle');
   const compiled = compilePolicy(policy as Policy);
   const settlement = await ctx.limiter.settle(key as string, compiled, { id: id as string, cost: cost as number });

@@ -97,5 +97,5 @@ export const ALL_SCRIPTS: readonly RedisScript[] = [DECIDE_SCRIPT, ...Object.val
  * function of its script), both calls in it, a key's state and its reservation in one slot.
  */
 export const RESERVATION_SCRIPTS: Partial<Record<AlgorithmName, RedisScript>> = Object.fromEntries(
-  Object.entries(SINGLE_FILES).map(([algorithm, files]) => [algorithm, compose(['prelude.lua', ...files, 'codes.lua', 'adjust.lua', 'reservation.lua'].map(section))]),
+  Object.entries(SINGLE_FILES).map(([algorithm, files]) => [algorithm, compose(['prelude.lua', ...files, 'codes.lua', 'penalty.lua', 'adjust.lua', 'reservation.lua'].map(section))]),
 );

@@ -198,11 +198,11 @@ export class RedisStore implements Store {
 
   /** Reserve then settle (reservations.ts): one call of scripts/reservation.lua, the key's state and its record in one slot. */
   reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Promise<Decision> {
-    return reserveOn(this.runReservation, this.redisKey(key, policy), policy, request, now);
+    return reserveOn({ run: this.runReservation, address: this.address }, this.redisKey(key, policy), policy, request, now);
   }
 
   settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): Promise<Settlement> {
-    return settleOn(this.runReservation, this.redisKey(key, policy), policy, request, now);
+    return settleOn({ run: this.runReservation, address: this.address }, this.redisKey(key, policy), policy, request, now);
   }
 
   private readonly runReservation: ScriptRun = async (script, keys, args) => {

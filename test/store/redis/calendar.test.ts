@@ -70,6 +70,38 @@ describe.each([
     expect((await store.consume(key, policy, 1, undefined)).allowed).toBe(true);
   });
 
+  it("reserves and settles in the period of Redis's clock when this node's clock is 6 hours ahead, past the next midnight", async () => {
+    const store = await open();
+    const { zone, midnight } = zoneWithMidnightSoon(Date.now());
+    const policy = compilePolicy({ algorithm: 'fixed-window', limit: 10, window: 'day', timeZone: zone });
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 6 * HOUR });
+    const key = unique('reserve-skewed');
+    const reserved = await store.reserve!(key, policy, { id: 'r', cost: 6, ttlMs: 60_000 }, undefined);
+    const settled = await store.settle!(key, policy, { id: 'r', cost: 2 }, undefined);
+    vi.useRealTimers();
+    expect(reserved.now).toBeLessThan(midnight);
+    expect(reserved).toMatchObject({ allowed: true, remaining: 4, resetAt: midnight });
+    // The refund lands in the reservation's period: Redis's day, not the node's.
+    expect(settled).toMatchObject({ status: 'settled', decision: { remaining: 8, resetAt: midnight } });
+  });
+
+  it("refuses a reserve and a settle when Redis's clock is outside the boundaries sent, writing nothing", async () => {
+    const store = await open();
+    const policy = compilePolicy({ algorithm: 'fixed-window', limit: 10, window: 'day', timeZone: 'Europe/Paris' });
+    const key = unique('reserve-outside');
+    expect((await store.reserve!(key, policy, { id: 'a', cost: 6, ttlMs: 60_000 }, undefined)).remaining).toBe(4);
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 72 * HOUR });
+    const reserve = store.reserve!(key, policy, { id: 'b', cost: 1, ttlMs: 60_000 }, undefined);
+    await expect(reserve).rejects.toThrow(StoreError);
+    await expect(reserve).rejects.toThrow(/half a day or more from this node's .*synchronise the clocks/);
+    await expect(store.settle!(key, policy, { id: 'a', cost: 0 }, undefined)).rejects.toThrow(/synchronise the clocks/);
+    vi.useRealTimers();
+    const name = store.redisKey(key, policy);
+    expect(servers().some((server) => server.cli('EXISTS', `${name}:r:b`).trim() === '1')).toBe(false);
+    // Nothing was settled nor reserved: a's estimate still stands, and its settle still refunds it.
+    expect(await store.settle!(key, policy, { id: 'a', cost: 0 }, undefined)).toMatchObject({ status: 'settled', decision: { remaining: 10 } });
+  });
+
   it('decides a calendar limit with another in one all-or-nothing group on Redis TIME', async () => {
     const store = await open();
     const month = compilePolicy({ algorithm: 'fixed-window', limit: 1, window: 'month', timeZone: 'America/New_York' });

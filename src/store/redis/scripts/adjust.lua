@@ -18,7 +18,24 @@ local function moved(count, units, cap)
   return next_count
 end
 
+-- A calendar window (p.calendar): its periods are named by their end (mark); the caller checked
+-- that a period of the boundaries holds `now`.
+local function adjust_calendar_window(key, stored_count, stored_end, now, units, mark, p, extra_ttl)
+  local _, now_end = calendar_period(p.calendar, now)
+  if units < 0 then
+    -- Only the reservation's own period, while it runs (a clock that went back stays in it).
+    if not stored_count or stored_count == 0 or stored_end ~= mark or now_end > mark then return end
+    local left = moved(stored_count, units, 2 * p.capacity)
+    if left == 0 then call('DEL', key) else write_pair(key, left, stored_end, now, extra_ttl) end
+    return
+  end
+  local stop, count = now_end, 0
+  if stored_count and stored_count > 0 and stored_end >= now_end then stop, count = stored_end, stored_count end
+  write_pair(key, moved(count, units, 2 * p.capacity), stop, now, extra_ttl)
+end
+
 local function adjust_fixed_window(key, stored_count, stored_end, now, units, mark, p, extra_ttl)
+  if p.calendar then return adjust_calendar_window(key, stored_count, stored_end, now, units, mark, p, extra_ttl) end
   local window = p.window
   if units < 0 then
     if not stored_count or stored_count == 0 or stored_end - window ~= mark then return end

@@ -44,7 +44,8 @@ local function decide_fixed_window(stored_count, stored_end, now, cost, p)
   local reset_at = now
   if count > 0 then reset_at = window_end end
   if cost > capacity then
-    return false, capacity - count, reset_at, window, -1, REASON_COST_EXCEEDS_CAPACITY
+    -- Check back after the window's (a calendar unit's nominal) length, as the memory store says.
+    return false, capacity - count, reset_at, p.window, -1, REASON_COST_EXCEEDS_CAPACITY
   end
   if count + cost > capacity then
     -- count_rejected: the denied hit is counted too (envoy's counting); the count may pass capacity.

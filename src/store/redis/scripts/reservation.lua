@@ -10,18 +10,23 @@
   KEYS[1]   the state key
   KEYS[2]   the reservation's record key
   ARGV[1]   now: '' to use Redis TIME, else epoch ms (keys then live longer in real time, as in decide.lua)
-  ARGV[2-9] the policy record of decide.lua (algorithm, window, limit, capacity, nominal,
-            count_rejected, first_hit, precision); not sliding-log nor precision > 1
-  ARGV[10]  op: 1 reserve, 2 settle
-  ARGV[11]  cost: the estimate (reserve, >= 1) or the actual cost (settle, >= 0)
-  ARGV[12]  ttl: ms the reservation waits for its settle (reserve, >= 1; 0 for a settle)
+  ARGV[2]   op: 1 reserve, 2 settle
+  ARGV[3]   cost: the estimate (reserve, >= 1) or the actual cost (settle, >= 0)
+  ARGV[4]   ttl: ms the reservation waits for its settle (reserve, >= 1; 0 for a settle)
+  ARGV[5-13] the policy record of decide.lua (algorithm, window, limit, capacity, nominal,
+            count_rejected, first_hit, precision, block); not sliding-log nor precision > 1;
+            then, for a calendar window (first_hit 2), ARGV[14-16] its boundaries b0 < b1 < b2
+  A calendar reservation counts in the period holding `now`; a `now` outside [b0, b2) is answered
+  with reason 12, nothing read or written. With a block (penalty.lua) a reserve is decided as a
+  consume (a blocked key answers reason 2, a denial starts the block); a settle never starts one.
 
   Returns now, status, reserved, settled, then a decision: allowed, remaining, reset_at,
   retry_after, delay, reason, and the instant it was made. Reserve: status 0 decided now, 1 the
   booked answer of a retry, 2 the id is booked with another cost (reserved: that cost). Settle:
   status 0 settled now, 1 settled already (nothing changed), 3 no open reservation of that id
   (nothing changed); the decision is a look at the quota after it. Reason 10 or 11: the state key
-  holds another type or unreadable state, nothing was written.
+  holds another type or unreadable state, nothing was written; 12: the clock is outside the
+  calendar boundaries sent.
 ]]
 local function integer_arg(index, minimum, maximum)
   local value = tonumber(ARGV[index])
@@ -48,29 +53,40 @@ else
   if lag > max_replay_lag then lag = max_replay_lag end
   extra_ttl = lag + replay_slack
 end
-local bounds = { { 1, 6 }, { 1 }, { 1 }, { 1 }, { 1 }, { 0, 1 }, { 0, 1 }, { 1, 1 }, { 1, 2 }, { 0 }, { 0 } }
-for i = 2, 12 do
+local bounds = { { 1, 2 }, { 0 }, { 0 }, { 1, 6 }, { 1 }, { 1 }, { 1 }, { 1 }, { 0, 1 }, { 0, 2 }, { 1, 1 }, { 0, MAX_BLOCK } }
+for i = 2, 13 do
   local bound = bounds[i - 1]
   if integer_arg(i, bound[1], bound[2]) == nil or #KEYS ~= 2 then
     return redis.error_reply('ERR tollgate: argument ' .. i .. ' (reservation) is not valid: ' .. tostring(ARGV[i]))
   end
 end
-local algorithm, window, capacity = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
-if algorithm == SLIDING_LOG then return redis.error_reply('ERR tollgate: argument 2 (reservation) is not valid: sliding-log') end
-local p = { algorithm = algorithm, window = window, limit = tonumber(ARGV[4]), capacity = capacity, nominal = tonumber(ARGV[6]),
-  count_rejected = ARGV[7] == '1', first_hit = ARGV[8] == '1', precision = 1,
+local algorithm, window, capacity = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[8])
+if algorithm == SLIDING_LOG then return redis.error_reply('ERR tollgate: argument 5 (reservation) is not valid: sliding-log') end
+local calendar = nil
+if ARGV[11] == '2' then
+  calendar = { integer_arg(14, 0), integer_arg(15, 0), integer_arg(16, 0) }
+  if algorithm ~= FIXED_WINDOW or calendar[1] == nil or calendar[2] == nil or calendar[3] == nil or calendar[1] >= calendar[2] or calendar[2] >= calendar[3] then
+    return redis.error_reply('ERR tollgate: argument 14 (reservation) is not valid: calendar boundaries b0 < b1 < b2')
+  end
+end
+local p = { algorithm = algorithm, window = window, limit = tonumber(ARGV[7]), capacity = capacity, nominal = tonumber(ARGV[9]),
+  count_rejected = ARGV[10] == '1', first_hit = ARGV[11] == '1', precision = 1, calendar = calendar, block = tonumber(ARGV[13]),
   wide = algorithm ~= FIXED_WINDOW and (capacity + 1) * window > MAX_INTEGER }
-local reserving, cost, ttl = ARGV[10] == '1', tonumber(ARGV[11]), tonumber(ARGV[12])
+local reserving, cost, ttl = ARGV[2] == '1', tonumber(ARGV[3]), tonumber(ARGV[4])
 local state_key, record_key = KEYS[1], KEYS[2]
 
 -- The stored state, and the decision of `units` on it (cost 0: a look).
 local problem, s1, s2, s3 = read_stored(state_key, algorithm == SLIDING_WINDOW)
-local function decide(units)
+local function decide_state(_, _, units)
   if algorithm == FIXED_WINDOW then return decide_fixed_window(s1, s2, now, units, p) end
   if algorithm == GCRA then return decide_gcra(s1, s2, now, units, p) end
   if algorithm == SLIDING_WINDOW then return decide_sliding_window(s1, s2, s3, now, units, p) end
   return decide_level(s1, s2, now, units, p, algorithm == LEAKY_BUCKET)
 end
+-- The key's block (penalty.lua) before its state: a reserve is a consume (a denial starts a block),
+-- a look a peek (blocked: denied until the block's end).
+local decide_blocked = with_penalties(decide_state, now, extra_ttl)
+local function decide(units) return decide_blocked(state_key, OP_CONSUME, units, p) end
 local function answer(status, reserved, settled, allowed, remaining, reset_at, retry_after, delay, reason, decided_at)
   local shown = remaining - (capacity - p.nominal)
   if shown < 0 then shown = 0 end
@@ -78,9 +94,11 @@ local function answer(status, reserved, settled, allowed, remaining, reset_at, r
   return { now, status, reserved, settled, allowed, shown, reset_at, retry_after, delay, reason, decided_at }
 end
 if problem ~= REASON_NONE then return answer(0, 0, -1, false, 0, now, 0, -1, problem, now) end
+-- A calendar period holds `now`, or nothing is decided (the clocks disagree: decide.lua's reason 12).
+if calendar and calendar_period(calendar, now) == nil then return answer(0, 0, -1, false, 0, now, 0, -1, REASON_CLOCK_OUTSIDE_PERIODS, now) end
 -- A look (cost 0) at the state as it stands, made now.
 local function look()
-  local allowed, remaining, reset_at, retry_after, delay, reason = decide(0)
+  local allowed, remaining, reset_at, retry_after, delay, reason = decide_blocked(state_key, OP_PEEK, 0, p)
   return allowed, remaining, reset_at, retry_after, delay, reason, now
 end
 
@@ -110,8 +128,10 @@ if reserving then
   end
   -- A refused reservation debits nothing and is not booked: a retry decides afresh.
   if not allowed then return answer(0, 0, -1, allowed, remaining, reset_at, retry_after, delay, reason, now) end
+  -- The window it is recorded in: its start (a calendar period: its end, which names it).
   local mark = 0
   if algorithm == FIXED_WINDOW then mark = reset_at - window end
+  if calendar then mark = reset_at end
   if algorithm == SLIDING_WINDOW then
     local _, _, index = parse_state(write, 3)
     mark = index * window
