@@ -21,6 +21,7 @@ export function reservationRefusal(policy: CompiledPolicy): string | undefined {
   if (policy.precision > 1) return `reserve/settle is not offered on a sliding window of precision ${policy.precision}: use precision 1 (the default) or fixed-window`;
   // Not yet: the reservation script reads the plain policy record (no period boundaries, no penalty).
   if (policy.calendar !== undefined) return `reserve/settle is not offered yet on a calendar window ('${policy.calendar.unit}'): use a fixed window of a length (window: '30d'), or limit() with the actual cost once it is known`;
+  if (policy.share !== undefined) return 'reserve/settle is not offered on a shared capacity (share): use limit() with the actual cost once it is known';
   if (policy.blockMs > 0) return 'reserve/settle is not offered on a policy with blockDuration (a refund could not lift the block the estimate started): remove blockDuration, or use limit() with the actual cost once it is known';
   // The state may hold twice the capacity after a charge, then a decision adds up to a capacity more.
   if (policy.algorithm !== 'fixed-window' && (3 * policy.capacity + 1) * policy.windowMs > Number.MAX_SAFE_INTEGER) {

@@ -88,6 +88,9 @@ export const LEAN_LIBRARY: FunctionLibrary = (() => {
   return { name, source: [`#!lua name=${name}`, body, ...registrations].join('\n'), functions };
 })();
 
+/** Fair shares (scripts/fair-share.lua): one group's decision, on its hash alone. */
+export const FAIR_SHARE_SCRIPT: RedisScript = compose(['prelude.lua', 'codes.lua', 'fair-share.lua'].map(section));
+
 /** Every script the store loads on connect. */
 export const ALL_SCRIPTS: readonly RedisScript[] = [DECIDE_SCRIPT, ...Object.values(SINGLE_SCRIPTS)];
 
