@@ -92,7 +92,7 @@ export const LEAN_LIBRARY: FunctionLibrary = (() => {
 export const FAIR_SHARE_SCRIPT: RedisScript = compose(['prelude.lua', 'codes.lua', 'fair-share.lua'].map(section));
 
 /** Every script the store loads on connect. */
-export const ALL_SCRIPTS: readonly RedisScript[] = [DECIDE_SCRIPT, ...Object.values(SINGLE_SCRIPTS)];
+export const ALL_SCRIPTS: readonly RedisScript[] = [DECIDE_SCRIPT, ...Object.values(SINGLE_SCRIPTS), FAIR_SHARE_SCRIPT];
 
 /**
  * Reserve then settle (scripts/reservation.lua over adjust.lua): one script per algorithm that takes
