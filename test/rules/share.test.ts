@@ -57,10 +57,11 @@ describe('share in rules', () => {
     ['      soft_percent: 10', 'share does not combine with soft_percent'],
     ['      lease_size: 10', 'share and lease_size'],
     ['      block_duration: 1m', 'share does not combine with block_duration'],
+    ['    quota_mode: true', 'which a shared capacity (share) cannot'],
   ])('refuses share beside %s, naming the fix', (extra, message) => {
     const messages = checkRules(rules('{ group: tenants, weight: 1 }', extra), 'rules.yaml').errors.map((error) => error.message);
     expect(messages).toHaveLength(1);
-    expect(messages[0]).toContain('descriptors[0].rate_limit.share: ');
+    expect(messages[0]).toMatch(/descriptors\[0\]\.(rate_limit\.share|quota_mode): /);
     expect(messages[0]).toContain(message);
   });
 });
