@@ -122,6 +122,24 @@ describe.each(stores)('fair shares on %s', (_name, open) => {
     }
   });
 
+  it('a group holds at most 256 active tenants: the 257th is denied until the window ends, recording nothing; resetPrefix leaves the group alone', async () => {
+    const limiter = createLimiter({ store: await open(), deadlineMs: 5_000, overLimitCache: false });
+    const group = `full-${run()}`;
+    const policy = policyOf(group, 1, 1_000);
+    try {
+      for (let tenant = 0; tenant < 256; tenant++) expect((await limiter.limit(`t${tenant}`, policy, { now: T0 })).allowed).toBe(true);
+      const refused = await limiter.limit('newcomer', policy, { now: T0 + 5 });
+      expect(refused).toMatchObject({ allowed: false, remaining: 0, resetAt: T0 - 1_000 + WINDOW, retryAfter: WINDOW - 1_000 - 5 });
+      expect(refused.reason).toBeUndefined();
+      // Two windows on, every one of them is idle: the newcomer is admitted.
+      expect((await limiter.limit('newcomer', policy, { now: T0 + 2 * WINDOW })).allowed).toBe(true);
+      expect(await limiter.resetPrefix('newcomer')).toBe(0);
+      expect(await limiter.peek('newcomer', policy, { now: T0 + 2 * WINDOW, cost: 1_000 })).toMatchObject({ allowed: false, remaining: 999 });
+    } finally {
+      await limiter.close();
+    }
+  }, 60_000);
+
   it('reset forgets one tenant: its units leave the group total', async () => {
     const { limiter, tenants } = await twoTenants();
     try {
@@ -161,5 +179,23 @@ describe('share is validated', () => {
     await expect(limiter.limit('k', policy, { lease: 10 })).rejects.toThrow(/drop lease or share/);
     await expect(limiter.limit('k', policy, { syncIntervalMs: 100 })).rejects.toThrow(/drop syncIntervalMs or share/);
     await expect(limiter.reserve('k', policy, { id: 'r', cost: 1, ttl: 1000 })).rejects.toThrow(/shared capacity/);
+  });
+});
+
+describe('fair shares on Redis: where the group lives', () => {
+  it("one hash per group and window under the group's own hash tag, expiring 2 windows after its last write", async () => {
+    const limiter = createLimiter({ store: await redis.open({ url: redis.single.url }), deadlineMs: 5_000 });
+    const group = `ttl-${run()}`;
+    try {
+      await limiter.limit('alice', policyOf(group, 1));
+      await limiter.limit('bob', policyOf(group, 2));
+      const key = `tollgate:{%fs:${group}}1m`;
+      expect(redis.single.cli('HKEYS', key).trim().split('\n').sort()).toEqual(['kalice', 'kbob', 's', 't']);
+      const ttl = Number(redis.single.cli('PTTL', key).trim());
+      expect(ttl).toBeGreaterThan(WINDOW);
+      expect(ttl).toBeLessThanOrEqual(2 * WINDOW);
+    } finally {
+      await limiter.close();
+    }
   });
 });
