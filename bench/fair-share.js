@@ -20,19 +20,20 @@
 //    workers over 100 groups of 10 tenants (and 4 groups of 256, the cap: a decision reads every
 //    active tenant of its group), every request admitted. units/s, p50/p99 µs, Redis µs per decision
 //    (INFO commandstats). Subjects interleave in each repeat, the order alternating; medians.
-import { execFileSync, fork } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { killAllNow, stopChild } from './support/children.js';
+import { stopChild } from './support/children.js';
+import { forkedEntry, runForked } from './support/forked.js';
 import { redisCli, redisCounters, redisDelta, removeRedisDirs, startRedisServer } from './support/redis.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const IN_FLIGHT = 64;
 const COST_SUBJECTS = ['memory fixed-window', 'memory share/10', 'memory share/256', 'redis fixed-window', 'redis share/10', 'redis share/256'];
 const KEYS = 1_000;
-const WINDOW = 1_000;
+const WINDOW = 60_000;
 const LIMIT = 1_000;
 const NORMAL_DEMAND = 200;
 const WEIGHTINGS = { 'equal weights': [1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 'weights 1-3': [1, 1, 1, 1, 2, 2, 2, 3, 3, 3] };
@@ -146,14 +147,7 @@ async function measureFairness({ port, windows }) {
   return results;
 }
 
-function runChild(spec) {
-  return new Promise((resolve, reject) => {
-    const child = fork(SCRIPT, ['--child', JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
-    let out = '';
-    child.stdout.on('data', (chunk) => (out += chunk));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1))) : reject(new Error(`${spec.subject ?? 'fairness'} exited ${code}`))));
-  });
-}
+const runChild = (spec) => runForked(SCRIPT, spec);
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
@@ -196,7 +190,7 @@ async function main() {
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   const info = { nproc: cpus().length, cpuModel: cpus()[0]?.model, node: process.version, commit, date: new Date().toISOString() };
   writeFileSync(new URL('./results/fair-share.json', import.meta.url), `${JSON.stringify({ info, options: { repeats, durationMs, warmupMs, windows, inFlight: IN_FLIGHT, keys: KEYS }, fairness: fair, samples: results }, null, 1)}\n`);
-  console.log(`${cpus().length} cores (${cpus()[0]?.model}), Node ${process.version}; fairness over ${windows} windows of ${LIMIT}; cost: ${repeats} repeats of ${durationMs} ms, ${IN_FLIGHT} in flight, ${KEYS} keys; medians`);
+  console.log(`${cpus().length} cores (${cpus()[0]?.model}), Node ${process.version}; fairness over ${windows} windows, a limit of ${LIMIT} per window; cost: ${repeats} repeats of ${durationMs} ms, ${IN_FLIGHT} in flight, ${KEYS} keys; medians`);
   printFairness(fair);
   console.log('\n| store | subject | decisions/s | × fixed-window | p50 µs | p99 µs | Redis µs per decision (commandstats) |');
   console.log('|---|---|---:|---:|---:|---:|---:|');
@@ -210,26 +204,4 @@ async function main() {
   }
 }
 
-if (process.argv[2] === '--child') {
-  const spec = JSON.parse(process.argv[3]);
-  (spec.fairness ? measureFairness(spec) : measureCost(spec)).then(
-    (result) => {
-      process.stdout.write(`${JSON.stringify(result)}\n`);
-      process.exit(0);
-    },
-    (error) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-} else {
-  process.on('SIGINT', () => {
-    killAllNow();
-    process.exit(130);
-  });
-  main().catch((error) => {
-    console.error(error);
-    killAllNow();
-    process.exit(1);
-  });
-}
+forkedEntry((spec) => (spec.fairness ? measureFairness(spec) : measureCost(spec)), main);
