@@ -298,8 +298,9 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
     nominalCapacity,
     capacity,
     softExtra: capacity - nominalCapacity,
-    // A shared key's units are its group's (another state than the key's own window).
-    stateId: `${stateIdOf(algorithm, firstHit, precision, windowMs, calendar)}${share === undefined ? '' : '&share'}`,
+    // A shared key's units are its group's: another state than the key's own window, one per group
+    // (the over-limit cache and limitAll's shared states tell tenants of two groups apart by it).
+    stateId: `${stateIdOf(algorithm, firstHit, precision, windowMs, calendar)}${share === undefined ? '' : `&share=${JSON.stringify(share.group)}`}`,
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
     blockMs: checkBlockDuration(policy.blockDuration),
     ...(share === undefined ? {} : { share }),

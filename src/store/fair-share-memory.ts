@@ -16,7 +16,7 @@ interface HeldGroup {
 }
 
 export class MemoryShares {
-  /** By `<state id>\0<group>`, least recently decided first. */
+  /** By state id (the window and the group), least recently decided first. */
   private readonly groups = new Map<string, HeldGroup>();
 
   constructor(private readonly maxGroups: number) {}
@@ -67,6 +67,7 @@ export class MemoryShares {
   }
 }
 
+/** The state id names the group (policy.ts). */
 function groupName(policy: CompiledPolicy): string {
-  return `${policy.stateId}\u0000${policy.share!.group}`;
+  return policy.stateId;
 }

@@ -199,3 +199,18 @@ describe('fair shares on Redis: where the group lives', () => {
     }
   });
 });
+
+describe('fair shares and the over-limit cache', () => {
+  it('a key denied in one group is not denied in another by the cache: each group is its own state', async () => {
+    const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), overLimitCache: true });
+    try {
+      const first = policyOf(`one-${run()}`, 1, 2);
+      const second = policyOf(`two-${run()}`, 1, 2);
+      await limiter.limit('alice', first, { now: T0, cost: 2 });
+      expect((await limiter.limit('alice', first, { now: T0 + 1 })).allowed).toBe(false);
+      expect((await limiter.limit('alice', second, { now: T0 + 2 })).allowed).toBe(true);
+    } finally {
+      await limiter.close();
+    }
+  });
+});
