@@ -5,7 +5,7 @@
  * alone gets all 40, and the group never admits more than its limit.
  */
 import { describe, expect, it } from 'vitest';
-import { InvalidOptionError, InvalidPolicyError, createLimiter, memoryStore, type Limiter, type Policy, type Store } from '../../src/index.js';
+import { InvalidOptionError, InvalidPolicyError, compilePolicy, createLimiter, memoryStore, regionStore, type Limiter, type Policy, type Store } from '../../src/index.js';
 import { useRedisTopologies } from '../support/redis-topologies.js';
 
 const redis = useRedisTopologies();
@@ -179,6 +179,15 @@ describe('share is validated', () => {
     await expect(limiter.limit('k', policy, { lease: 10 })).rejects.toThrow(/drop lease or share/);
     await expect(limiter.limit('k', policy, { syncIntervalMs: 100 })).rejects.toThrow(/drop syncIntervalMs or share/);
     await expect(limiter.reserve('k', policy, { id: 'r', cost: 1, ttl: 1000 })).rejects.toThrow(/shared capacity/);
+  });
+
+  it('the multi-region store refuses a shared capacity, naming share, before it reaches Redis', async () => {
+    const store = regionStore({ region: 'eu', url: redis.single.url });
+    try {
+      await expect(store.consume('k', compilePolicy(policyOf('g', 1)), 1, undefined)).rejects.toThrow(/regionStore keeps no fair shares.*remove share, or use redisStore/);
+    } finally {
+      await store.close();
+    }
   });
 });
 
