@@ -223,3 +223,37 @@ describe('fair shares and the over-limit cache', () => {
     }
   });
 });
+
+describe('fair shares: the guarantee, on random schedules (memory store)', () => {
+  it('tenants all active from the window start each get at least their guaranteed share when they demand it, and the group never passes its limit', async () => {
+    const fc = await import('fast-check');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 1, max: 1_000 }), { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 1, max: 60 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 5 })), { minLength: 1, maxLength: 300 }),
+        async (weights, limit, schedule) => {
+          const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), overLimitCache: false });
+          const group = `prop-${run()}`;
+          const policies = weights.map((weight) => policyOf(group, weight, limit));
+          // Every tenant asks (cost 1) in the window before, so all are active from this window's start.
+          for (const [index, policy] of policies.entries()) await limiter.limit(`t${index}`, policy, { now: T0 - WINDOW });
+          const sum = weights.reduce((a, b) => a + b, 0);
+          const used = weights.map(() => 0);
+          const denied = weights.map(() => false);
+          for (const [pick, cost] of schedule) {
+            const index = pick % weights.length;
+            const decision = await limiter.limit(`t${index}`, policies[index]!, { now: T0, cost });
+            if (decision.allowed) used[index]! += cost;
+            else if (used[index]! + cost <= Math.floor((limit * weights[index]!) / sum)) denied[index] = true;
+          }
+          await limiter.close();
+          // A request that kept its tenant within its guaranteed share was never refused.
+          expect(denied).toEqual(weights.map(() => false));
+          expect(used.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(limit);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  }, 120_000);
+});
