@@ -7,8 +7,10 @@ import { ALGORITHMS, algorithmTable, type AlgorithmName } from './algorithms/cat
 import { parseDuration } from './duration.js';
 import { InvalidPolicyError, describeValue } from './errors.js';
 import { unknownName } from './options.js';
+import { checkShare, type ShareSpec } from './policy-share.js';
 
 export { ALGORITHMS, type AlgorithmName } from './algorithms/catalog.js';
+export { SHARE_RANGES, type ShareSpec } from './policy-share.js';
 
 /** A rate limit as users write it. */
 export interface Policy {
@@ -54,6 +56,12 @@ export interface Policy {
    * a denial during the block does not extend it (docs/semantics.md, "Penalties").
    */
   readonly blockDuration?: number | string;
+  /**
+   * Fair shares (fixed-window only): the keys of `group` share `limit` per window as the group's
+   * total; each active key gets at least ⌊limit × weight / Σ active weights⌋ and an idle key's share
+   * is lent to the busy ones (docs/semantics.md, "Fair shares"). `weight` a whole number 1..1000.
+   */
+  readonly share?: ShareSpec;
 }
 
 /** Where a fixed window starts: see {@link Policy.windowStart}. */
@@ -74,6 +82,7 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'precision',
   'timeZone',
   'blockDuration',
+  'share',
 ]);
 
 /**
@@ -198,6 +207,8 @@ export class CompiledPolicy {
   readonly wide: boolean;
   /** Penalty length in ms after a denial (`blockDuration`); 0: no penalty. */
   readonly blockMs: number;
+  /** Fair shares: the key's group and weight (`share`); absent for a key of its own. */
+  readonly share?: ShareSpec;
 
   /** @internal use {@link compilePolicy}. */
   constructor(fields: Omit<CompiledPolicy, never>) {
@@ -216,6 +227,7 @@ export class CompiledPolicy {
     this.stateId = fields.stateId;
     this.wide = fields.wide;
     this.blockMs = fields.blockMs;
+    if (fields.share !== undefined) this.share = fields.share;
     Object.freeze(this);
   }
 }
@@ -272,6 +284,7 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
 
   const { burst, nominalCapacity, capacity, setBy } = policyCapacity(algorithm, limit, requestedBurst, softPercent);
   checkCapacity(algorithm, { nominalCapacity, capacity, setBy }, softPercent, windowMs, limit);
+  const share = checkShare(policy.share, policy as unknown as Readonly<Record<string, unknown>>, limit);
   return new CompiledPolicy({
     algorithm,
     limit,
@@ -285,9 +298,12 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
     nominalCapacity,
     capacity,
     softExtra: capacity - nominalCapacity,
-    stateId: stateIdOf(algorithm, firstHit, precision, windowMs, calendar),
+    // A shared key's units are its group's: another state than the key's own window, one per group
+    // (the over-limit cache and limitAll's shared states tell tenants of two groups apart by it).
+    stateId: `${stateIdOf(algorithm, firstHit, precision, windowMs, calendar)}${share === undefined ? '' : `&share=${JSON.stringify(share.group)}`}`,
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
     blockMs: checkBlockDuration(policy.blockDuration),
+    ...(share === undefined ? {} : { share }),
   });
 }
 
@@ -402,6 +418,14 @@ function typedText(value: unknown): string {
   return `${typeof value}:${String(value)}`;
 }
 
+/** `share` as cache-key text ('' when absent); undefined unless exactly { group, weight } (then compiled uncached, which explains it). */
+function shareText(share: unknown): string | undefined {
+  if (share === undefined) return '';
+  if (typeof share !== 'object' || share === null || Object.keys(share).length !== 2) return undefined;
+  const { group, weight } = share as Record<string, unknown>;
+  return `|share:${typeof group === 'string' ? JSON.stringify(group) : typedText(group)}|${typedText(weight)}`;
+}
+
 /**
  * Compiles policies once per policy object and once per distinct content, so that a policy
  * literal written inline at the call site does not pay validation on every decision.
@@ -430,9 +454,11 @@ export class PolicyCache {
     if (cached !== undefined) return cached;
     // A misspelt field must fail even when an equal-looking policy is already cached.
     for (const field in policy) if (!POLICY_FIELDS.has(field)) return compilePolicy(policy);
+    const share = shareText(policy.share);
+    if (share === undefined) return compilePolicy(policy);
     const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart, policy.precision, policy.timeZone, policy.blockDuration]
       .map(typedText)
-      .join('|');
+      .join('|') + share;
     let compiled = this.byContent.get(contentKey);
     if (compiled === undefined) {
       compiled = compilePolicy(policy);

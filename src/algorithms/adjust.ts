@@ -19,6 +19,7 @@ export function reservationRefusal(policy: CompiledPolicy): string | undefined {
     return 'reserve/settle is not offered on sliding-log (its log would need entries taken out of the middle): use sliding-window, which counts the same rolling window in two counters and takes refunds';
   }
   if (policy.precision > 1) return `reserve/settle is not offered on a sliding window of precision ${policy.precision}: use precision 1 (the default) or fixed-window`;
+  if (policy.share !== undefined) return 'reserve/settle is not offered on a shared capacity (share): use limit() with the actual cost once it is known';
   // The state may hold twice the capacity after a charge, then a decision adds up to a capacity more.
   if (policy.algorithm !== 'fixed-window' && (3 * policy.capacity + 1) * policy.windowMs > Number.MAX_SAFE_INTEGER) {
     return `reserve/settle needs (3 × capacity + 1) × window ≤ 2^53 − 1 for ${policy.algorithm}, so a charged debt counts exactly: lower the limit or the window`;

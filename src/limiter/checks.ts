@@ -119,11 +119,16 @@ export const LEASABLE_ALGORITHMS: readonly AlgorithmName[] = ['fixed-window', 's
 export const PENALTY_DECIDED_LOCALLY = (mode: string, option: string): string =>
   `${mode} admits without asking the store, where a penalty (blockDuration) is kept, so a block would not be honoured: drop ${option} or blockDuration`;
 
+/** Why `mode` cannot keep a fair share: the group's tenants are weighed in the store, at each decision. */
+export const SHARE_DECIDED_LOCALLY = (mode: string, option: string): string =>
+  `${mode} admits without asking the store, where a group's fair shares (share) are weighed, so the other tenants' shares would not be kept: drop ${option} or share`;
+
 /**
  * Why a lease cannot keep `policy`'s caps, in words that name the alternative; undefined when it
  * can. One text for every entry point (the limiter, the middleware, the rules).
  */
-function leaseRefusal(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected' | 'blockMs'>): string | undefined {
+function leaseRefusal(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected' | 'blockMs' | 'share'>): string | undefined {
+  if (policy.share !== undefined) return SHARE_DECIDED_LOCALLY('a lease', 'lease');
   if (policy.blockMs > 0) return PENALTY_DECIDED_LOCALLY('a lease', 'lease');
   if (policy.countRejected) return 'a lease cannot keep a countRejected policy, which counts every attempt, refused ones too: drop lease or countRejected';
   if (LEASABLE_ALGORITHMS.includes(policy.algorithm)) return undefined;
@@ -132,7 +137,7 @@ function leaseRefusal(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected'
 }
 
 /** Throws the refusal of {@link leaseRefusal} for a lease asked on `policy`. */
-export function checkLeasable(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected' | 'blockMs'>, where: string): void {
+export function checkLeasable(policy: Pick<CompiledPolicy, 'algorithm' | 'countRejected' | 'blockMs' | 'share'>, where: string): void {
   const refusal = leaseRefusal(policy);
   if (refusal !== undefined) throw new InvalidOptionError(`${where}: ${refusal}`);
 }

@@ -22,7 +22,7 @@ import type { Decision } from '../decision.js';
 import { InvalidOptionError } from '../errors.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { MaybePromise, WindowCounts } from '../store/types.js';
-import { PENALTY_DECIDED_LOCALLY, type DecideMode, type LimitOptions } from './checks.js';
+import { PENALTY_DECIDED_LOCALLY, SHARE_DECIDED_LOCALLY, type DecideMode, type LimitOptions } from './checks.js';
 import { BookLayer, type DecisionLayer, type WindowAdd, type WindowSyncAnswer } from './layer.js';
 
 /**
@@ -366,6 +366,7 @@ export class LocalFirstLayer extends BookLayer<LocalFirstBook, LocalFirstStats> 
       throw new InvalidOptionError(`syncIntervalMs (local-first) needs a fixed-window or sliding-window policy of precision 1, whose counts add up across nodes; for ${describeState(policy)} ${policy.algorithm === 'sliding-window' ? 'use a lease instead' : 'decide exactly (a lease keeps fixed-window and sliding-window caps only)'}`);
     }
     if (policy.blockMs > 0) throw new InvalidOptionError(PENALTY_DECIDED_LOCALLY('local-first', 'syncIntervalMs'));
+    if (policy.share !== undefined) throw new InvalidOptionError(SHARE_DECIDED_LOCALLY('local-first', 'syncIntervalMs'));
     if (!this.store.syncs) throw new InvalidOptionError(`syncIntervalMs (local-first) needs a store that can sync window counts; the ${this.store.name} store cannot`);
     const book = this.book;
     const local = book.decide(key, policy, cost, now, syncMs);

@@ -357,6 +357,7 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
     ...(limit.precision !== undefined ? { precision: limit.precision } : {}),
     softPercent: limit.softPercent,
     ...(limit.blockMs !== undefined ? { blockDuration: limit.blockMs } : {}),
+    ...(limit.share !== undefined ? { share: limit.share } : {}),
     // quota_mode counts every hit, over the limit too, as envoy does (fixed-window only: the loader checks).
     ...(descriptor.quotaMode ? { countRejected: true } : {}),
   });

@@ -3,7 +3,7 @@
  * validated tree that mirrors the file (with source positions for error messages). compileRules
  * (ruleset.ts) turns it into lookup maps for the matcher (match.ts); decisions never walk this tree.
  */
-import type { AlgorithmName } from '../policy.js';
+import type { AlgorithmName, ShareSpec } from '../policy.js';
 import type { RuleUnit } from '../units.js';
 
 import type { FailureMode } from '../limiter/index.js';
@@ -56,6 +56,8 @@ export interface RateLimitConfig {
   readonly timeZone?: string;
   /** `block_duration`, in ms: the penalty after a denial (the policy's blockDuration). */
   readonly blockMs?: number;
+  /** Tollgate: `share: { group, weight }`, fair shares of `requests_per_unit` among the keys of a group (the policy's share). */
+  readonly share?: ShareSpec;
   readonly location: SourceLocation;
 }
 

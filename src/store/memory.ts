@@ -15,6 +15,7 @@ import { InvalidOptionError } from '../errors.js';
 import { POLICY_RANGES, type CompiledPolicy } from '../policy.js';
 import { KeyTable } from './key-table.js';
 import { PenaltyBox } from './penalty.js';
+import { MemoryShares } from './fair-share-memory.js';
 import { RecordArena } from './record-arena.js';
 import { sharedStates, writeOnce } from './shared-states.js';
 import { StateSpaces } from './state-spaces.js';
@@ -78,6 +79,8 @@ export class MemoryStore implements Store {
   /** Reserve then settle's open reservations, and concurrency slots (concurrency-slots.ts), each made on first use. */
   private reservations: MemoryReservations | undefined;
   private slotTable: SlotTable | undefined;
+  /** Fair shares' groups (fair-share-memory.ts), made on first use. */
+  private shares: MemoryShares | undefined;
 
   constructor(options: MemoryStoreOptions) {
     checkOptions('memoryStore', options, OPTION_NAMES, '{ maxKeys: 100_000 }');
@@ -176,6 +179,7 @@ export class MemoryStore implements Store {
   }
 
   reset(key: string, policy: CompiledPolicy): void {
+    if (policy.share !== undefined) return this.shares?.forget(key, policy);
     const slot = this.slotOf(key, policy);
     if (slot >= 0) this.release(slot);
     this.penalties.forget(key, policy);
@@ -239,6 +243,7 @@ export class MemoryStore implements Store {
    * ({@link replayShift}; 0 on the store's own clock).
    */
   private decide(key: string, policy: CompiledPolicy, cost: number, now: number, commit: boolean, shift: number): Decision {
+    if (policy.share !== undefined) return (this.shares ??= new MemoryShares(this.maxKeys)).decide(key, policy, cost, now, commit, shift);
     if (policy.blockMs === 0) return this.decideState(key, policy, cost, now, commit, shift);
     return this.penalties.decide(key, policy, now, commit, shift, (write) => this.decideState(key, policy, cost, now, write, shift));
   }

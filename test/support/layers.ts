@@ -8,7 +8,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['errors', 'options', 'duration', 'units', 'keys', 'clock', 'decision', 'tracing', 'algorithms/catalog', 'algorithms/calendar'],
   // The SDK for callers: foundations only, never the engine (its users have no limiter).
   ['client/'],
-  ['policy'],
+  ['policy', 'policy-share'],
   ['algorithms/'],
   ['store/'],
   ['limiter/'],

@@ -138,6 +138,10 @@ function readKey(reader: DocumentReader, fields: Map<string, Entry>, map: YAMLMa
  * be lost), which only fixed-window counts that way.
  */
 function checkQuotaMode(reader: DocumentReader, entry: Entry, rateLimit: DescriptorConfig['rateLimit']): void {
+  if (rateLimit?.share !== undefined) {
+    reader.report(entry.value, entry.path, 'quota_mode: true counts every hit, over the limit too, which a shared capacity (share) cannot: its group total never passes the limit; remove quota_mode or share');
+    return;
+  }
   if (rateLimit === undefined || rateLimit.unlimited || rateLimit.algorithm === 'fixed-window') return;
   reader.report(
     entry.value,

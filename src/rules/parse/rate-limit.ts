@@ -2,7 +2,7 @@
  * Reading a `rate_limit:` block: envoy's fields (`unit`, `requests_per_unit`, `unlimited`, `name`,
  * `replaces`, all inside `rate_limit` as in envoy's loader) and Tollgate's additions (`algorithm`,
  * `burst`, `precision`, `unit_multiplier`, `soft_percent`, `failure_mode`, `deadline_ms`, `lease_size`,
- * `sync_interval_ms`, `cost`, `block_duration`, `calendar` and `time_zone`: parse/calendar.ts), checked with the engine's
+ * `sync_interval_ms`, `cost`, `block_duration`, `calendar` and `time_zone`: parse/calendar.ts, `share`: parse/share.ts), checked with the engine's
  * own ranges and capacity rules (policy.ts), so a file that loads never fails later when its
  * limits are compiled.
  */
@@ -15,18 +15,19 @@ import { RULE_UNIT_NAMES, ruleWindowMs, type RuleUnit } from '../../units.js';
 import { FAILURE_MODES, LEASABLE_ALGORITHMS, MAX_DEADLINE_MS, MAX_SYNC_INTERVAL_MS, MIN_SYNC_INTERVAL_MS } from '../../limiter/index.js';
 import type { RateLimitConfig } from '../types.js';
 import { fitsCalendar } from './calendar.js';
+import { fitsShare, readShare } from './share.js';
 
 /** envoy's protocol carries `requests_per_unit` (the policy's limit) as a uint32. */
 const MAX_REQUESTS_PER_UNIT = 4_294_967_295;
 /** Fields that shape a limit, so make no sense with `unlimited: true`. */
-const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'precision', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost', 'block_duration', 'calendar', 'time_zone'];
+const SHAPING_FIELDS = ['unit', 'requests_per_unit', 'unit_multiplier', 'algorithm', 'burst', 'precision', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost', 'block_duration', 'calendar', 'time_zone', 'share'];
 
 const DESCRIPTOR_LEVEL = 'belongs to the descriptor (next to rate_limit), not inside rate_limit';
 
 /** The keys of a `rate_limit` block. */
 export const RATE_LIMIT_FIELDS: FieldSet = {
   what: 'a rate_limit',
-  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'precision', 'unit_multiplier', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost', 'block_duration', 'calendar', 'time_zone'],
+  names: ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'precision', 'unit_multiplier', 'soft_percent', 'failure_mode', 'deadline_ms', 'lease_size', 'sync_interval_ms', 'cost', 'block_duration', 'calendar', 'time_zone', 'share'],
   misplaced: {
     key: DESCRIPTOR_LEVEL,
     value: DESCRIPTOR_LEVEL,
@@ -80,7 +81,7 @@ function rejectShaping(reader: DocumentReader, fields: Fields): void {
   }
 }
 
-type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'precision' | 'softPercent' | 'failureMode' | 'deadlineMs' | 'leaseSize' | 'syncIntervalMs' | 'cost' | 'blockMs' | 'calendar' | 'timeZone'>;
+type Shape = Pick<RateLimitConfig, 'unit' | 'requestsPerUnit' | 'unitMultiplier' | 'algorithm' | 'burst' | 'precision' | 'softPercent' | 'failureMode' | 'deadlineMs' | 'leaseSize' | 'syncIntervalMs' | 'cost' | 'blockMs' | 'calendar' | 'timeZone' | 'share'>;
 
 /** The limit itself: how many per how long, and how it is counted. */
 function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: Fields): Shape | undefined {
@@ -106,6 +107,7 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     blockMs: readDuration(reader, fields.get('block_duration'), POLICY_RANGES.blockDuration.max),
     calendar: readFlag(reader, fields.get('calendar')),
     timeZone: readText(reader, fields.get('time_zone')),
+    share: readShare(reader, fields.get('share')),
   };
   // A field that is present but unreadable was recorded; leave the limit out.
   for (const [field, key] of SHAPE_KEYS) if (fields.get(key)?.value !== undefined && shape[field] === undefined) return undefined;
@@ -118,7 +120,7 @@ function readShape(reader: DocumentReader, map: YAMLMap, path: string, fields: F
     algorithm: shape.algorithm ?? 'fixed-window',
     softPercent: shape.softPercent ?? 0,
   };
-  const fits = [fitsWindow, fitsExactArithmetic, fitsPrecision, fitsLocalFirst, fitsLease, fitsPenalty, fitsCalendar];
+  const fits = [fitsWindow, fitsExactArithmetic, fitsPrecision, fitsLocalFirst, fitsLease, fitsPenalty, fitsCalendar, fitsShare];
   return fits.every((check) => check(reader, fields, complete)) ? complete : undefined;
 }
 
@@ -201,6 +203,7 @@ const SHAPE_KEYS: ReadonlyArray<readonly [keyof Shape, string]> = [
   ['blockMs', 'block_duration'],
   ['calendar', 'calendar'],
   ['timeZone', 'time_zone'],
+  ['share', 'share'],
 ];
 
 /**

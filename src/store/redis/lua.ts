@@ -88,8 +88,11 @@ export const LEAN_LIBRARY: FunctionLibrary = (() => {
   return { name, source: [`#!lua name=${name}`, body, ...registrations].join('\n'), functions };
 })();
 
+/** Fair shares (scripts/fair-share.lua): one group's decision, on its hash alone. */
+export const FAIR_SHARE_SCRIPT: RedisScript = compose(['prelude.lua', 'codes.lua', 'fair-share.lua'].map(section));
+
 /** Every script the store loads on connect. */
-export const ALL_SCRIPTS: readonly RedisScript[] = [DECIDE_SCRIPT, ...Object.values(SINGLE_SCRIPTS)];
+export const ALL_SCRIPTS: readonly RedisScript[] = [DECIDE_SCRIPT, ...Object.values(SINGLE_SCRIPTS), FAIR_SHARE_SCRIPT];
 
 /**
  * Reserve then settle (scripts/reservation.lua over adjust.lua): one script per algorithm that takes

@@ -15,6 +15,7 @@ import type { CompiledPolicy } from '../../policy.js';
 import { sharedStates, writeOnce } from '../shared-states.js';
 import type { ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from '../types.js';
 import { reserveOn, settleOn, type ScriptRun } from './reservations.js';
+import { SHARE_CONSUME, SHARE_PEEK, SHARE_RESET, decideShareOn } from './fair-share.js';
 import { escapeKeyPart, groupBySlot, stateKeySuffix } from './keys.js';
 import { globEscape, unlinkMatching } from './scan.js';
 import { liveNodesKey, markAlive } from './live-nodes.js';
@@ -181,10 +182,12 @@ export class RedisStore implements Store {
   }
 
   async consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
+    if (policy.share !== undefined) return decideShareOn(this.runReservation, this.keyPrefix, key, policy, cost, SHARE_CONSUME, now);
     return (await this.enqueue([this.redisKey(key, policy)], [policy], OP_CONSUME, [cost], now))[0]!;
   }
 
   async peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
+    if (policy.share !== undefined) return decideShareOn(this.runReservation, this.keyPrefix, key, policy, cost, SHARE_PEEK, now);
     return (await this.enqueue([this.redisKey(key, policy)], [policy], OP_PEEK, [cost], now))[0]!;
   }
 
@@ -193,6 +196,7 @@ export class RedisStore implements Store {
   }
 
   async reset(key: string, policy: CompiledPolicy): Promise<void> {
+    if (policy.share !== undefined) return void (await decideShareOn(this.runReservation, this.keyPrefix, key, policy, 0, SHARE_RESET, undefined));
     await this.enqueue([this.redisKey(key, policy)], [policy], OP_RESET, [1], undefined);
   }
 
@@ -262,7 +266,8 @@ export class RedisStore implements Store {
     const keys = requests.map((request) => this.redisKey(request.key, request.policy));
     const policies = requests.map((request) => request.policy);
     const costs = requests.map((request) => request.cost);
-    if (!this.isCluster || new Set(keys.map((key) => calculateSlot(key))).size <= 1) {
+    // A shared capacity is decided by its own script (fair-share.ts), as keys in several slots are.
+    if (!policies.some((policy) => policy.share !== undefined) && (!this.isCluster || new Set(keys.map((key) => calculateSlot(key))).size <= 1)) {
       return this.enqueue(keys, policies, op, costs, now);
     }
     // Keys in several slots cannot share a script: peek all, then record all only if all passed.

@@ -185,6 +185,9 @@ const SUPPORTED = "fixed-window (aligned windows) and sliding-window";
 
 /** Refuses a policy whose state cannot be split into per-region counts that add up. */
 function checkSupported(policy: CompiledPolicy): void {
+  if (policy.share !== undefined) {
+    throw new InvalidPolicyError('share', 'regionStore keeps no fair shares: a group weighed in one region would not see the tenants of the others; remove share, or use redisStore');
+  }
   if (policy.blockMs > 0) {
     throw new InvalidPolicyError('blockDuration', 'regionStore keeps no penalties: a block started in one region would not be seen in the others until replicated; remove blockDuration, or use redisStore');
   }

@@ -1,6 +1,7 @@
 import { memoryStore } from '../../../src/index.js';
 import { describeGroupVectors } from '../../support/group-vectors.js';
 import { describeReservationVectors } from '../../support/reservation-vectors.js';
+import { describeShareVectors } from '../../support/share-vectors.js';
 import { BLOCK_VECTOR_DIR, describeVectors, loadVectors } from '../../support/vectors.js';
 import { describe, expect, it } from 'vitest';
 
@@ -23,3 +24,6 @@ describeGroupVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));
 describeVectors('memory, blocks', () => memoryStore({ sweepIntervalMs: 0 }), 0, {}, BLOCK_VECTOR_DIR);
 describeVectors('memory, blocks, over-limit cache', () => memoryStore({ sweepIntervalMs: 0 }), 0, { overLimitCache: true }, BLOCK_VECTOR_DIR);
 describeReservationVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));
+// Fair shares (share): the tenants of a group, directly and through the over-limit cache.
+describeShareVectors('memory', () => memoryStore({ sweepIntervalMs: 0 }));
+describeShareVectors('memory, over-limit cache', () => memoryStore({ sweepIntervalMs: 0 }), { overLimitCache: true });

@@ -7,6 +7,7 @@ import { useRedisTopologies } from '../../support/redis-topologies.js';
 import { describeGroupVectors } from '../../support/group-vectors.js';
 import { BLOCK_VECTOR_DIR, describeVectors } from '../../support/vectors.js';
 import { describeReservationVectors } from '../../support/reservation-vectors.js';
+import { describeShareVectors } from '../../support/share-vectors.js';
 
 const redis = useRedisTopologies();
 
@@ -29,3 +30,6 @@ describeVectors('redis, blocks, over-limit cache', () => redis.open({ url: redis
 // Reserve then settle: the state and the reservation's record in one slot, on one Redis and a Cluster.
 describeReservationVectors('redis', () => redis.open({ url: redis.single.url }));
 describeReservationVectors('redis-cluster', () => redis.open({ cluster: redis.cluster.nodes }));
+// Fair shares: the group's hash under its own hash tag, on one Redis and a Cluster.
+describeShareVectors('redis', () => redis.open({ url: redis.single.url }));
+describeShareVectors('redis-cluster', () => redis.open({ cluster: redis.cluster.nodes }));
