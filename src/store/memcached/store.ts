@@ -118,6 +118,7 @@ export class MemcachedStore implements Store {
   private async call<T>(key: string, policy: CompiledPolicy, work: (connection: MemcachedConnection, name: string) => Promise<T>): Promise<T> {
     if (policy.algorithm === 'sliding-log') throw refused('the sliding-log algorithm (its log outgrows a memcached item)', "use sliding-window with precision (e.g. { algorithm: 'sliding-window', precision: 10 }), or the Redis store");
     if (policy.blockMs > 0) throw refused('penalties (blockDuration)', 'use the memory or Redis store for a policy with blockDuration');
+    if (policy.share !== undefined) throw refused('fair shares (share)', 'use the memory or Redis store for a policy with share');
     const name = memcachedKey(this.keyPrefix, key, policy);
     try {
       return await work(this.ring.serverOf(name), name);
