@@ -71,7 +71,7 @@ describe('sliding-log on Redis, a log of 20,000 entries', () => {
       { now: NOW + 1, cost: 100_000 - LOGGED + 5_000, reads: bound, allowed: false },
       { now: NOW + 2, cost: 100_000 - LOGGED - 1, reads: 2, allowed: true },
       // Full: a unit cost is denied, the oldest entry answers (no search).
-      { now: NOW + 3, cost: 1, reads: 3, allowed: false },
+      { now: NOW + 3, cost: 1, reads: 2, allowed: false },
       // An hour after the middle entry: half the log expired, found by a galloping search and trimmed.
       { now: START + 150 * (ENTRIES / 2) + HOUR, cost: 1, reads: bound, allowed: true },
       { now: START + 150 * (ENTRIES / 2) + HOUR + 1, cost: 1, reads: 2, allowed: true },
@@ -107,6 +107,23 @@ describe('sliding-log on Redis, a log of 20,000 entries', () => {
     expect(admitted).toBeLessThan(190);
     await inMemory.close();
   }, 120_000);
+
+  it('with countRejected and costs 1 to 9, a full log dropping its oldest entries answers as the memory store, call by call', async () => {
+    const onRedis = await redisLimiter();
+    const inMemory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+    const policy: Policy = { algorithm: 'sliding-log', limit: 40, window: 10_000, countRejected: true };
+    let now = NOW;
+    let denied = 0;
+    for (let step = 0; step < 400; step++) {
+      now += (step * 7) % 5 === 0 ? 0 : (step * 131) % 97;
+      const cost = 1 + ((step * 13) % 9);
+      const decision = await onRedis.limit('rejected', policy, { now, cost });
+      expect(decision, `step ${step}`).toEqual(await inMemory.limit('rejected', policy, { now, cost }));
+      if (!decision.allowed) denied += 1;
+    }
+    expect(denied).toBeGreaterThan(100);
+    await inMemory.close();
+  });
 
   it('a consume that only finds expired entries drops them, as the memory store does (a later call with an earlier clock then agrees)', async () => {
     const onRedis = await redisLimiter();

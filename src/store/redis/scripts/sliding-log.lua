@@ -10,35 +10,56 @@
   newest entries give the total; expired entries at the head are found by a galloping search
   (amortised O(1) when a write then trims them) and the entry whose expiry frees enough on a
   denial by bisection over the cumulative totals (the oldest entry first: with unit costs it is
-  the answer). Each read is one LINDEX; an entry read twice in a call is read once.
+  the answer). Each read is one LINDEX (LLEN only when a search needs positions); an entry read
+  twice in a call is read once.
 
   decide_sliding_log(key, now, cost, p) -> the values of level.lua, whose write, when set, is
   { expired = entries to drop from the head, merge = true|false, entry = "t c w" }, or
   { expired = n, trim_only = true } for a consume that logs nothing but finds n expired entries.
 ]]
--- Raised (and caught below) when an entry is not "t c w".
-local CORRUPT_LOG = {}
+-- The log being decided: its key, its length (read when first needed), the entries read so far
+-- by 0-based position, its newest entry, and whether an entry was not "t c w".
+local log_key, log_length, log_seen, log_newest, log_corrupt
 
--- The entry at 0-based `index` of `key`'s `n` as { time, cumulative, weight }, cached in `seen`.
--- LINDEX walks the list's nodes from the end it is given, so the back half is named from the tail.
-local function log_entry(key, n, seen, index)
-  local entry = seen[index]
+-- An entry as { time, cumulative, weight }; an unreadable one marks the log corrupt.
+local function parse_entry(text)
+  local ok, t, c, w = parse_state(text or '', 3)
+  if not ok then
+    log_corrupt = true
+    return { 0, 0, 0 }
+  end
+  return { t, c, w }
+end
+
+-- The number of entries (LLEN, once: the common calls never need it).
+local function log_size()
+  if log_length == nil then
+    log_length = call('LLEN', log_key)
+    if log_length > 0 then log_seen[log_length - 1] = log_newest end
+  end
+  return log_length
+end
+
+-- The entry at 0-based `index`. LINDEX walks the list's nodes from the end it is given, so the
+-- back half is named from the tail.
+local function at(index)
+  local entry = log_seen[index]
   if entry then return entry end
+  local n = log_size()
   local from = index
   if index + index >= n then from = index - n end
-  local ok, t, c, w = parse_state(call('LINDEX', key, from) or '', 3)
-  if not ok then error(CORRUPT_LOG) end
-  entry = { t, c, w }
-  seen[index] = entry
+  entry = parse_entry(call('LINDEX', log_key, from))
+  log_seen[index] = entry
   return entry
 end
 
--- How many entries at the head of a log of `n` (oldest at 0) are at or before `cutoff`: a
--- galloping search from the head, then bisection; O(log m) reads for m expired entries.
-local function count_expired(at, n, cutoff)
-  if n == 0 or at(0)[1] > cutoff then return 0 end
-  if at(n - 1)[1] <= cutoff then return n end
-  local low, step = 0, 1 -- at(low) is expired, at(n - 1) is not
+-- How many entries at the head of the log (oldest at 0) are at or before `cutoff`: a galloping
+-- search from the head, then bisection; O(log m) reads for m expired entries.
+local function count_expired(cutoff)
+  if at(0)[1] > cutoff then return 0 end
+  local n = log_size()
+  if log_newest[1] <= cutoff then return n end
+  local low, step = 0, 1 -- at(low) is expired, the newest is not
   local high = 1
   while high < n - 1 and at(high)[1] <= cutoff do
     low, step = high, step * 2
@@ -52,17 +73,19 @@ local function count_expired(at, n, cutoff)
   return high
 end
 
--- The decision on a log of `n` entries read through `at`.
-local function decide_log(at, n, now, cost, p)
-  local expired = count_expired(at, n, now - p.window)
+-- The decision on the log (log_key ... set by decide_sliding_log).
+local function decide_log(now, cost, p)
+  local expired = 0
+  if log_newest then expired = count_expired(now - p.window) end
   local first = expired
-  local size = n - expired
+  -- Entries still counting: none when the log is empty or all expired (count_expired read its length).
+  local any = log_newest ~= nil and expired ~= log_length
   local expired_total = 0
   local newest = nil
-  if size > 0 then
+  if any then
     local oldest = at(first)
     expired_total = oldest[2] - oldest[3]
-    newest = at(n - 1)
+    newest = log_newest
   end
   local total = 0
   if newest then total = newest[2] - expired_total end
@@ -77,8 +100,8 @@ local function decide_log(at, n, now, cost, p)
     return false, p.capacity - total, reset_at, p.window, -1, REASON_COST_EXCEEDS_CAPACITY, write
   end
   local allowed = total + cost <= p.capacity
-  -- The newest entry after the write, and its position (n - 1 when merged, n when appended).
-  local last, last_index = newest, n - 1
+  -- The newest entry after the write, and whether it is a new one (at position n) or the newest merged.
+  local last, appended = newest, false
   if allowed or p.count_rejected then
     local time = now
     if newest and newest[1] > now then time = newest[1] end
@@ -86,16 +109,18 @@ local function decide_log(at, n, now, cost, p)
       last = { time, newest[2] + cost, newest[3] + cost }
       write = { expired = expired, merge = true }
     else
-      if size >= p.capacity then
-        -- Full: the newest capacity - 1 entries and this one already hold >= capacity, so the
-        -- oldest can never decide anything again (it expires before they do). Drop it.
+      -- Admitted, the log holds fewer than capacity entries (each weighs >= 1 and the total
+      -- leaves room); a denied attempt logged into a full log drops the oldest: the newest
+      -- capacity - 1 entries and this one already hold >= capacity, so the oldest can never
+      -- decide anything again (it expires before they do).
+      if not allowed and any and log_size() - expired >= p.capacity then
         expired_total = at(first)[2]
         first = first + 1
         expired = expired + 1
       end
       local previous_total = expired_total
       if newest then previous_total = newest[2] end
-      last, last_index = { time, previous_total + cost, cost }, n
+      last, appended = { time, previous_total + cost, cost }, true
       write = { expired = expired, merge = false }
     end
     write.entry = format('%d %d %d', last[1], last[2], last[3])
@@ -106,31 +131,38 @@ local function decide_log(at, n, now, cost, p)
     return true, p.capacity - total, reset_at, 0, -1, REASON_NONE, write
   end
   -- The oldest entry whose expiry brings the total down to capacity - cost: the oldest itself
-  -- when its cumulative reaches the goal (unit costs), else bisection over [first, last_index].
+  -- when its cumulative reaches the goal (unit costs; a merge keeps its time), else bisection
+  -- over the entries from `first` to the newest (after the write).
+  local goal = expired_total + total - (p.capacity - cost)
+  if any and (log_length == nil or first < log_length) and at(first)[2] >= goal then
+    return false, p.capacity - total, reset_at, at(first)[1] + p.window - now, -1, REASON_NONE, write
+  end
+  local n = log_size()
+  local last_index = n - 1
+  if appended then last_index = n end
   local function entry(index)
     if index == last_index then return last end
     return at(index)
   end
-  local goal = expired_total + total - (p.capacity - cost)
   local low, high = first, last_index
-  if entry(low)[2] < goal then
-    low = low + 1
-    while low < high do
-      local mid = floor((low + high) / 2)
-      if entry(mid)[2] >= goal then high = mid else low = mid + 1 end
-    end
+  while low < high do
+    local mid = floor((low + high) / 2)
+    if entry(mid)[2] >= goal then high = mid else low = mid + 1 end
   end
   return false, p.capacity - total, reset_at, entry(low)[1] + p.window - now, -1, REASON_NONE, write
 end
 
 local function decide_sliding_log(key, now, cost, p)
-  local length = pcall_redis('LLEN', key)
-  if type(length) == 'table' then return false, 0, now, 0, -1, REASON_WRONG_TYPE end
-  local seen = {}
-  local r = { pcall(decide_log, function(index) return log_entry(key, length, seen, index) end, length, now, cost, p) }
-  if not r[1] then
-    if r[2] == CORRUPT_LOG then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
-    error(r[2])
+  local oldest = pcall_redis('LINDEX', key, 0)
+  if type(oldest) == 'table' then return false, 0, now, 0, -1, REASON_WRONG_TYPE end
+  log_key, log_length, log_seen, log_newest, log_corrupt = key, nil, {}, nil, false
+  if oldest then
+    log_seen[0] = parse_entry(oldest)
+    log_newest = parse_entry(call('LINDEX', key, -1))
+  else
+    log_length = 0
   end
-  return r[2], r[3], r[4], r[5], r[6], r[7], r[8]
+  local allowed, remaining, reset_at, retry_after, delay, reason, write = decide_log(now, cost, p)
+  if log_corrupt then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
+  return allowed, remaining, reset_at, retry_after, delay, reason, write
 end
