@@ -4,7 +4,8 @@
  * `(now − window, now]` plus its own cost fits. An entry exactly one window old no longer counts.
  *
  * The log is a ring buffer of (time, cumulative cost) pairs: expiring from the head is amortised
- * O(1) and the retry hint on a denial is a binary search, O(log n). It holds at most `capacity`
+ * O(1) (a galloping search, O(log m) for m expired entries), the retry hint on a denial is a binary
+ * search, O(log n), and a look (peek) undoes its decision in O(1) instead of copying the log. It holds at most `capacity`
  * entries (requests logged in the same millisecond share one): with `countRejected`, an attempt
  * that finds the log full drops its oldest entry. That never changes a decision: the newest
  * `capacity − 1` entries and the attempt already hold at least `capacity`, so until they expire
@@ -45,15 +46,22 @@ export class SlidingLog {
     return this.size === 0 ? -Infinity : this.entries[this.slot(this.size - 1)]!;
   }
 
-  /** Drops entries at or before `now − window` (they no longer count). */
+  /**
+   * Drops entries at or before `now − window` (they no longer count): O(1) when the oldest still
+   * counts, else a galloping search, O(log m) for m expired entries (never a walk over the log, so
+   * a look that restores the log afterwards stays cheap).
+   */
   expire(now: number, windowMs: number): void {
     const cutoff = now - windowMs;
-    while (this.size > 0 && this.entries[this.head << 1]! <= cutoff) this.dropOldest();
-    // Rebase the running totals when empty so they never grow towards 2^53.
-    if (this.size === 0) {
-      this.head = 0;
-      this.expiredTotal = 0;
-    }
+    if (this.size === 0 || this.entries[this.head << 1]! > cutoff) return;
+    const count = this.countAtOrBefore(cutoff);
+    this.expiredTotal = this.entries[this.slot(count - 1) + 1]!;
+    const capacity = this.entries.length >> 1;
+    this.head = (this.head + count) % capacity;
+    this.size -= count;
+    // Rebase the running total when empty so it never grows towards 2^53. (The head stays: a look
+    // relies on an append writing only a free slot or the oldest's, see mark.)
+    if (this.size === 0) this.expiredTotal = 0;
   }
 
   /** Cost logged in the window (after {@link expire}). */
@@ -97,6 +105,27 @@ export class SlidingLog {
     return this.entries[this.slot(low)]!;
   }
 
+  /** How many entries (≥ 1: the oldest is) have a time at or before `cutoff`. */
+  private countAtOrBefore(cutoff: number): number {
+    const last = this.size - 1;
+    if (this.entries[this.slot(last)]! <= cutoff) return this.size;
+    // entries[low] ≤ cutoff < entries[high]; gallop from the head, then bisect.
+    let low = 0;
+    let step = 1;
+    let high = 1;
+    while (high < last && this.entries[this.slot(high)]! <= cutoff) {
+      low = high;
+      step *= 2;
+      high = Math.min(low + step, last);
+    }
+    while (high - low > 1) {
+      const mid = (low + high) >>> 1;
+      if (this.entries[this.slot(mid)]! <= cutoff) low = mid;
+      else high = mid;
+    }
+    return high;
+  }
+
   /** Forgets the oldest entry; its cost moves into the expired total. */
   private dropOldest(): void {
     const capacity = this.entries.length >> 1;
@@ -105,14 +134,35 @@ export class SlidingLog {
     this.size -= 1;
   }
 
-  /** An independent copy (for peek). */
-  clone(): SlidingLog {
-    const copy = new SlidingLog(1);
-    copy.entries = this.entries.slice();
-    copy.head = this.head;
-    copy.size = this.size;
-    copy.expiredTotal = this.expiredTotal;
-    return copy;
+  /**
+   * What {@link restore} needs to undo a decision: the ring's bounds, the newest entry's total (a
+   * merge changes it) and the oldest entry (an append writes a free slot, or the oldest's slot when
+   * the ring is full, or a new array when it grows).
+   */
+  mark(): LogMark {
+    const newest = this.size === 0 ? -1 : this.slot(this.size - 1) + 1;
+    const oldest = this.head << 1;
+    return {
+      entries: this.entries,
+      head: this.head,
+      size: this.size,
+      expiredTotal: this.expiredTotal,
+      newest,
+      newestTotal: newest < 0 ? 0 : this.entries[newest]!,
+      oldestTime: this.entries[oldest]!,
+      oldestTotal: this.entries[oldest + 1]!,
+    };
+  }
+
+  /** Puts the log back as it was at {@link mark}. */
+  restore(mark: LogMark): void {
+    const entries = (this.entries = mark.entries);
+    this.head = mark.head;
+    this.size = mark.size;
+    this.expiredTotal = mark.expiredTotal;
+    if (mark.newest >= 0) entries[mark.newest] = mark.newestTotal;
+    entries[mark.head << 1] = mark.oldestTime;
+    entries[(mark.head << 1) + 1] = mark.oldestTotal;
   }
 
   /** Array index of the entry at logical `position` (0 = oldest). */
@@ -135,6 +185,18 @@ export class SlidingLog {
   }
 }
 
+/** A log's state before a look ({@link SlidingLog.mark}). */
+export interface LogMark {
+  readonly entries: number[];
+  readonly head: number;
+  readonly size: number;
+  readonly expiredTotal: number;
+  readonly newest: number;
+  readonly newestTotal: number;
+  readonly oldestTime: number;
+  readonly oldestTotal: number;
+}
+
 /** A zeroed array of doubles for `count` entries (kept as an unboxed double array by V8). */
 function newEntries(count: number): number[] {
   return new Array<number>(count * 2).fill(0.5).fill(0);
@@ -149,9 +211,16 @@ export function decideSlidingLog(
   commit: boolean,
 ): Decision {
   const { windowMs, capacity } = policy;
-  // Peek works on a copy: even expiring old entries must not touch the stored log, since a later
-  // call may come with an earlier `now` (peek is not the hot path).
-  if (!commit) return decideSlidingLog(log.clone(), now, cost, policy, true);
+  // A look decides, then puts the log back: even expiring old entries must not touch the stored
+  // log, since a later call may come with an earlier `now`. Undoing costs O(1), not a copy.
+  if (!commit) {
+    const mark = log.mark();
+    try {
+      return decideSlidingLog(log, now, cost, policy, true);
+    } finally {
+      log.restore(mark);
+    }
+  }
   log.expire(now, windowMs);
   const count = log.total();
   if (cost > capacity) return impossible(policy, now, capacity - count, resetTime(log, now, windowMs));

@@ -155,18 +155,6 @@ if #KEYS ~= key_count then
 end
 
 -- 2. Decide each group, then record what it admitted.
-local function read_log(key)
-  local reply = pcall_redis('LRANGE', key, 0, -1)
-  if reply.err then return nil, REASON_WRONG_TYPE end
-  local entries = {}
-  for i = 1, #reply do
-    local ok, t, c, w = parse_state(reply[i], 3)
-    if not ok then return nil, REASON_CORRUPT_STATE end
-    entries[i] = { t, c, w }
-  end
-  return entries, REASON_NONE
-end
-
 -- Decides one request: the values of level.lua.
 local function decide(key, op, cost, p)
   if op == OP_RESET then
@@ -175,9 +163,7 @@ local function decide(key, op, cost, p)
   end
   local a = p.algorithm
   if a == SLIDING_LOG then
-    local entries, problem = read_log(key)
-    if entries == nil then return false, 0, now, 0, -1, problem end
-    return decide_sliding_log(entries, now, cost, p)
+    return decide_sliding_log(key, now, cost, p)
   end
   if p.precision > 1 then
     local stored = pcall_redis('GET', key)
@@ -215,7 +201,10 @@ local function record(key, p, write, reset_at)
     return
   end
   if write.expired > 0 then call('LTRIM', key, write.expired, -1) end
-  if write.merge then
+  if write.trim_only then
+    -- The expired entries only (sliding-log.lua); the remaining entries keep their expiry.
+    return
+  elseif write.merge then
     call('LSET', key, -1, write.entry)
   else
     call('RPUSH', key, write.entry)
@@ -299,8 +288,12 @@ for g = 1, group_count do
     end
     for r = 1, size do
       local x = results[r]
-      -- A denied count_rejected attempt is logged even when the group is denied.
-      if x[3] == OP_CONSUME and x[10] ~= nil and (all_allowed or not x[4]) and not written[firsts[r]] then
+      -- A denied count_rejected attempt is logged even when the group is denied. A denial that
+      -- only drops a log's expired entries does so where the memory store commits it: with
+      -- count_rejected or a block.
+      local trim_only = x[10] ~= nil and type(x[10]) == 'table' and x[10].trim_only
+      if x[3] == OP_CONSUME and x[10] ~= nil and (all_allowed or not x[4]) and not written[firsts[r]]
+        and (not trim_only or x[2].count_rejected or x[2].block > 0) then
         written[firsts[r]] = true
         record(x[1], x[2], x[10], x[6])
       end
