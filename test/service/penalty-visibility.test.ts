@@ -3,7 +3,8 @@
  * envoy's answers (`/json`, gRPC ShouldRateLimit) say a block refused the check in the
  * `tollgate-blocked` header of `response_headers_to_add`, their statuses keeping envoy's fields
  * only; `/metrics` counts the refusals during a block (reason `blocked`) apart from plain
- * over-limit denials, and the blocks started; the dashboard shows both.
+ * over-limit denials, and the blocks started; the dashboard shows both; `GET /rlconfig` shows each
+ * limit's block_duration and the domain's allow and deny lists.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,14 @@ import { startService, type RunningService } from '../../src/service/server.js';
 import { rateLimitClient, type RateLimitClient } from '../support/grpc-client.js';
 
 const RULES = `domain: pen
+allow:
+  - key: remote_address
+    values: ['10.0.0.0/8', '2001:db8:cafe::/48']
+  - key: api_key
+    values: [internal-batch]
+deny:
+  - key: remote_address
+    values: [203.0.113.7]
 descriptors:
   - key: user
     rate_limit: { unit: minute, requests_per_unit: 1, block_duration: 1h }
@@ -115,6 +124,25 @@ describe('envoy answers say a block refused the check', () => {
     expect(byHand.status).toBe(429);
     expect(byHand.headers.get('tollgate-blocked')).toMatch(/^1[12]\d$/);
     expect(byHand.body.responseHeadersToAdd).toEqual([{ key: 'tollgate-blocked', value: byHand.headers.get('tollgate-blocked') }]);
+  });
+});
+
+describe('GET /rlconfig', () => {
+  it("shows each limit's block_duration and the domain's allow and deny lists", async () => {
+    const text = await (await fetch(`${adminBase}/rlconfig`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    const lines = text.split('\n');
+    expect(lines).toContain('pen.user: unit=MINUTE requests_per_unit=1, shadow_mode: false, quota_mode: false, algorithm: fixed-window, block_duration: 1h');
+    expect(lines).toContain('pen.account: unit=MINUTE requests_per_unit=1, shadow_mode: false, quota_mode: false, algorithm: fixed-window, block_duration: 10m');
+    // A limit without a penalty says nothing of one.
+    expect(lines).toContain('pen.ip: unit=HOUR requests_per_unit=1, shadow_mode: false, quota_mode: false, algorithm: fixed-window');
+    // The lists, deny first, one line per list and key, the values as written; the path is the rule a list decision names.
+    expect(lines.filter((line) => /^pen\.(allow|deny)\./.test(line))).toEqual([
+      'pen.deny.remote_address: values=["203.0.113.7"]',
+      'pen.allow.remote_address: values=["10.0.0.0/8","2001:db8:cafe::/48"]',
+      'pen.allow.api_key: values=["internal-batch"]',
+    ]);
+    const listed = await post('/v1/check', { domain: 'pen', descriptors: [{ remote_address: '203.0.113.7' }] });
+    expect(listed.body.statuses).toMatchObject([{ rule: 'pen.deny.remote_address', list: 'deny' }]);
   });
 });
 
