@@ -77,7 +77,7 @@ describe.each(storeTopologies(redis).map((topology) => [topology.name, topology]
     expect((await slots.acquire(b, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
   });
 
-  it('heldSlots counts every limiter\'s slots of each key at its instant: released and expired ones not, and takes none', async () => {
+  it("heldSlots counts every limiter's slots of each key at its instant: released and expired ones not, and takes none", async () => {
     const store = await topology.open();
     const [slots, other] = [createLimiter({ store, deadlineMs: 5_000 }), createLimiter({ store, deadlineMs: 5_000 })];
     const [a, b, none] = [unique('held-a'), unique('held-b{tag}'), unique('held-none')];

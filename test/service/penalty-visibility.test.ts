@@ -72,7 +72,7 @@ async function sample(name: string, labels: string): Promise<number> {
 }
 
 describe('envoy answers say a block refused the check', () => {
-  it('/json: the tollgate-blocked header and responseHeadersToAdd entry, seconds to the block\'s end; statuses keep envoy\'s fields only', async () => {
+  it("/json: the tollgate-blocked header and responseHeadersToAdd entry, seconds to the block's end; statuses keep envoy's fields only", async () => {
     const first = await envoyJson('user', 'alice');
     expect(first.status).toBe(200);
     expect(first.headers.get('tollgate-blocked')).toBeNull();
@@ -124,6 +124,26 @@ describe('envoy answers say a block refused the check', () => {
     expect(byHand.status).toBe(429);
     expect(byHand.headers.get('tollgate-blocked')).toMatch(/^1[12]\d$/);
     expect(byHand.body.responseHeadersToAdd).toEqual([{ key: 'tollgate-blocked', value: byHand.headers.get('tollgate-blocked') }]);
+  });
+});
+
+describe.each(['envoy', 'full'])('with --response-headers %s', (mode) => {
+  it('tollgate-blocked comes once, beside the headers asked for', async () => {
+    const other = await startService(resolveServiceOptions({ port: '0', 'grpc-port': '0', 'admin-port': '0', config: dir, 'log-level': 'silent', 'response-headers': mode }, {}));
+    try {
+      const json = async () => {
+        const response = await fetch(`http://127.0.0.1:${other.httpPort!}/json`, { method: 'POST', body: JSON.stringify({ domain: 'pen', descriptors: [{ entries: [{ key: 'user', value: 'erin' }] }] }) });
+        return { headers: response.headers, body: (await response.json()) as { responseHeadersToAdd?: { key: string; value: string }[] } };
+      };
+      expect((await json()).body.responseHeadersToAdd!.map((h) => h.key)).not.toContain('tollgate-blocked');
+      const denied = await json();
+      const keys = denied.body.responseHeadersToAdd!.map((h) => h.key.toLowerCase());
+      expect(keys.filter((key) => key === 'tollgate-blocked')).toHaveLength(1);
+      expect(keys).toContain(mode === 'envoy' ? 'ratelimit-limit' : 'retry-after');
+      expect(Number(denied.headers.get('tollgate-blocked'))).toBeGreaterThan(3_590);
+    } finally {
+      await other.close();
+    }
   });
 });
 

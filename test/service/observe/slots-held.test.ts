@@ -42,7 +42,7 @@ describe('tollgate_slots_held on two nodes sharing Redis', () => {
     await redis?.stop();
   });
 
-  it('counts the store\'s slots at scrape time: another node\'s acquires and releases, not an expired slot, not a key this node never answered; the last known when the store cannot answer', async () => {
+  it("counts the store's slots at scrape time: another node's acquires and releases, not an expired slot, not a key this node never answered; the last known when the store cannot answer", async () => {
     const acquire = (node: RunningService, key: string, ttl = '1h') => post(node, '/v1/acquire', { key, limit: 10, ttl });
     expect(await slotsHeld(a)).toBe(0);
     await acquire(a, 'shared');
