@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { startService, type RunningService } from '../../src/service/server.js';
 import { rateLimitClient, type RateLimitClient } from '../support/grpc-client.js';
+import { firstSnapshot, sampleSum, scrapeMetrics } from '../support/observability.js';
 
 const RULES = `domain: pen
 allow:
@@ -64,11 +65,9 @@ async function post(path: string, body: unknown): Promise<{ status: number; head
 const envoyJson = (key: string, value: string) => post('/json', { domain: 'pen', descriptors: [{ entries: [{ key, value }] }] });
 const envoyGrpc = (key: string, value: string) => grpc.shouldRateLimit({ domain: 'pen', descriptors: [{ entries: [{ key, value }] }] });
 
-/** The `/metrics` sample of `name` with exactly these labels, or 0 when it has none. */
-async function sample(name: string, labels: string): Promise<number> {
-  const text = await (await fetch(`${adminBase}/metrics`)).text();
-  const line = text.split('\n').find((row) => row.startsWith(`${name}{${labels}} `));
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+/** The `/metrics` samples of `name` with these labels, summed (0 when none). */
+async function sample(name: string, labels: Record<string, string>): Promise<number> {
+  return sampleSum((await scrapeMetrics(service)).samples, name, labels);
 }
 
 describe('envoy answers say a block refused the check', () => {
@@ -168,11 +167,13 @@ describe('GET /rlconfig', () => {
 
 describe('blocks in the metrics and on the dashboard', () => {
   it('count a block started and the refusals during it apart from plain over-limit denials', async () => {
-    const rule = 'domain="pen",rule="pen.account"';
+    const rule = { domain: 'pen', rule: 'pen.account' };
+    const blocked = { ...rule, result: 'over_limit', reason: 'blocked' };
+    const exceeded = { ...rule, result: 'over_limit', reason: 'limit_exceeded' };
     const before = {
       started: await sample('tollgate_blocks_started_total', rule),
-      blocked: await sample('tollgate_decisions_total', `${rule},result="over_limit",reason="blocked"`),
-      exceeded: await sample('tollgate_decisions_total', `${rule},result="over_limit",reason="limit_exceeded"`),
+      blocked: await sample('tollgate_decisions_total', blocked),
+      exceeded: await sample('tollgate_decisions_total', exceeded),
     };
     // Two accounts: each admitted once, then denied by its quota (a block starts), then refused by
     // the block: 3 times for one, over /json, gRPC and /v1/check; once for the other.
@@ -186,46 +187,22 @@ describe('blocks in the metrics and on the dashboard', () => {
       }
     }
     expect((await sample('tollgate_blocks_started_total', rule)) - before.started).toBe(2);
-    expect((await sample('tollgate_decisions_total', `${rule},result="over_limit",reason="blocked"`)) - before.blocked).toBe(4);
+    expect((await sample('tollgate_decisions_total', blocked)) - before.blocked).toBe(4);
     // The denials that started the blocks were the quota's: limit_exceeded, as a plain denial.
-    expect((await sample('tollgate_decisions_total', `${rule},result="over_limit",reason="limit_exceeded"`)) - before.exceeded).toBe(2);
+    expect((await sample('tollgate_decisions_total', exceeded)) - before.exceeded).toBe(2);
     // A limit without a penalty starts none.
-    expect(await sample('tollgate_blocks_started_total', 'domain="pen",rule="pen.ip"')).toBe(0);
-    expect(await sample('tollgate_decisions_total', 'domain="pen",rule="pen.ip",result="over_limit",reason="limit_exceeded"')).toBe(2);
+    expect(await sample('tollgate_blocks_started_total', { domain: 'pen', rule: 'pen.ip' })).toBe(0);
+    expect(await sample('tollgate_decisions_total', { domain: 'pen', rule: 'pen.ip', result: 'over_limit', reason: 'limit_exceeded' })).toBe(2);
   });
 
   it('the dashboard shows the refusals by a block and the penalties started', async () => {
     // Every check of this file so far: blocks started for alice, bob, carol, acme, globex; refused
     // by a block: alice 1, bob 1, dave 1 (by hand), acme 3, globex 1.
-    const totals = await dashboardTotals((counts) => counts.blocksStarted! >= 5);
+    const snapshot = await firstSnapshot(service, (shown) => (shown.totals as Record<string, number>).blocksStarted! >= 5);
+    const totals = snapshot.totals as Record<string, number>;
     expect(totals).toMatchObject({ blocksStarted: 5, blocked: 7 });
     const page = await (await fetch(`${adminBase}/dashboard`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
     expect(page).toContain('id="rate-blocked"');
     expect(page).toContain('id="blocks-started-total"');
   });
 });
-
-/** The totals of the first dashboard snapshot (GET /v1/events, one a second) where `ready` holds. */
-async function dashboardTotals(ready: (totals: Record<string, number>) => boolean): Promise<Record<string, number>> {
-  const controller = new AbortController();
-  const response = await fetch(`${adminBase}/v1/events`, { signal: controller.signal, headers: { authorization: `Bearer ${TOKEN}` } });
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the event stream ended before a snapshot: ${text}`);
-      text += decoder.decode(value, { stream: true });
-      const blocks = text.split('\n\n');
-      text = blocks.pop()!;
-      for (const block of blocks) {
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        const totals = data === undefined ? undefined : (JSON.parse(data) as { totals?: Record<string, number> }).totals;
-        if (totals !== undefined && ready(totals)) return totals;
-      }
-    }
-  } finally {
-    controller.abort();
-  }
-}

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServiceOptions } from '../../../src/service/options.js';
 import { startService, type RunningService } from '../../../src/service/server.js';
+import { sampleSum, scrapeMetrics } from '../../support/observability.js';
 import { startRedis, type RedisServer } from '../../support/redis.js';
 
 async function start(extra: Record<string, string>): Promise<RunningService> {
@@ -21,8 +22,7 @@ async function post(service: RunningService, path: string, body: unknown): Promi
 }
 
 async function slotsHeld(service: RunningService): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${service.adminPort}/metrics`)).text();
-  return Number(/^tollgate_slots_held (\d+)$/m.exec(text)?.[1] ?? Number.NaN);
+  return sampleSum((await scrapeMetrics(service)).samples, 'tollgate_slots_held');
 }
 
 describe('tollgate_slots_held on two nodes sharing Redis', () => {
