@@ -42,4 +42,9 @@ export interface Decision {
   readonly delay?: number;
   /** Present only when the answer did not come from a normal evaluation. */
   readonly reason?: DecisionReason;
+  /**
+   * Present (with reason `blocked`) on the one denial that started the key's penalty
+   * (`blockDuration`): the first denial by its quota; the denials during the block do not carry it.
+   */
+  readonly blockStarted?: true;
 }

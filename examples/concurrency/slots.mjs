@@ -18,6 +18,8 @@ console.log(`release a: ${await a.release({ now: t0 + 3_000 })}`);
 console.log(`release a again: ${await a.release({ now: t0 + 3_000 })}`);
 const d = await limiter.acquire('tenant:acme', { ...slot, now: t0 + 3_000 });
 console.log(`d: allowed ${d.allowed}, held ${d.held}`);
+// How many are held, by every process on the store: a look, that takes none.
+console.log(`held: ${await limiter.heldSlots(['tenant:acme', 'tenant:other'], { now: t0 + 3_000 })}`);
 
 // b's holder never releases (it crashed): its slot is free 30 s after it was taken.
 const e = await limiter.acquire('tenant:acme', { ...slot, now: t0 + 31_000 });

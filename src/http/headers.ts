@@ -66,14 +66,36 @@ function deniedByList(status: DescriptorStatus, now: number): LimitReport {
   return { name: rule, limit: 0, windowMs: 1_000, remaining: 0, resetAt: now + 1_000, allowed: false, retryAfter: 1_000, partitionKey: rule };
 }
 
+/**
+ * The header saying a check was refused by a block: a penalty (`block_duration`) or a block set by
+ * hand. Its value is the whole seconds, rounded up, until the longest of those blocks lets the
+ * request through (its statuses' `retryAfter`). envoy's RateLimitResponse has no field for it, so
+ * the service sends it in `response_headers_to_add` on every transport, whatever `--response-headers` says.
+ */
+export const BLOCKED_HEADER = 'tollgate-blocked';
+
+/** The {@link BLOCKED_HEADER} value of `result`, or undefined when no block refused it. */
+export function blockedHeaderValue(result: CheckResult): string | undefined {
+  if (result.overallCode !== 'OVER_LIMIT') return undefined;
+  let wait = -1;
+  for (const status of result.statuses) {
+    if (status.blocked !== true || status.code !== 'OVER_LIMIT' || status.quotaOverLimit === true) continue;
+    wait = Math.max(wait, status.retryAfter ?? status.durationUntilReset);
+  }
+  return wait < 0 ? undefined : String(Math.max(1, Math.ceil(wait / 1000)));
+}
+
 /** Headers for a check (`/json`, `/v1/check`, gRPC `response_headers_to_add`), relative to the check's instant. */
 export function checkHeaders(result: CheckResult): Record<string, string> {
+  const blocked = blockedHeaderValue(result);
   const reports = checkReports(result);
   if (reports.length === 0) {
     // Denied without a limit (a blocked key): only when to come back.
     if (result.overallCode !== 'OVER_LIMIT') return {};
     const wait = String(Math.max(1, Math.ceil(Math.max(...result.statuses.map((status) => status.retryAfter ?? status.durationUntilReset)) / 1000)));
-    return { 'retry-after': wait, 'x-ratelimit-retry-after': wait };
+    return { 'retry-after': wait, 'x-ratelimit-retry-after': wait, ...(blocked !== undefined ? { [BLOCKED_HEADER]: blocked } : {}) };
   }
-  return Object.fromEntries(rateLimitHeaders(reports, 'both', result.now));
+  const headers = Object.fromEntries(rateLimitHeaders(reports, 'both', result.now));
+  if (blocked !== undefined) headers[BLOCKED_HEADER] = blocked;
+  return headers;
 }

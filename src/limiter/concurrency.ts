@@ -50,6 +50,10 @@ export interface AcquireOptions {
 
 /** Options of a release: the call's time and how a failing store is answered. */
 export type ReleaseOptions = Pick<AcquireOptions, 'now' | 'failureMode' | 'deadlineMs'>;
+/** Options of {@link ConcurrencySlots.held}: a look has no failure mode (it rejects when the store cannot answer). */
+export type HeldOptions = Pick<AcquireOptions, 'now' | 'deadlineMs'>;
+/** Most keys one {@link ConcurrencySlots.held} call counts. */
+export const MAX_HELD_KEYS = 1_000;
 
 /** The answer to an acquire. */
 export interface Permit {
@@ -86,6 +90,7 @@ export interface SlotSettings {
 
 const ACQUIRE_OPTIONS: readonly string[] = ['limit', 'ttl', 'id', 'now', 'failureMode', 'deadlineMs'];
 const RELEASE_OPTIONS: readonly string[] = ['now', 'failureMode', 'deadlineMs'];
+const HELD_OPTIONS: readonly string[] = ['now', 'deadlineMs'];
 
 interface CheckedAcquire extends SlotRequest {
   readonly now: number | undefined;
@@ -133,11 +138,25 @@ export class ConcurrencySlots {
     });
   }
 
+  /**
+   * How many slots of each of `keys` are held now, in one guarded store call; rejects when the
+   * store cannot answer (a look has nothing to fall back on), or does not count slots.
+   */
+  held(keys: readonly string[], options?: HeldOptions): Promise<number[]> {
+    return promised(() => {
+      if (!Array.isArray(keys) || keys.length > MAX_HELD_KEYS) throw new InvalidOptionError(`heldSlots takes an array of at most ${MAX_HELD_KEYS} keys, got ${describeValue(keys)}`);
+      const checkedKeys = keys.map((key) => checkKey(key));
+      const call = { ...this.checkCall(options, HELD_OPTIONS, 'heldSlots'), failureMode: 'throw' as const };
+      if (!this.settings.storeLayer.countsSlots) throw new InvalidOptionError(`the ${this.settings.storeName} store does not count concurrency slots; use the memory or the Redis store`);
+      return this.guarded<number[]>((door) => door.heldSlots(checkedKeys, call.now), call, 'held', () => []);
+    });
+  }
+
   /** One slot call on the store, under the guard when there is one. */
   private guarded<T>(
     call: (door: StoreLayer) => MaybePromise<T>,
     checked: { readonly now: number | undefined; readonly failureMode: LimiterFailureMode; readonly deadlineMs: number },
-    operation: 'acquire' | 'release',
+    operation: 'acquire' | 'release' | 'held',
     fallback: (failureMode: Exclude<LimiterFailureMode, 'throw'>, at: number) => T,
   ): MaybePromise<T> {
     const { storeLayer: door, guard, storeName } = this.settings;

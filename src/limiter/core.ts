@@ -16,7 +16,7 @@ import { MemoryStore } from '../store/memory.js';
 import type { MaybePromise, Store } from '../store/types.js';
 import { activeTracer } from '../tracing.js';
 import { checkCallOptions, checkCost, checkKey, checkLeasable, checkLocalModes, checkNow, type DecideMode, type LimitAllOptions, type LimitOptions, type LimitRequest } from './checks.js';
-import { ConcurrencySlots, type AcquireOptions, type Permit, type ReleaseOptions } from './concurrency.js';
+import { ConcurrencySlots, type AcquireOptions, type HeldOptions, type Permit, type ReleaseOptions } from './concurrency.js';
 import { checkFailureMode } from './failure-modes.js';
 import { GuardLayer } from './guard-layer.js';
 import { PassThroughLayer, unspent, type DecisionLayer, type GroupRequest, type LayerName } from './layer.js';
@@ -112,6 +112,13 @@ export interface LimiterCore {
   acquire(key: string, options: AcquireOptions): Promise<Permit>;
   /** Frees a permit's slot from any process; true if it held one, false if not (idempotent). */
   release(key: string, id: string, options?: ReleaseOptions): Promise<boolean>;
+  /**
+   * How many slots of each key are held now, across every process sharing the store (expired
+   * slots do not count), in order; takes none. At most 1,000 keys a call (concurrency.ts MAX_HELD_KEYS). A look,
+   * not a decision: when the store cannot answer it rejects with the store's error, whatever the
+   * failure mode.
+   */
+  heldSlots(keys: readonly string[], options?: HeldOptions): Promise<number[]>;
   /** The store decisions go to. */
   readonly store: Store;
   /** Closes the store. */
@@ -184,6 +191,10 @@ export class CoreLimiter implements LimiterCore {
 
   release(key: string, id: string, options?: ReleaseOptions): Promise<boolean> {
     return this.slots.release(key, id, options);
+  }
+
+  heldSlots(keys: readonly string[], options?: HeldOptions): Promise<number[]> {
+    return this.slots.held(keys, options);
   }
 
   overLimitCacheStats(): OverLimitCacheStats | undefined {

@@ -24,7 +24,7 @@ import type { Span, Tracer } from '@opentelemetry/api';
 export type FallbackCause = 'timeout' | 'error' | 'breaker-open' | 'overload';
 
 /** What a guarded call asks of the store, as its span names it (`tollgate.store.operation`). */
-export type StoreOperation = 'consume' | 'peek' | 'consume_all' | 'sync' | 'acquire' | 'release';
+export type StoreOperation = 'consume' | 'peek' | 'consume_all' | 'sync' | 'acquire' | 'release' | 'held';
 
 /** Why the store was not asked, or its answer not waited for, in words. */
 export function fallbackMessage(cause: FallbackCause): string {

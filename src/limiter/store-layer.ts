@@ -61,6 +61,15 @@ export class StoreLayer implements DecisionLayer {
     return this.store.releaseSlot!(key, id, now);
   }
 
+  /** Whether the store counts the slots held (`heldSlots`). */
+  get countsSlots(): boolean {
+    return this.store.heldSlots !== undefined;
+  }
+
+  heldSlots(keys: readonly string[], now: number | undefined): MaybePromise<number[]> {
+    return this.store.heldSlots!(keys, now);
+  }
+
   reset(key: string, policy: CompiledPolicy): MaybePromise<void> {
     return this.store.reset(key, policy);
   }

@@ -231,6 +231,7 @@ export function matchedStatus(p: Planned, decision: Decision, how: { shadow: boo
     // A token bucket refills well before it is whole again: the real wait, for callers that retry.
     ...(over ? { retryAfter: Math.max(0, decision.retryAfter) } : {}),
     ...(over && decision.reason === 'blocked' ? { blocked: true as const } : {}),
+    ...(over && decision.blockStarted === true ? { blockStarted: true as const } : {}),
     ...(over && how.shadow ? { shadowOverLimit: true } : {}),
     ...(over && how.quotaPassed && !how.shadow ? { quotaOverLimit: true } : {}),
     rule: rule.path,

@@ -79,8 +79,13 @@ export interface DescriptorStatus {
   readonly delay?: number;
   /** The domain's allow or deny list decided this request, before any limit (rules/lists.ts); `rule` names it. */
   readonly list?: 'allow' | 'deny';
-  /** Over the limit because the key serves a penalty (`block_duration`): `retryAfter` is the block's end. */
+  /**
+   * Over the limit because the key serves a penalty (`block_duration`), or because an operator
+   * blocked an entry (rule `blocked`): `retryAfter` is the block's end.
+   */
   readonly blocked?: true;
+  /** With `blocked`: this denial, the first by the limit's quota, started the penalty. */
+  readonly blockStarted?: true;
 }
 
 /** envoy's RateLimitResponse. */

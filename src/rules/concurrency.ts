@@ -22,6 +22,8 @@ export interface SlotStatus {
   readonly retryAfter: number;
   /** The descriptor's path in the rules (`domain.key=value.key`). */
   readonly rule: string;
+  /** The key its slots are held under (the descriptor's counter key, as a check's status `key`). */
+  readonly key: string;
   readonly reason?: DegradedReason;
 }
 
@@ -81,5 +83,5 @@ export async function releaseCheck(limiter: LimiterCore, rules: RuleSet, request
 
 function slotStatus(p: Planned, permit: Permit): SlotStatus {
   const { allowed, limit, held, retryAfter, reason } = permit;
-  return reason === undefined ? { allowed, limit, held, retryAfter, rule: p.rule } : { allowed, limit, held, retryAfter, rule: p.rule, reason };
+  return reason === undefined ? { allowed, limit, held, retryAfter, rule: p.rule, key: p.key } : { allowed, limit, held, retryAfter, rule: p.rule, key: p.key, reason };
 }

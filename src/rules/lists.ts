@@ -75,10 +75,25 @@ export class DomainLists {
 
   constructor(
     readonly domain: string,
-    config: Pick<DomainConfig, 'allow' | 'deny'>,
+    private readonly config: Pick<DomainConfig, 'allow' | 'deny'>,
   ) {
     this.allow = config.allow === undefined || config.allow.length === 0 ? undefined : new ListValues(config.allow);
     this.deny = config.deny === undefined || config.deny.length === 0 ? undefined : new ListValues(config.deny);
+  }
+
+  /**
+   * The lists as `/rlconfig` shows them, one line per list and key, deny first:
+   * `<domain>.deny.<key>: values=["203.0.113.0/24","2001:db8::/32"]` (the values as written, in
+   * JSON; the path is the rule label list decisions carry).
+   */
+  dump(): string[] {
+    const lines: string[] = [];
+    for (const list of ['deny', 'allow'] as const) {
+      const byKey = new Map<string, string[]>();
+      for (const { key, values } of this.config[list] ?? []) byKey.set(key, [...(byKey.get(key) ?? []), ...values]);
+      for (const [key, values] of byKey) lines.push(`${this.domain}.${list}.${key}: values=${JSON.stringify(values)}`);
+    }
+    return lines;
   }
 
   /** The list `request` is on, deny first, or undefined: the limits decide. */

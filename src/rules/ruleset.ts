@@ -101,7 +101,11 @@ export class RuleSet {
    */
   dump(): string {
     const lines: string[] = [];
-    for (const name of this.domainNames()) dumpNode(this.domains.get(name)!, name, lines);
+    for (const name of this.domainNames()) {
+      const root = this.domains.get(name)!;
+      dumpNode(root, name, lines);
+      if (root.lists !== undefined) lines.push(...root.lists.dump());
+    }
     return lines.map((line) => `${line}\n`).join('');
   }
 
@@ -372,11 +376,20 @@ function dumpNode(node: RuleNode, key: string, lines: string[]): void {
       : `unit=${ENVOY_UNIT_NAMES[rule.unit!]} requests_per_unit=${rule.requestsPerUnit}`;
     const extra = rule.unlimited ? ', unlimited: true' : `, algorithm: ${rule.policy.algorithm}${rule.policy.precision === 1 ? '' : `, precision: ${rule.policy.precision}`}${rule.unitMultiplier === 1 ? '' : `, unit_multiplier: ${rule.unitMultiplier}`}${calendarDump(rule.policy)}`;
     const shadowing = rule.overrides === undefined ? '' : `, override_of: ${rule.overrides}`;
-    lines.push(`${key}: ${shape}, shadow_mode: ${rule.shadowMode}, quota_mode: ${rule.quotaMode}${extra}${shadowing}`);
+    const penalty = rule.unlimited || rule.policy.blockMs === 0 ? '' : `, block_duration: ${durationText(rule.policy.blockMs)}`;
+    lines.push(`${key}: ${shape}, shadow_mode: ${rule.shadowMode}, quota_mode: ${rule.quotaMode}${extra}${penalty}${shadowing}`);
   }
   for (const [child, values] of node.exact) for (const [value, next] of values) dumpNode(next, `${key}.${child}_${value}`, lines);
   for (const [child, list] of node.wildcards) for (const wildcard of list) dumpNode(wildcard.node, `${key}.${child}_${wildcard.written}`, lines);
   for (const [child, next] of node.keyOnly) dumpNode(next, `${key}.${child}`, lines);
+}
+
+/** A duration as a rules file writes it, in its largest whole unit: `15m`, `90s`, `1500ms`. */
+function durationText(ms: number): string {
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1_000]] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
 }
 
 /** `, calendar: true, time_zone: Europe/Paris` for a calendar window's rule, else nothing. */

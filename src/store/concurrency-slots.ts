@@ -40,6 +40,11 @@ export class SlotTable {
     return { released, held: holders?.size ?? 0 };
   }
 
+  /** Slots of `key` held at `now` (its expired holders dropped). */
+  held(key: string, now: number): number {
+    return this.live(key, now)?.size ?? 0;
+  }
+
   /** Forgets the slots of every key starting with `prefix` (a prefix reset); returns how many keys. */
   forgetPrefix(prefix: string): number {
     let forgotten = 0;

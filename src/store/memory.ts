@@ -199,6 +199,11 @@ export class MemoryStore implements Store {
     return (this.slotTable ??= new SlotTable()).release(key, id, now ?? currentTime());
   }
 
+  heldSlots(keys: readonly string[], now: number | undefined): number[] {
+    const at = now ?? currentTime();
+    return keys.map((key) => this.slotTable?.held(key, at) ?? 0);
+  }
+
   async close(): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
   }

@@ -59,7 +59,7 @@ export class PenaltyBox {
     this.blocks.delete(id);
     if (this.blocks.size >= this.maxKeys) this.blocks.delete(this.blocks.keys().next().value!);
     this.blocks.set(id, { until, expires: until + shift });
-    return blockedDecision(decision, until, now);
+    return { ...blockedDecision(decision, until, now), blockStarted: true };
   }
 
   /** Lifts `key`'s block under `policy` (a reset). */

@@ -69,6 +69,8 @@ export interface Store {
   acquireSlot?(key: string, request: SlotRequest, now: number | undefined): MaybePromise<SlotAnswer>;
   /** Frees `id`'s slot of `key` if it still holds one; anything else is a no-op answering `released: false`. */
   releaseSlot?(key: string, id: string, now: number | undefined): MaybePromise<SlotRelease>;
+  /** How many slots of each key are held at `now` (unexpired, unreleased), in order: a look, that takes none. */
+  heldSlots?(keys: readonly string[], now: number | undefined): MaybePromise<number[]>;
   /** Forgets `key`'s state under `policy`'s algorithm and window. */
   reset(key: string, policy: CompiledPolicy): MaybePromise<void>;
   /**

@@ -76,6 +76,24 @@ describe.each(storeTopologies(redis).map((topology) => [topology.name, topology]
     expect((await slots.acquire(a, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(false);
     expect((await slots.acquire(b, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
   });
+
+  it("heldSlots counts every limiter's slots of each key at its instant: released and expired ones not, and takes none", async () => {
+    const store = await topology.open();
+    const [slots, other] = [createLimiter({ store, deadlineMs: 5_000 }), createLimiter({ store, deadlineMs: 5_000 })];
+    const [a, b, none] = [unique('held-a'), unique('held-b{tag}'), unique('held-none')];
+    const first = await slots.acquire(a, { limit: 5, ttl: '10s', now: T0 });
+    await other.acquire(a, { limit: 5, ttl: '20s', now: T0 + 1_000 });
+    await other.acquire(a, { limit: 5, ttl: '20s', now: T0 + 1_000 });
+    await other.acquire(b, { limit: 5, ttl: '1s', now: T0 });
+    expect(await slots.heldSlots([a, b, none], { now: T0 + 500 })).toEqual([3, 1, 0]);
+    expect(await slots.release(a, first.id, { now: T0 + 2_000 })).toBe(true);
+    // b's slot expired at T0 + 1 s, with nobody calling on b.
+    expect(await slots.heldSlots([a, b, none], { now: T0 + 2_000 })).toEqual([2, 0, 0]);
+    // A look takes nothing: with a limit of 2, the two held slots still refuse a third.
+    expect((await slots.acquire(a, { limit: 2, ttl: '1s', now: T0 + 2_001 })).allowed).toBe(false);
+    expect(await slots.heldSlots([a], { now: T0 + 21_000 })).toEqual([0]);
+    expect(await slots.heldSlots([], { now: T0 })).toEqual([]);
+  });
 });
 
 describe('concurrency slots: input', () => {
@@ -97,6 +115,13 @@ describe('concurrency slots: input', () => {
     const refusal = slots.acquire('k', options as never);
     await expect(refusal).rejects.toBeInstanceOf(type);
     await expect(refusal).rejects.toThrow(message);
+  });
+
+  it('heldSlots refuses a bad key, more than 1,000 keys, or an unknown option, with a typed error', async () => {
+    await expect(slots.heldSlots([''])).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(slots.heldSlots('k' as never)).rejects.toThrow(/array of at most 1000 keys/);
+    await expect(slots.heldSlots(Array.from({ length: 1_001 }, (_, i) => `k${i}`))).rejects.toBeInstanceOf(InvalidOptionError);
+    await expect(slots.heldSlots(['k'], { failureMode: 'open' } as never)).rejects.toThrow(/unknown option "failureMode"/);
   });
 
   it('refuses a bad key or id on release', async () => {

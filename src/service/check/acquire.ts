@@ -55,7 +55,7 @@ export function descriptorsOf(descriptors: unknown): CheckRequest['descriptors']
 async function answerRulesAcquire(ctx: ServiceContext, body: unknown): Promise<SlotReply> {
   const { domain, descriptors, id } = fieldsOf(body, ['domain', 'descriptors', 'id']);
   const result = await ctx.limiter.acquireCheck({ domain: domain as string, descriptors: descriptorsOf(descriptors) }, id as string | undefined);
-  for (const status of result.statuses) if (status !== null) announce(ctx, { op: 'acquire', allowed: status.allowed, held: status.held, key: status.rule, ...(status.reason !== undefined ? { degraded: status.reason } : {}) });
+  for (const status of result.statuses) if (status !== null) announce(ctx, { op: 'acquire', allowed: status.allowed, held: status.held, key: status.key, ...(status.reason !== undefined ? { degraded: status.reason } : {}) });
   const headers: Record<string, string> = result.allowed ? {} : { 'retry-after': String(Math.ceil(result.retryAfter / 1000)) };
   return { status: result.allowed ? 200 : 429, body: result, headers };
 }

@@ -53,6 +53,9 @@ export function announceLimit(ctx: ServiceContext, key: string, decision: Decisi
     durationUntilReset: Math.max(0, decision.resetAt - decision.now),
     rule: blocked ? 'blocked' : undefined,
     key,
+    // A penalty (the policy's blockDuration), or an operator's block: the answers say blocked.
+    ...(blocked || decision.reason === 'blocked' ? { blocked: true as const } : {}),
+    ...(decision.blockStarted === true ? { blockStarted: true as const } : {}),
   };
   const degraded = degradedReasonOf(decision);
   const result: CheckResult = { overallCode: status.code, statuses: [status], now: decision.now, ...(degraded !== undefined ? { degraded } : {}) };
@@ -74,7 +77,7 @@ export function blockedResult(ctx: ServiceContext, request: CheckRequest): Check
     }
     if (longest === 0) return { code: 'OK', limitRemaining: 0, durationUntilReset: 0 };
     blocked = true;
-    return { code: 'OVER_LIMIT', limitRemaining: 0, durationUntilReset: longest, retryAfter: longest, rule: 'blocked' };
+    return { code: 'OVER_LIMIT', limitRemaining: 0, durationUntilReset: longest, retryAfter: longest, rule: 'blocked', blocked: true };
   });
   return blocked ? { overallCode: 'OVER_LIMIT', statuses, now } : undefined;
 }

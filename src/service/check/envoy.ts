@@ -8,7 +8,7 @@ import { InvalidCheckError, describeValue } from '../../errors.js';
 import type { CheckRequest, CheckResult, DescriptorStatus, LimitOverride, RateLimitDescriptor } from '../../rules/check.js';
 import { ENVOY_UNIT_NAMES, RULE_UNIT_NAMES, type RuleUnit } from '../../units.js';
 import { unknownName } from '../../options.js';
-import { checkHeaders } from '../../http/headers.js';
+import { BLOCKED_HEADER, blockedHeaderValue, checkHeaders } from '../../http/headers.js';
 import type { ServiceOptions } from '../options.js';
 
 /** proto3 JSON of envoy.service.ratelimit.v3.RateLimitRequest (camelCase or snake_case). */
@@ -114,11 +114,16 @@ export function envoyResponseOptions(ctx: { readonly options: Pick<ServiceOption
   return { ...(headers !== undefined ? { headers } : {}), dynamicMetadata: responseDynamicMetadata };
 }
 
-/** The headers `options` ask for: none, envoy's three, or Tollgate's full set. */
+/**
+ * The headers `options` ask for: none, envoy's three, or Tollgate's full set; and, whatever they
+ * ask, `tollgate-blocked` when a block refused the check (envoy's answer has no other place to say it).
+ */
 export function responseHeadersOf(result: CheckResult, options: EnvoyResponseOptions): { key: string; value: string }[] {
-  if (options.headers === undefined) return [];
   if (options.headers === 'full') return Object.entries(checkHeaders(result)).map(([key, value]) => ({ key, value }));
-  return envoyHeaders(result, options.headers);
+  const blocked = blockedHeaderValue(result);
+  const headers = options.headers === undefined ? [] : envoyHeaders(result, options.headers);
+  if (blocked !== undefined) headers.push({ key: BLOCKED_HEADER, value: blocked });
+  return headers;
 }
 
 /** envoy's LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER. */

@@ -35,7 +35,9 @@ export type DescriptorResult = 'ok' | 'over_limit' | 'shadow_over_limit';
  * - `other_limit_exceeded`: its limit would have admitted it, but another limit of the same request
  *   denied the request (all-or-nothing: nothing was recorded);
  * - `shadow_mode`: a shadow-mode limit was exceeded (reported, not enforced);
- * - `blocked`: an entry of the descriptor is blocked by hand (rule `blocked`);
+ * - `blocked`: refused by a block: an entry of the descriptor blocked by hand (rule `blocked`), or
+ *   its limit's penalty (`block_duration`; its rule path) during the block (the denial that starts
+ *   a block is `limit_exceeded`: its quota denied it; the outcome says `blockStarted`);
  * - `no_rule`: no limit applied (no match, unlimited, or replaced);
  * - `unknown_domain`: the request's domain is not in the rules;
  * - `allow_list` / `deny_list`: an entry of the descriptor is on the domain's allow or deny list,
@@ -57,6 +59,8 @@ export interface DescriptorOutcome {
   readonly shadow: boolean;
   /** The event's key for this status (may hold request values: never a metric label). */
   readonly key: string | undefined;
+  /** This denial started its limit's penalty (`block_duration`). */
+  readonly blockStarted?: true;
 }
 
 const ruleIndexes = new WeakMap<RuleSet, Map<string, CompiledRule>>();
@@ -129,7 +133,7 @@ function classifyStatus(
   const rule = compiled?.detailedMetric === true && key !== undefined ? detailedLabel(path, key) : path;
   const shadow = compiled?.shadowMode ?? false;
   if (status.shadowOverLimit === true) return { domain, rule, result: 'shadow_over_limit', reason: 'shadow_mode', near: false, shadow: true, key };
-  if (status.code === 'OVER_LIMIT') return { domain, rule, result: 'over_limit', reason: 'limit_exceeded', near: false, shadow, key };
+  if (status.code === 'OVER_LIMIT') return overLimit(status, { domain, rule, shadow, key });
   if (denied && !shadow) return { domain, rule, result: 'ok', reason: 'other_limit_exceeded', near: false, shadow, key };
   const capacity = compiled?.policy.nominalCapacity ?? status.currentLimit?.requestsPerUnit ?? 0;
   const near = capacity > 0 && status.limitRemaining <= capacity * NEAR_LIMIT_SHARE;
@@ -140,9 +144,18 @@ function classifyStatus(
 function classifyLimitCall(status: DescriptorStatus, key: string | undefined): DescriptorOutcome {
   const base = { domain: LIMIT_API, rule: LIMIT_API, shadow: false, key };
   if (status.rule === BLOCKED_RULE) return { ...base, result: 'over_limit', reason: 'blocked', near: false };
-  if (status.code === 'OVER_LIMIT') return { ...base, result: 'over_limit', reason: 'limit_exceeded', near: false };
+  if (status.code === 'OVER_LIMIT') return overLimit(status, base);
   const capacity = status.currentLimit?.requestsPerUnit ?? 0;
   return { ...base, result: 'ok', reason: 'within_limit', near: capacity > 0 && status.limitRemaining <= capacity * NEAR_LIMIT_SHARE };
+}
+
+/**
+ * A status its limit denied: by the quota (`limit_exceeded`; the denial that starts a penalty
+ * says `blockStarted`), or by the penalty it serves (`blocked`).
+ */
+function overLimit(status: DescriptorStatus, base: Pick<DescriptorOutcome, 'domain' | 'rule' | 'shadow' | 'key'>): DescriptorOutcome {
+  if (status.blockStarted === true) return { ...base, result: 'over_limit', reason: 'limit_exceeded', near: false, blockStarted: true };
+  return { ...base, result: 'over_limit', reason: status.blocked === true ? 'blocked' : 'limit_exceeded', near: false };
 }
 
 /** Distinct labels `detailed_metric` rules may add (each request value is one), before they fall back to the rule's path. */

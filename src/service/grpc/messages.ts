@@ -139,7 +139,8 @@ export function fromGrpcRequest(message: GrpcRateLimitRequest): CheckRequest {
 
 /**
  * A check result → RateLimitResponse: `response_headers_to_add` and `dynamic_metadata` only when
- * the service's settings ask for them (as envoyproxy/ratelimit's).
+ * the service's settings ask for them (as envoyproxy/ratelimit's), but for `tollgate-blocked`,
+ * sent whenever a block refused the check (envoy/responseHeadersOf).
  */
 export function toGrpcResponse(result: CheckResult, request: CheckRequest, options: EnvoyResponseOptions = {}): GrpcRateLimitResponse {
   return {

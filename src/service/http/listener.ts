@@ -191,7 +191,8 @@ function answerError(ctx: ServiceContext, response: ServerResponse, request: Inc
 /** The decisions: envoy's `/json`, the friendlier `/v1/check`, and `/v1/limit` for one key. */
 function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   // envoy's /json: the RateLimitResponse as its body, 429 when over the limit; rate-limit headers
-  // (in the body's responseHeadersToAdd and as HTTP headers) only with --response-headers.
+  // (in the body's responseHeadersToAdd and as HTTP headers) only with --response-headers, but
+  // tollgate-blocked whenever a block refused the check.
   // The service's settings do not change while it runs: its response options are read once.
   const envoyOptions = envoyResponseOptions(ctx);
   routes.add('POST', '/json', async (request, response) => {
@@ -201,7 +202,7 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     const degraded = degradedAnswer(ctx, result.degraded);
     if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
     const headers: Record<string, string> = {};
-    if (envoyOptions.headers !== undefined) for (const { key, value } of responseHeadersOf(result, envoyOptions)) headers[key] = value;
+    for (const { key, value } of responseHeadersOf(result, envoyOptions)) headers[key] = value;
     if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
     sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result, checkRequest, envoyOptions), headers);
  }, 'public');

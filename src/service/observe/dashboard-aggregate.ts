@@ -12,7 +12,7 @@
 import type { BreakerState, DegradedReason, StoreHealthSnapshot } from '../../limiter/index.js';
 import type { CheckEvent, RejectedEvent, ServiceContext, SlotEvent, StoreErrorEvent } from '../context.js';
 import { FallbackRate, sumCauses, type CauseCounts } from './dashboard-health.js';
-import { classifyCheck, NO_RULE, UNKNOWN_DOMAIN_CAP } from '../check/outcomes.js';
+import { BLOCKED_RULE, classifyCheck, NO_RULE, UNKNOWN_DOMAIN_CAP } from '../check/outcomes.js';
 import { BoundedCounts, LatencyWindow, type LatencySummary } from './metric-tally.js';
 
 /** Seconds of per-second history kept (and sent to a client that connects). */
@@ -64,6 +64,12 @@ export interface Totals extends RuleCounts, DegradedCounts {
   /** Descriptors decided by a domain's allow list, and by its deny list (rules/lists.ts). */
   allowListed: number;
   denyListed: number;
+  /**
+   * Descriptors refused by a block (reason `blocked`: a penalty during its block, or a block set
+   * by hand; counted in `throttled` too), and penalties started (`block_duration`).
+   */
+  blocked: number;
+  blocksStarted: number;
   rejected: number;
   storeErrors: number;
   fallbacks: number;
@@ -98,6 +104,8 @@ export const zeroTotals = (): Totals => ({
   unmatched: 0,
   allowListed: 0,
   denyListed: 0,
+  blocked: 0,
+  blocksStarted: 0,
   rejected: 0,
   storeErrors: 0,
   fallbacks: 0,
@@ -246,10 +254,12 @@ export class DashboardAggregate {
       };
       if (outcome.reason === 'allow_list') this.second.allowListed += 1;
       if (outcome.reason === 'deny_list') this.second.denyListed += 1;
+      if (outcome.reason === 'blocked') this.second.blocked += 1;
+      if (outcome.blockStarted === true) this.second.blocksStarted += 1;
       if (outcome.result === 'over_limit') {
         bump('throttled');
         // A block set by hand has no counter key: its entry is in the block list, not a key here.
-        if (outcome.reason !== 'blocked' && outcome.reason !== 'deny_list') this.addKey(outcome.key ?? outcome.rule);
+        if (outcome.rule !== BLOCKED_RULE && outcome.reason !== 'deny_list') this.addKey(outcome.key ?? outcome.rule);
       } else {
         bump('allowed');
       }

@@ -82,9 +82,10 @@ const RESULT_OF: Readonly<Record<DescriptorReason, DescriptorResult>> = {
   allow_list: 'ok',
   deny_list: 'over_limit',
 };
-/** In a (domain, rule) row, after the reasons: near-limit decisions, then shadow-mode hits. */
+/** In a (domain, rule) row, after the reasons: near-limit decisions, shadow-mode hits, then blocks started. */
 const NEAR_INDEX = REASONS.length;
 const SHADOW_INDEX = REASONS.length + 1;
+const BLOCK_STARTED_INDEX = REASONS.length + 2;
 
 /**
  * The check-duration histogram's buckets, in seconds. From 10 µs: a memory-store decision takes a
@@ -100,7 +101,7 @@ type EventMetrics = ReturnType<typeof defineEventMetrics>;
  * its tally holds when it is scraped.
  */
 function defineEventMetrics(registers: Registry[]) {
-  const byRule = new Tally(SHADOW_INDEX + 1);
+  const byRule = new Tally(BLOCK_STARTED_INDEX + 1);
   const byDomain = new Tally(2);
   return {
     byRule,
@@ -166,13 +167,14 @@ function defineRuleCounters(registers: Registry[], byRule: Tally) {
   // and its collect hands the near-limit and shadow-mode columns of the rows to the two after it.
   const decisions = new Counter({
     name: 'tollgate_decisions_total',
-    help: 'Descriptor decisions (POST /v1/limit: domain and rule "(v1/limit)") by domain, rule path, result (ok, over_limit, shadow_over_limit) and reason (within_limit, limit_exceeded, other_limit_exceeded, shadow_mode, blocked, no_rule, unknown_domain).',
+    help: 'Descriptor decisions (POST /v1/limit: domain and rule "(v1/limit)") by domain, rule path, result (ok, over_limit, shadow_over_limit) and reason (within_limit, limit_exceeded, other_limit_exceeded, shadow_mode, blocked: refused by a penalty during its block or by a block set by hand, no_rule, unknown_domain, allow_list, deny_list).',
     labelNames: ['domain', 'rule', 'result', 'reason'] as const,
     registers,
     collect() {
       byRule.drain((domain, rule, index, amount) => {
         if (index === NEAR_INDEX) nearLimit.inc({ domain, rule }, amount);
         else if (index === SHADOW_INDEX) shadowHits.inc({ domain, rule }, amount);
+        else if (index === BLOCK_STARTED_INDEX) blocksStarted.inc({ domain, rule }, amount);
         else this.inc({ domain, rule, result: RESULT_OF[REASONS[index]!], reason: REASONS[index]! }, amount);
       });
     },
@@ -189,7 +191,13 @@ function defineRuleCounters(registers: Registry[], byRule: Tally) {
     labelNames: ['domain', 'rule'] as const,
     registers,
   });
-  return { decisions, nearLimit, shadowHits };
+  const blocksStarted = new Counter({
+    name: 'tollgate_blocks_started_total',
+    help: 'Penalties started (block_duration): denials by a limit\'s quota that blocked its key, by domain and rule path. The refusals during a block are tollgate_decisions_total{reason="blocked"}.',
+    labelNames: ['domain', 'rule'] as const,
+    registers,
+  });
+  return { decisions, nearLimit, shadowHits, blocksStarted };
 }
 
 /** The rules in force, read at scrape time. */
@@ -328,6 +336,7 @@ function subscribeMetrics(ctx: ServiceContext, metrics: EventMetrics): () => voi
       metrics.byRule.add(outcome.domain, outcome.rule, REASON_INDEX.get(outcome.reason)!);
       if (outcome.near) metrics.byRule.add(outcome.domain, outcome.rule, NEAR_INDEX);
       if (outcome.result === 'shadow_over_limit') metrics.byRule.add(outcome.domain, outcome.rule, SHADOW_INDEX);
+      if (outcome.blockStarted === true) metrics.byRule.add(outcome.domain, outcome.rule, BLOCK_STARTED_INDEX);
     }
     let domain = event.domain;
     if (event.via === 'limit') domain = LIMIT_API;

@@ -31,6 +31,8 @@ export const RESULT_WIDTH = 6;
 export const REASON_COST_EXCEEDS_CAPACITY = 1;
 /** The key serves a penalty (scripts/penalty.lua). */
 export const REASON_BLOCKED = 2;
+/** The denial that started the key's penalty: reason `blocked`, and `blockStarted`. */
+export const REASON_BLOCK_STARTED = 3;
 export const REASON_WRONG_TYPE = 10;
 export const REASON_CORRUPT_STATE = 11;
 /** A calendar window: Redis TIME fell outside the period boundaries sent (scripts/fixed-window.lua). */
@@ -92,6 +94,8 @@ export function decodeDecision(values: readonly number[], offset: number, policy
   let reason: DecisionReason | undefined;
   if (reasonCode === REASON_COST_EXCEEDS_CAPACITY) reason = 'cost-exceeds-capacity';
   if (reasonCode === REASON_BLOCKED) reason = 'blocked';
+  // A block's first denial (penalty.lua): denied, no delay.
+  if (reasonCode === REASON_BLOCK_STARTED) return { allowed, limit, remaining, resetAt, retryAfter, now, reason: 'blocked', blockStarted: true };
   if (delay >= 0) {
     return reason === undefined
       ? { allowed, limit, remaining, resetAt, retryAfter, now, delay }

@@ -11,7 +11,7 @@ import { conflict } from '../reservations-memory.js';
 import type { ReserveRequest, SettleRequest, Settlement, SettlementStatus } from '../types.js';
 import { escapeKeyPart } from './keys.js';
 import { RESERVATION_SCRIPTS, type RedisScript } from './lua.js';
-import { REASON_BLOCKED, REASON_CLOCK_OUTSIDE_PERIODS, REASON_COST_EXCEEDS_CAPACITY, REASON_CORRUPT_STATE, REASON_WRONG_TYPE, clockOutsidePeriodsError, policyFields } from './protocol.js';
+import { REASON_BLOCKED, REASON_BLOCK_STARTED, REASON_CLOCK_OUTSIDE_PERIODS, REASON_COST_EXCEEDS_CAPACITY, REASON_CORRUPT_STATE, REASON_WRONG_TYPE, clockOutsidePeriodsError, policyFields } from './protocol.js';
 
 export const OP_RESERVE = 1;
 export const OP_SETTLE = 2;
@@ -82,8 +82,9 @@ function checkState(values: readonly number[], stateKey: string, policy: Compile
 /** The reply's decision: allowed, remaining, reset_at, retry_after, delay, reason, made at. */
 function decision(values: readonly number[], policy: CompiledPolicy): Decision {
   const [allowed, remaining, resetAt, retryAfter, delay, reasonCode, now] = values.slice(4, 11) as number[] as [number, number, number, number, number, number, number];
-  const reason: DecisionReason | undefined = reasonCode === REASON_COST_EXCEEDS_CAPACITY ? 'cost-exceeds-capacity' : reasonCode === REASON_BLOCKED ? 'blocked' : undefined;
+  const reason: DecisionReason | undefined = reasonCode === REASON_COST_EXCEEDS_CAPACITY ? 'cost-exceeds-capacity' : reasonCode === REASON_BLOCKED || reasonCode === REASON_BLOCK_STARTED ? 'blocked' : undefined;
   const base = { allowed: allowed === 1, limit: policy.nominalCapacity, remaining, resetAt, retryAfter, now };
   const shaped = delay >= 0 ? { ...base, delay } : base;
+  if (reasonCode === REASON_BLOCK_STARTED) return { ...shaped, reason: 'blocked', blockStarted: true };
   return reason === undefined ? shaped : { ...shaped, reason };
 }

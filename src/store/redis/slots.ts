@@ -39,3 +39,8 @@ export async function releaseSlot(client: Redis | Cluster, key: string, id: stri
   const [released, held] = await run(client, key, ['release', timeArg(now), id]);
   return { released: released === 1, held: held! };
 }
+
+export async function heldSlots(client: Redis | Cluster, key: string, now: number | undefined): Promise<number> {
+  const [held] = await run(client, key, ['held', timeArg(now), '']);
+  return held!;
+}

@@ -37,7 +37,7 @@ import { ALL_SCRIPTS, type RedisScript } from './lua.js';
 import { LeanFunctions } from './functions.js';
 import { dataError, scriptCall, type Pending } from './script-call.js';
 import type { SlotAnswer, SlotRelease, SlotRequest } from '../slots.js';
-import { acquireSlot, releaseSlot, slotsKey } from './slots.js';
+import { acquireSlot, heldSlots, releaseSlot, slotsKey } from './slots.js';
 
 export type { RedisStoreOptions } from './connect.js';
 import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../../options.js';
@@ -220,6 +220,11 @@ export class RedisStore implements Store {
 
   async releaseSlot(key: string, id: string, now: number | undefined): Promise<SlotRelease> {
     return this.onSlots(() => releaseSlot(this.client, slotsKey(this.keyPrefix, key), id, now));
+  }
+
+  async heldSlots(keys: readonly string[], now: number | undefined): Promise<number[]> {
+    // One script call per key (each key's set is in its own Cluster slot), all sent at once.
+    return this.onSlots(() => Promise.all(keys.map((key) => heldSlots(this.client, slotsKey(this.keyPrefix, key), now))));
   }
 
   /** A slot call after the first connection (as decisions wait for it), its failure described as a decision's. */

@@ -435,6 +435,9 @@
     setValue('rate-listed', sec.allowListed + sec.denyListed);
     setValue('allow-listed-total', tot.allowListed);
     setValue('deny-listed-total', tot.denyListed);
+    setValue('rate-blocked', sec.blocked || 0);
+    setValue('blocked-total', tot.blocked || 0);
+    setValue('blocks-started-total', tot.blocksStarted || 0);
     var seen = lat && lat.count > 0;
     setValue('latency-p50', seen ? lat.p50Ms : 0, seen ? millis(lat.p50Ms) : '-');
     setValue('latency-p99', seen ? lat.p99Ms : 0, seen ? millis(lat.p99Ms) : '-');

@@ -31,8 +31,9 @@
 
   Returns now (the decision time, epoch ms: every relative figure the caller derives starts from
   it), then 6 integers per request: allowed (1/0), remaining, reset_at, retry_after,
-  delay (-1 unless leaky-bucket), reason (0 none, 1 cost exceeds capacity, 2 blocked, 10 the key holds
-  another type, 11 the key holds unreadable state). An add answers its counts instead: 1, the
+  delay (-1 unless leaky-bucket), reason (0 none, 1 cost exceeds capacity, 2 blocked, 3 blocked:
+  this denial started the block, 10 the key holds another type, 11 the key holds unreadable
+  state). An add answers its counts instead: 1, the
   current window's count, its mark (index; a first-hit window's start), the previous window's
   count (sliding-window; else 0), -1, reason. Bad arguments fail the whole call before
   anything is read or written.

@@ -3,11 +3,13 @@
   A consume that the state denies (no special reason) starts a block: the string key
   `<state key>!b` holds the block's end (epoch ms) and expires then (plus the replay's extra time).
   It shares the state key's hash tag, so the same Cluster slot, and is written in the same script
-  as the denial. Until the block's end every consume or peek of that state is denied with reason
-  REASON_BLOCKED, nothing is counted, and the block is not extended; a reset deletes it. The
+  as the denial, which answers REASON_BLOCK_STARTED (reason blocked, the block's first denial). Until
+  the block's end every consume or peek of that state is denied with reason REASON_BLOCKED, nothing is counted, and the block is not extended; a reset deletes it. The
   memory store does the same (store/penalty.ts).
 ]]
 local REASON_BLOCKED = 2
+-- The denial that started the block (the service counts blocks started).
+local REASON_BLOCK_STARTED = 3
 -- The longest block, ms (policy.ts POLICY_RANGES.blockDuration: 30 days).
 local MAX_BLOCK = 2592000000
 
@@ -40,6 +42,6 @@ local function with_penalties(decide_state, now, extra_ttl)
     call('SET', block_key(key), ending, 'PX', p.block + extra_ttl)
     if retry_after < p.block then retry_after = p.block end
     if reset_at < ending then reset_at = ending end
-    return false, 0, reset_at, retry_after, -1, REASON_BLOCKED, write
+    return false, 0, reset_at, retry_after, -1, REASON_BLOCK_STARTED, write
   end
 end

@@ -3,14 +3,15 @@
   that key. KEYS[1] is a sorted set: permit id -> when its slot expires (ms). Expired members are
   removed first, in the same script, so a holder that died never counts after its ttl.
 
-  ARGV[1]  'acquire' or 'release'
+  ARGV[1]  'acquire', 'release' or 'held'
   ARGV[2]  now: '' to use Redis TIME (so nodes with skewed clocks agree), else epoch ms
   ARGV[3]  the permit id
   ARGV[4]  acquire: the most slots held at once (>= 1)
   ARGV[5]  acquire: the slot's ttl in ms (>= 1)
 
   acquire answers {allowed 0/1, held, retry_after ms, expires_at, now};
-  release answers {released 0/1, held, now}.
+  release answers {released 0/1, held, now}; held answers {held, now} (a look: it only drops
+  expired members).
   A repeated acquire with an id already holding a slot renews it (it counts once).
 ]]
 local call = redis.call
@@ -32,6 +33,7 @@ local id = ARGV[3]
 
 call('ZREMRANGEBYSCORE', key, '-inf', now)
 
+if ARGV[1] == 'held' then return {call('ZCARD', key), now} end
 if ARGV[1] == 'release' then
   local released = call('ZREM', key, id)
   return {released, call('ZCARD', key), now}
