@@ -3,7 +3,9 @@
  * the estimate on every limit the request's descriptors match, all or nothing — when one enforced
  * limit refuses, the reservations the call made on the others are given back at once (a settle of
  * cost 0, as the rules' concurrency slots release theirs: meanwhile they counted, which can refuse
- * another request, never admit one past a limit). `settleCheck` applies the actual cost to every
+ * another request, never admit one past a limit). A retry under an id a limit holds settled (given
+ * back, or settled by the caller) is refused, spending nothing: the id is spent, a new one is
+ * needed. `settleCheck` applies the actual cost to every
  * limit reserved under the id. Each limit counts `cost × the rule's cost`, under the same counter
  * key as `check`; a limit in shadow mode is reserved but never refuses; quota mode is not applied
  * (every other limit is enforced).

@@ -78,6 +78,11 @@ describe.each([
     const fresh = await limiter.reserveCheck({ ...call, id: 'c', now: later });
     expect(fresh).toMatchObject({ overallCode: 'OK', statuses: [{ code: 'OK', limitRemaining: 60 }, { code: 'OK', limitRemaining: 10 }] });
     expect(fresh.spentId).toBeUndefined();
+    // Settled, 'c' is spent too: its retry is refused and spends nothing.
+    await limiter.settleCheck({ domain: 'tokens', descriptors, id: 'c', cost: 20, now: later });
+    const afterSettle = await limiter.reserveCheck({ ...call, id: 'c', now: later });
+    expect(afterSettle).toMatchObject({ overallCode: 'OVER_LIMIT', statuses: [{ limitRemaining: 60 }, { limitRemaining: 10 }] });
+    expect(afterSettle.spentId).toMatch(/reserve with a new id/);
   });
 
   it('limiter.reserve: a retry of a settled reservation answers its first decision and the settled cost', async () => {
