@@ -14,7 +14,7 @@ export { memoryStore } from './store/memory.js';
 export type { MemoryStore, MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export type { Store, StoreRequest, MaybePromise, WindowCounts } from './store/types.js';
 // Reserve then settle: a request whose cost is known after it ran (docs/semantics.md).
-export type { ReserveOptions, SettleOptions, Settlement, SettlementStatus } from './limiter/index.js';
+export type { ReservedDecision, ReserveOptions, SettleOptions, Settlement, SettlementStatus } from './limiter/index.js';
 export { redisStore } from './store/redis/index.js';
 export type { RedisStore, RedisStoreOptions } from './store/redis/index.js';
 export { memcachedStore } from './store/memcached/index.js';

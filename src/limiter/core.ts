@@ -29,7 +29,7 @@ import type { StoreHealthSnapshot, TransitionListener } from './store-guard.js';
 import { StoreLayer } from './store-layer.js';
 import { tracedDecide, tracedDecideAll, type TracedStore } from './spans.js';
 import { checkReservable, checkReserveOptions, checkSettleOptions, type ReserveOptions, type SettleOptions } from './reservations.js';
-import type { Settlement } from '../store/types.js';
+import type { ReservedDecision, Settlement } from '../store/types.js';
 import { checkUsageOptions, usageOf, type Usage, type UsageOptions } from './usage.js';
 import type { Tracer } from '@opentelemetry/api';
 
@@ -95,9 +95,10 @@ export interface LimiterCore {
   /**
    * Reserve then settle (docs/semantics.md): debits the estimate `cost` as `limit` would and books
    * it under `id` for `ttl` ms; a retry with the same id answers the first decision and counts
-   * once. A refused reservation debits and books nothing.
+   * once (with `settled`, the settled cost, once it is settled). A refused reservation debits and
+   * books nothing.
    */
-  reserve(key: string, policy: Policy | CompiledPolicy, options: ReserveOptions): Promise<Decision>;
+  reserve(key: string, policy: Policy | CompiledPolicy, options: ReserveOptions): Promise<ReservedDecision>;
   /**
    * Settles reservation `id` with the actual `cost`: refunds or charges the difference (what a
    * refund means per algorithm: docs/semantics.md), once; a repeat, or an id with no open
@@ -260,7 +261,7 @@ export class CoreLimiter implements LimiterCore {
     return settle(() => this.decideAll(requests, options, 'limit'));
   }
 
-  reserve(key: string, policy: Policy | CompiledPolicy, options: ReserveOptions): Promise<Decision> {
+  reserve(key: string, policy: Policy | CompiledPolicy, options: ReserveOptions): Promise<ReservedDecision> {
     return settle(() => {
       const { checkedKey, compiled, request, at } = this.reservation(key, policy, 'reserve', checkReserveOptions(options));
       if (compiled.limit === 0) return limitZero(compiled, at ?? currentTime());

@@ -10,7 +10,7 @@ import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
 import { currentTime } from '../clock.js';
 import { memoryStore } from '../store/memory.js';
-import type { MaybePromise, ReserveRequest, SettleRequest, Settlement } from '../store/types.js';
+import type { MaybePromise, ReservedDecision, ReserveRequest, SettleRequest, Settlement } from '../store/types.js';
 import type { DecideMode, LimitAllOptions, LimitOptions } from './checks.js';
 import { failClosedDecision, failOpenDecision, localPolicy, locally, type FailureMode, type LimiterFailureMode } from './failure-modes.js';
 import { PassThroughLayer, unspent, type DecisionLayer, type GroupRequest, type WindowAdd, type WindowSyncAnswer } from './layer.js';
@@ -78,7 +78,7 @@ export class GuardLayer extends PassThroughLayer {
   }
 
   /** A reserve the store could not decide is answered by the failure mode, as a limit of its estimate (nothing is booked). */
-  override reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<Decision> {
+  override reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<ReservedDecision> {
     const failureMode = options?.failureMode ?? this.failureMode;
     return this.guard.run(
       () => this.below.reserve(key, policy, request, now, options),

@@ -14,7 +14,7 @@
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
-import type { MaybePromise, ReserveRequest, SettleRequest, Settlement, StoreRequest, WindowCounts } from '../store/types.js';
+import type { MaybePromise, ReservedDecision, ReserveRequest, SettleRequest, Settlement, StoreRequest, WindowCounts } from '../store/types.js';
 import type { DecideMode, LimitAllOptions, LimitOptions } from './checks.js';
 import type { LimiterFailureMode } from './failure-modes.js';
 
@@ -65,7 +65,7 @@ export interface DecisionLayer {
   /** Closing: this layer's own work first (local-first pushes its unsent units), then the layers below. */
   close(): Promise<void>;
   /** Reserve then settle (reservations.ts): a reservation of `request.cost`, decided as a limit of it. */
-  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<Decision>;
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<ReservedDecision>;
   /** The settle of a reservation: the difference refunded or charged, once per id. */
   settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<Settlement>;
 }
@@ -107,7 +107,7 @@ export abstract class PassThroughLayer implements DecisionLayer {
     return this.below.close();
   }
 
-  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<Decision> {
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined, options: LimitOptions | undefined): MaybePromise<ReservedDecision> {
     return this.below.reserve(key, policy, request, now, options);
   }
 

@@ -13,7 +13,7 @@ import type { ReserveRequest, SettleRequest } from '../store/types.js';
 import { checkCost, checkNow, type LimitOptions } from './checks.js';
 import { checkDeadline, checkFailureMode } from './failure-modes.js';
 
-export type { ReserveRequest, SettleRequest, Settlement, SettlementStatus } from '../store/types.js';
+export type { ReservedDecision, ReserveRequest, SettleRequest, Settlement, SettlementStatus } from '../store/types.js';
 
 /** Options of `limiter.reserve`. */
 export interface ReserveOptions extends Pick<LimitOptions, 'now' | 'failureMode' | 'deadlineMs'> {

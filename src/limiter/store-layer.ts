@@ -7,7 +7,7 @@
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
-import type { MaybePromise, ReserveRequest, SettleRequest, Settlement, Store } from '../store/types.js';
+import type { MaybePromise, ReservedDecision, ReserveRequest, SettleRequest, Settlement, Store } from '../store/types.js';
 import { InvalidOptionError } from '../errors.js';
 import type { SlotAnswer, SlotRelease, SlotRequest } from '../store/slots.js';
 import type { DecideMode } from './checks.js';
@@ -82,7 +82,7 @@ export class StoreLayer implements DecisionLayer {
     return this.store.close();
   }
 
-  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): MaybePromise<Decision> {
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): MaybePromise<ReservedDecision> {
     if (this.store.reserve === undefined) throw noReservations(this.store);
     return this.store.reserve(key, policy, request, now);
   }

@@ -3,14 +3,16 @@
  * the estimate on every limit the request's descriptors match, all or nothing — when one enforced
  * limit refuses, the reservations the call made on the others are given back at once (a settle of
  * cost 0, as the rules' concurrency slots release theirs: meanwhile they counted, which can refuse
- * another request, never admit one past a limit). `settleCheck` applies the actual cost to every
+ * another request, never admit one past a limit). A retry under an id a limit holds settled (given
+ * back, or settled by the caller) is refused, spending nothing: the id is spent, a new one is
+ * needed. `settleCheck` applies the actual cost to every
  * limit reserved under the id. Each limit counts `cost × the rule's cost`, under the same counter
  * key as `check`; a limit in shadow mode is reserved but never refuses; quota mode is not applied
  * (every other limit is enforced).
  */
 import type { Decision } from '../decision.js';
 import { InvalidCheckError, describeValue } from '../errors.js';
-import { checkReservable, checkReserveOptions, checkSettleOptions, type LimiterCore, type SettlementStatus } from '../limiter/index.js';
+import { checkReservable, checkReserveOptions, checkSettleOptions, type LimiterCore, type ReservedDecision, type SettlementStatus } from '../limiter/index.js';
 import { failureModeOf, matchedStatus, mostSevere, planCheck, type CheckPlan, type Planned } from './check-decide.js';
 import { validateCheckRequest, type CheckResult, type DescriptorStatus, type RateLimitDescriptor } from './check.js';
 import { listAnswer } from './list-answer.js';
@@ -43,6 +45,12 @@ export interface SettleCheckRequest {
 /** A reserve's answer: a check's (overall code, one status per descriptor), and the id. */
 export interface ReserveCheckResult extends CheckResult {
   readonly id: string;
+  /**
+   * Present when the id is spent: a limit holds its reservation under this id settled already (given
+   * back by a refused call, or settled by the caller). The call is refused (`OVER_LIMIT`) and spends
+   * nothing; the message says to reserve again with a new id.
+   */
+  readonly spentId?: string;
 }
 
 /** What a settle did to one descriptor's limit (units of that limit). */
@@ -108,7 +116,10 @@ export async function reserveCheck(limiter: LimiterCore, rules: RuleSet, request
   if (plan === undefined) return { overallCode: 'OK', statuses: request.descriptors.map(() => NO_LIMIT), now: now ?? clock(), id };
   const planned = plan.planned;
   const decisions = await Promise.all(planned.map((p) => limiter.reserve(p.counterKey, p.rule.policy, { ...call, cost: unitsOf(p, request.cost), ...failureModeOf(p) })));
-  const denied = planned.some((p, i) => !p.shadow && !decisions[i]!.allowed);
+  // A retry of an id a refused call gave back (or its caller settled): a limit replays a settled
+  // reservation, which holds nothing now, so the call is refused as the first was, never admitted.
+  const spent = decisions.some((decision) => decision.settled !== undefined);
+  const denied = spent || planned.some((p, i) => !p.shadow && !decisions[i]!.allowed);
   // Refused: what the call reserved on the other limits goes back, and their statuses say what remains.
   const after = denied ? await giveBack(limiter, planned, decisions, id, now) : decisions;
   planned.forEach((p, i) => (plan.statuses[p.index] = matchedStatus(p, after[i]!, { shadow: p.shadow, quotaPassed: false })));
@@ -118,12 +129,17 @@ export async function reserveCheck(limiter: LimiterCore, rules: RuleSet, request
     statuses: plan.statuses,
     now: decisions[0]?.now ?? now ?? clock(),
     id,
+    ...(spent ? { spentId: spentMessage(id) } : {}),
     ...(degraded !== undefined ? { degraded } : {}),
   };
 }
 
+function spentMessage(id: string): string {
+  return `id ${JSON.stringify(id)} was given back by a refused reserve, or settled: a retry with it is refused and spends nothing; reserve with a new id`;
+}
+
 /** Settles each admitted reservation of a refused call at 0; a give-back the store could not take leaves that estimate standing (its ttl). */
-async function giveBack(limiter: LimiterCore, planned: readonly Planned[], decisions: readonly Decision[], id: string, now: number | undefined): Promise<Decision[]> {
+async function giveBack(limiter: LimiterCore, planned: readonly Planned[], decisions: readonly ReservedDecision[], id: string, now: number | undefined): Promise<Decision[]> {
   const given = await Promise.allSettled(
     planned.map((p, i) => (decisions[i]!.allowed ? limiter.settle(p.counterKey, p.rule.policy, { id, cost: 0, ...(now === undefined ? {} : { now }) }) : undefined)),
   );

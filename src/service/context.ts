@@ -10,7 +10,7 @@ import type { RulesHolder } from '../rules/ruleset.js';
 import type { RulesSync } from '../rules/shared/sync.js';
 import type { OverridesSync } from '../rules/shared/override-sync.js';
 import type { RulesWatcher } from '../rules/watch.js';
-import type { Store } from '../store/types.js';
+import type { SettlementStatus, Store } from '../store/types.js';
 import type { AuditLog } from './admin/audit.js';
 import type { BlockList } from './check/blocks.js';
 import type { ServiceOptions } from './options.js';
@@ -53,9 +53,18 @@ export interface SlotEvent {
   readonly degraded?: string;
 }
 
+/** One answered `POST /v1/settle` (check/reserve.ts): what it did on each limit it found. */
+export interface SettleEvent {
+  /** The rules' domain, or `(v1/limit)` for the key form. */
+  readonly domain: string;
+  /** One per limit: its rule path (`(v1/limit)` for the key form) and what the settle did. */
+  readonly limits: readonly { readonly rule: string; readonly status: SettlementStatus }[];
+}
+
 export interface ServiceEvents {
   check: [CheckEvent];
   slot: [SlotEvent];
+  settle: [SettleEvent];
   rejected: [RejectedEvent];
   storeError: [StoreErrorEvent];
   /** Readiness may have changed (the store connection came up or went down, draining began). */

@@ -19,7 +19,7 @@ import { MemoryShares } from './fair-share-memory.js';
 import { RecordArena } from './record-arena.js';
 import { sharedStates, writeOnce } from './shared-states.js';
 import { StateSpaces } from './state-spaces.js';
-import type { ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from './types.js';
+import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from './types.js';
 import { MemoryReservations } from './reservations-memory.js';
 import { replayShift } from './replay.js';
 import { checkOptions, checkWholeNumbers } from '../options.js';
@@ -144,7 +144,7 @@ export class MemoryStore implements Store {
     return { now: at, state: Array.from(this.state.subarray(base, base + windowAlgorithm(policy).stateSize)) };
   }
 
-  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Decision {
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): ReservedDecision {
     return (this.reservations ??= new MemoryReservations(this, this.maxKeys)).reserve(key, policy, request, now);
   }
 

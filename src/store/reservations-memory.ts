@@ -8,7 +8,7 @@ import { adjustState, reservationMark } from '../algorithms/adjust.js';
 import type { Decision } from '../decision.js';
 import { InvalidOptionError } from '../errors.js';
 import type { CompiledPolicy } from '../policy.js';
-import type { ReserveRequest, SettleRequest, Settlement } from './types.js';
+import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement } from './types.js';
 
 /** What the book needs of the store: a decision, a copy of a key's state, a change to it in place. */
 export interface ReservableStore {
@@ -49,13 +49,13 @@ export class MemoryReservations {
     private readonly maxBooked: number,
   ) {}
 
-  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Decision {
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): ReservedDecision {
     const at = now ?? Date.now();
     const name = entryName(key, policy, request.id);
     const open = this.open(name, at);
     if (open !== undefined) {
       if (open.cost !== request.cost) throw conflict(request, open.cost);
-      return open.decision;
+      return open.settledCost === undefined ? open.decision : { ...open.decision, settled: open.settledCost };
     }
     const decision = this.store.consume(key, policy, request.cost, now);
     // A refused reservation debits nothing, so it is not booked: a retry decides afresh.

@@ -116,10 +116,19 @@ export interface Settlement {
   readonly decision: Decision;
 }
 
+/**
+ * A reserve's answer: the decision, and `settled` when it is the retry of a reservation already
+ * settled (its first decision, replayed: nothing counted now).
+ */
+export interface ReservedDecision extends Decision {
+  /** Present on the retry of a reservation already settled: the actual cost it was settled with. */
+  readonly settled?: number;
+}
+
 /** The reservation calls of a store that keeps them (memory, Redis). */
 export interface ReservationStore {
-  /** Reserves `request.cost` as `consume` would; a retried id answers its first decision. */
-  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): MaybePromise<Decision>;
+  /** Reserves `request.cost` as `consume` would; a retried id answers its first decision (with `settled` once it is settled). */
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): MaybePromise<ReservedDecision>;
   /** Refunds or charges the difference between `request.cost` and the estimate, once per id. */
   settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): MaybePromise<Settlement>;
 }

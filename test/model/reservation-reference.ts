@@ -190,7 +190,7 @@ function keyModel<S>(ledger: Ledger<S>, blockMs: number): ReservationKeyModel {
   return {
     reserve(now, id, cost, ttl) {
       const booked = open(id, now);
-      if (booked !== undefined) return booked.cost === cost ? booked.decision : 'conflict';
+      if (booked !== undefined) return booked.cost !== cost ? 'conflict' : booked.settledCost === undefined ? booked.decision : { ...booked.decision, settled: booked.settledCost };
       const decision = decide(now, cost);
       if (decision.allowed) book.set(id, { cost, mark: ledger.mark(state), expiresAt: now + ttl, decision });
       return decision;

@@ -128,6 +128,7 @@ async function play(limiters: readonly Limiter[], schedule: Schedule): Promise<v
       const answer = await limiter.reserve(key!, policy, { now, cost, id: `id${step.id}`, ttl: step.ttl });
       expect(expected, what).not.toBe('conflict');
       expectDecision(answer, expected as Decision, what);
+      expect(answer.settled, `${what}: the settled cost of a retry`).toBe((expected as { settled?: number }).settled);
       if (answer.allowed) booked.set(step.id, cost);
     } else {
       const expected = model.settle(now, `id${step.id}`, step.cost);

@@ -58,6 +58,44 @@ describe.each([
     expect((await limiter.settleCheck({ domain: 'tokens', descriptors, id: 'never', cost: 0, now: NOW })).statuses.map((s) => s?.status)).toEqual(['unknown', 'unknown']);
   });
 
+  it('a retry of a refused reserve with the same id is refused again and spends nothing, even once the refusing limit has room', async () => {
+    const org = unique('acme');
+    const descriptors = orgAndUser(org, 'alice');
+    const call = { domain: 'tokens', descriptors, cost: 20, ttl: 7_200_000 };
+    expect((await limiter.reserveCheck({ ...call, id: 'a', now: NOW })).overallCode).toBe('OK');
+    // The user's budget (a token bucket of 30 an hour, 10 left) refuses 'b'; the org's 20 are given back.
+    const refused = await limiter.reserveCheck({ ...call, id: 'b', now: NOW });
+    expect(refused).toMatchObject({ overallCode: 'OVER_LIMIT', statuses: [{ code: 'OK', limitRemaining: 80 }, { code: 'OVER_LIMIT' }] });
+    expect(refused.spentId).toBeUndefined();
+    // 45 minutes on, the bucket is full again (the org's hour still runs): the retry is refused all the same.
+    const later = NOW + 2_700_000;
+    for (const attempt of [1, 2]) {
+      const retry = await limiter.reserveCheck({ ...call, id: 'b', now: later });
+      expect(retry, `retry ${attempt}`).toMatchObject({ overallCode: 'OVER_LIMIT', id: 'b', statuses: [{ limitRemaining: 80 }, { limitRemaining: 30 }] });
+      expect(retry.spentId, `retry ${attempt}`).toMatch(/"b" was given back by a refused reserve.*reserve with a new id/);
+    }
+    // Nothing was spent: a new id takes the 20 on both limits.
+    const fresh = await limiter.reserveCheck({ ...call, id: 'c', now: later });
+    expect(fresh).toMatchObject({ overallCode: 'OK', statuses: [{ code: 'OK', limitRemaining: 60 }, { code: 'OK', limitRemaining: 10 }] });
+    expect(fresh.spentId).toBeUndefined();
+    // Settled, 'c' is spent too: its retry is refused and spends nothing.
+    await limiter.settleCheck({ domain: 'tokens', descriptors, id: 'c', cost: 20, now: later });
+    const afterSettle = await limiter.reserveCheck({ ...call, id: 'c', now: later });
+    expect(afterSettle).toMatchObject({ overallCode: 'OVER_LIMIT', statuses: [{ limitRemaining: 60 }, { limitRemaining: 10 }] });
+    expect(afterSettle.spentId).toMatch(/reserve with a new id/);
+  });
+
+  it('limiter.reserve: a retry of a settled reservation answers its first decision and the settled cost', async () => {
+    const key = unique('settled');
+    const policy = { algorithm: 'token-bucket', limit: 10, window: '1m' } as const;
+    const first = await limiter.reserve(key, policy, { cost: 4, id: 'r', now: NOW });
+    expect(first).toMatchObject({ allowed: true, remaining: 6 });
+    expect(first.settled).toBeUndefined();
+    expect((await limiter.reserve(key, policy, { cost: 4, id: 'r', now: NOW + 1 })).settled).toBeUndefined();
+    await limiter.settle(key, policy, { id: 'r', cost: 1, now: NOW + 2 });
+    expect(await limiter.reserve(key, policy, { cost: 4, id: 'r', now: NOW + 3 })).toEqual({ ...first, settled: 1 });
+  });
+
   it("counts the rule's cost per unit, and takes no reservation on unlimited or unmatched descriptors", async () => {
     const who = unique('d');
     const descriptors = [{ entries: [{ key: 'double', value: who }] }, { entries: [{ key: 'free', value: who }] }, { entries: [{ key: 'nothing', value: who }] }];

@@ -9,9 +9,10 @@ import { describeValue, InvalidOptionError } from '../../errors.js';
 import { decisionHeaders } from '../../http/headers.js';
 import { degradedReasonOf } from '../../limiter/index.js';
 import { compilePolicy, type CompiledPolicy, type Policy } from '../../policy.js';
-import type { ServiceContext } from '../context.js';
+import type { ServiceContext, SettleEvent } from '../context.js';
 import { validateReservationRequest } from '../../rules/reservations.js';
 import { byRules, descriptorsOf } from './acquire.js';
+import { LIMIT_API } from './outcomes.js';
 import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announce, announceLimit, blockedResult, degradedAnswer } from './decide.js';
 
 /** What a route answers: its status, JSON body and headers. */
@@ -90,10 +91,21 @@ export async function answerSettle(ctx: ServiceContext, body: unknown): Promise<
   if (byRules(body)) {
     const { domain, descriptors, id, cost } = fieldsOf(body, RULES_SETTLE_FIELDS, 'POST /v1/settle');
     const result = await ctx.limiter.settleCheck({ domain: domain as string, descriptors: descriptorsOf(descriptors), id: id as string, cost: cost as number });
+    announceSettle(ctx, { domain: domain as string, limits: result.statuses.flatMap((status) => (status === null ? [] : [{ rule: status.rule, status: status.status }])) });
     return { status: 200, body: result, headers: {} };
   }
   const { key, policy, id, cost } = fieldsOf(body, SETTLE_FIELDS, 'POST /v1/settle');
   const compiled = compilePolicy(policy as Policy);
   const settlement = await ctx.limiter.settle(key as string, compiled, { id: id as string, cost: cost as number });
+  announceSettle(ctx, { domain: LIMIT_API, limits: [{ rule: LIMIT_API, status: settlement.status }] });
   return { status: 200, body: settlement, headers: decisionHeaders(settlement.decision, compiled.windowMs, key as string) };
+}
+
+/** Tells the metrics what a settle did (a failing listener never fails the settle). */
+function announceSettle(ctx: ServiceContext, event: SettleEvent): void {
+  try {
+    ctx.events.emit('settle', event);
+  } catch (error) {
+    ctx.logger.error({ err: error }, 'a settle listener failed');
+  }
 }

@@ -28,6 +28,7 @@ import { BoundedCounts, FastHistogram, OVERFLOW_LABEL, Tally } from './metric-ta
 import { workerLink, type WorkerLink } from '../cluster/workers.js';
 import { mergeWorkerMetrics, WORKER_LABEL } from '../cluster/metrics-merge.js';
 import { HttpError, sendJson } from '../http/body.js';
+import { defineSettleMetrics } from './settle-metrics.js';
 import { defineSlotMetrics } from './slot-metrics.js';
 
 /** A listener for each of the service's events (the metrics and the dashboard each have one set). */
@@ -403,6 +404,7 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { readon
   const stopHealth = defineStoreHealthMetrics(ctx, registers);
   const unsubscribe = subscribeMetrics(ctx, eventMetrics);
   const stopSlots = defineSlotMetrics(ctx, registers);
+  const stopSettles = defineSettleMetrics(ctx, registers);
 
   const link = workerLink(ctx.options.workers);
   link?.produce('metrics', () => registry.getMetricsAsJSON());
@@ -424,6 +426,7 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { readon
     close: () => {
       unsubscribe();
       stopSlots();
+      stopSettles();
       stopHealth();
       registry.clear();
     },

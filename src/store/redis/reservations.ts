@@ -8,7 +8,7 @@ import { StoreDataError } from '../../errors.js';
 import { currentTime } from '../../clock.js';
 import type { CompiledPolicy } from '../../policy.js';
 import { conflict } from '../reservations-memory.js';
-import type { ReserveRequest, SettleRequest, Settlement, SettlementStatus } from '../types.js';
+import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement, SettlementStatus } from '../types.js';
 import { escapeKeyPart } from './keys.js';
 import { RESERVATION_SCRIPTS, type RedisScript } from './lua.js';
 import { REASON_BLOCKED, REASON_BLOCK_STARTED, REASON_CLOCK_OUTSIDE_PERIODS, REASON_COST_EXCEEDS_CAPACITY, REASON_CORRUPT_STATE, REASON_WRONG_TYPE, clockOutsidePeriodsError, policyFields } from './protocol.js';
@@ -16,6 +16,7 @@ import { REASON_BLOCKED, REASON_BLOCK_STARTED, REASON_CLOCK_OUTSIDE_PERIODS, REA
 export const OP_RESERVE = 1;
 export const OP_SETTLE = 2;
 
+const STATUS_REPLAY = 1;
 const STATUS_CONFLICT = 2;
 const SETTLE_STATUSES: Readonly<Record<number, SettlementStatus>> = { 0: 'settled', 1: 'repeated', 3: 'unknown' };
 
@@ -33,7 +34,7 @@ function scriptOf(policy: CompiledPolicy): RedisScript {
   return RESERVATION_SCRIPTS[policy.algorithm]!;
 }
 
-export async function reserveOn(target: ReservationTarget, stateKey: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Promise<Decision> {
+export async function reserveOn(target: ReservationTarget, stateKey: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Promise<ReservedDecision> {
   const values = await target.run(scriptOf(policy), reservationKeys(stateKey, request.id), reservationArgs(policy, OP_RESERVE, request.cost, request.ttlMs, now));
   return decodeReserve(values, stateKey, policy, request, target.address);
 }
@@ -56,11 +57,12 @@ export function reservationArgs(policy: CompiledPolicy, op: number, cost: number
   return [now === undefined ? '' : now, op, cost, ttlMs, ...policyFields(policy, now ?? currentTime())];
 }
 
-/** The decision of a reserve's reply; a conflicting id or unreadable state is an error. */
-export function decodeReserve(values: readonly number[], stateKey: string, policy: CompiledPolicy, request: ReserveRequest, address: string): Decision {
+/** The decision of a reserve's reply (a retry of a settled reservation: with its settled cost); a conflicting id or unreadable state is an error. */
+export function decodeReserve(values: readonly number[], stateKey: string, policy: CompiledPolicy, request: ReserveRequest, address: string): ReservedDecision {
   checkState(values, stateKey, policy, address);
   if (values[1] === STATUS_CONFLICT) throw conflict(request, values[2]!);
-  return decision(values, policy);
+  const settled = values[3]!;
+  return values[1] === STATUS_REPLAY && settled >= 0 ? { ...decision(values, policy), settled } : decision(values, policy);
 }
 
 /** The settlement of a settle's reply. */

@@ -13,7 +13,7 @@ import type { Decision } from '../../decision.js';
 import { InvalidOptionError, InvalidPolicyError, StoreError, StoreUnavailableError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
 import { sharedStates, writeOnce } from '../shared-states.js';
-import type { ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from '../types.js';
+import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from '../types.js';
 import { reserveOn, settleOn, type ScriptRun } from './reservations.js';
 import { SHARE_CONSUME, SHARE_PEEK, SHARE_RESET, decideShareOn } from './fair-share.js';
 import { escapeKeyPart, groupBySlot, stateKeySuffix } from './keys.js';
@@ -201,7 +201,7 @@ export class RedisStore implements Store {
   }
 
   /** Reserve then settle (reservations.ts): one call of scripts/reservation.lua, the key's state and its record in one slot. */
-  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Promise<Decision> {
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Promise<ReservedDecision> {
     return reserveOn({ run: this.runReservation, address: this.address }, this.redisKey(key, policy), policy, request, now);
   }
 

@@ -59,6 +59,42 @@ describe.each([
     expect(metrics).toMatch(/^tollgate_decisions_total\{domain="tokens",rule="tokens\.org\.user",result="over_limit",reason="limit_exceeded"\} [1-9]/m);
   });
 
+  it('a retry of a refused reserve with the same id answers 429 again and spends nothing, even once the refusing limit has room', async () => {
+    const org = `retry-${Math.random().toString(36).slice(2)}`;
+    const descriptors = orgAndUser(org, 'alice');
+    expect((await post(service, '/v1/reserve', { domain: 'tokens', descriptors, cost: 20, id: 'first' })).status).toBe(200);
+    expect((await post(service, '/v1/reserve', { domain: 'tokens', descriptors, cost: 20, id: 'second' })).status).toBe(429);
+    // 'first' settled at 0: the user's budget is whole again, and the org's holds nothing of 'second'.
+    expect((await post(service, '/v1/settle', { domain: 'tokens', descriptors, id: 'first', cost: 0 })).status).toBe(200);
+    const retry = await post(service, '/v1/reserve', { domain: 'tokens', descriptors, cost: 20, id: 'second' });
+    expect(retry.status).toBe(429);
+    expect(retry.body).toMatchObject({ overallCode: 'OVER_LIMIT', id: 'second', statuses: [{ limitRemaining: 100 }, { limitRemaining: 30 }] });
+    expect(String(retry.body.spentId)).toMatch(/reserve with a new id/);
+    const fresh = await post(service, '/v1/reserve', { domain: 'tokens', descriptors, cost: 20, id: 'third' });
+    expect(fresh.status).toBe(200);
+    expect(fresh.body).toMatchObject({ overallCode: 'OK', statuses: [{ limitRemaining: 80 }, { limitRemaining: 10 }] });
+  });
+
+  it('counts each settle on /metrics, per rule and status, in both forms', async () => {
+    const org = `metrics-${Math.random().toString(36).slice(2)}`;
+    const descriptors = orgAndUser(org, 'alice');
+    const count = async (labels: string): Promise<number> => {
+      const text = await (await fetch(service.admin('/metrics'))).text();
+      const line = text.split('\n').find((l) => l.startsWith(`tollgate_settles_total{${labels}} `));
+      return line === undefined ? 0 : Number(line.split(' ').at(-1));
+    };
+    const settled = 'domain="tokens",rule="tokens.org.user",status="settled"';
+    const repeated = 'domain="tokens",rule="tokens.org",status="repeated"';
+    const keyForm = 'domain="(v1/limit)",rule="(v1/limit)",status="unknown"';
+    const before = [await count(settled), await count(repeated), await count(keyForm)];
+    expect((await post(service, '/v1/reserve', { domain: 'tokens', descriptors, cost: 5, id: 'm' })).status).toBe(200);
+    expect((await post(service, '/v1/settle', { domain: 'tokens', descriptors, id: 'm', cost: 2 })).status).toBe(200);
+    expect((await post(service, '/v1/settle', { domain: 'tokens', descriptors, id: 'm', cost: 2 })).status).toBe(200);
+    const policy = { algorithm: 'token-bucket', limit: 10, window: '1m' };
+    expect((await post(service, '/v1/settle', { key: `k-${org}`, policy, id: 'never', cost: 1 })).status).toBe(200);
+    expect([await count(settled), await count(repeated), await count(keyForm)]).toEqual([before[0]! + 1, before[1]! + 1, before[2]! + 1]);
+  });
+
   it('an entry blocked by hand is refused a reservation (429), as /v1/check refuses it, and nothing is reserved', async () => {
     const org = `blocked-${Math.random().toString(36).slice(2)}`;
     const block = await fetch(service.admin('/v1/keys/block'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ key: `user=mallory`, domain: 'tokens', ttlMs: 60_000 }) });
