@@ -4,6 +4,7 @@
  */
 import { CALENDAR_NOMINAL_MS, checkCalendar, type CalendarPeriods } from './algorithms/calendar.js';
 import { ALGORITHMS, algorithmTable, type AlgorithmName } from './algorithms/catalog.js';
+import { checkLedger, type LedgerOptions, type LedgerSpec } from './algorithms/ledger-periods.js';
 import { parseDuration } from './duration.js';
 import { InvalidPolicyError, describeValue } from './errors.js';
 import { unknownName } from './options.js';
@@ -54,6 +55,8 @@ export interface Policy {
    * a denial during the block does not extend it (docs/semantics.md, "Penalties").
    */
   readonly blockDuration?: number | string;
+  /** A usage ledger for billing (docs/quotas.md §3): `true`, or its period, zone, retention, refusals, ids. */
+  readonly ledger?: boolean | LedgerOptions;
 }
 
 /** Where a fixed window starts: see {@link Policy.windowStart}. */
@@ -70,6 +73,7 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'burst',
   'softPercent',
   'countRejected',
+  'ledger',
   'windowStart',
   'precision',
   'timeZone',
@@ -198,6 +202,8 @@ export class CompiledPolicy {
   readonly wide: boolean;
   /** Penalty length in ms after a denial (`blockDuration`); 0: no penalty. */
   readonly blockMs: number;
+  /** The usage ledger this policy's decisions are recorded in (`ledger`), if any. */
+  readonly ledger?: LedgerSpec;
 
   /** @internal use {@link compilePolicy}. */
   constructor(fields: Omit<CompiledPolicy, never>) {
@@ -216,6 +222,7 @@ export class CompiledPolicy {
     this.stateId = fields.stateId;
     this.wide = fields.wide;
     this.blockMs = fields.blockMs;
+    if (fields.ledger !== undefined) this.ledger = fields.ledger;
     Object.freeze(this);
   }
 }
@@ -288,7 +295,13 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
     stateId: stateIdOf(algorithm, firstHit, precision, windowMs, calendar),
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
     blockMs: checkBlockDuration(policy.blockDuration),
+    ...ledgerField(policy.ledger, calendar),
   });
+}
+
+function ledgerField(value: unknown, calendar: CalendarPeriods | undefined): { ledger?: LedgerSpec } {
+  const ledger = checkLedger(value, calendar);
+  return ledger === undefined ? {} : { ledger };
 }
 
 /** Throws unless the capacity is counted exactly: within 2^53 − 1, and within the wide bound where the algorithm needs it. */
@@ -432,7 +445,7 @@ export class PolicyCache {
     for (const field in policy) if (!POLICY_FIELDS.has(field)) return compilePolicy(policy);
     const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart, policy.precision, policy.timeZone, policy.blockDuration]
       .map(typedText)
-      .join('|');
+      .join('|') + (policy.ledger === undefined ? '' : `|${JSON.stringify(policy.ledger)}`);
     let compiled = this.byContent.get(contentKey);
     if (compiled === undefined) {
       compiled = compilePolicy(policy);

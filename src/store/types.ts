@@ -5,6 +5,7 @@
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { SlotAnswer, SlotRelease, SlotRequest } from './slots.js';
+import type { LedgerStore } from './ledger.js';
 
 /** A value now or later: the memory store answers synchronously, network stores asynchronously. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -69,6 +70,8 @@ export interface Store {
   acquireSlot?(key: string, request: SlotRequest, now: number | undefined): MaybePromise<SlotAnswer>;
   /** Frees `id`'s slot of `key` if it still holds one; anything else is a no-op answering `released: false`. */
   releaseSlot?(key: string, id: string, now: number | undefined): MaybePromise<SlotRelease>;
+  /** The usage ledger (ledger.ts); stores without one refuse policies with a `ledger`. */
+  readonly ledger?: LedgerStore;
   /** Forgets `key`'s state under `policy`'s algorithm and window. */
   reset(key: string, policy: CompiledPolicy): MaybePromise<void>;
   /**
