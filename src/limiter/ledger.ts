@@ -11,7 +11,7 @@ import { parsePeriodName, periodBounds, periodName, retentionEnd, type LedgerSpe
 import { canonicalTimeZone } from '../algorithms/calendar.js';
 import { currentTime } from '../clock.js';
 import type { Decision } from '../decision.js';
-import { InvalidOptionError } from '../errors.js';
+import { InvalidOptionError, StoreUnavailableError, TollgateError } from '../errors.js';
 import { checkOptions } from '../options.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { LedgerStore, LedgerWriteResult } from '../store/ledger.js';
@@ -151,8 +151,12 @@ export class LedgerRecorder implements LimiterLedger {
     const store = this.check();
     const { start, end } = periodBounds(ref, zone.zone);
     return (async function* rows(): AsyncGenerator<LedgerRow> {
-      for await (const page of store.rows(`${ref.name}@${zone.zone}`, now, EXPORT_PAGE)) {
-        for (const sums of page) yield { key: sums.key, period: ref.name, periodStart: start, periodEnd: end, admitted: sums.admitted, refused: sums.refused };
+      try {
+        for await (const page of store.rows(`${ref.name}@${zone.zone}`, now, EXPORT_PAGE)) {
+          for (const sums of page) yield { key: sums.key, period: ref.name, periodStart: start, periodEnd: end, admitted: sums.admitted, refused: sums.refused };
+        }
+      } catch (error) {
+        throw error instanceof TollgateError ? error : new StoreUnavailableError(`the store could not be read for the ledger export: ${(error as Error).message}`, { cause: error });
       }
     })();
   }

@@ -359,6 +359,7 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
     ...(limit.blockMs !== undefined ? { blockDuration: limit.blockMs } : {}),
     // quota_mode counts every hit, over the limit too, as envoy does (fixed-window only: the loader checks).
     ...(descriptor.quotaMode ? { countRejected: true } : {}),
+    ...(descriptor.ledger !== undefined ? { ledger: descriptor.ledger } : {}),
   });
   return { ...base, policy };
 }

@@ -12,6 +12,7 @@ import { KEYS_FLAGS, KEYS_HELP, runKeys } from './keys.js';
 import { flagErrorText, type CommandOutput } from './output.js';
 import { RULES_FLAGS, RULES_HELP, runRulesDiff, runRulesGet, runRulesPush } from './rules.js';
 import { USAGE_FLAGS, USAGE_HELP, runUsage } from './usage-command.js';
+import { USAGE_EXPORT_FLAGS, USAGE_EXPORT_HELP, runUsageExport } from './usage-export.js';
 
 export type { CommandOutput } from './output.js';
 
@@ -33,7 +34,7 @@ const COMMANDS: Record<AdminCommand, { flags: ParseArgsConfig['options']; help: 
   check: { flags: CHECK_FLAGS, help: CHECK_HELP },
   rules: { flags: RULES_FLAGS, help: RULES_HELP },
   keys: { flags: KEYS_FLAGS, help: KEYS_HELP },
-  usage: { flags: USAGE_FLAGS, help: USAGE_HELP },
+  usage: { flags: { ...USAGE_FLAGS, ...USAGE_EXPORT_FLAGS }, help: USAGE_HELP + '\n' + USAGE_EXPORT_HELP },
 };
 
 /** Runs `command` with `args`; resolves with the exit code (never rejects for bad input or a failing service). */
@@ -68,6 +69,7 @@ const ACTION_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'keys unblock': ['key', 'domain'],
   'keys blocked': [],
   usage: Object.keys(USAGE_FLAGS),
+  'usage export': Object.keys(USAGE_EXPORT_FLAGS),
 };
 
 /** The commands that take flags only, no action word. */
@@ -78,7 +80,7 @@ const ACTIONS: Readonly<Record<Exclude<AdminCommand, FlagsOnly>, string>> = { ru
 
 /** Refuses an unknown action, and a flag the action does not use (it would be silently ignored). */
 function checkActionFlags(command: AdminCommand, action: string | undefined, values: Record<string, unknown>): void {
-  const name = FLAGS_ONLY.includes(command) ? command : `${command} ${action ?? ''}`;
+  const name = FLAGS_ONLY.includes(command) && action === undefined ? command : `${command} ${action ?? ''}`;
   const allowed = ACTION_FLAGS[name];
   if (allowed === undefined) throw new InvalidOptionError(`${command} takes ${ACTIONS[command as Exclude<AdminCommand, FlagsOnly>]}, got ${JSON.stringify(action ?? '')}`);
   for (const flag of Object.keys(values)) {
@@ -88,6 +90,11 @@ function checkActionFlags(command: AdminCommand, action: string | undefined, val
 
 function dispatch(command: AdminCommand, positionals: string[], values: Record<string, unknown>, { connection, admin }: { connection: Connection; admin: () => Connection }, output: CommandOutput): Promise<number> {
   const [action, ...rest] = positionals;
+  if (command === 'usage' && action === 'export') {
+    if (rest.length > 0) throw new InvalidOptionError(`usage export takes flags only, got ${JSON.stringify(rest.join(' '))}`);
+    checkActionFlags(command, action, values);
+    return runUsageExport(connection, values, output);
+  }
   if (FLAGS_ONLY.includes(command)) {
     if (positionals.length > 0) throw new InvalidOptionError(`${command} takes no arguments besides its flags, got ${JSON.stringify(positionals.join(' '))}`);
     checkActionFlags(command, undefined, values);
