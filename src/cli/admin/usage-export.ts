@@ -31,7 +31,7 @@ admitted (and refused, where the ledger counts refusals).
 Exit codes: 0 done, 2 bad flags, 3 service unreachable, answering an error, or cutting the export.
 `;
 
-const PERIOD = /^\\d{4}(-Q[1-4]|-W\\d{2}|-\\d{2}(-\\d{2})?)?$/;
+const PERIOD = /^\d{4}(-Q[1-4]|-W\d{2}|-\d{2}(-\d{2})?)?$/;
 
 /** Streams the export the flags ask for; resolves with the exit code. */
 export async function runUsageExport(connection: Connection, values: Record<string, unknown>, output: CommandOutput): Promise<number> {
