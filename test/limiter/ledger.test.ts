@@ -11,6 +11,8 @@ import type { Policy } from '../../src/policy.js';
 import { memoryStore } from '../../src/store/memory.js';
 import { InvalidOptionError, InvalidPolicyError } from '../../src/errors.js';
 import { storeTopologies, useRedisTopologies } from '../support/redis-topologies.js';
+import { freePort } from '../support/redis.js';
+import { redisStore } from '../../src/store/redis/index.js';
 
 const redis = useRedisTopologies();
 const NOV_2 = Date.parse('2027-11-02T10:00:00Z');
@@ -110,6 +112,43 @@ describe('the usage ledger at its bounds and on failure', () => {
       expect(limiter.ledger.stats()).toMatchObject({ counted: 1, failed: 1 });
     } finally {
       client.disconnect();
+    }
+  });
+
+  it('an export of 5,000 keys streams: its first row comes after one page of 500 is read, and the whole export reads each key once, page by page', async () => {
+    const prefix = `${unique('pages')}:`;
+    const store = await redis.open({ url: redis.single.url, keyPrefix: prefix });
+    const limiter = createLimiterCore({ store });
+    const client = new Redis(redis.single.url);
+    try {
+      const policy: Policy = { algorithm: 'fixed-window', limit: 10, window: 'day', ledger: true };
+      for (let i = 0; i < 5000; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => limiter.limit(`user:${i + j}`, policy, { now: NOV_2 })));
+      const pagesRead = async (): Promise<number> => Number(/cmdstat_zrangebylex:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+      const before = await pagesRead();
+      const rows = limiter.ledger.export({ period: '2027-11-02', now: NOV_2 })[Symbol.asyncIterator]();
+      expect((await rows.next()).done).toBe(false);
+      // One page of one shard read so far: the rest of the period stays in Redis.
+      expect((await pagesRead()) - before).toBe(1);
+      const seen = new Set<string>();
+      for (let next = await rows.next(); next.done !== true; next = await rows.next()) seen.add(next.value.key);
+      expect(limiter.ledger.stats()).toMatchObject({ counted: 5000, failed: 0 });
+      expect(seen.size + 1).toBe(5000);
+      // 32 shards of about 156 keys: one page each, and one empty read when a page is full.
+      expect((await pagesRead()) - before).toBeLessThanOrEqual(2 * 32);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('a decision a failure mode made (the store did not answer) is not in the ledger: stats().unrecorded counts it', async () => {
+    const store = redisStore({ url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 200 });
+    const limiter = createLimiterCore({ store, failureMode: 'open', heartbeatMs: false });
+    try {
+      const decision = await limiter.limit('k', MONTHLY, { now: NOV_2 });
+      expect(decision).toMatchObject({ allowed: true, reason: 'fail-open' });
+      expect(limiter.ledger.stats()).toMatchObject({ counted: 0, failed: 0, unrecorded: 1 });
+    } finally {
+      await limiter.close();
     }
   });
 
