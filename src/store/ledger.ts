@@ -3,7 +3,8 @@
  * (and refused, when asked), a retry with a request id counted once. The limiter says what to
  * record (limiter/ledger.ts); the memory store keeps it in ledger-memory.ts, Redis in redis/ledger.ts.
  */
-import type { MaybePromise } from './types.js';
+/** A value now or later (as types.ts's MaybePromise, which imports this file). */
+type MaybePromise<T> = T | Promise<T>;
 
 /** One decision to record. */
 export interface LedgerWrite {
