@@ -2,7 +2,7 @@
 // policy without, on one Redis and on the memory store; and the same policy without a ledger on the
 // branch's base commit (a build of it given with --base DIR), to show a plain decision pays nothing.
 //
-//   npm run build && node bench/ledger-decide.js [--repeats 5] [--duration 2000] [--warmup 500] [--base /tmp/base]
+//   npm run build && node bench/ledger-decide.js [--repeats 5] [--duration 2000] [--warmup 500] [--base /tmp/base] [--only memory]
 //
 // Every sample is written to bench/results/ledger-decide.json. It starts its own redis-server (no
 // persistence) and kills it by PID at the end. Each measurement is a fresh forked process:
@@ -89,6 +89,9 @@ async function main() {
     { subject: 'memory ledger', dist: here },
     ...(base === undefined ? [] : [{ subject: 'redis plain', dist: `${base}/dist`, label: 'base' }, { subject: 'memory plain', dist: `${base}/dist`, label: 'base' }]),
   ];
+  // --only memory: the memory store's subjects alone (an A/B of the plain decision against the base).
+  const only = flag('only', undefined);
+  if (only !== undefined) subjects.splice(0, subjects.length, ...subjects.filter((spec) => spec.subject.startsWith(only)));
   const redis = await startRedisServer('ledger-decide-redis');
   const results = {};
   try {

@@ -2,15 +2,16 @@
 // process grows by (it must stream, never hold the period), on one Redis and on the memory store;
 // and what the ledger costs per key and period in bytes (Redis MEMORY USAGE; the memory store's heap).
 //
-//   npm run build && node bench/ledger-export.js [--keys 100000] [--repeats 3]
+//   npm run build && node --expose-gc bench/ledger-export.js [--keys 100000] [--repeats 3]
 //
 // Every sample is written to bench/results/ledger-export.json. It starts its own redis-server (no
 // persistence) and kills it by PID at the end. Redis: the parent seeds the month's ledger with
 // `keys` admitted decisions (64 in flight) through the library, once without request ids and once
 // (another key prefix) with one request id per key; each export is a fresh forked process that
 // reads the whole period through `limiter.ledger.export()`, writing each row as a JSON line to a
-// sink that drops it, while sampling its RSS every 10 ms: time, rows, and RSS growth over the
-// process's RSS before the export (peak − before). Memory store: a fresh process seeds `keys`
+// sink that drops it, while sampling its RSS every 10 ms: time, rows, RSS growth over the
+// process's RSS before the export (peak − before), and the live heap's growth (heapUsed after a
+// full gc every 10,000 rows, so `node --expose-gc`). Memory store: a fresh process seeds `keys`
 // decisions, measures its heap growth (after gc) and then exports. Medians of `repeats`.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -52,14 +53,21 @@ async function exportPeriod(limiter, period) {
   const started = performance.now();
   let rows = 0;
   let bytes = 0;
+  // The live heap (after a full gc) every 10,000 rows: what the export holds, apart from garbage not yet collected.
+  const heapBefore = process.memoryUsage().heapUsed;
+  let liveHeapGrowth = 0;
   for await (const row of limiter.ledger.export({ period })) {
     bytes += JSON.stringify(row).length + 1;
     rows += 1;
+    if (rows % 10_000 === 0) {
+      globalThis.gc();
+      liveHeapGrowth = Math.max(liveHeapGrowth, process.memoryUsage().heapUsed - heapBefore);
+    }
   }
   const ms = performance.now() - started;
   clearInterval(sampler);
   peak = Math.max(peak, process.memoryUsage().rss);
-  return { rows, ms, bytes, rssBeforeMb: before / 2 ** 20, rssGrowthMb: (peak - before) / 2 ** 20 };
+  return { rows, ms, bytes, rssBeforeMb: before / 2 ** 20, rssGrowthMb: (peak - before) / 2 ** 20, liveHeapGrowthMb: liveHeapGrowth / 2 ** 20 };
 }
 
 async function measure({ subject, port, keys, period, prefix }) {
@@ -141,12 +149,12 @@ async function main() {
   const info = { nproc: cpus().length, cpuModel: cpus()[0]?.model, node: process.version, commit, date: new Date().toISOString() };
   writeFileSync(new URL('./results/ledger-export.json', import.meta.url), `${JSON.stringify({ info, options: { keys, repeats, policy: POLICY }, sizes, samples: results }, null, 1)}\n`);
   console.log(`${cpus().length} cores (${cpus()[0]?.model}), Node ${process.version}, ${keys} keys, ${repeats} repeats; medians\n`);
-  console.log('| store | export ms | rows/s | RSS before MB | RSS growth MB | JSONL MB |');
-  console.log('|---|---:|---:|---:|---:|---:|');
+  console.log('| store | export ms | rows/s | RSS before MB | RSS growth MB | live heap growth MB | JSONL MB |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
   for (const [name, runs] of Object.entries(results)) {
     const ms = median(runs.map((r) => r.ms));
     const cell = (field) => median(runs.map((r) => r[field])).toFixed(1);
-    console.log(`| ${name} | ${Math.round(ms)} | ${Math.round((keys / ms) * 1000).toLocaleString('en')} | ${cell('rssBeforeMb')} | ${cell('rssGrowthMb')} | ${(median(runs.map((r) => r.bytes)) / 2 ** 20).toFixed(1)} |`);
+    console.log(`| ${name} | ${Math.round(ms)} | ${Math.round((keys / ms) * 1000).toLocaleString('en')} | ${cell('rssBeforeMb')} | ${cell('rssGrowthMb')} | ${cell('liveHeapGrowthMb')} | ${(median(runs.map((r) => r.bytes)) / 2 ** 20).toFixed(1)} |`);
   }
   const heap = (name) => median(results[name].map((r) => r.heapPerKey));
   console.log('\n| bytes per key and period | Redis (MEMORY USAGE) | memory store (heap, with the decision state) |');

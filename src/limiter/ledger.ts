@@ -71,8 +71,8 @@ export interface LimiterLedger {
 export const EXPORT_PAGE = 500;
 export class LedgerRecorder implements LimiterLedger {
   private counts = { counted: 0, repeated: 0, failed: 0, unrecorded: 0 };
-  /** Per ledger, the last period's start and its retention end (computed once per period). */
-  private readonly retention = new WeakMap<LedgerSpec, { start: number; expiresAt: number }>();
+  /** Per ledger, the last period written: its bounds, name and retention end (computed once per period). */
+  private readonly retention = new WeakMap<LedgerSpec, { start: number; end: number; name: string; expiresAt: number }>();
 
   constructor(
     private readonly store: StoreLayer,
@@ -107,17 +107,8 @@ export class LedgerRecorder implements LimiterLedger {
       this.counts.unrecorded++;
       return undefined;
     }
-    const period = spec.periods.periodAt(decision.now);
-    const write = {
-      period: `${periodName(spec.periods.unit, spec.periods.timeZone, period.start)}@${spec.periods.timeZone}`,
-      key,
-      admitted: decision.allowed,
-      cost,
-      id: requestId ?? '',
-      ids: spec.ids,
-      now: decision.now,
-      expiresAt: this.expiresAt(spec, period),
-    };
+    const { name, expiresAt } = this.periodOf(spec, decision.now);
+    const write = { period: name, key, admitted: decision.allowed, cost, id: requestId ?? '', ids: spec.ids, now: decision.now, expiresAt };
     try {
       const result = this.check().record(write);
       if (!(result instanceof Promise)) return this.tally(result);
@@ -133,12 +124,14 @@ export class LedgerRecorder implements LimiterLedger {
     else if (result === 'repeated') this.counts.repeated++;
   }
 
-  private expiresAt(spec: LedgerSpec, period: { start: number; end: number }): number {
+  /** The name (`2026-11@UTC`) and retention end of the period holding `now`: computed once per period, then two comparisons. */
+  private periodOf(spec: LedgerSpec, now: number): { name: string; expiresAt: number } {
     const last = this.retention.get(spec);
-    if (last !== undefined && last.start === period.start) return last.expiresAt;
-    const expiresAt = retentionEnd(spec, period);
-    this.retention.set(spec, { start: period.start, expiresAt });
-    return expiresAt;
+    if (last !== undefined && now >= last.start && now < last.end) return last;
+    const period = spec.periods.periodAt(now);
+    const current = { start: period.start, end: period.end, name: `${periodName(spec.periods.unit, spec.periods.timeZone, period.start)}@${spec.periods.timeZone}`, expiresAt: retentionEnd(spec, period) };
+    this.retention.set(spec, current);
+    return current;
   }
 
   export(options: LedgerExportOptions): AsyncIterable<LedgerRow> {

@@ -43,6 +43,9 @@ describe('GET /v1/usage/export', () => {
     expect(lines).toContain(`billing|customer=acme,${month},${String(byKey.get('billing|customer=acme')!.periodStart)},${String(byKey.get('billing|customer=acme')!.periodEnd)},3,2`);
     // A key with a comma and quotes is one quoted CSV field.
     expect(lines.some((line) => line.startsWith('"billing|customer=globex, ""inc""",'))).toBe(true);
+    // The writes are counted in the service's metrics.
+    const metrics = await (await fetch(admin('/metrics'), { headers: auth })).text();
+    expect(Number(/^tollgate_ledger_writes_total\{result="counted"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(6);
     // A period nobody was billed in is an empty export (CSV: its header alone).
     expect(await exported('period=2001-01&format=csv')).toMatchObject({ status: 200, text: 'key,period,periodStart,periodEnd,admitted,refused\n' });
   });
