@@ -19,7 +19,7 @@ beforeAll(async () => {
 }, 20_000);
 afterAll(async () => service?.close());
 
-const check = (customer: string) => fetch(decision('/v1/check'), { method: 'POST', body: JSON.stringify({ domain: 'billing', descriptors: [{ customer }] }) });
+const check = (customer: string, requestId?: unknown) => fetch(decision('/v1/check'), { method: 'POST', body: JSON.stringify({ domain: 'billing', descriptors: [{ customer }], ...(requestId === undefined ? {} : { requestId }) }) });
 const exported = async (query: string, headers: Record<string, string> = auth) => {
   const response = await fetch(admin(`/v1/usage/export?${query}`), { headers });
   return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
@@ -48,6 +48,16 @@ describe('GET /v1/usage/export', () => {
     expect(Number(/^tollgate_ledger_writes_total\{result="counted"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(6);
     // A period nobody was billed in is an empty export (CSV: its header alone).
     expect(await exported('period=2001-01&format=csv')).toMatchObject({ status: 200, text: 'key,period,periodStart,periodEnd,admitted,refused\n' });
+  });
+
+  it('a /v1/check retried with the same requestId is billed once; a bad requestId is a 400', async () => {
+    const month = periodName('month', 'UTC', Date.now());
+    for (let i = 0; i < 2; i++) expect((await check('hooli', 'order-17')).status).toBe(200);
+    const rows = (await exported(`period=${month}`)).text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(rows.find((row) => row.key === 'billing|customer=hooli')).toMatchObject({ admitted: 1 });
+    const bad = await check('hooli', '');
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { message: string }).message).toMatch(/requestId must be a string of 1 to 200 characters/);
   });
 
   it('needs the admin token; a bad period, format or parameter is a 400 that says how to write it', async () => {
