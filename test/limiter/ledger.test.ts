@@ -30,7 +30,7 @@ const unique = (name: string): string => `${name}-${Math.random().toString(36).s
 
 describe.each(storeTopologies(redis))('the usage ledger on the $name', (topology) => {
   it('sums admitted and refused units per key and month; a retry with the same request id is billed once', async () => {
-    const limiter = createLimiterCore({ store: await topology.open() });
+    const limiter = createLimiterCore({ store: await topology.open(), deadlineMs: 10_000 });
     const [a, b] = [unique('ledger:a'), unique('ledger:b')];
     expect((await limiter.limit(a, MONTHLY, { now: NOV_2, cost: 2, requestId: 'r1' })).allowed).toBe(true);
     // The client retries r1: the quota counts it again, the bill does not.
@@ -54,7 +54,7 @@ describe.each(storeTopologies(redis))('the usage ledger on the $name', (topology
   });
 
   it('a request id is remembered up to ledger.ids per key and period: a retry of an older id is billed again', async () => {
-    const limiter = createLimiterCore({ store: await topology.open() });
+    const limiter = createLimiterCore({ store: await topology.open(), deadlineMs: 10_000 });
     const policy: Policy = { algorithm: 'token-bucket', limit: 100, window: '1s', ledger: { period: 'day', ids: 3 } };
     const key = unique('ledger:ids');
     for (const id of ['r1', 'r2', 'r3', 'r4', 'r2', 'r1']) await limiter.limit(key, policy, { now: NOV_2, requestId: id });
@@ -63,7 +63,7 @@ describe.each(storeTopologies(redis))('the usage ledger on the $name', (topology
   });
 
   it('a ledger in a time zone bills by that zone’s calendar and is exported with it', async () => {
-    const limiter = createLimiterCore({ store: await topology.open() });
+    const limiter = createLimiterCore({ store: await topology.open(), deadlineMs: 10_000 });
     const policy: Policy = { algorithm: 'fixed-window', limit: 10, window: 'day', timeZone: 'Asia/Tokyo', ledger: true };
     const key = unique('ledger:tokyo');
     // 16:00 UTC on the 1st is the 2nd in Tokyo (UTC+9).
@@ -74,7 +74,7 @@ describe.each(storeTopologies(redis))('the usage ledger on the $name', (topology
   });
 
   it('a group (limitAll) records each limit with a ledger: admitted all together, or refused all together', async () => {
-    const limiter = createLimiterCore({ store: await topology.open() });
+    const limiter = createLimiterCore({ store: await topology.open(), deadlineMs: 10_000 });
     const [user, org] = [unique('ledger:user'), unique('ledger:org')];
     const small: Policy = { algorithm: 'fixed-window', limit: 1, window: 'day', ledger: { refused: true } };
     const plain: Policy = { algorithm: 'fixed-window', limit: 10, window: 'day' };
@@ -97,7 +97,7 @@ describe('the usage ledger at its bounds and on failure', () => {
 
   it('a ledger write Redis fails after the decision loses that usage: the decision stands and stats().failed counts it', async () => {
     const store = await redis.open({ url: redis.single.url, keyPrefix: unique('broken') + ':' });
-    const limiter = createLimiterCore({ store });
+    const limiter = createLimiterCore({ store, deadlineMs: 10_000 });
     const client = new Redis(redis.single.url);
     try {
       const key = 'k';
@@ -118,7 +118,7 @@ describe('the usage ledger at its bounds and on failure', () => {
   it('an export of 5,000 keys streams: its first row comes after one page of 500 is read, and the whole export reads each key once, page by page', async () => {
     const prefix = `${unique('pages')}:`;
     const store = await redis.open({ url: redis.single.url, keyPrefix: prefix });
-    const limiter = createLimiterCore({ store });
+    const limiter = createLimiterCore({ store, deadlineMs: 10_000 });
     const client = new Redis(redis.single.url);
     try {
       const policy: Policy = { algorithm: 'fixed-window', limit: 10, window: 'day', ledger: true };
