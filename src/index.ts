@@ -10,6 +10,8 @@ export { createLimiter } from './rules/create-limiter.js';
 export type { Limiter, LimiterOptions } from './rules/create-limiter.js';
 export type { DecideMode, LimiterCore, LimiterCoreOptions, LimitOptions, LimitRequest, LocalFirstStats, Usage, UsageOptions } from './limiter/index.js';
 export type { AcquireOptions, HeldOptions, Permit, ReleaseOptions } from './limiter/index.js';
+export type { LedgerExportOptions, LedgerRow, LedgerStats, LimiterLedger } from './limiter/index.js';
+export type { LedgerOptions } from './algorithms/ledger-periods.js';
 export { memoryStore } from './store/memory.js';
 export type { MemoryStore, MemoryStoreOptions, MemoryStoreStats } from './store/memory.js';
 export type { Store, StoreRequest, MaybePromise, WindowCounts } from './store/types.js';

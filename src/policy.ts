@@ -4,6 +4,7 @@
  */
 import { CALENDAR_NOMINAL_MS, checkCalendar, type CalendarPeriods } from './algorithms/calendar.js';
 import { ALGORITHMS, algorithmTable, type AlgorithmName } from './algorithms/catalog.js';
+import { checkLedger, type LedgerOptions, type LedgerSpec } from './algorithms/ledger-periods.js';
 import { parseDuration } from './duration.js';
 import { InvalidPolicyError, describeValue } from './errors.js';
 import { unknownName } from './options.js';
@@ -62,6 +63,8 @@ export interface Policy {
    * is lent to the busy ones (docs/semantics.md, "Fair shares"). `weight` a whole number 1..1000.
    */
   readonly share?: ShareSpec;
+  /** A usage ledger for billing (docs/quotas.md §3): `true`, or its period, zone, retention, refusals, ids. */
+  readonly ledger?: boolean | LedgerOptions;
 }
 
 /** Where a fixed window starts: see {@link Policy.windowStart}. */
@@ -78,6 +81,7 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'burst',
   'softPercent',
   'countRejected',
+  'ledger',
   'windowStart',
   'precision',
   'timeZone',
@@ -209,6 +213,8 @@ export class CompiledPolicy {
   readonly blockMs: number;
   /** Fair shares: the key's group and weight (`share`); absent for a key of its own. */
   readonly share?: ShareSpec;
+  /** The usage ledger this policy's decisions are recorded in (`ledger`), if any. */
+  readonly ledger?: LedgerSpec;
 
   /** @internal use {@link compilePolicy}. */
   constructor(fields: Omit<CompiledPolicy, never>) {
@@ -228,6 +234,7 @@ export class CompiledPolicy {
     this.wide = fields.wide;
     this.blockMs = fields.blockMs;
     if (fields.share !== undefined) this.share = fields.share;
+    if (fields.ledger !== undefined) this.ledger = fields.ledger;
     Object.freeze(this);
   }
 }
@@ -304,7 +311,13 @@ function compileFresh(policy: Policy, forceWide: boolean): CompiledPolicy {
     wide: needsWide(algorithm, capacity, windowMs) || (forceWide && MULTIPLIES_BY_WINDOW[algorithm]),
     blockMs: checkBlockDuration(policy.blockDuration),
     ...(share === undefined ? {} : { share }),
+    ...ledgerField(policy.ledger, calendar),
   });
+}
+
+function ledgerField(value: unknown, calendar: CalendarPeriods | undefined): { ledger?: LedgerSpec } {
+  const ledger = checkLedger(value, calendar);
+  return ledger === undefined ? {} : { ledger };
 }
 
 /** Throws unless the capacity is counted exactly: within 2^53 − 1, and within the wide bound where the algorithm needs it. */
@@ -458,7 +471,7 @@ export class PolicyCache {
     if (share === undefined) return compilePolicy(policy);
     const contentKey = [policy.algorithm, policy.limit, policy.window, policy.burst, policy.softPercent, policy.countRejected, policy.windowStart, policy.precision, policy.timeZone, policy.blockDuration]
       .map(typedText)
-      .join('|') + share;
+      .join('|') + share + (policy.ledger === undefined ? '' : `|${JSON.stringify(policy.ledger)}`);
     let compiled = this.byContent.get(contentKey);
     if (compiled === undefined) {
       compiled = compilePolicy(policy);

@@ -15,7 +15,7 @@ Commands:
   check         One decision from a running service
   rules         get [--domain D] | push FILE|DIR | diff FILE|DIR: the running service's rules
   keys          inspect|reset|block|unblock|blocked: the running service's key admin endpoints
-  usage         What descriptors used of their rules' quotas, and over which period
+  usage         What descriptors used of their rules' quotas; usage export: a period's ledger
   overrides     get|put FILE|-|delete: the running service's per-tenant overrides
   health        A container's health check of this host's tollgate serve
   help          This help; help COMMAND: the command's

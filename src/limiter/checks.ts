@@ -32,10 +32,15 @@ export interface LimitOptions {
    * over-admission). `limit` only; fixed-window and sliding-window policies only.
    */
   readonly syncIntervalMs?: number;
+  /**
+   * The request's id, for policies with a usage ledger (limiter/ledger.ts): a retry repeating it is
+   * billed once (the decision itself still counts it). 1 to 200 characters.
+   */
+  readonly requestId?: string;
 }
 
 /** Options of a multi-limit call. */
-export type LimitAllOptions = Pick<LimitOptions, 'now' | 'failureMode' | 'deadlineMs'>;
+export type LimitAllOptions = Pick<LimitOptions, 'now' | 'failureMode' | 'deadlineMs' | 'requestId'>;
 
 /** One limit of a multi-limit check (the limiter's `limitAll`). */
 export interface LimitRequest {
@@ -69,6 +74,7 @@ export interface CheckedCallOptions {
   readonly deadlineMs?: unknown;
   readonly lease?: unknown;
   readonly syncIntervalMs?: unknown;
+  readonly requestId?: unknown;
 }
 
 /** The key every store counts under (see {@link wellFormedKey}), or an InvalidKeyError. */
@@ -83,12 +89,13 @@ export function checkKey(key: unknown): string {
   return wellFormedKey(key);
 }
 
-const CALL_OPTIONS: readonly string[] = ['cost', 'now', 'failureMode', 'deadlineMs', 'lease', 'syncIntervalMs'];
+const CALL_OPTIONS: readonly string[] = ['cost', 'now', 'failureMode', 'deadlineMs', 'lease', 'syncIntervalMs', 'requestId'];
 
 export function checkCallOptions(options: CheckedCallOptions): void {
   checkOptions('call', options, CALL_OPTIONS, '{ cost: 1, now: Date.now() }', 'call option');
   if (options.failureMode !== undefined) checkFailureMode(options.failureMode, 'failureMode');
   if (options.deadlineMs !== undefined) checkDeadline(options.deadlineMs, 'deadlineMs');
+  if (options.requestId !== undefined) checkRequestId(options.requestId);
   checkLocalModes(options, '');
 }
 
@@ -144,6 +151,17 @@ export function checkLeasable(policy: Pick<CompiledPolicy, 'algorithm' | 'countR
 
 export function checkLease(lease: unknown, where: string): number {
   return checkWholeNumber(lease, { name: where, min: 2, max: 1_000_000, unit: 'units', meaning: 'taken from the store at once' });
+}
+
+/** The longest request id the ledger remembers. */
+export const MAX_REQUEST_ID_LENGTH = 200;
+
+/** A request id as a call gives it: a non-empty string of at most 200 characters. */
+export function checkRequestId(id: unknown): string {
+  if (typeof id !== 'string' || id.length === 0 || id.length > MAX_REQUEST_ID_LENGTH) {
+    throw new InvalidOptionError(`requestId must be a string of 1 to ${MAX_REQUEST_ID_LENGTH} characters (the id a client repeats when it retries), got ${describeValue(id)}`);
+  }
+  return id;
 }
 
 export function checkCost(cost: unknown): number {

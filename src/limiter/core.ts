@@ -31,6 +31,7 @@ import { tracedDecide, tracedDecideAll, type TracedStore } from './spans.js';
 import { checkReservable, checkReserveOptions, checkSettleOptions, type ReserveOptions, type SettleOptions } from './reservations.js';
 import type { ReservedDecision, Settlement } from '../store/types.js';
 import { checkUsageOptions, usageOf, type Usage, type UsageOptions } from './usage.js';
+import { LedgerRecorder, type LimiterLedger } from './ledger.js';
 import type { Tracer } from '@opentelemetry/api';
 
 export { MAX_KEY_BYTES } from '../keys.js';
@@ -120,6 +121,8 @@ export interface LimiterCore {
    * failure mode.
    */
   heldSlots(keys: readonly string[], options?: HeldOptions): Promise<number[]>;
+  /** The usage ledger of policies with a `ledger` (limiter/ledger.ts): its export and its counters. */
+  readonly ledger: LimiterLedger;
   /** The store decisions go to. */
   readonly store: Store;
   /** Closes the store. */
@@ -176,6 +179,7 @@ export class CoreLimiter implements LimiterCore {
   private readonly top: DecisionLayer;
   private readonly traced: TracedStore;
   private readonly slots: ConcurrencySlots;
+  private readonly recorder: LedgerRecorder;
 
   constructor(settings: CoreSettings) {
     this.store = settings.store;
@@ -183,7 +187,12 @@ export class CoreLimiter implements LimiterCore {
     this.layers = buildStack(settings);
     this.top = this.layers.top;
     this.traced = { kind: settings.store.name, spans: this.layers.guard !== undefined };
+    this.recorder = new LedgerRecorder(this.layers.storeLayer, settings.clock);
     this.slots = new ConcurrencySlots({ ...settings, storeLayer: this.layers.storeLayer, storeName: settings.store.name, guard: this.layers.guard });
+  }
+
+  get ledger(): LimiterLedger {
+    return this.recorder;
   }
 
   acquire(key: string, options: AcquireOptions): Promise<Permit> {
@@ -345,7 +354,10 @@ export class CoreLimiter implements LimiterCore {
     if (options?.lease !== undefined) checkLeasable(compiled, 'lease');
     const now = this.callTime(options);
     if (compiled.limit === 0) return limitZero(compiled, now ?? currentTime());
-    return this.top.one(key, compiled, mode === 'look' || mode === 'probe' ? 0 : cost, now, mode, options);
+    if (compiled.ledger === undefined || mode !== 'limit') return this.top.one(key, compiled, mode === 'look' || mode === 'probe' ? 0 : cost, now, mode, options);
+    // A usage ledger: recorded right after the decision (limiter/ledger.ts).
+    this.recorder.check();
+    return this.recorder.after(this.top.one(key, compiled, cost, now, mode, options), key, compiled, cost, options?.requestId);
   }
 
   private decideAllUntraced(requests: readonly LimitRequest[], options: LimitAllOptions | undefined, mode: DecideMode): MaybePromise<Decision[]> {
@@ -361,13 +373,16 @@ export class CoreLimiter implements LimiterCore {
     const only = prepared.length === 1 ? requests[0]! : undefined;
     if (only !== undefined && (only.lease !== undefined || only.syncIntervalMs !== undefined) && mode === 'limit' && prepared[0]!.policy.limit !== 0) {
       const { key, policy, cost } = prepared[0]!;
-      const decided = this.top.one(key, policy, cost, now, mode, { ...options, cost, failureMode: prepared[0]!.failureMode ?? options?.failureMode, lease: only.lease, syncIntervalMs: only.syncIntervalMs });
+      let decided = this.top.one(key, policy, cost, now, mode, { ...options, cost, failureMode: prepared[0]!.failureMode ?? options?.failureMode, lease: only.lease, syncIntervalMs: only.syncIntervalMs });
+      if (policy.ledger !== undefined) decided = this.recorder.after(decided, key, policy, cost, options?.requestId);
       return decided instanceof Promise ? decided.then((decision) => [decision]) : [decided];
     }
     // A limit of 0 denies the whole request: the others are only looked at, never recorded.
     const zero = prepared.some((request) => request.policy.limit === 0);
     const decidable = zero ? prepared.filter((request) => request.policy.limit !== 0) : prepared;
-    const decided = decidable.length === 0 ? [] : this.top.all(decidable, now, mode, mode === 'limit' && !zero, options);
+    const ledgered = mode === 'limit' && !zero && decidable.some((request) => request.policy.ledger !== undefined) && this.recorder.check() !== undefined;
+    let decided = decidable.length === 0 ? [] : this.top.all(decidable, now, mode, mode === 'limit' && !zero, options);
+    if (ledgered) decided = this.recorder.afterAll(decided, decidable, options?.requestId);
     const finish = (decisions: Decision[]): Decision[] => {
       const list = mode === 'look' ? decisions.map(unspent) : decisions;
       if (!zero) return list;

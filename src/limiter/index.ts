@@ -22,4 +22,5 @@ export type { LocalFirstStats } from './local-first.js';
 export { resultOf } from './spans.js';
 export { checkReservable, checkReserveOptions, checkSettleOptions, DEFAULT_RESERVATION_TTL_MS, MAX_RESERVATION_ID_LENGTH, MAX_RESERVATION_TTL_MS, type ReserveOptions, type SettleOptions, type ReservedDecision, type Settlement, type SettlementStatus } from './reservations.js';
 export type { Usage, UsageOptions } from './usage.js';
+export { EXPORT_PAGE, type LedgerExportOptions, type LedgerRow, type LedgerStats, type LimiterLedger } from './ledger.js';
 export { checkPermitId, checkSlotTtl, MAX_SLOTS, MAX_SLOT_TTL_MS, PERMIT_ID_PATTERN, type AcquireOptions, type HeldOptions, type Permit, type ReleaseOptions } from './concurrency.js';

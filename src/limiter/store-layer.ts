@@ -7,6 +7,7 @@
  */
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
+import type { LedgerStore } from '../store/ledger.js';
 import type { MaybePromise, ReservedDecision, ReserveRequest, SettleRequest, Settlement, Store } from '../store/types.js';
 import { InvalidOptionError } from '../errors.js';
 import type { SlotAnswer, SlotRelease, SlotRequest } from '../store/slots.js';
@@ -36,6 +37,15 @@ export class StoreLayer implements DecisionLayer {
     const answers = adds.map((add) => store.addToWindow!(add.key, add.policy, add.units, add.now));
     if (!answers.some((answer) => answer instanceof Promise)) return answers as WindowSyncAnswer[];
     return Promise.all(answers.map((answer) => Promise.resolve(answer).catch((error: unknown) => (isOutage(error) ? Promise.reject(error) : (error as Error)))));
+  }
+
+  /** The store's usage ledger (limiter/ledger.ts), if it keeps one. */
+  get ledger(): LedgerStore | undefined {
+    return this.store.ledger;
+  }
+
+  get storeName(): string {
+    return this.store.name;
   }
 
   /** Whether the store counts the nodes sharing it (see {@link Store.heartbeat}). */

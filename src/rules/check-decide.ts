@@ -141,6 +141,7 @@ function callOptions(plan: CheckPlan, request: CheckRequest, options: CheckOptio
   }
   return {
     ...(request.now !== undefined ? { now: request.now } : {}),
+    ...(request.requestId !== undefined ? { requestId: request.requestId } : {}),
     ...(deadlineMs !== undefined ? { deadlineMs } : {}),
     ...(options.failureMode !== undefined ? { failureMode: options.failureMode } : {}),
   };

@@ -33,6 +33,8 @@ export interface CheckRequest {
   readonly hits?: number;
   /** Decision time in epoch ms (tests, replays). */
   readonly now?: number;
+  /** The request's id: limits with a usage ledger bill a retry repeating it once (1 to 200 characters). */
+  readonly requestId?: string;
 }
 
 /** The limit that applied to a descriptor, as envoy reports it. */

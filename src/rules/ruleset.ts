@@ -364,6 +364,7 @@ function compileRule(descriptor: DescriptorConfig, path: string): CompiledRule {
     ...(limit.share !== undefined ? { share: limit.share } : {}),
     // quota_mode counts every hit, over the limit too, as envoy does (fixed-window only: the loader checks).
     ...(descriptor.quotaMode ? { countRejected: true } : {}),
+    ...(descriptor.ledger !== undefined ? { ledger: descriptor.ledger } : {}),
   });
   return { ...base, policy };
 }

@@ -3,6 +3,7 @@
  * validated tree that mirrors the file (with source positions for error messages). compileRules
  * (ruleset.ts) turns it into lookup maps for the matcher (match.ts); decisions never walk this tree.
  */
+import type { LedgerOptions } from '../algorithms/ledger-periods.js';
 import type { AlgorithmName, ShareSpec } from '../policy.js';
 import type { RuleUnit } from '../units.js';
 
@@ -86,6 +87,8 @@ export interface DescriptorConfig {
   readonly metadata?: Readonly<Record<string, unknown>>;
   /** At most this many requests matching the descriptor in flight at once (`/v1/acquire`). */
   readonly concurrency?: ConcurrencyConfig;
+  /** Tollgate: a usage ledger of this descriptor's limit (`ledger: true` or its options; docs/quotas.md §3). */
+  readonly ledger?: true | LedgerOptions;
   readonly descriptors: readonly DescriptorConfig[];
   readonly location: SourceLocation;
 }

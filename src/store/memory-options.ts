@@ -7,6 +7,8 @@ export interface MemoryStoreOptions {
   readonly maxKeys?: number;
   /** How often (ms) a background sweep reclaims expired keys; 0 disables it. Default 60,000. */
   readonly sweepIntervalMs?: number;
+  /** Most keys a usage ledger holds per period (ledger-memory.ts); past it, writes of new keys are dropped and counted. Default 100,000. */
+  readonly maxLedgerKeys?: number;
 }
 
 /** Counters describing the store, for metrics. */
@@ -29,4 +31,5 @@ export interface MemoryStoreStats {
 export const MEMORY_STORE_NUMBERS = {
   maxKeys: { min: 1, max: 2 ** 30, fallback: 1_000_000 },
   sweepIntervalMs: { min: 0, unit: 'ms', meaning: '0 disables', fallback: 60_000 },
+  maxLedgerKeys: { min: 1, max: 2 ** 30, fallback: 100_000 },
 } as const satisfies Record<string, WholeNumberRange>;

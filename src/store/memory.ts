@@ -23,6 +23,7 @@ import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement, Store
 import { MemoryReservations } from './reservations-memory.js';
 import { replayShift } from './replay.js';
 import { checkOptions, checkWholeNumbers } from '../options.js';
+import { MemoryLedger } from './ledger-memory.js';
 import { SlotTable } from './concurrency-slots.js';
 import { MEMORY_STORE_NUMBERS, type MemoryStoreOptions, type MemoryStoreStats } from './memory-options.js';
 
@@ -41,7 +42,7 @@ const SWEEP_STEPS_PER_INSERT = 2;
 const EVICTION_OLDEST = 8;
 const EVICTION_RANDOM = 8;
 const NONE = -1;
-const OPTION_NAMES: ReadonlySet<string> = new Set(['maxKeys', 'sweepIntervalMs']);
+const OPTION_NAMES: ReadonlySet<string> = new Set(['maxKeys', 'sweepIntervalMs', 'maxLedgerKeys']);
 
 /** Creates the embedded in-memory store (the default). */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
@@ -81,11 +82,13 @@ export class MemoryStore implements Store {
   private slotTable: SlotTable | undefined;
   /** Fair shares' groups (fair-share-memory.ts), made on first use. */
   private shares: MemoryShares | undefined;
+  /** The usage ledger (ledger-memory.ts). */
+  readonly ledger: MemoryLedger;
 
   constructor(options: MemoryStoreOptions) {
     checkOptions('memoryStore', options, OPTION_NAMES, '{ maxKeys: 100_000 }');
     // `?? undefined`: null has always meant the default here.
-    const { maxKeys, sweepIntervalMs } = checkWholeNumbers(MEMORY_STORE_NUMBERS, (name) => options[name] ?? undefined, (name) => `memoryStore: ${name}`);
+    const { maxKeys, sweepIntervalMs, maxLedgerKeys } = checkWholeNumbers(MEMORY_STORE_NUMBERS, (name) => options[name] ?? undefined, (name) => `memoryStore: ${name}`);
     this.maxKeys = maxKeys;
     const slots = Math.min(INITIAL_SLOTS, maxKeys);
     this.state = new Float64Array(slots * STRIDE);
@@ -93,6 +96,7 @@ export class MemoryStore implements Store {
     this.older = new Int32Array(slots);
     this.table = new KeyTable(slots, maxKeys);
     this.penalties = new PenaltyBox(maxKeys);
+    this.ledger = new MemoryLedger(maxLedgerKeys);
     if (sweepIntervalMs > 0) {
       this.timer = setInterval(() => this.prune(), sweepIntervalMs);
       this.timer.unref();

@@ -5,6 +5,7 @@
 import type { Decision } from '../decision.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { SlotAnswer, SlotRelease, SlotRequest } from './slots.js';
+import type { LedgerStore } from './ledger.js';
 
 /** A value now or later: the memory store answers synchronously, network stores asynchronously. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -71,6 +72,8 @@ export interface Store {
   releaseSlot?(key: string, id: string, now: number | undefined): MaybePromise<SlotRelease>;
   /** How many slots of each key are held at `now` (unexpired, unreleased), in order: a look, that takes none. */
   heldSlots?(keys: readonly string[], now: number | undefined): MaybePromise<number[]>;
+  /** The usage ledger (ledger.ts); stores without one refuse policies with a `ledger`. */
+  readonly ledger?: LedgerStore;
   /** Forgets `key`'s state under `policy`'s algorithm and window. */
   reset(key: string, policy: CompiledPolicy): MaybePromise<void>;
   /**

@@ -33,7 +33,7 @@ const INVALID: Record<string, string[]> = {
   ],
   'unknown-key-top-level.yaml': ['unknown-key-top-level.yaml:2:1: descriptor: unknown key "descriptor"; did you mean "descriptors"?'],
   'unknown-key-no-suggestion.yaml': [
-    'unknown-key-no-suggestion.yaml:4:5: descriptors[0].colour: unknown key "colour"; a descriptor has key, value, rate_limit, descriptors, shadow_mode, detailed_metric, value_to_metric, quota_mode, share_threshold, metadata, concurrency',
+    'unknown-key-no-suggestion.yaml:4:5: descriptors[0].colour: unknown key "colour"; a descriptor has key, value, rate_limit, descriptors, shadow_mode, detailed_metric, value_to_metric, quota_mode, share_threshold, metadata, concurrency, ledger',
   ],
   'misplaced-unlimited.yaml': ['misplaced-unlimited.yaml:4:5: descriptors[0].unlimited: "unlimited" belongs inside rate_limit, not directly in the descriptor'],
   'misplaced-shadow-mode.yaml': [

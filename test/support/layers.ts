@@ -5,7 +5,7 @@
  * extension); the first match wins.
  */
 export const LAYERS: readonly (readonly string[])[] = [
-  ['errors', 'options', 'duration', 'units', 'keys', 'clock', 'decision', 'tracing', 'algorithms/catalog', 'algorithms/calendar'],
+  ['errors', 'options', 'duration', 'units', 'keys', 'clock', 'decision', 'tracing', 'algorithms/catalog', 'algorithms/calendar', 'algorithms/ledger-periods'],
   // The SDK for callers: foundations only, never the engine (its users have no limiter).
   ['client/'],
   ['policy', 'policy-share'],

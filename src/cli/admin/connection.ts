@@ -126,10 +126,15 @@ export async function callService(connection: Connection, request: ApiRequest): 
   const body = parseBody(text, response.headers.get('content-type'));
   const ok = (response.status >= 200 && response.status < 300) || (request.accept ?? []).includes(response.status);
   const what = `${request.method} ${request.path.split('?')[0]}`;
-  if (!ok) throw new AdminApiError(`the service at ${connection.url} answered ${response.status} to ${what}: ${serviceMessage(body)}${hintFor(response.status)}`, response.status);
+  if (!ok) throw answerError(connection, what, response.status, body);
   const unexpected = shapeProblem(body, request.shape);
   if (unexpected !== undefined) throw new AdminApiError(`the answer of ${connection.url} to ${what} is not Tollgate's (${unexpected}); is --url a Tollgate service?`, response.status);
   return { status: response.status, body };
+}
+
+/** The error of an error status: the service's own message, and a hint for 401 and 404. */
+export function answerError(connection: Connection, what: string, status: number, body: unknown): AdminApiError {
+  return new AdminApiError(`the service at ${connection.url} answered ${status} to ${what}: ${serviceMessage(body)}${hintFor(status)}`, status);
 }
 
 function shapeProblem(body: unknown, shape: ApiRequest['shape']): string | undefined {
@@ -143,13 +148,14 @@ function shapeProblem(body: unknown, shape: ApiRequest['shape']): string | undef
   return undefined;
 }
 
-function networkProblem(error: unknown, timeoutMs: number): string {
+export function networkProblem(error: unknown, timeoutMs: number): string {
   if ((error as Error).name === 'TimeoutError') return `no answer within --timeout ${timeoutMs} ms`;
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code ?? cause?.message ?? (error as Error).message;
 }
 
-function parseBody(text: string, contentType: string | null): unknown {
+/** An answer's body: JSON when the service sent JSON, else its text. */
+export function parseBody(text: string, contentType: string | null): unknown {
   if (contentType?.includes('json') !== true) return text;
   try {
     return JSON.parse(text) as unknown;

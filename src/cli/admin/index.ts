@@ -13,6 +13,7 @@ import { flagErrorText, type CommandOutput } from './output.js';
 import { OVERRIDES_FLAGS, OVERRIDES_HELP, runOverridesDelete, runOverridesGet, runOverridesPut } from './overrides.js';
 import { RULES_FLAGS, RULES_HELP, runRulesDiff, runRulesGet, runRulesPush } from './rules.js';
 import { USAGE_FLAGS, USAGE_HELP, runUsage } from './usage-command.js';
+import { USAGE_EXPORT_FLAGS, USAGE_EXPORT_HELP, runUsageExport } from './usage-export.js';
 
 export type { CommandOutput } from './output.js';
 
@@ -36,7 +37,7 @@ const COMMANDS: Record<AdminCommand, { flags: ParseArgsConfig['options']; help: 
   check: { flags: CHECK_FLAGS, help: CHECK_HELP },
   rules: { flags: RULES_FLAGS, help: RULES_HELP },
   keys: { flags: KEYS_FLAGS, help: KEYS_HELP },
-  usage: { flags: USAGE_FLAGS, help: USAGE_HELP },
+  usage: { flags: { ...USAGE_FLAGS, ...USAGE_EXPORT_FLAGS }, help: USAGE_HELP + '\n' + USAGE_EXPORT_HELP },
   overrides: { flags: OVERRIDES_FLAGS, help: OVERRIDES_HELP },
 };
 
@@ -75,6 +76,7 @@ const ACTION_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'overrides get': ['domain'],
   'overrides put': [],
   'overrides delete': Object.keys(OVERRIDES_FLAGS),
+  'usage export': Object.keys(USAGE_EXPORT_FLAGS),
 };
 
 /** The commands that take flags only, no action word. */
@@ -85,7 +87,7 @@ const ACTIONS: Readonly<Record<Exclude<AdminCommand, FlagsOnly>, string>> = { ru
 
 /** Refuses an unknown action, and a flag the action does not use (it would be silently ignored). */
 function checkActionFlags(command: AdminCommand, action: string | undefined, values: Record<string, unknown>): void {
-  const name = FLAGS_ONLY.includes(command) ? command : `${command} ${action ?? ''}`;
+  const name = FLAGS_ONLY.includes(command) && action === undefined ? command : `${command} ${action ?? ''}`;
   const allowed = ACTION_FLAGS[name];
   if (allowed === undefined) throw new InvalidOptionError(`${command} takes ${ACTIONS[command as Exclude<AdminCommand, FlagsOnly>]}, got ${JSON.stringify(action ?? '')}`);
   for (const flag of Object.keys(values)) {
@@ -95,6 +97,11 @@ function checkActionFlags(command: AdminCommand, action: string | undefined, val
 
 function dispatch(command: AdminCommand, positionals: string[], values: Record<string, unknown>, { connection, admin, stdin }: { connection: Connection; admin: () => Connection; stdin: () => Promise<string> }, output: CommandOutput): Promise<number> {
   const [action, ...rest] = positionals;
+  if (command === 'usage' && action === 'export') {
+    if (rest.length > 0) throw new InvalidOptionError(`usage export takes flags only, got ${JSON.stringify(rest.join(' '))}`);
+    checkActionFlags(command, action, values);
+    return runUsageExport(connection, values, output);
+  }
   if (FLAGS_ONLY.includes(command)) {
     if (positionals.length > 0) throw new InvalidOptionError(`${command} takes no arguments besides its flags, got ${JSON.stringify(positionals.join(' '))}`);
     checkActionFlags(command, undefined, values);

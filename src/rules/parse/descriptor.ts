@@ -6,6 +6,7 @@
 import { freezeNode, readFlag, readText, reportMissing } from './fields.js';
 import type { DocumentReader, Entry, FieldSet, ListItem } from './fields.js';
 import { readConcurrency } from './concurrency.js';
+import { readLedger } from './ledger.js';
 import { readRateLimit } from './rate-limit.js';
 import { RULES_LIMITS, offsetOf } from './yaml.js';
 import type { YAMLMap } from 'yaml';
@@ -16,7 +17,7 @@ const IN_RATE_LIMIT = 'belongs inside rate_limit, not directly in the descriptor
 /** The keys of a descriptor. */
 export const DESCRIPTOR_FIELDS: FieldSet = {
   what: 'a descriptor',
-  names: ['key', 'value', 'rate_limit', 'descriptors', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'quota_mode', 'share_threshold', 'metadata', 'concurrency'],
+  names: ['key', 'value', 'rate_limit', 'descriptors', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'quota_mode', 'share_threshold', 'metadata', 'concurrency', 'ledger'],
   misplaced: {
     unit: IN_RATE_LIMIT,
     requests_per_unit: IN_RATE_LIMIT,
@@ -85,10 +86,11 @@ function readDescriptor(reader: DocumentReader, state: DomainReadState, item: Li
   const valueText = readText(reader, fields.get('value'));
   const value = valueText === '' ? undefined : valueText; // envoy reads an empty value as none
   const rateLimitEntry = fields.get('rate_limit');
+  const rateLimit = rateLimitEntry === undefined ? undefined : readRateLimit(reader, rateLimitEntry);
   const descriptor = {
     key,
     value,
-    rateLimit: rateLimitEntry === undefined ? undefined : readRateLimit(reader, rateLimitEntry),
+    rateLimit,
     shadowMode: readFlag(reader, fields.get('shadow_mode')) ?? false,
     detailedMetric: readFlag(reader, fields.get('detailed_metric')) ?? false,
     valueToMetric: readFlag(reader, fields.get('value_to_metric')) ?? false,
@@ -96,6 +98,7 @@ function readDescriptor(reader: DocumentReader, state: DomainReadState, item: Li
     shareThreshold: readFlag(reader, fields.get('share_threshold')) ?? false,
     ...readMetadata(reader, fields.get('metadata')),
     ...readConcurrency(reader, fields.get('concurrency')),
+    ...(rateLimitEntry === undefined || rateLimit !== undefined ? readLedger(reader, fields.get('ledger'), rateLimit) : {}),
     descriptors: readDescriptorList(reader, state, fields.get('descriptors'), depth + 1),
     location: reader.problems.locate(offsetOf(map)),
   };

@@ -11,6 +11,7 @@ import { adminRoute } from './auth.js';
 import { addOverrideRoutes } from './overrides.js';
 import { denyAllWarnings } from './deny-all.js';
 import { addUsageRoute } from './usage-route.js';
+import { addLedgerRoute } from './ledger-route.js';
 import { blockScope } from '../check/blocks.js';
 import type { ServiceContext } from '../context.js';
 import type { HttpRoutes } from '../http/listener.js';
@@ -21,6 +22,7 @@ export function addAdminRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   addRulesRoutes(ctx, routes);
   addKeyRoutes(ctx, routes);
   addUsageRoute(ctx, routes);
+  addLedgerRoute(ctx, routes);
   addOverrideRoutes(ctx, routes);
 }
 

@@ -272,14 +272,18 @@ export function addHealthRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
 
 /**
  * `/v1/check` takes envoy's shape, or a friendlier one where a descriptor is a plain object of
- * key → value (in order): `{ domain, descriptors: [{ remote_address: "1.2.3.4" }], hits? }`.
+ * key → value (in order): `{ domain, descriptors: [{ remote_address: "1.2.3.4" }], hits?, requestId? }`.
  */
 function friendlyCheck(body: unknown): CheckRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new InvalidCheckError(`the body must be { domain, descriptors, hits? }, got ${describeValue(body)}`);
   }
-  const { domain, descriptors, hits, ...rest } = body as Record<string, unknown>;
-  if (Object.keys(rest).length > 0) throw new InvalidCheckError(`unknown field ${JSON.stringify(Object.keys(rest)[0])}; the fields are domain, descriptors, hits`);
+  const { domain, descriptors, hits, requestId, ...rest } = body as Record<string, unknown>;
+  if (Object.keys(rest).length > 0) throw new InvalidCheckError(`unknown field ${JSON.stringify(Object.keys(rest)[0])}; the fields are domain, descriptors, hits, requestId`);
+  // The request's id, for limits with a usage ledger: a retry repeating it is billed once.
+  if (requestId !== undefined && (typeof requestId !== 'string' || requestId.length === 0 || requestId.length > 200)) {
+    throw new InvalidCheckError(`requestId must be a string of 1 to 200 characters (the id a client repeats when it retries), got ${describeValue(requestId)}`);
+  }
   if (!Array.isArray(descriptors)) throw new InvalidCheckError('descriptors must be an array');
   return {
     domain: domain as string,
@@ -290,5 +294,6 @@ function friendlyCheck(body: unknown): CheckRequest {
       return descriptor as CheckRequest['descriptors'][number];
     }),
     ...(hits !== undefined ? { hits: hits as number } : {}),
+    ...(requestId !== undefined ? { requestId: requestId as string } : {}),
   };
 }

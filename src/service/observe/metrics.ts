@@ -30,6 +30,7 @@ import { mergeWorkerMetrics, WORKER_LABEL } from '../cluster/metrics-merge.js';
 import { HttpError, sendJson } from '../http/body.js';
 import { defineSettleMetrics } from './settle-metrics.js';
 import { defineSlotMetrics } from './slot-metrics.js';
+import { defineLedgerMetrics } from './ledger-metrics.js';
 
 /** A listener for each of the service's events (the metrics and the dashboard each have one set). */
 export interface EventListeners {
@@ -401,6 +402,7 @@ export function attachMetrics(ctx: ServiceContext, routes: HttpRoutes): { readon
   defineRulesMetrics(ctx, registers);
   defineReloadMetrics(ctx, registers);
   defineMemoryStoreMetrics(ctx, registers);
+  defineLedgerMetrics(ctx, registers);
   const stopHealth = defineStoreHealthMetrics(ctx, registers);
   const unsubscribe = subscribeMetrics(ctx, eventMetrics);
   const stopSlots = defineSlotMetrics(ctx, registers);

@@ -102,3 +102,6 @@ export const ALL_SCRIPTS: readonly RedisScript[] = [DECIDE_SCRIPT, ...Object.val
 export const RESERVATION_SCRIPTS: Partial<Record<AlgorithmName, RedisScript>> = Object.fromEntries(
   Object.entries(SINGLE_FILES).map(([algorithm, files]) => [algorithm, compose(['prelude.lua', ...files, 'codes.lua', 'penalty.lua', 'adjust.lua', 'reservation.lua'].map(section))]),
 );
+
+/** A usage ledger's write (scripts/ledger.lua, redis/ledger.ts): apart from the decision scripts, whose SHA1s it leaves alone. */
+export const LEDGER_SCRIPT: RedisScript = compose([section('ledger.lua')]);

@@ -35,6 +35,7 @@ import {
 } from './protocol.js';
 import { ALL_SCRIPTS, type RedisScript } from './lua.js';
 import { LeanFunctions } from './functions.js';
+import { RedisLedger } from './ledger.js';
 import { dataError, scriptCall, type Pending } from './script-call.js';
 import type { SlotAnswer, SlotRelease, SlotRequest } from '../slots.js';
 import { acquireSlot, heldSlots, releaseSlot, slotsKey } from './slots.js';
@@ -94,6 +95,8 @@ export class RedisStore implements Store {
   private closed = false;
   /** This store's name among the nodes sharing the Redis (heartbeat). */
   private readonly nodeId = randomUUID();
+  /** The usage ledger (ledger.ts): its writes by one script call, its reads in pages. */
+  readonly ledger: RedisLedger;
 
   constructor(options: RedisStoreOptions) {
     checkOptions('redisStore', options, OPTION_NAMES, "{ url: 'redis://127.0.0.1:6379' }");
@@ -116,6 +119,7 @@ export class RedisStore implements Store {
     this.isCluster = connected.client instanceof Cluster;
     this.address = connected.address;
     this.functions = new LeanFunctions(this.client);
+    this.ledger = new RedisLedger(this.client, this.keyPrefix, this.runReservation);
     // Without a listener, a connection error would crash the process; remember it for messages instead.
     this.client.on('error', (error: Error) => {
       this.lastConnectionError = error;
