@@ -5,7 +5,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -142,7 +142,9 @@ describe('the packed tarball (what `npm pack` and `npm publish` ship)', () => {
 
   it('holds the bin, every export with its types, the docs, LICENSE and README', () => {
     const exported = exportedFiles();
-    const docs = readdirSync(join(root, 'docs')).map((name) => `docs/${name}`);
+    const docs = readdirSync(join(root, 'docs'), { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => relative(root, join(entry.parentPath, entry.name)).replaceAll('\\', '/'));
     for (const path of [pkg.bin.tollgate!, ...exported, ...docs, 'LICENSE', 'README.md', 'package.json']) {
       expect(files, path).toContain(path.replace(/^\.\//, ''));
     }
