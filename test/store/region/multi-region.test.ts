@@ -83,7 +83,7 @@ describe('multi-region: the scripts', () => {
       MAX_REPLAY_LAG: REPLAY_MAX_LAG_MS,
       REPLAY_SLACK: REPLAY_SLACK_MS,
     });
-    const pinned = { decide: 'f47b13a14d79a737550734396ddbcfd6ed4ff7ac', pull: 'e60cd7eb4791c0d6ddfa1ec4e8dc6784f47436bb', merge: '105299bae510b66dc39d40e5cf9effe2b6ae6207', ack: '89a0c5fca4a3077ea678d8c8e45d88ccdf6ec566' };
+    const pinned = { decide: '27f5e8f2c7e07eb7250c42ca6db4cf9793f8af54', pull: 'e60cd7eb4791c0d6ddfa1ec4e8dc6784f47436bb', merge: '105299bae510b66dc39d40e5cf9effe2b6ae6207', ack: '89a0c5fca4a3077ea678d8c8e45d88ccdf6ec566' };
     const scripts = { decide: REGION_DECIDE_SCRIPT, pull: REGION_PULL_SCRIPT, merge: REGION_MERGE_SCRIPT, ack: REGION_ACK_SCRIPT };
     for (const [name, script] of Object.entries(scripts)) {
       expect(script.sha1, name).toBe(pinned[name as keyof typeof pinned]);

@@ -71,7 +71,7 @@ for i = 1, #flat, 2 do
 end
 if stored_start == nil or stored_total == nil then return { now, 0, 0, now, 0, REASON_CORRUPT_STATE } end
 
-if op == 3 then
+if op == OP_RESET then
   if own ~= nil then
     call('HDEL', key, field)
     if own.window == stored_start then
