@@ -2,18 +2,21 @@
 // (fixed-window, token-bucket) against rate-limiter-flexible's RateLimiterRedis, one private
 // redis-server, in one run.
 //
-//   npm run build && node bench/redis-lone.js [--rounds N] [--duration MS] [--warmup MS] [--before DIST] [--profile DIR]
+//   npm run build && node bench/redis-lone.js [--rounds N] [--duration MS] [--warmup MS] [--before DIST]
 //
 // --before DIST adds the same Tollgate subjects built from another tree (e.g. git main's dist/),
 // so before and after run side by side. Every subject runs in a fresh forked child, rounds
 // alternate the order; medians are reported, with ratios to the peer. Redis µs per call and
 // commands per call come from INFO commandstats (CONFIG RESETSTAT after the warm-up).
-// --profile DIR runs each child under `node --cpu-prof` (summarise with bench/profile-top.js).
+// Children inherit node's flags: `node --cpu-prof --cpu-prof-dir=/tmp/lone bench/redis-lone.js` profiles
+// each subject (summarise with bench/profile-top.js).
 // The redis-server is a child of this script (free loopback port, no persistence), killed by its PID.
-import { fork, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { spawn } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { freePort } from './support/children.js';
+import { forkedEntry, runForked } from './support/forked.js';
+import { median } from './support/service-nodes.js';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,17 +31,6 @@ const POLICY = { limit: 1_000_000, windowMs: 60_000 };
 function option(argv, name, fallback) {
   const index = argv.indexOf(`--${name}`);
   return index === -1 ? fallback : argv[index + 1];
-}
-
-function freePort() {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => done(port));
-    });
-  });
 }
 
 async function makeSubject(subject, port) {
@@ -108,28 +100,11 @@ async function child({ subject, port, durationMs, warmupMs }) {
   return { perSecond: (n / elapsed) * 1000, p50: at(0.5), p99: at(0.99), denied, commandsPerCall: stats.calls / n, redisUsPerCall: stats.usec / n };
 }
 
-function runChild(job, profileDir) {
-  return new Promise((done, fail) => {
-    const execArgv = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${job.subject.slice(0, 2).join('-')}-${job.subject[2] ? (job.subject[2].includes('before') ? 'before' : 'after') : ''}-${Date.now()}.cpuprofile`] : [];
-    const proc = fork(SCRIPT, ['--child', JSON.stringify(job)], { execArgv, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
-    let out = '';
-    proc.stdout.on('data', (chunk) => (out += chunk));
-    proc.on('exit', (code) => (code === 0 ? done(JSON.parse(out)) : fail(new Error(`child ${JSON.stringify(job.subject)} exited ${code}`))));
-  });
-}
-
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
-
 async function main(argv) {
   const rounds = Number(option(argv, 'rounds', 5));
   const durationMs = Number(option(argv, 'duration', 3000));
   const warmupMs = Number(option(argv, 'warmup', 1000));
   const before = option(argv, 'before', undefined);
-  const profileDir = option(argv, 'profile', undefined);
   const after = join(ROOT, 'dist');
   const subjects = [];
   for (const algorithm of ['fixed-window', 'token-bucket']) {
@@ -146,7 +121,7 @@ async function main(argv) {
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? subjects : [...subjects].reverse();
       for (const { label, subject } of order) {
-        const result = await runChild({ subject, port, durationMs, warmupMs }, profileDir);
+        const result = await runForked(SCRIPT, { subject, port, durationMs, warmupMs });
         results.get(label).push(result);
         console.error(`round ${round + 1} ${label}: ${result.perSecond.toFixed(0)}/s p50 ${result.p50.toFixed(0)} p99 ${result.p99.toFixed(0)} µs, ${result.commandsPerCall.toFixed(2)} cmd ${result.redisUsPerCall.toFixed(1)} µs Redis/call`);
       }
@@ -169,18 +144,4 @@ async function main(argv) {
   }
 }
 
-const childIndex = process.argv.indexOf('--child');
-if (childIndex !== -1) {
-  child(JSON.parse(process.argv[childIndex + 1])).then(
-    (result) => process.stdout.write(JSON.stringify(result)),
-    (error) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-} else {
-  main(process.argv.slice(2)).catch((error) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
-}
+forkedEntry(child, () => main(process.argv.slice(2)));
