@@ -18,6 +18,7 @@ import { StoreDataError, StoreUnavailableError, TollgateError } from '../errors.
 import type { MaybePromise } from '../store/types.js';
 import { ATTR, SPAN, inSpan, recordFailure, startSpan, activeTracer } from '../tracing.js';
 import { CircuitBreaker, type BreakerOptions, type BreakerState, type BreakerTransition } from './breaker.js';
+import { Deadlines } from './deadlines.js';
 import type { Span, Tracer } from '@opentelemetry/api';
 
 /** Why a call was answered by the fallback. */
@@ -78,6 +79,8 @@ export class StoreGuard {
   /** While tracing: the store calls started in this turn of the event loop, which the Redis store batches together. */
   private turn: { calls: number } | undefined;
   private inFlight = 0;
+  /** Every call's deadline, on one timer. */
+  private readonly deadlines = new Deadlines();
   private lastHealthyAt: number | undefined;
   private lastFailureAt: number | undefined;
   private lastError: string | undefined;
@@ -191,16 +194,14 @@ export class StoreGuard {
           reject(thrown);
         }
       };
-      // Timers run before I/O in each turn of the event loop: after a stall (a busy CPU, a GC
-      // pause) a reply already waiting on the socket would lose to its own timer. Checking once the
-      // I/O phase has run charges the store only for its own lateness.
-      const timer = setTimeout(() => setImmediate(expire), deadlineMs);
+      // On the guard's shared timer (deadlines.ts), checked once the I/O phase has run.
+      const deadline = this.deadlines.add(deadlineMs, expire);
       pending.then(
         (value) => {
           if (answered) return;
           answered = true;
           this.inFlight -= 1;
-          clearTimeout(timer);
+          this.deadlines.settle(deadline);
           this.succeeded();
           resolve(value);
         },
@@ -208,7 +209,7 @@ export class StoreGuard {
           if (answered) return;
           answered = true;
           this.inFlight -= 1;
-          clearTimeout(timer);
+          this.deadlines.settle(deadline);
           try {
             resolve(this.settleError(error, fallback));
           } catch (thrown) {
