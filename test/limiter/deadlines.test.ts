@@ -1,9 +1,17 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Deadlines } from '../../src/limiter/deadlines.js';
 
-const waitFor = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+// A controlled clock: the timers, setImmediate and performance.now() move only when the test says.
+const waitFor = (ms: number): Promise<unknown> => vi.advanceTimersByTimeAsync(ms);
 
 describe('deadlines on one shared timer', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'performance'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('expire each unsettled call once its own deadline passes, and never a settled one, whatever the mix of deadlines', async () => {
     const deadlines = new Deadlines();
     const expired: string[] = [];
@@ -26,8 +34,13 @@ describe('deadlines on one shared timer', () => {
     add('later-20', 20);
     await waitFor(120);
     expect(expired).toEqual(['short-20', 'later-20', 'long-80']);
+    // Each expired at its own deadline (the shared timer's 1 ms slack at most early), never later than the next tick.
     expect(at.get('short-20')).toBeGreaterThanOrEqual(19);
+    expect(at.get('short-20')).toBeLessThanOrEqual(21);
+    expect(at.get('later-20')).toBeGreaterThanOrEqual(50 + 19);
+    expect(at.get('later-20')).toBeLessThanOrEqual(50 + 21);
     expect(at.get('long-80')).toBeGreaterThanOrEqual(79);
+    expect(at.get('long-80')).toBeLessThanOrEqual(81);
   });
 
   it('settle thousands of calls in turn without expiring any, the queue shrinking as they settle', async () => {
