@@ -10,7 +10,7 @@
 // loopback ports killed by PID at the end (bench/support/redis.js): one redis-server and a 3-master
 // Cluster (no replicas, no persistence). Each measurement runs in a fresh forked process: --in-flight
 // async workers, each awaiting one fixed-window check at a time (limit 1e9 per hour: every check is
-// admitted) on keys cycling over --keys distinct keys (so on a Cluster nearly every check of a tick
+// admitted; Tollgate's deadline 5 s, breaker off, so the store answers every check) on keys cycling over --keys distinct keys (so on a Cluster nearly every check of a tick
 // falls in its own hash slot); --warmup ms, then --duration ms timed. Around the timed part the
 // parent reads INFO cpu and INFO commandstats of every master: Redis CPU per check (used_cpu_sys +
 // used_cpu_user, summed over masters) and Redis usec per check (commandstats, script calls only).
@@ -28,6 +28,12 @@ const SCRIPT = fileURLToPath(import.meta.url);
 const ROOT = dirname(dirname(SCRIPT));
 const require = createRequire(import.meta.url);
 const SCRIPT_COMMANDS = ['evalsha', 'eval', 'fcall', 'fcall_ro'];
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
 
 const argv = process.argv.slice(2);
 const flag = (name, fallback) => {
@@ -47,7 +53,9 @@ async function makeSubject({ subject, topology, nodes, url, distDir }) {
     const { createLimiter, redisStore } = await import(pathToFileURL(join(distDir, 'index.js')).href);
     const store = redisStore(topology === 'cluster' ? { cluster: clusterNodes } : { url });
     await store.ready();
-    const limiter = createLimiter({ store });
+    // No answer from the failure mode: a long deadline and no breaker (a fallback answered at once
+    // would also starve the event loop of this closed loop).
+    const limiter = createLimiter({ store, deadlineMs: 5_000, breaker: false });
     const policy = { algorithm: 'fixed-window', limit: 1_000_000_000, window: 3_600_000 };
     return { decide: async (key) => (await limiter.limit(key, policy)).allowed, close: () => limiter.close() };
   }
@@ -138,15 +146,15 @@ function measure(job, ports) {
         });
       }
     });
-    proc.on('exit', (code) => (code === 0 ? undefined : reject(new Error(`child ${job.subject} exited ${code}`))));
+    // A child that does not finish in time is stopped (by its PID) and the run fails.
+    const watchdog = setTimeout(() => proc.kill('SIGKILL'), job.warmup + job.duration + 20_000);
+    proc.on('exit', (code) => {
+      clearTimeout(watchdog);
+      if (code !== 0) reject(new Error(`child ${job.subject} ${job.topology} exited ${code}`));
+    });
   });
 }
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 
 async function main() {
   const rounds = Number(flag('rounds', '3'));
