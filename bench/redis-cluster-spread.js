@@ -22,6 +22,7 @@ import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { rlflexSubject } from './support/rlflex.js';
 import { redisCounters, redisDelta, removeRedisDirs, startRedisCluster, startRedisServer } from './support/redis.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
@@ -60,25 +61,7 @@ async function makeSubject({ subject, topology, nodes, url, distDir }) {
     return { decide: async (key) => (await limiter.limit(key, policy)).allowed, close: () => limiter.close() };
   }
   const { Redis, Cluster } = require('ioredis');
-  const { RateLimiterRedis, RateLimiterRes } = require('rate-limiter-flexible');
-  const client = topology === 'cluster' ? new Cluster(clusterNodes) : new Redis(url);
-  await new Promise((resolve, reject) => {
-    client.once('ready', resolve);
-    client.once('error', reject);
-  });
-  const rl = new RateLimiterRedis({ storeClient: client, points: 1_000_000_000, duration: 3600, keyPrefix: 'rlflx' });
-  return {
-    decide: async (key) => {
-      try {
-        await rl.consume(key);
-        return true;
-      } catch (error) {
-        if (error instanceof RateLimiterRes) return false;
-        throw error;
-      }
-    },
-    close: () => client.quit(),
-  };
+  return rlflexSubject(topology === 'cluster' ? new Cluster(clusterNodes) : new Redis(url), { points: 1_000_000_000, duration: 3600 });
 }
 
 async function child(job) {
