@@ -34,6 +34,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire } from 'node:module';
+import { rlflexSubject } from './support/rlflex.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const HERE = dirname(SCRIPT);
@@ -82,26 +83,8 @@ async function makeSubject(subject, { port, limit, windowMs, distDir }) {
     };
   }
   const { Redis } = require('ioredis');
-  const { RateLimiterRedis, RateLimiterRes } = require('rate-limiter-flexible');
   const client = new Redis({ host: '127.0.0.1', port, ...(parsed.autopipe ? { enableAutoPipelining: true } : {}) });
-  await new Promise((resolve, reject) => {
-    client.once('ready', resolve);
-    client.once('error', reject);
-  });
-  const rl = new RateLimiterRedis({ storeClient: client, points: limit, duration: windowMs / 1000, keyPrefix: 'rlflx' });
-  return {
-    // consume() resolves to admit and rejects with a RateLimiterRes to deny; anything else is an error.
-    decide: async (key) => {
-      try {
-        await rl.consume(key);
-        return true;
-      } catch (error) {
-        if (error instanceof RateLimiterRes) return false;
-        throw error;
-      }
-    },
-    close: () => client.quit(),
-  };
+  return rlflexSubject(client, { points: limit, duration: windowMs / 1000 });
 }
 
 // ---------------------------------------------------------------------------------------------

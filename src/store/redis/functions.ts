@@ -30,6 +30,11 @@ export class LeanFunctions {
     return this.loading;
   }
 
+  /** The function deciding `algorithm`, while Redis holds the library for us (else EVALSHA of the lean script). */
+  nameOf(algorithm: AlgorithmName): string | undefined {
+    return this.usable ? LEAN_LIBRARY.functions[algorithm] : undefined;
+  }
+
   /**
    * FCALLs `algorithm`'s function; `fallback` (the lean script by EVALSHA) when Redis will not hold
    * the library. A script's own error or a lost connection is the caller's to handle, as for EVALSHA.

@@ -7,7 +7,22 @@ import { currentTime } from '../../clock.js';
 import { StoreDataError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
 import { DECIDE_SCRIPT, SINGLE_SCRIPTS, type RedisScript } from './lua.js';
-import { OP_CONSUME, OP_PEEK, REASON_WRONG_TYPE, hasLeanScript, policyFields, singleDecisionArgs } from './protocol.js';
+import {
+  OP_ADD,
+  OP_CONSUME,
+  OP_PEEK,
+  REASON_CLOCK_OUTSIDE_PERIODS,
+  REASON_CORRUPT_STATE,
+  REASON_WRONG_TYPE,
+  RESULT_START,
+  RESULT_WIDTH,
+  clockOutsidePeriodsError,
+  decodeDecision,
+  decodeWindowCounts,
+  hasLeanScript,
+  policyFields,
+  singleDecisionArgs,
+} from './protocol.js';
 
 /** One group of requests (all-or-nothing) waiting for its batch; a single decision is a group of one. */
 export interface Pending {
@@ -53,6 +68,29 @@ export function scriptCall(timeKey: string, batch: Pending[]): [RedisScript, str
     }
   }
   return [DECIDE_SCRIPT, keys, [timeKey, policyIndexes.size, ...policyArgs, ...requestArgs]];
+}
+
+/** The script's answer for `batch` (from Redis at `address`), handed to each caller. */
+export function deliver(batch: Pending[], values: number[], address: string): void {
+  let offset = RESULT_START;
+  for (const pending of batch) {
+    const decisions: unknown[] = [];
+    let problem: Error | undefined;
+    for (let i = 0; i < pending.keys.length; i++, offset += RESULT_WIDTH) {
+      const reason = values[offset + 5];
+      if (reason === REASON_WRONG_TYPE || reason === REASON_CORRUPT_STATE) {
+        problem ??= dataError(pending.keys[i]!, reason);
+      } else if (reason === REASON_CLOCK_OUTSIDE_PERIODS) {
+        problem ??= clockOutsidePeriodsError(address, values[0]!, pending.policies[i]!);
+      } else {
+        const policy = pending.policies[i]!;
+        decisions.push(pending.op === OP_ADD ? decodeWindowCounts(values, offset, policy) : decodeDecision(values, offset, policy));
+      }
+    }
+    // Errors are per group: one bad key does not fail the other decisions of the batch.
+    if (problem !== undefined) pending.reject(problem);
+    else pending.resolve(decisions);
+  }
 }
 
 export function dataError(key: string, reason: number): StoreDataError {

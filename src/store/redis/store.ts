@@ -3,7 +3,8 @@
  * number of Tollgate processes share exact counters. Decisions issued in the same tick are sent
  * together: one EVALSHA decides a whole batch (per hash slot on a Cluster), so Redis pays the
  * script overhead once per batch, not once per decision. A decision alone in its call takes its
- * algorithm's lean script (scripts/single.lua).
+ * algorithm's lean script (scripts/single.lua). On a Cluster, the calls of a tick bound for one
+ * master go out in one pipeline (pipeline.ts), so spread keys still share Redis's I/O.
  */
 import { randomUUID } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
@@ -19,24 +20,12 @@ import { SHARE_CONSUME, SHARE_PEEK, SHARE_RESET, decideShareOn } from './fair-sh
 import { escapeKeyPart, groupBySlot, stateKeySuffix } from './keys.js';
 import { globEscape, unlinkMatching } from './scan.js';
 import { liveNodesKey, markAlive } from './live-nodes.js';
-import {
-  OP_ADD,
-  OP_CONSUME,
-  OP_PEEK,
-  OP_RESET,
-  REASON_CLOCK_OUTSIDE_PERIODS,
-  REASON_CORRUPT_STATE,
-  REASON_WRONG_TYPE,
-  RESULT_START,
-  RESULT_WIDTH,
-  decodeDecision,
-  clockOutsidePeriodsError,
-  decodeWindowCounts,
-} from './protocol.js';
+import { OP_ADD, OP_CONSUME, OP_PEEK, OP_RESET } from './protocol.js';
 import { ALL_SCRIPTS, type RedisScript } from './lua.js';
 import { LeanFunctions } from './functions.js';
 import { RedisLedger } from './ledger.js';
-import { dataError, scriptCall, type Pending } from './script-call.js';
+import { deliver, scriptCall, type Pending } from './script-call.js';
+import { NOT_RUN, byMaster, pipelined, type Call, type Command } from './pipeline.js';
 import type { SlotAnswer, SlotRelease, SlotRequest } from '../slots.js';
 import { acquireSlot, heldSlots, releaseSlot, slotsKey } from './slots.js';
 
@@ -359,20 +348,53 @@ export class RedisStore implements Store {
   }
 
   private dispatch(queues: Map<string, Pending[]>): void {
+    const calls: Call[] = [];
     for (const [timeKey, queue] of queues) {
-      if (!this.isCluster) {
-        this.sendInBatches(timeKey, queue);
-        continue;
-      }
       // A script call may only touch keys of one slot; ioredis routes it by its first key.
-      for (const group of groupBySlot(queue, (pending) => pending.keys[0]!)) this.sendInBatches(timeKey, group);
+      for (const group of this.isCluster ? groupBySlot(queue, (pending) => pending.keys[0]!) : [queue]) {
+        for (let start = 0; start < group.length; start += this.maxBatch) calls.push({ timeKey, batch: group.slice(start, start + this.maxBatch) });
+      }
+    }
+    if (!this.isCluster) {
+      for (const call of calls) void this.send(call.timeKey, call.batch);
+      return;
+    }
+    // The calls bound for one master share one pipeline (pipeline.ts): spread keys make many.
+    for (const group of byMaster(this.client as Cluster, calls)) {
+      if (group.length === 1) void this.send(group[0]!.timeKey, group[0]!.batch);
+      else void this.sendPipelined(group);
     }
   }
 
-  private sendInBatches(timeKey: string, queue: Pending[]): void {
-    for (let start = 0; start < queue.length; start += this.maxBatch) {
-      void this.send(timeKey, queue.slice(start, start + this.maxBatch));
+  /**
+   * The script calls of `calls` (one master's) in one pipeline, each answered or failed on its own
+   * as {@link send} does; a call Redis did not run (redirected, not loaded) is made again by `send`.
+   */
+  private async sendPipelined(calls: Call[]): Promise<void> {
+    const sent: Call[] = [];
+    const commands: Command[] = [];
+    for (const call of calls) {
+      try {
+        const [script, keys, args, lean] = scriptCall(call.timeKey, call.batch);
+        commands.push({ sha1: script.sha1, fcall: lean === undefined ? undefined : this.functions.nameOf(lean), keys, args });
+        sent.push(call);
+      } catch (error) {
+        for (const pending of call.batch) pending.reject(error);
+      }
     }
+    let results: [Error | null, unknown][];
+    try {
+      results = await pipelined(this.client as Cluster, commands);
+    } catch {
+      for (const call of sent) void this.send(call.timeKey, call.batch);
+      return;
+    }
+    results.forEach(([error, values], index) => {
+      const { timeKey, batch } = sent[index]!;
+      if (error === null) deliver(batch, values as number[], this.address);
+      else if (NOT_RUN.test(String(error))) void this.send(timeKey, batch);
+      else this.fail(timeKey, batch, error, 0);
+    });
   }
 
   /** One script call for `batch`. */
@@ -390,31 +412,17 @@ export class RedisStore implements Store {
     try {
       values = lean === undefined ? await this.evaluate(script, keys, args) : await this.functions.call(lean, keys, args, () => this.evaluate(script, keys, args));
     } catch (error) {
-      if (this.isCluster && SLOT_MOVING.test(String(error)) && this.tryAgain(timeKey, batch, tryAgains)) return;
-      if (ARGUMENT_REFUSED.test(String(error))) return this.refuseArguments(timeKey, batch, error);
-      const failure = this.describeFailure(error);
-      for (const pending of batch) pending.reject(failure);
-      return;
+      return this.fail(timeKey, batch, error, tryAgains);
     }
-    let offset = RESULT_START;
-    for (const pending of batch) {
-      const decisions: unknown[] = [];
-      let problem: Error | undefined;
-      for (let i = 0; i < pending.keys.length; i++, offset += RESULT_WIDTH) {
-        const reason = values[offset + 5];
-        if (reason === REASON_WRONG_TYPE || reason === REASON_CORRUPT_STATE) {
-          problem ??= dataError(pending.keys[i]!, reason);
-        } else if (reason === REASON_CLOCK_OUTSIDE_PERIODS) {
-          problem ??= clockOutsidePeriodsError(this.address, values[0]!, pending.policies[i]!);
-        } else {
-          const policy = pending.policies[i]!;
-          decisions.push(pending.op === OP_ADD ? decodeWindowCounts(values, offset, policy) : decodeDecision(values, offset, policy));
-        }
-      }
-      // Errors are per group: one bad key does not fail the other decisions of the batch.
-      if (problem !== undefined) pending.reject(problem);
-      else pending.resolve(decisions);
-    }
+    deliver(batch, values, this.address);
+  }
+
+  /** A script call's failure: sent again if the slot was moving, else each caller of `batch` told. */
+  private fail(timeKey: string, batch: Pending[], error: unknown, tryAgains: number): void {
+    if (this.isCluster && SLOT_MOVING.test(String(error)) && this.tryAgain(timeKey, batch, tryAgains)) return;
+    if (ARGUMENT_REFUSED.test(String(error))) return this.refuseArguments(timeKey, batch, error);
+    const failure = this.describeFailure(error);
+    for (const pending of batch) pending.reject(failure);
   }
 
   /**

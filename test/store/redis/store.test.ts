@@ -119,6 +119,30 @@ describe('batching', () => {
   });
 });
 
+describe('batching on a Cluster', () => {
+  it('spread keys of one tick, pipelined per master, each get their own answer; a foreign key fails only its own call', async () => {
+    const store = await open({ cluster: redis.cluster.nodes });
+    const limiter = createLimiter({ store, deadlineMs: 10_000 });
+    const run = unique('spread');
+    const foreign = `${run}:foreign`;
+    await store.client.hset(store.redisKey(foreign, compilePolicy(PER_MINUTE)), 'owner', 'another-app');
+    // Lone decisions on Redis TIME (FCALL) and on an explicit instant (the batch script) in one tick.
+    const keys = Array.from({ length: 300 }, (_, i) => `${run}:${i}`);
+    const round = (): Promise<PromiseSettledResult<{ remaining: number }>[]> =>
+      Promise.allSettled([
+        ...keys.map((key, i) => limiter.limit(key, { ...PER_MINUTE, limit: 3 + (i % 3) }, i % 2 === 0 ? { now: NOW } : {})),
+        limiter.limit(foreign, PER_MINUTE),
+      ]);
+    for (const spent of [1, 2]) {
+      const results = await round();
+      const answers = results.slice(0, -1).map((result) => (result.status === 'fulfilled' ? result.value.remaining : 'failed'));
+      expect(answers).toEqual(keys.map((_, i) => 3 + (i % 3) - spent));
+      expect(results.at(-1)!.status).toBe('rejected');
+      expect(((results.at(-1) as PromiseRejectedResult).reason as Error).message).toMatch(/holds a value of another type/);
+    }
+  });
+});
+
 describe('keys', () => {
   it('are readable, prefixed, escaped, and expire with their state', async () => {
     const store = await open({ url: redis.single.url, keyPrefix: 'app:' });
