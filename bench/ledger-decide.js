@@ -14,8 +14,8 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { killAllNow, stopChild } from './support/children.js';
-import { benchEntry, median, runChild } from './support/fork.js';
+import { stopChild } from './support/children.js';
+import { forkedEntry, median, runForked as runChild } from './support/forked.js';
 import { redisCli, redisCounters, redisDelta, removeRedisDirs, startRedisServer } from './support/redis.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
@@ -123,4 +123,4 @@ async function main() {
   }
 }
 
-benchEntry(measure, main, killAllNow);
+forkedEntry(measure, main);

@@ -18,8 +18,8 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { killAllNow, stopChild } from './support/children.js';
-import { benchEntry, median, runChild } from './support/fork.js';
+import { stopChild } from './support/children.js';
+import { forkedEntry, median, runForked as runChild } from './support/forked.js';
 import { removeRedisDirs, startRedisServer } from './support/redis.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
@@ -163,4 +163,4 @@ async function main() {
   console.log(`| with one request id | ${(sizes['ids:'].bytes / keys).toFixed(0)} (${sizes['ids:'].count} Redis keys) | ${heap('memory ids').toFixed(0)} |`);
 }
 
-benchEntry(measure, main, killAllNow);
+forkedEntry(measure, main);

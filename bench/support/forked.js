@@ -13,6 +13,9 @@ export function runForked(script, spec) {
   });
 }
 
+/** The middle value of `values` (the upper middle for an even count). */
+export const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
 /** The entry point: as a child, prints what `measure(spec)` resolves to; else runs `main`, killing every child it started on failure or Ctrl-C. */
 export function forkedEntry(measure, main) {
   if (process.argv[2] === '--child') {
