@@ -129,10 +129,14 @@ export class MemcachedConnection {
     return new StoreUnavailableError(`memcached at ${this.address} is unavailable (${why}); check that it is running and the address is right`);
   }
 
-  /** The socket, opened if there is none and the last failure is `reconnectDelayMs` old. */
-  private open(): Socket | undefined {
+  /**
+   * The socket, opened if there is none and the last failure is `reconnectDelayMs` old (`waited`:
+   * the reconnect timer's own call, which has waited: a timer may fire a little before
+   * performance.now() says the delay has passed, and a refusal then would end the reconnections).
+   */
+  private open(waited = false): Socket | undefined {
     if (this.socket !== undefined) return this.socket;
-    if (this.closed || performance.now() - this.lastFailureAt < this.options.reconnectDelayMs) return undefined;
+    if (this.closed || (!waited && performance.now() - this.lastFailureAt < this.options.reconnectDelayMs)) return undefined;
     const socket = new Socket();
     this.socket = socket;
     socket.setNoDelay(true);
@@ -182,7 +186,7 @@ export class MemcachedConnection {
     const delay = Math.min(Math.max(this.options.reconnectDelayMs, 10) * 2 ** Math.min(this.retries, 8), MAX_RECONNECT_DELAY_MS);
     this.retries += 1;
     setTimeout(() => {
-      if (!this.closed && this.socket === undefined) this.open();
+      if (!this.closed && this.socket === undefined) this.open(true);
     }, delay).unref();
   }
 

@@ -3,7 +3,7 @@
  * A memcached killed, or stopped (SIGSTOP) so that it holds calls without answering, is answered
  * by the failure mode within the deadline; once it is back, decisions come from the store again.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLimiter, memcachedStore, type Policy } from '../../../src/index.js';
 import { startMemcached, type MemcachedServer } from '../../support/memcached.js';
 
@@ -82,6 +82,35 @@ describe('memcached failures', () => {
       await recovered(() => limiter.limit('paused', POLICY));
     } finally {
       await limiter.close();
+    }
+  }, 30_000);
+
+  it('reconnects by itself, without traffic, even when its reconnect timer fires before performance.now() says the delay has passed', async () => {
+    server = await startMemcached();
+    const store = memcachedStore({ servers: server.address, reconnectDelayMs: 50 });
+    await store.ready();
+    const until = async (connected: number, what: string): Promise<void> => {
+      const limit = Date.now() + 10_000;
+      while (store.health().connected !== connected) {
+        if (Date.now() > limit) throw new Error(`${what}: still ${store.health().connected} connected after 10 s; memcached's log:\n${server?.logTail() ?? ''}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    try {
+      await server.stop();
+      await until(0, 'the stop was not seen');
+      // From here performance.now() lags the timers by a second: every reconnect timer fires "early"
+      // (as timers may, by a fraction of a ms). Reconnecting must not depend on the two agreeing.
+      const now = performance.now.bind(performance);
+      const lagging = vi.spyOn(performance, 'now').mockImplementation(() => now() - 1_000);
+      try {
+        await server.restart();
+        await until(1, 'no reconnection without traffic');
+      } finally {
+        lagging.mockRestore();
+      }
+    } finally {
+      await store.close();
     }
   }, 30_000);
 
