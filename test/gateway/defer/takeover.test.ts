@@ -70,14 +70,14 @@ describe('a worker silent past minIdleMs, whose entry another worker took over',
     // A's link to Redis goes down: its heartbeats stop reaching Redis, the entry goes idle.
     link.cut();
     start('B', shared.redis);
-    await eventually(async () => (await owner(stream)) === 'B', 'B to take the entry over', 5_000);
+    await eventually(async () => (await owner(stream)) === 'B', 'B to take the entry over', 15_000);
     link.restore();
     // A's heartbeats (queued while the link was down) reach Redis again: they used to steal it back.
     let stolen = false;
     await eventually(async () => {
       stolen ||= (await owner(stream)) === 'A';
       return stolen || lost.length > 0;
-    }, 'A to come back', 5_000);
+    }, 'A to come back', 15_000);
 
     admitting = true;
     await eventually(async () => (await queue.status(enqueued.ticket)).state === 'delivered', 'the entry delivered');
@@ -87,5 +87,5 @@ describe('a worker silent past minIdleMs, whose entry another worker took over',
     expect(deliveries).toHaveLength(1);
     expect(stolen).toBe(false);
     expect(lost).toEqual([id]);
-  }, 20_000);
+  }, 45_000);
 });
