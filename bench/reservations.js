@@ -11,12 +11,13 @@
 // `settle` with another cost), every request admitted (a token bucket of 10^6 a minute per key). It reports
 // units/s, p50/p99 µs of a unit, and Redis's script calls and usec per unit (INFO commandstats
 // around the timed window). Subjects interleave in each repeat, the order alternating; medians.
-import { execFileSync, fork } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { killAllNow, stopChild } from './support/children.js';
+import { stopChild } from './support/children.js';
+import { forkedEntry, median, runForked } from './support/forked.js';
 import { redisCli, redisCounters, redisDelta, removeRedisDirs, startRedisServer } from './support/redis.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
@@ -85,16 +86,6 @@ async function measure({ subject, port, warmupMs, durationMs }) {
   return { perSecond: done / seconds, p50: at(0.5), p99: at(0.99), scriptsPerUnit: scripts / done, usecPerUnit: usec / done, denied };
 }
 
-function runChild(spec) {
-  return new Promise((resolve, reject) => {
-    const child = fork(SCRIPT, ['--child', JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
-    let out = '';
-    child.stdout.on('data', (chunk) => (out += chunk));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1))) : reject(new Error(`${spec.subject} exited ${code}`))));
-  });
-}
-
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 async function main() {
   const repeats = flag('repeats', 3);
@@ -106,7 +97,7 @@ async function main() {
     for (let round = 0; round < repeats; round++) {
       for (const subject of round % 2 === 0 ? SUBJECTS : [...SUBJECTS].reverse()) {
         redisCli(redis.port, 'FLUSHALL');
-        const result = await runChild({ subject, port: redis.port, warmupMs, durationMs });
+        const result = await runForked(SCRIPT, { subject, port: redis.port, warmupMs, durationMs });
         if (result.denied > 0) throw new Error(`${subject} denied ${result.denied}: the policy must admit all`);
         (results[subject] ??= []).push(result);
         console.error(`round ${round + 1} ${subject}: ${Math.round(result.perSecond)}/s`);
@@ -132,25 +123,4 @@ async function main() {
   }
 }
 
-if (process.argv[2] === '--child') {
-  measure(JSON.parse(process.argv[3])).then(
-    (result) => {
-      process.stdout.write(`${JSON.stringify(result)}\n`);
-      process.exit(0);
-    },
-    (error) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-} else {
-  process.on('SIGINT', () => {
-    killAllNow();
-    process.exit(130);
-  });
-  main().catch((error) => {
-    console.error(error);
-    killAllNow();
-    process.exit(1);
-  });
-}
+forkedEntry(measure, main);
