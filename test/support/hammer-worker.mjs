@@ -17,18 +17,20 @@ async function hammer({ policy, key }) {
   let remaining = Number(attemptsText);
   let admitted = 0;
   let failed = 0;
+  let firstError;
   async function caller() {
     while (remaining > 0) {
       remaining -= 1;
       try {
         if ((await limiter.limit(key, policy)).allowed) admitted += 1;
-      } catch {
+      } catch (error) {
         failed += 1;
+        firstError ??= String(error);
       }
     }
   }
   await Promise.all(Array.from({ length: Number(concurrencyText) }, caller));
-  return { admitted, failed };
+  return { admitted, failed, ...(firstError === undefined ? {} : { firstError }) };
 }
 
 const results = await Promise.all(JSON.parse(jobsJson).map(hammer));

@@ -41,12 +41,20 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/**
+ * Both servers decide at one fixed instant: a loaded machine's calls to the two land hundreds of ms
+ * apart, and a token bucket's seconds to reset then differ by one.
+ */
+const NOW = 1_800_000_000_000;
+
 const start = (grpcServer: 'http2' | 'grpc-js', flags: Record<string, string> = {}): Promise<RunningService> =>
   startService(
     resolveServiceOptions(
       { port: '0', 'grpc-port': '0', 'admin-port': '0', config: dir, 'log-level': 'silent', host: '127.0.0.1', 'drain-delay': '0', 'response-headers': 'full', 'response-dynamic-metadata': 'true', 'grpc-server': grpcServer, ...flags },
       {},
     ),
+    undefined,
+    { clock: () => NOW },
   );
 
 const call = (body: Buffer, headers?: Record<string, string>): RawRequest => ({ path: SHOULD_RATE_LIMIT_PATH, chunks: [grpcFrame(body)], ...(headers !== undefined ? { headers } : {}) });

@@ -19,7 +19,10 @@ const RULES = 'domain: api\ndescriptors:\n  - key: tenant\n    concurrency: { li
 beforeAll(async () => {
   const config = mkdtempSync(join(tmpdir(), 'tollgate-slots-'));
   writeFileSync(join(config, 'api.yaml'), RULES);
-  services = await Promise.all([startServiceProcess(['--config', config, '--redis', redis.url]), startServiceProcess(['--config', config, '--redis', redis.url])]);
+  // What the store answers, not how fast: past the 50 ms default a loaded machine's release was
+  // answered by the failure mode (a second release then answered true).
+  const args = ['--config', config, '--redis', redis.url, '--deadline-ms', '5000'];
+  services = await Promise.all([startServiceProcess(args), startServiceProcess(args)]);
   return async () => void (await Promise.all(services.map((service) => service.stop())));
 }, 60_000);
 

@@ -74,10 +74,17 @@ describe.each([
     // Policies whose keys live for minutes: read back by redis-cli on a busy machine, a key of GCRA's
     // 1 s (it expires in a third of a second) may be gone already.
     for (const policy of [FIXED, { ...GCRA, window: '1h' }, { ...TOKEN_BUCKET, window: '1h' }, { ...FIXED, windowStart: 'first-hit' } as Policy]) {
-      const key = unique('compact');
-      // Two in one tick (the batch script), then one alone (the lean script).
-      await Promise.all([limiter.limit(key, policy), limiter.limit(unique('other'), policy)]);
-      const decision = await limiter.limit(key, policy);
+      let key = unique('compact');
+      let decision: Decision | undefined;
+      // Two in one tick (the batch script), then one alone (the lean script), in one window: a
+      // loaded machine may cross the minute between them (the count then starts again at 1).
+      for (let attempt = 0; attempt < 3 && decision === undefined; attempt++) {
+        key = unique('compact');
+        const [first] = await Promise.all([limiter.limit(key, policy), limiter.limit(unique('other'), policy)]);
+        const second = await limiter.limit(key, policy);
+        if (policy.algorithm !== 'fixed-window' || second.resetAt === first.resetAt) decision = second;
+      }
+      if (decision === undefined) throw new Error('three attempts crossed a window');
       const name = store.redisKey(key, compilePolicy(policy));
       const server = serverOf(name, servers());
       const value = server.cli('GET', name).trim();
