@@ -10,6 +10,10 @@
 //   node bench/service-variants.js bare-check PORT DIST_DIR RULES_DIR
 //       the same handler around Tollgate's decision: fromEnvoyRequest → limiter.check() (memory
 //       store, the rules) → toEnvoyResponse + rate-limit headers; no routes, metrics, dashboard
+//   node bench/service-variants.js same-bytes PORT ANSWER_FILE
+//       node:http that reads and JSON.parses the body, then answers the status, headers and body
+//       recorded in ANSWER_FILE ({ status, headers, body }: what a Tollgate server answered one
+//       request, bench/service-floor.js): the floor under Tollgate's /json, byte for byte
 //   node bench/service-variants.js serve-no-listeners PORT DIST_DIR RULES_DIR
 //       the real service (startService, as `tollgate serve --config RULES --log-level silent`),
 //       with the 'check' event listeners (metrics, dashboard) removed after start
@@ -59,6 +63,18 @@ if (mode === 'same-response') {
     }),
   );
   server.listen(port, '127.0.0.1', () => console.log(`ready ${server.address().port}`));
+} else if (mode === 'same-bytes') {
+  const { readFileSync } = await import('node:fs');
+  const answer = JSON.parse(readFileSync(distDir, 'utf8'));
+  const body = Buffer.from(answer.body);
+  const headers = { ...answer.headers, 'content-length': body.length };
+  const server = createServer((request, response) =>
+    readJsonBody(request, () => {
+      response.writeHead(answer.status, headers);
+      response.end(body);
+    }),
+  );
+  server.listen(port, '127.0.0.1', () => console.log(`ready ${server.address().port}`));
 } else if (mode === 'bare-check') {
   const { createLimiter, memoryStore, loadRules } = await load('index.js');
   const { RulesHolder } = await load('rules/index.js');
@@ -94,7 +110,7 @@ if (mode === 'same-response') {
   service.context.events.removeAllListeners('check');
   console.log(`ready ${service.httpPort} (removed ${removed} check listeners)`);
 } else {
-  console.error('usage: node bench/service-variants.js same-response PORT [SPIN_US] | bare-check PORT DIST RULES | serve-no-listeners PORT DIST RULES');
+  console.error('usage: node bench/service-variants.js same-response PORT [SPIN_US] | same-bytes PORT ANSWER_FILE | bare-check PORT DIST RULES | serve-no-listeners PORT DIST RULES');
   process.exit(2);
 }
 process.on('SIGTERM', () => process.exit(0));
