@@ -12,6 +12,8 @@
 //               `npm run build` there): the version before a change, A/B in the same run
 //   tollgate    `serve` from this checkout's dist/
 //   batch-N     the same server, POST /v1/check/batch with N checks per request (when served)
+//   uws         with --uws MODULE (the path of an unpacked uWebSockets.js build such as uws-pack's
+//               dist/index.mjs; not a dependency): the bare answer from uWebSockets.js
 //
 // Every server runs the memory store on a copy of examples/rules. Load: `wrk -t2 -c64` POSTing
 // envoy's RateLimitRequest for per_ip, the remote_address cycling over 100,000 values (every
@@ -39,6 +41,7 @@ const REPEATS = Number(valueOf('repeats', 3));
 const DURATION_S = Number(valueOf('duration', 8));
 const BASE = valueOf('base', undefined);
 const PROFILE = argv.includes('--profile');
+const UWS = valueOf('uws', undefined);
 const BATCH_SIZES = valueOf('batches', '1,10,100').split(',').filter(Boolean).map(Number);
 const ADDRESSES = 100_000;
 
@@ -133,11 +136,17 @@ async function main() {
   const barePort = await freePort();
   servers.bare = Object.assign(startChild('bare', process.execPath, [join(HERE, 'service-variants.js'), 'same-bytes', String(barePort), join(work, 'answer.json')]), { port: barePort });
   await waitForPort(servers.bare, barePort);
+  if (UWS !== undefined) {
+    const uwsPort = await freePort();
+    servers.uws = Object.assign(startChild('uws', process.execPath, [join(HERE, 'service-variants.js'), 'uws-same-bytes', String(uwsPort), join(work, 'answer.json'), resolve(UWS)]), { port: uwsPort });
+    await waitForPort(servers.uws, uwsPort);
+  }
   const hasBatch = (await post(servers.tollgate.port, '/v1/check/batch', `{"checks":[${ENVOY_BODY}]}`)).status === 200;
   console.error(`answer: ${answer.status} ${JSON.stringify(answer.headers)} ${answer.body}; batch endpoint: ${hasBatch}`);
 
   const subjects = [
     { id: 'bare', server: 'bare', path: '/json' },
+    ...(servers.uws ? [{ id: 'uws bare', server: 'uws', path: '/json' }] : []),
     ...(servers.base ? [{ id: 'base /json', server: 'base', path: '/json' }] : []),
     { id: 'tollgate /json', server: 'tollgate', path: '/json' },
     ...(hasBatch ? BATCH_SIZES.map((n) => ({ id: `tollgate batch ${n}`, server: 'tollgate', path: '/v1/check/batch', batch: n })) : []),

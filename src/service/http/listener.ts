@@ -195,30 +195,13 @@ function answerError(ctx: ServiceContext, response: ServerResponse, request: Inc
 
 /** The decisions: envoy's `/json`, the friendlier `/v1/check`, and `/v1/limit` for one key. */
 function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
-  // envoy's /json: the RateLimitResponse as its body, 429 when over the limit; rate-limit headers
-  // (in the body's responseHeadersToAdd and as HTTP headers) only with --response-headers, but
-  // tollgate-blocked whenever a block refused the check.
-  // The service's settings do not change while it runs: its response options are read once.
-  const envoyOptions = envoyResponseOptions(ctx);
-  // The hot path (issue 32): no promise between the body and the answer when the store answers
-  // synchronously, the envoy request used as parsed when it is plain, the answer's JSON written
-  // straight from the result with no object in between (check/envoy.ts).
-  routes.add(
-    'POST',
-    '/json',
-    (request, response, _url, fail) =>
-      readJsonThen(
-        request,
-        (body) => {
-          const checkRequest = envoyCheckOf(body);
-          const decided = decideCheck(ctx, checkRequest, 'json');
-          if (!(decided instanceof Promise)) return answerEnvoy(ctx, response, checkRequest, decided, envoyOptions);
-          decided.then((result) => answerEnvoy(ctx, response, checkRequest, result, envoyOptions)).catch(fail);
-        },
-        fail,
-      ),
-    'public',
-  );
+  addEnvoyRoute(ctx, routes);
+  // Many checks in one request (check/batch.ts): one answer, 200, each check's result in order.
+  routes.add('POST', '/v1/check/batch', async (request, response) => {
+    const checks = readBatch(await readJson(request));
+    const decided = decideBatch(ctx, checks);
+    sendJson(response, 200, { results: decided instanceof Promise ? await decided : decided });
+ }, 'public');
 
   routes.add('POST', '/v1/check', async (request, response) => {
     const checkRequest = friendlyCheck(await readJson(request));
@@ -228,13 +211,6 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     const headers = checkHeaders(result);
     if (answer.degraded !== undefined) headers[DEGRADED_HEADER] = answer.degraded;
     sendJson(response, result.overallCode === 'OK' ? 200 : 429, answer, headers);
- }, 'public');
-
-  // Many checks in one request (check/batch.ts): one answer, 200, each check's result in order.
-  routes.add('POST', '/v1/check/batch', async (request, response) => {
-    const checks = readBatch(await readJson(request));
-    const decided = decideBatch(ctx, checks);
-    sendJson(response, 200, { results: decided instanceof Promise ? await decided : decided });
  }, 'public');
 
   routes.add('POST', '/v1/limit', async (request, response) => {
@@ -261,6 +237,34 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
     sendJson(response, decision.allowed ? 200 : 429, decision, headers);
  }, 'public');
+}
+
+/** envoy's `/json` (issue 32: the hot path). */
+function addEnvoyRoute(ctx: ServiceContext, routes: HttpRoutes): void {
+  // envoy's /json: the RateLimitResponse as its body, 429 when over the limit; rate-limit headers
+  // (in the body's responseHeadersToAdd and as HTTP headers) only with --response-headers, but
+  // tollgate-blocked whenever a block refused the check.
+  // The service's settings do not change while it runs: its response options are read once.
+  const envoyOptions = envoyResponseOptions(ctx);
+  // The hot path (issue 32): no promise between the body and the answer when the store answers
+  // synchronously, the envoy request used as parsed when it is plain, the answer's JSON written
+  // straight from the result with no object in between (check/envoy.ts).
+  routes.add(
+    'POST',
+    '/json',
+    (request, response, _url, fail) =>
+      readJsonThen(
+        request,
+        (body) => {
+          const checkRequest = envoyCheckOf(body);
+          const decided = decideCheck(ctx, checkRequest, 'json');
+          if (!(decided instanceof Promise)) return answerEnvoy(ctx, response, checkRequest, decided, envoyOptions);
+          decided.then((result) => answerEnvoy(ctx, response, checkRequest, result, envoyOptions)).catch(fail);
+        },
+        fail,
+      ),
+    'public',
+  );
 }
 
 /** envoy's answer to a decided `/json` check: 200 or 429 (503 when refused as unavailable), the headers `options` ask for. */
