@@ -4,10 +4,10 @@
  * bad check, and changes no counter. And `/json`'s answer written from the result (check/envoy.ts)
  * is byte for byte what JSON.stringify of envoy's response object gives.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { envoyCheckOf, envoyResponseText, fromEnvoyRequest, toEnvoyResponse } from '../../../src/service/check/envoy.js';
 import type { CheckResult } from '../../../src/rules/check.js';
-import { startServiceProcess, type ServiceProcess } from '../../support/service.js';
+import { serviceForSuite, type ServiceProcess } from '../../support/service.js';
 
 const login = (user: string) => ({ domain: 'classic', descriptors: [{ entries: [{ key: 'action', value: 'login' }, { key: 'user', value: user }] }] });
 
@@ -20,36 +20,29 @@ const messageOf = (read: () => unknown): string => {
   }
 };
 
-async function post(service: ServiceProcess, path: string, body: unknown) {
+async function postTo(service: ServiceProcess, path: string, body: unknown) {
   const response = await fetch(service.url(path), { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 describe('POST /v1/check/batch', () => {
-  let service: ServiceProcess;
-
-  beforeAll(async () => {
-    service = await startServiceProcess(['--config', 'examples/rules']);
-  }, 20_000);
-
-  afterAll(async () => {
-    expect(await service.stop()).toBe(0);
-  });
+  const running = serviceForSuite(['--config', 'examples/rules']);
+  const post = (path: string, body: unknown) => postTo(running(), path, body);
 
   it("decides every check in order, each as /v1/check answers it (either shape), in one 200", async () => {
     const user = `batch-${Date.now()}`;
     const friendly = { domain: 'classic', descriptors: [{ action: 'login', user }] };
     // 5 logins a minute: the batch's 6th check of the same user is refused by the 5 before it.
-    const answer = await post(service, '/v1/check/batch', { checks: [login(user), friendly, login(user), friendly, login(user), friendly, { domain: 'no_such_domain', descriptors: [{ a: 'b' }] }] });
+    const answer = await post('/v1/check/batch', { checks: [login(user), friendly, login(user), friendly, login(user), friendly, { domain: 'no_such_domain', descriptors: [{ a: 'b' }] }] });
     expect(answer.status).toBe(200);
     const results = answer.body.results as Record<string, unknown>[];
     expect(results.map((result) => result.overallCode)).toEqual(['OK', 'OK', 'OK', 'OK', 'OK', 'OVER_LIMIT', 'OK']);
     expect(results[4]).toMatchObject({ statuses: [{ code: 'OK', limitRemaining: 0, rule: expect.any(String), key: expect.stringContaining(user) }] });
     expect(results[6]).toMatchObject({ unknownDomain: true });
     // The same counter as /v1/check's, and the same body.
-    const single = await post(service, '/v1/check', friendly);
+    const single = await post('/v1/check', friendly);
     expect(single.status).toBe(429);
-    const again = (await post(service, '/v1/check/batch', { checks: [friendly] })).body.results as Record<string, unknown>[];
+    const again = (await post('/v1/check/batch', { checks: [friendly] })).body.results as Record<string, unknown>[];
     expect(Object.keys(again[0]!)).toEqual(Object.keys(single.body));
     expect(again[0]).toMatchObject({ overallCode: 'OVER_LIMIT', statuses: [{ code: 'OVER_LIMIT', currentLimit: { requestsPerUnit: 5 } }] });
   });
@@ -65,12 +58,12 @@ describe('POST /v1/check/batch', () => {
       [{ checks: [login(user), { domain: '', descriptors: [{ a: 'b' }] }] }, /^checks\[1\]: domain must be a non-empty string/],
     ];
     for (const [body, message] of refusals) {
-      const refused = await post(service, '/v1/check/batch', body);
+      const refused = await post('/v1/check/batch', body);
       expect(refused.status, JSON.stringify(body).slice(0, 80)).toBe(400);
       expect(refused.body).toMatchObject({ error: 'bad_request', code: 'ERR_TOLLGATE_INVALID_CHECK', message: expect.stringMatching(message) });
     }
     // Nothing was counted: the user still has all 5 logins.
-    const first = await post(service, '/v1/check', login(user));
+    const first = await post('/v1/check', login(user));
     expect(first.body).toMatchObject({ overallCode: 'OK', statuses: [{ limitRemaining: 4 }] });
   });
 });
