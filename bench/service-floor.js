@@ -12,6 +12,8 @@
 //               `npm run build` there): the version before a change, A/B in the same run
 //   tollgate    `serve` from this checkout's dist/
 //   batch-N     the same server, POST /v1/check/batch with N checks per request (when served)
+//   … redis     with --redis: base and tollgate again with `--redis` on one redis-server of their
+//               own (the node's CPU per check; Redis's beside it)
 //   uws         with --uws MODULE (the path of an unpacked uWebSockets.js build such as uws-pack's
 //               dist/index.mjs; not a dependency): the bare answer from uWebSockets.js
 //
@@ -32,6 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort, startChild, stopChild, waitForPort } from './support/children.js';
 import { commandExists, cpuBetween, snapshotCpu } from './support/cpu.js';
 import { median } from './support/forked.js';
+import { removeRedisDirs, startRedisServer } from './support/redis.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(HERE);
@@ -42,6 +45,7 @@ const DURATION_S = Number(valueOf('duration', 8));
 const BASE = valueOf('base', undefined);
 const PROFILE = argv.includes('--profile');
 const UWS = valueOf('uws', undefined);
+const REDIS = argv.includes('--redis');
 const BATCH_SIZES = valueOf('batches', '1,10,100').split(',').filter(Boolean).map(Number);
 const ADDRESSES = 100_000;
 
@@ -91,10 +95,11 @@ function snapshot(from, into) {
   return into;
 }
 
-async function startServe(name, dir, nodeArgs = []) {
+async function startServe(name, dir, nodeArgs = [], redisUrl = undefined) {
   const port = await freePort();
   const grpcPort = await freePort();
   const args = [...nodeArgs, join(dir, 'dist', 'cli', 'main.js'), 'serve', '--config', join(dir, 'rules'), '--port', String(port), '--grpc-port', String(grpcPort), '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent'];
+  if (redisUrl !== undefined) args.push('--redis', redisUrl);
   const child = startChild(name, process.execPath, args);
   await waitForPort(child, port);
   return Object.assign(child, { port });
@@ -136,6 +141,12 @@ async function main() {
   const barePort = await freePort();
   servers.bare = Object.assign(startChild('bare', process.execPath, [join(HERE, 'service-variants.js'), 'same-bytes', String(barePort), join(work, 'answer.json')]), { port: barePort });
   await waitForPort(servers.bare, barePort);
+  if (REDIS) {
+    const redis = await startRedisServer('redis');
+    servers.redis = redis.child;
+    servers.tollgateRedis = await startServe('tollgateRedis', join(work, 'tollgate'), [], redis.url);
+    if (BASE !== undefined) servers.baseRedis = await startServe('baseRedis', join(work, 'base'), [], redis.url);
+  }
   if (UWS !== undefined) {
     const uwsPort = await freePort();
     servers.uws = Object.assign(startChild('uws', process.execPath, [join(HERE, 'service-variants.js'), 'uws-same-bytes', String(uwsPort), join(work, 'answer.json'), resolve(UWS)]), { port: uwsPort });
@@ -149,6 +160,8 @@ async function main() {
     ...(servers.uws ? [{ id: 'uws bare', server: 'uws', path: '/json' }] : []),
     ...(servers.base ? [{ id: 'base /json', server: 'base', path: '/json' }] : []),
     { id: 'tollgate /json', server: 'tollgate', path: '/json' },
+    ...(servers.baseRedis ? [{ id: 'base /json redis', server: 'baseRedis', path: '/json' }] : []),
+    ...(servers.tollgateRedis ? [{ id: 'tollgate /json redis', server: 'tollgateRedis', path: '/json' }] : []),
     ...(hasBatch ? BATCH_SIZES.map((n) => ({ id: `tollgate batch ${n}`, server: 'tollgate', path: '/v1/check/batch', batch: n })) : []),
   ];
   let offset = 0;
@@ -157,7 +170,8 @@ async function main() {
     const run = await runWrk(servers[subject.server].port, subject.path, subject.batch, (offset += 1_237), work, durationS);
     const cpu = cpuBetween(before, snapshotCpu());
     const checks = run.requests * (subject.batch ?? 1);
-    return { ...run, checks, serverCpuS: cpu.servers[subject.server] * cpu.seconds, usPerCheck: ((cpu.servers[subject.server] * cpu.seconds) / checks) * 1e6, foreignCores: cpu.foreignCores, loadavg1: loadavg()[0] };
+    const redisUs = cpu.servers.redis === undefined ? undefined : ((cpu.servers.redis * cpu.seconds) / checks) * 1e6;
+    return { ...run, checks, redisUsPerCheck: redisUs, serverCpuS: cpu.servers[subject.server] * cpu.seconds, usPerCheck: ((cpu.servers[subject.server] * cpu.seconds) / checks) * 1e6, foreignCores: cpu.foreignCores, loadavg1: loadavg()[0] };
   };
   for (const subject of subjects) await measure(subject, 2); // warm-up: JIT, connections
   const samples = [];
@@ -168,19 +182,25 @@ async function main() {
       console.error(`r${repeat} ${subject.id.padEnd(18)} ${String(sample.checks).padStart(8)} checks ${sample.usPerCheck.toFixed(1).padStart(6)} µs CPU/check non-2xx ${sample.non2xx} load ${sample.loadavg1.toFixed(2)} foreign ${sample.foreignCores.toFixed(2)} cores`);
     }
   }
-  for (const server of Object.values(servers)) await stopChild(server);
+  // Redis last: the nodes on it stop first.
+  for (const [name, server] of Object.entries(servers)) if (name !== 'redis') await stopChild(server);
+  if (servers.redis !== undefined) await stopChild(servers.redis);
+  removeRedisDirs();
 
   const environment = { at: new Date().toISOString(), cpus: `${cpus().length} × ${cpus()[0]?.model}`, node: process.version, command: `node bench/service-floor.js ${argv.join(' ')}`.trim() };
   const rows = subjects.map(({ id }) => {
     const runs = samples.filter((s) => s.subject === id);
     const ratios = runs.map((s) => s.usPerCheck / samples.find((b) => b.subject === 'bare' && b.repeat === s.repeat).usPerCheck);
-    return { id, usPerCheck: median(runs.map((s) => s.usPerCheck)), all: runs.map((s) => +s.usPerCheck.toFixed(1)), perSecond: median(runs.map((s) => s.checks / DURATION_S)), ratioToBare: median(ratios), ratios: ratios.map((r) => +r.toFixed(2)), non2xx: runs.reduce((sum, s) => sum + s.non2xx, 0), loadavg1: runs.map((s) => +s.loadavg1.toFixed(1)) };
+    return { id, usPerCheck: median(runs.map((s) => s.usPerCheck)), all: runs.map((s) => +s.usPerCheck.toFixed(1)), perSecond: median(runs.map((s) => s.checks / DURATION_S)), ratioToBare: median(ratios), ratios: ratios.map((r) => +r.toFixed(2)), non2xx: runs.reduce((sum, s) => sum + s.non2xx, 0), redisUsPerCheck: id.endsWith('redis') ? median(runs.map((s) => s.redisUsPerCheck)) : undefined, loadavg1: runs.map((s) => +s.loadavg1.toFixed(1)) };
   });
   mkdirSync(join(HERE, 'results'), { recursive: true });
   writeFileSync(join(HERE, 'results', 'service-floor.json'), JSON.stringify({ environment, rows, samples }, null, 2));
   console.log(`${environment.at}, ${environment.cpus}, node ${environment.node}: ${environment.command}\n`);
   console.log('| subject | µs CPU per check, median (the repeats) | ÷ bare, median (per repeat) | checks/s | non-2xx | load average (1 min) |\n|---|---:|---:|---:|---:|---|');
-  for (const r of rows) console.log(`| ${r.id} | **${r.usPerCheck.toFixed(1)}** (${r.all.join(' / ')}) | ${r.ratioToBare.toFixed(2)} (${r.ratios.join(' / ')}) | ${Math.round(r.perSecond).toLocaleString('en-US')} | ${r.non2xx} | ${r.loadavg1.join(' / ')} |`);
+  for (const r of rows) {
+    const redis = r.redisUsPerCheck === undefined ? '' : ` + Redis ${r.redisUsPerCheck.toFixed(1)}`;
+    console.log(`| ${r.id} | **${r.usPerCheck.toFixed(1)}**${redis} (${r.all.join(' / ')}) | ${r.ratioToBare.toFixed(2)} (${r.ratios.join(' / ')}) | ${Math.round(r.perSecond).toLocaleString('en-US')} | ${r.non2xx} | ${r.loadavg1.join(' / ')} |`);
+  }
   if (PROFILE) {
     if (BASE !== undefined) await profile('base', join(work, 'base'), work);
     await profile('tollgate', join(work, 'tollgate'), work);

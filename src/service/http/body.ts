@@ -81,21 +81,32 @@ export function readBodyThen(request: IncomingMessage, then: (text: string) => v
   let first: Buffer | undefined;
   let more: Buffer[] | undefined;
   let size = 0;
+  // Answered once, as a promise settles once: an error after the end (or after a 413) is not a second answer.
+  let settled = false;
+  const failOnce = (error: unknown): void => {
+    if (settled) return;
+    settled = true;
+    fail(error);
+  };
   const onData = (chunk: Buffer): void => {
     size += chunk.length;
     if (size > limit) {
       request.off('data', onData);
       request.pause();
       first = more = undefined;
-      fail(new HttpError(413, `the body is over ${limit} bytes (${size} read so far); at most ${limit} bytes are accepted`));
+      failOnce(new HttpError(413, `the body is over ${limit} bytes (${size} read so far); at most ${limit} bytes are accepted`));
       return;
     }
     if (first === undefined) first = chunk;
     else (more ??= [first]).push(chunk);
   };
   request.on('data', onData);
-  request.on('end', () => then(more !== undefined ? Buffer.concat(more).toString('utf8') : first === undefined ? '' : first.toString('utf8')));
-  request.on('error', fail);
+  request.on('end', () => {
+    if (settled) return;
+    settled = true;
+    then(more !== undefined ? Buffer.concat(more).toString('utf8') : first === undefined ? '' : first.toString('utf8'));
+  });
+  request.on('error', failOnce);
 }
 
 /**
