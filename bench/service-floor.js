@@ -2,6 +2,7 @@
 // answering the same bytes, in one run (issue 32 item 1, "Below node:http").
 //
 //   npm run build && node bench/service-floor.js [--base DIR] [--repeats 3] [--duration 8] [--profile]
+//     [--uws MODULE] [--redis] [--batches 1,10,100] [--only redis,batch]
 //
 // Needs `wrk`; installs nothing. Child processes on free loopback ports, killed by their PIDs:
 //
@@ -46,6 +47,8 @@ const BASE = valueOf('base', undefined);
 const PROFILE = argv.includes('--profile');
 const UWS = valueOf('uws', undefined);
 const REDIS = argv.includes('--redis');
+/** --only a,b: only the subjects whose id contains one of these (bare is always measured). */
+const ONLY = valueOf('only', undefined)?.split(',');
 const BATCH_SIZES = valueOf('batches', '1,10,100').split(',').filter(Boolean).map(Number);
 const ADDRESSES = 100_000;
 
@@ -164,6 +167,7 @@ async function main() {
     ...(servers.tollgateRedis ? [{ id: 'tollgate /json redis', server: 'tollgateRedis', path: '/json' }] : []),
     ...(hasBatch ? BATCH_SIZES.map((n) => ({ id: `tollgate batch ${n}`, server: 'tollgate', path: '/v1/check/batch', batch: n })) : []),
   ];
+  if (ONLY !== undefined) subjects.splice(0, subjects.length, ...subjects.filter(({ id }) => id === 'bare' || ONLY.some((part) => id.includes(part))));
   let offset = 0;
   const measure = async (subject, durationS) => {
     const before = snapshotCpu();
