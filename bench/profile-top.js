@@ -1,10 +1,12 @@
 // Summarises a V8 .cpuprofile (from bench/memory-store.js "profile", or node --cpu-prof): the functions with the most self time.
 //
 //   node --expose-gc bench/memory-store.js --child '{"scenario":"hot-admitted","subject":"gcra","profile":"/tmp/gcra.cpuprofile"}'
-//   node bench/profile-top.js /tmp/gcra.cpuprofile [count]
+//   node bench/profile-top.js /tmp/gcra.cpuprofile [count] [skip-ms]
+//
+// skip-ms: leave out the samples of the profile's first that many ms (a server's start-up and warm-up).
 import { readFileSync } from 'node:fs';
 
-const [file, countArg] = process.argv.slice(2);
+const [file, countArg, skipArg] = process.argv.slice(2);
 if (file === undefined) {
   console.error('usage: node bench/profile-top.js <file.cpuprofile> [count]');
   process.exit(1);
@@ -13,9 +15,13 @@ const profile = JSON.parse(readFileSync(file, 'utf8'));
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 const selfUs = new Map();
 let totalUs = 0;
+let elapsedUs = 0;
+const skipUs = Number(skipArg ?? 0) * 1000;
 for (let i = 0; i < profile.samples.length; i++) {
   const node = byId.get(profile.samples[i]);
   const delta = profile.timeDeltas[i] ?? 0;
+  elapsedUs += delta;
+  if (elapsedUs < skipUs) continue;
   totalUs += delta;
   const { functionName, url, lineNumber } = node.callFrame;
   const where = url ? `${url.replace(/^.*\/(dist|bench|node_modules)\//, '$1/')}:${lineNumber + 1}` : '';

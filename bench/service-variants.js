@@ -10,6 +10,14 @@
 //   node bench/service-variants.js bare-check PORT DIST_DIR RULES_DIR
 //       the same handler around Tollgate's decision: fromEnvoyRequest → limiter.check() (memory
 //       store, the rules) → toEnvoyResponse + rate-limit headers; no routes, metrics, dashboard
+//   node bench/service-variants.js same-bytes PORT ANSWER_FILE
+//       node:http that reads and JSON.parses the body, then answers the status, headers and body
+//       recorded in ANSWER_FILE ({ status, headers, body }: what a Tollgate server answered one
+//       request, bench/service-floor.js): the floor under Tollgate's /json, byte for byte
+//   node bench/service-variants.js uws-same-bytes PORT ANSWER_FILE UWS_MODULE
+//       the same answer from uWebSockets.js (UWS_MODULE: the path of an installed build, e.g. the
+//       uws-pack package unpacked somewhere outside the project; Tollgate does not depend on it):
+//       what the HTTP layer costs below node:http
 //   node bench/service-variants.js serve-no-listeners PORT DIST_DIR RULES_DIR
 //       the real service (startService, as `tollgate serve --config RULES --log-level silent`),
 //       with the 'check' event listeners (metrics, dashboard) removed after start
@@ -59,6 +67,40 @@ if (mode === 'same-response') {
     }),
   );
   server.listen(port, '127.0.0.1', () => console.log(`ready ${server.address().port}`));
+} else if (mode === 'same-bytes') {
+  const { readFileSync } = await import('node:fs');
+  const answer = JSON.parse(readFileSync(distDir, 'utf8'));
+  const body = Buffer.from(answer.body);
+  const headers = { ...answer.headers, 'content-length': body.length };
+  const server = createServer((request, response) =>
+    readJsonBody(request, () => {
+      response.writeHead(answer.status, headers);
+      response.end(body);
+    }),
+  );
+  server.listen(port, '127.0.0.1', () => console.log(`ready ${server.address().port}`));
+} else if (mode === 'uws-same-bytes') {
+  const { readFileSync } = await import('node:fs');
+  const { App, us_socket_local_port: localPort } = await import(pathToFileURL(rulesDir).href);
+  const answer = JSON.parse(readFileSync(distDir, 'utf8'));
+  const status = `${answer.status} ${answer.status === 200 ? 'OK' : 'Too Many Requests'}`;
+  const headers = Object.entries(answer.headers).filter(([name]) => name !== 'content-length');
+  App()
+    .post('/*', (response) => {
+      let chunks = '';
+      response.onAborted(() => {});
+      response.onData((chunk, last) => {
+        chunks += Buffer.from(chunk).toString('utf8');
+        if (!last) return;
+        JSON.parse(chunks);
+        response.cork(() => {
+          response.writeStatus(status);
+          for (const [name, value] of headers) response.writeHeader(name, value);
+          response.end(answer.body);
+        });
+      });
+    })
+    .listen('127.0.0.1', port, (listening) => console.log(listening ? `ready ${localPort(listening)}` : 'cannot listen'));
 } else if (mode === 'bare-check') {
   const { createLimiter, memoryStore, loadRules } = await load('index.js');
   const { RulesHolder } = await load('rules/index.js');
@@ -94,7 +136,7 @@ if (mode === 'same-response') {
   service.context.events.removeAllListeners('check');
   console.log(`ready ${service.httpPort} (removed ${removed} check listeners)`);
 } else {
-  console.error('usage: node bench/service-variants.js same-response PORT [SPIN_US] | bare-check PORT DIST RULES | serve-no-listeners PORT DIST RULES');
+  console.error('usage: node bench/service-variants.js same-response PORT [SPIN_US] | same-bytes PORT ANSWER_FILE | uws-same-bytes PORT ANSWER_FILE UWS_MODULE | bare-check PORT DIST RULES | serve-no-listeners PORT DIST RULES');
   process.exit(2);
 }
 process.on('SIGTERM', () => process.exit(0));

@@ -54,6 +54,34 @@ export function fromEnvoyRequest(body: unknown, now?: number): CheckRequest {
   };
 }
 
+/**
+ * A parsed `/json` body as the check request itself, without a copy, when it is exactly
+ * `{ domain, descriptors: [{ entries: [{ key, value }] }] }` of strings (what envoy sends): such a
+ * body is already a valid check request. Any other body goes through {@link fromEnvoyRequest}, which
+ * reads defaults, overrides and hits, and words the errors.
+ */
+export function envoyCheckOf(body: unknown): CheckRequest {
+  return isPlainEnvoyRequest(body) ? body : fromEnvoyRequest(body);
+}
+
+function isPlainEnvoyRequest(body: unknown): body is CheckRequest {
+  if (!isObject(body) || typeof body.domain !== 'string' || !Array.isArray(body.descriptors) || body.descriptors.length === 0) return false;
+  for (const field in body) if (field !== 'domain' && field !== 'descriptors') return false;
+  for (const descriptor of body.descriptors as unknown[]) {
+    if (!isObject(descriptor) || !Array.isArray(descriptor.entries)) return false;
+    for (const field in descriptor) if (field !== 'entries') return false;
+    for (const entry of descriptor.entries as unknown[]) {
+      if (!isObject(entry) || typeof entry.key !== 'string' || typeof entry.value !== 'string') return false;
+      for (const field in entry) if (field !== 'key' && field !== 'value') return false;
+    }
+  }
+  return true;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 function readDescriptor(descriptor: unknown, i: number): RateLimitDescriptor {
   if (typeof descriptor !== 'object' || descriptor === null || Array.isArray(descriptor)) {
     throw new InvalidCheckError(`descriptors[${i}] must be an object, got ${describeValue(descriptor)}`);
@@ -180,6 +208,43 @@ export function toEnvoyResponse(result: CheckResult, request: CheckRequest, opti
     ...(headers.length > 0 ? { responseHeadersToAdd: headers } : {}),
     ...(options.dynamicMetadata === true ? { dynamicMetadata: dynamicMetadata(request, result) } : {}),
   };
+}
+
+/**
+ * envoy's RateLimitResponse as JSON text: the bytes of `JSON.stringify(toEnvoyResponse(...))`,
+ * written straight from the result when the answer is only the overall code and the statuses (no
+ * headers to add, no dynamic metadata: the default), else by that.
+ */
+export function envoyResponseText(result: CheckResult, request: CheckRequest, options: EnvoyResponseOptions = {}): string {
+  const plain = options.headers === undefined && options.dynamicMetadata !== true && blockedHeaderValue(result) === undefined;
+  let text = plain ? CODE_TEXT[result.overallCode] : undefined;
+  if (text === undefined) return JSON.stringify(toEnvoyResponse(result, request, options));
+  text = `{"overallCode":${text},"statuses":[`;
+  for (let i = 0; i < result.statuses.length; i++) {
+    const status = envoyStatusText(result.statuses[i]!);
+    if (status === undefined) return JSON.stringify(toEnvoyResponse(result, request, options));
+    text += i === 0 ? status : `,${status}`;
+  }
+  return `${text}]}`;
+}
+
+/** The JSON of each code, made once. */
+const CODE_TEXT: Readonly<Record<string, string>> = { OK: '"OK"', OVER_LIMIT: '"OVER_LIMIT"' };
+
+/** {@link envoyStatus} as JSON text, or undefined for a status it does not write the same way (left to JSON.stringify). */
+function envoyStatusText(status: DescriptorStatus): string | undefined {
+  const code = CODE_TEXT[status.code];
+  const remaining = status.limitRemaining;
+  if (code === undefined || typeof remaining !== 'number') return undefined;
+  let text = `{"code":${code}`;
+  const limit = status.currentLimit;
+  if (limit !== undefined) {
+    const unit = UNIT_NAMES[limit.unit];
+    if (unit === undefined || typeof limit.requestsPerUnit !== 'number' || typeof status.durationUntilReset !== 'number') return undefined;
+    const name = limit.name !== undefined ? `,"name":${JSON.stringify(limit.name)}` : '';
+    text += `,"currentLimit":{"requestsPerUnit":${JSON.stringify(limit.requestsPerUnit)},"unit":"${unit}"${name}},"durationUntilReset":"${Math.ceil(status.durationUntilReset / 1000)}s"`;
+  }
+  return remaining !== 0 ? `${text},"limitRemaining":${JSON.stringify(remaining)}}` : `${text}}`;
 }
 
 function envoyStatus(status: DescriptorStatus): Record<string, unknown> {

@@ -7,22 +7,27 @@
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { TlsOptions } from 'node:tls';
-import { InvalidCheckError, describeValue } from '../../errors.js';
+import { describeValue } from '../../errors.js';
 import { checkHeaders, decisionHeaders } from '../../http/headers.js';
 import { compilePolicy, type Policy } from '../../policy.js';
-import type { CheckRequest } from '../../rules/check.js';
+import type { CheckRequest, CheckResult } from '../../rules/check.js';
 import type { ServiceContext } from '../context.js';
 import { degradedReasonOf } from '../../limiter/index.js';
 import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, decideCheck, degradedAnswer } from '../check/decide.js';
 import { closeSilentConnections } from './close.js';
 import { answerReserve, answerSettle, type RouteAnswer } from '../check/reserve.js';
-import { envoyResponseOptions, fromEnvoyRequest, responseHeadersOf, toEnvoyResponse } from '../check/envoy.js';
-import { HttpError, MAX_BODY_BYTES, errorReply, readJson, sendJson, sendJsonAndLinger } from './body.js';
+import { envoyCheckOf, envoyResponseOptions, envoyResponseText, responseHeadersOf, type EnvoyResponseOptions } from '../check/envoy.js';
+import { HttpError, MAX_BODY_BYTES, errorReply, readJson, readJsonThen, sendJson, sendJsonAndLinger, sendJsonText } from './body.js';
 import { ClientGoneSummary, clientGoneCode } from './client-gone.js';
 import { answerAcquire, answerRelease, type SlotReply } from '../check/acquire.js';
+import { checkAnswer, decideBatch, friendlyCheck, readBatch } from '../check/batch.js';
 
-/** A route's handler; `url()` parses the request's URL (its query) when the handler needs it. */
-export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: () => URL) => Promise<void> | void;
+/**
+ * A route's handler; `url()` parses the request's URL (its query) when the handler needs it. An
+ * error it throws or rejects with is answered (`answerError`); a handler that answers from a
+ * callback hands its errors to `fail` instead.
+ */
+export type RouteHandler = (request: IncomingMessage, response: ServerResponse, url: () => URL, fail: (error: unknown) => void) => Promise<void> | void;
 
 /** A path made of these characters routes as it is; anything else is normalised by `new URL` first. */
 const PLAIN_PATH = /^(?:\/[A-Za-z0-9_-]+)+$|^\/$/;
@@ -106,7 +111,7 @@ export function createHttpServer(ctx: ServiceContext, plan: ListenerPlan, tls?: 
     if (refused !== undefined) return refuse(request, response, refused);
     const fail = (error: unknown): void => answerError(ctx, response, request, pathname, error);
     try {
-      route.handler(request, response, url)?.catch(fail);
+      route.handler(request, response, url, fail)?.catch(fail);
     } catch (error) {
       fail(error);
     }
@@ -190,34 +195,22 @@ function answerError(ctx: ServiceContext, response: ServerResponse, request: Inc
 
 /** The decisions: envoy's `/json`, the friendlier `/v1/check`, and `/v1/limit` for one key. */
 function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
-  // envoy's /json: the RateLimitResponse as its body, 429 when over the limit; rate-limit headers
-  // (in the body's responseHeadersToAdd and as HTTP headers) only with --response-headers, but
-  // tollgate-blocked whenever a block refused the check.
-  // The service's settings do not change while it runs: its response options are read once.
-  const envoyOptions = envoyResponseOptions(ctx);
-  routes.add('POST', '/json', async (request, response) => {
-    const checkRequest = fromEnvoyRequest(await readJson(request));
-    const decided = decideCheck(ctx, checkRequest, 'json');
-    const result = decided instanceof Promise ? await decided : decided;
-    const degraded = degradedAnswer(ctx, result.degraded);
-    if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
-    const headers: Record<string, string> = {};
-    for (const { key, value } of responseHeadersOf(result, envoyOptions)) headers[key] = value;
-    if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
-    sendJson(response, result.overallCode === 'OK' ? 200 : 429, toEnvoyResponse(result, checkRequest, envoyOptions), headers);
+  addEnvoyRoute(ctx, routes);
+  // Many checks in one request (check/batch.ts): one answer, 200, each check's result in order.
+  routes.add('POST', '/v1/check/batch', async (request, response) => {
+    const checks = readBatch(await readJson(request));
+    const decided = decideBatch(ctx, checks);
+    sendJson(response, 200, { results: decided instanceof Promise ? await decided : decided });
  }, 'public');
 
   routes.add('POST', '/v1/check', async (request, response) => {
     const checkRequest = friendlyCheck(await readJson(request));
     const result = await decideCheck(ctx, checkRequest, 'check');
-    const { overallCode, statuses } = result;
-    const degraded = degradedAnswer(ctx, result.degraded);
-    if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
+    const answer = checkAnswer(ctx, checkRequest, result);
+    if ('error' in answer) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: answer.degraded, 'retry-after': '1' });
     const headers = checkHeaders(result);
-    if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
-    // As envoy, a domain without rules limits nothing; said aloud here, so a misspelt domain is not taken for an allowed request.
-    const unknownDomain = ctx.holder.current.domain(checkRequest.domain) === undefined;
-    sendJson(response, overallCode === 'OK' ? 200 : 429, { overallCode, statuses, ...(degraded !== undefined ? { degraded: degraded.reason } : {}), ...(unknownDomain ? { unknownDomain: true } : {}) }, headers);
+    if (answer.degraded !== undefined) headers[DEGRADED_HEADER] = answer.degraded;
+    sendJson(response, result.overallCode === 'OK' ? 200 : 429, answer, headers);
  }, 'public');
 
   routes.add('POST', '/v1/limit', async (request, response) => {
@@ -246,6 +239,48 @@ function addDecisionRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
  }, 'public');
 }
 
+/** envoy's `/json` (issue 32: the hot path). */
+function addEnvoyRoute(ctx: ServiceContext, routes: HttpRoutes): void {
+  // envoy's /json: the RateLimitResponse as its body, 429 when over the limit; rate-limit headers
+  // (in the body's responseHeadersToAdd and as HTTP headers) only with --response-headers, but
+  // tollgate-blocked whenever a block refused the check.
+  // The service's settings do not change while it runs: its response options are read once.
+  const envoyOptions = envoyResponseOptions(ctx);
+  // The hot path (issue 32): no promise between the body and the answer when the store answers
+  // synchronously, the envoy request used as parsed when it is plain, the answer's JSON written
+  // straight from the result with no object in between (check/envoy.ts).
+  routes.add(
+    'POST',
+    '/json',
+    (request, response, _url, fail) =>
+      readJsonThen(
+        request,
+        (body) => {
+          const checkRequest = envoyCheckOf(body);
+          const decided = decideCheck(ctx, checkRequest, 'json');
+          if (!(decided instanceof Promise)) return answerEnvoy(ctx, response, checkRequest, decided, envoyOptions);
+          decided.then((result) => answerEnvoy(ctx, response, checkRequest, result, envoyOptions)).catch(fail);
+        },
+        fail,
+      ),
+    'public',
+  );
+}
+
+/** envoy's answer to a decided `/json` check: 200 or 429 (503 when refused as unavailable), the headers `options` ask for. */
+function answerEnvoy(ctx: ServiceContext, response: ServerResponse, checkRequest: CheckRequest, result: CheckResult, options: EnvoyResponseOptions): void {
+  const degraded = degradedAnswer(ctx, result.degraded);
+  if (degraded?.unavailable === true) return sendJson(response, 503, UNAVAILABLE_ANSWER, { [DEGRADED_HEADER]: degraded.reason, 'retry-after': '1' });
+  const status = result.overallCode === 'OK' ? 200 : 429;
+  const text = envoyResponseText(result, checkRequest, options);
+  const added = responseHeadersOf(result, options);
+  if (added.length === 0 && degraded === undefined) return sendJsonText(response, status, text);
+  const headers: Record<string, string> = {};
+  for (const { key, value } of added) headers[key] = value;
+  if (degraded !== undefined) headers[DEGRADED_HEADER] = degraded.reason;
+  sendJsonText(response, status, text, headers);
+}
+
 /** Reserve then settle (check/reserve.ts): `/v1/reserve` and `/v1/settle`, beside `/v1/limit`. */
 function addReservationRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
   const send = (response: ServerResponse, answer: RouteAnswer): void => sendJson(response, answer.status, answer.body, answer.headers);
@@ -268,32 +303,4 @@ export function addHealthRoutes(ctx: ServiceContext, routes: HttpRoutes): void {
     const { ready, status, notReady, details } = await ctx.readiness();
     sendJson(response, ready ? 200 : 503, { status, ...(ready ? {} : { notReady }), ...details });
  }, 'public');
-}
-
-/**
- * `/v1/check` takes envoy's shape, or a friendlier one where a descriptor is a plain object of
- * key → value (in order): `{ domain, descriptors: [{ remote_address: "1.2.3.4" }], hits?, requestId? }`.
- */
-function friendlyCheck(body: unknown): CheckRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new InvalidCheckError(`the body must be { domain, descriptors, hits? }, got ${describeValue(body)}`);
-  }
-  const { domain, descriptors, hits, requestId, ...rest } = body as Record<string, unknown>;
-  if (Object.keys(rest).length > 0) throw new InvalidCheckError(`unknown field ${JSON.stringify(Object.keys(rest)[0])}; the fields are domain, descriptors, hits, requestId`);
-  // The request's id, for limits with a usage ledger: a retry repeating it is billed once.
-  if (requestId !== undefined && (typeof requestId !== 'string' || requestId.length === 0 || requestId.length > 200)) {
-    throw new InvalidCheckError(`requestId must be a string of 1 to 200 characters (the id a client repeats when it retries), got ${describeValue(requestId)}`);
-  }
-  if (!Array.isArray(descriptors)) throw new InvalidCheckError('descriptors must be an array');
-  return {
-    domain: domain as string,
-    descriptors: descriptors.map((descriptor: unknown) => {
-      if (typeof descriptor === 'object' && descriptor !== null && !Array.isArray(descriptor) && !('entries' in descriptor)) {
-        return { entries: Object.entries(descriptor).map(([key, value]) => ({ key, value: value as string })) };
-      }
-      return descriptor as CheckRequest['descriptors'][number];
-    }),
-    ...(hits !== undefined ? { hits: hits as number } : {}),
-    ...(requestId !== undefined ? { requestId: requestId as string } : {}),
-  };
 }
