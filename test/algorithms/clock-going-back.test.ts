@@ -73,8 +73,9 @@ describe.each(ALGORITHMS)('%s, the clock going back', (algorithm) => {
       }),
       { numRuns: 200 },
     );
-    // The schedules really go back: about a third of the calls.
-    expect(late).toBeGreaterThan(500);
+    // The schedules really go back: about a third of the calls (random schedules: 495 was seen once,
+    // so the floor is far below the mean; what matters is that many calls were late).
+    expect(late).toBeGreaterThan(200);
   });
 
   it('guarantee: a call earlier than the latest time its key has seen is never answered more permissively than at that latest time (Redis, as the memory store)', async () => {
