@@ -23,3 +23,12 @@ export function currentTime(): number {
   readsLeft = readsLeft === 0 ? READS_PER_CLOCK - 1 : readsLeft - 1;
   return reading;
 }
+
+/**
+ * The reading {@link currentTime} shares now, if this synchronous run took one and has uses left,
+ * else `Date.now()`; never starts a shared reading, so a caller at an explicit time cannot hand
+ * one to the store-clock decisions after it (the memory store's expiry and eviction judge by this).
+ */
+export function recentTime(): number {
+  return readsLeft > 0 ? reading : Date.now();
+}

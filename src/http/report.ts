@@ -113,8 +113,20 @@ class LastNumberText {
 const limitText = new LastNumberText();
 const resetText = new LastNumberText();
 
+/**
+ * A `RateLimit-Policy` item depends on the policy and the partition key only, not on the request:
+ * the last one made is reused while they stay the same (one client, one policy: most requests).
+ */
+let lastPolicyItem: { name: string; limit: number; windowMs: number; partitionKey: string; text: string } | undefined;
+
 function policyItem(report: LimitReport): string {
-  return `${sfString(report.name)};q=${report.limit};w=${Math.max(1, Math.ceil(report.windowMs / 1000))};pk=${partitionKeyHash(report.partitionKey)}`;
+  const last = lastPolicyItem;
+  if (last !== undefined && last.name === report.name && last.limit === report.limit && last.windowMs === report.windowMs && last.partitionKey === report.partitionKey) {
+    return last.text;
+  }
+  const text = `${sfString(report.name)};q=${report.limit};w=${Math.max(1, Math.ceil(report.windowMs / 1000))};pk=${partitionKeyHash(report.partitionKey)}`;
+  lastPolicyItem = { name: report.name, limit: report.limit, windowMs: report.windowMs, partitionKey: report.partitionKey, text };
+  return text;
 }
 
 function limitItem(report: LimitReport, now: number): string {
@@ -122,9 +134,17 @@ function limitItem(report: LimitReport, now: number): string {
   return `${sfString(report.name)};r=${report.remaining};t=${reset};pk=${partitionKeyHash(report.partitionKey)}`;
 }
 
+/** The last name quoted: a limiter's policy names are the same from one request to the next. */
+let lastSfName = '';
+let lastSfText = '""';
+
 /** A structured-field String: printable ASCII only, `"` and `\` escaped. */
 function sfString(text: string): string {
-  return `"${text.replace(/[^\x20-\x7e]/g, '?').replace(/["\\]/g, '\\$&')}"`;
+  if (text === lastSfName) return lastSfText;
+  const quoted = `"${text.replace(/[^\x20-\x7e]/g, '?').replace(/["\\]/g, '\\$&')}"`;
+  lastSfName = text;
+  lastSfText = quoted;
+  return quoted;
 }
 
 /** `pk` as a structured-field Byte Sequence: 12 bytes of SHA-256, so the key itself never leaks. */

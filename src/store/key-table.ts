@@ -2,15 +2,16 @@
  * An open-addressing hash table from (state space, key) to a slot number, for the memory store.
  *
  * Why not a `Map`: on a million distinct keys a `Map` costs a lookup plus an insert per new key and
- * ~50 bytes per entry; this table takes one probe sequence, 12 bytes per key (a 4-byte bucket at
- * most half full, plus the key's 4-byte hash), and grows by re-placing stored hashes without
- * rehashing any string. Linear probing with backward-shift deletion: no tombstones, so probe
- * sequences stay short however keys come and go.
+ * ~50 bytes per entry; this table takes one probe sequence and 8 to 16 bytes per key (an 8-byte
+ * bucket, at most half full), and grows without rehashing any string. Linear probing with
+ * backward-shift deletion: no tombstones, so probe sequences stay short however keys come and go.
  *
- * A bucket holds the slot number in its low bits and the top bits of the key's hash (a tag) in the
- * bits the slot numbers never use (12 bits when at most 1M slots exist). A probe rejects a bucket of
- * another key by its tag alone, without reading that key's slot: a new key's lookup touches the
- * bucket array only (one cache miss on a table of millions), not one slot per occupied bucket.
+ * A bucket is two 32-bit words side by side: the key's whole hash, and its slot + 1. A probe rejects
+ * another key's bucket by its hash alone, without reading that key's slot, and a new key's lookup
+ * touches one cache line of the bucket array (one cache miss on a table of millions). Doubling the
+ * buckets reads the old ones in order and finds each entry's hash beside it: one pass over two
+ * arrays, no per-entry read elsewhere (before, growth read each entry's hash from a per-slot array
+ * in random order: a cache miss per key held, 9% of the time to store a million new keys).
  *
  * The hash is seeded per table with a random value, so colliding keys cannot be precomputed.
  */
@@ -18,6 +19,8 @@ import { randomInt } from 'node:crypto';
 
 const EMPTY = 0;
 const MIN_BUCKETS = 1024;
+/** Words per bucket: the hash, then slot + 1. */
+const WIDTH = 2;
 
 /** 32-bit hash of `key` in `space`: FNV-1a over UTF-16 units, then a murmur3 finaliser. */
 function hashOf(key: string, space: number, seed: number): number {
@@ -33,18 +36,16 @@ function hashOf(key: string, space: number, seed: number): number {
 }
 
 export class KeyTable {
-  /** Per bucket: (the hash's top bits) | (slot + 1); 0 is empty. */
-  private buckets = new Int32Array(MIN_BUCKETS);
+  /** Per bucket b: words[2b] the key's hash, words[2b + 1] its slot + 1 (0: empty). */
+  private buckets = new Int32Array(MIN_BUCKETS * WIDTH);
+  /** Buckets − 1 (their number is a power of two). */
   private mask = MIN_BUCKETS - 1;
-  /** The low bits of a bucket that hold slot + 1; the others hold the tag. */
-  private readonly slotMask: number;
   private count = 0;
   private readonly seed = randomInt(0, 2 ** 31);
-  /** Per slot: its key, its state space and its hash. */
+  /** Per slot: its key. */
   private readonly keys: (string | undefined)[] = [];
   /** State space of each slot (store/state-spaces.ts: at most one per key held). */
   private spaces: Int32Array;
-  private hashes: Int32Array;
   /** The hash computed by the last {@link find}, and its key and space: the {@link insert} that follows a miss reuses it. */
   private lastHash = 0;
   private lastHashKey: string | undefined;
@@ -54,12 +55,9 @@ export class KeyTable {
   private lastSpace = -1;
   private lastSlot = -1;
 
-  /** `slots` to start with; `maxSlots` (at most 2^30) bounds every slot number the table will hold. */
-  constructor(slots: number, maxSlots = 2 ** 30) {
+  /** `slots` to start with. */
+  constructor(slots: number) {
     this.spaces = new Int32Array(slots);
-    this.hashes = new Int32Array(slots);
-    // slot + 1 ≤ maxSlots fits in the low 32 − clz32(maxSlots) bits: at least 1 bit is left for the tag.
-    this.slotMask = 2 ** (32 - Math.clz32(maxSlots)) - 1;
   }
 
   /** The slot holding `key` in `space`, or -1. */
@@ -71,14 +69,13 @@ export class KeyTable {
     this.lastHash = hash;
     this.lastHashKey = key;
     this.lastHashSpace = space;
-    const { buckets, mask, slotMask } = this;
-    const tag = hash & ~slotMask;
+    const { buckets, mask } = this;
     for (let bucket = hash & mask; ; bucket = (bucket + 1) & mask) {
-      const entry = buckets[bucket]!;
-      if (entry === EMPTY) return -1;
-      // The tag first: another key's bucket is then rarely followed to its slot.
-      if ((entry & ~slotMask) === tag) {
-        const slot = (entry & slotMask) - 1;
+      const held = buckets[bucket * WIDTH + 1]!;
+      if (held === EMPTY) return -1;
+      // The hash first: another key's bucket is then rarely followed to its slot.
+      if (buckets[bucket * WIDTH] === hash) {
+        const slot = held - 1;
         if (keys[slot] === key && spaces[slot] === space) {
           this.lastKey = key;
           this.lastSpace = space;
@@ -91,13 +88,12 @@ export class KeyTable {
 
   /** Records that `slot` now holds `key` in `space`, which it does not hold yet. */
   insert(space: number, key: string, slot: number): void {
-    if ((this.count + 1) * 2 > this.buckets.length) this.growBuckets();
+    if ((this.count + 1) * 2 > this.mask + 1) this.growBuckets();
     // Usually the find of this key that missed hashed it already (not when its space was new).
     const hash = key === this.lastHashKey && space === this.lastHashSpace ? this.lastHash : hashOf(key, space, this.seed);
     this.keys[slot] = key;
     this.spaces[slot] = space;
-    this.hashes[slot] = hash;
-    this.place(slot, hash);
+    place(this.buckets, this.mask, hash, slot + 1);
     this.count += 1;
   }
 
@@ -113,19 +109,22 @@ export class KeyTable {
 
   /** Forgets `slot`, moving later entries of its probe run back so no lookup ever stops short. */
   remove(slot: number): void {
-    const { buckets, mask, slotMask } = this;
-    let hole = this.hashes[slot]! & mask;
-    while ((buckets[hole]! & slotMask) !== slot + 1) hole = (hole + 1) & mask;
-    for (let next = (hole + 1) & mask; buckets[next] !== EMPTY; next = (next + 1) & mask) {
-      const home = this.hashes[(buckets[next]! & slotMask) - 1]! & mask;
+    const { buckets, mask } = this;
+    // Hashed again (removals are evictions, expiry and resets, not the decision path): no per-slot copy of the hash kept.
+    let hole = hashOf(this.keys[slot]!, this.spaces[slot]!, this.seed) & mask;
+    while (buckets[hole * WIDTH + 1] !== slot + 1) hole = (hole + 1) & mask;
+    for (let next = (hole + 1) & mask; buckets[next * WIDTH + 1] !== EMPTY; next = (next + 1) & mask) {
+      const home = buckets[next * WIDTH]! & mask;
       // The entry at `next` may move into the hole if its home is not in (hole, next] (cyclically).
       const homeIsBetween = hole <= next ? hole < home && home <= next : hole < home || home <= next;
       if (!homeIsBetween) {
-        buckets[hole] = buckets[next]!;
+        buckets[hole * WIDTH] = buckets[next * WIDTH]!;
+        buckets[hole * WIDTH + 1] = buckets[next * WIDTH + 1]!;
         hole = next;
       }
     }
-    buckets[hole] = EMPTY;
+    buckets[hole * WIDTH] = 0;
+    buckets[hole * WIDTH + 1] = EMPTY;
     this.keys[slot] = undefined;
     this.count -= 1;
   }
@@ -135,29 +134,28 @@ export class KeyTable {
     const spaces = new Int32Array(slots);
     spaces.set(this.spaces);
     this.spaces = spaces;
-    const hashes = new Int32Array(slots);
-    hashes.set(this.hashes);
-    this.hashes = hashes;
   }
 
-  private place(slot: number, hash: number): void {
-    const { buckets, mask } = this;
-    let bucket = hash & mask;
-    while (buckets[bucket] !== EMPTY) bucket = (bucket + 1) & mask;
-    buckets[bucket] = (hash & ~this.slotMask) | (slot + 1);
-  }
-
-  /** Doubles the buckets. In bucket order: the new buckets are then written nearly in sequence. */
+  /** Doubles the buckets, reading the old ones in order: the new ones are then written nearly in sequence too. */
   private growBuckets(): void {
     const old = this.buckets;
-    this.buckets = new Int32Array(old.length * 2);
-    this.mask = this.buckets.length - 1;
-    const { slotMask, hashes } = this;
+    const buckets = new Int32Array(old.length * 2);
+    const mask = buckets.length / WIDTH - 1;
     // An index loop, not for-of: this runs a handful of times, mostly before the optimising compiler
     // has seen it, and an unoptimised for-of over a typed array took twice as long (bench/memory-store.js).
-    for (let bucket = 0; bucket < old.length; bucket++) {
-      const entry = old[bucket]!;
-      if (entry !== EMPTY) this.place((entry & slotMask) - 1, hashes[(entry & slotMask) - 1]!);
+    for (let word = 0; word < old.length; word += WIDTH) {
+      const held = old[word + 1]!;
+      if (held !== EMPTY) place(buckets, mask, old[word]!, held);
     }
+    this.buckets = buckets;
+    this.mask = mask;
   }
+}
+
+/** Puts (hash, held) in the first empty bucket of hash's probe run. */
+function place(buckets: Int32Array, mask: number, hash: number, held: number): void {
+  let bucket = hash & mask;
+  while (buckets[bucket * WIDTH + 1] !== EMPTY) bucket = (bucket + 1) & mask;
+  buckets[bucket * WIDTH] = hash;
+  buckets[bucket * WIDTH + 1] = held;
 }

@@ -58,4 +58,15 @@ describe('the clock reading decisions share', () => {
     const clock = Date.now();
     expect((await limiter.limit('k', ROOMY)).now).toBeGreaterThanOrEqual(clock);
   });
+
+  it('a decision at an explicit now that stores a new key starts no reading: the next decision on the store\'s clock reads the clock', async () => {
+    const limiter = newLimiter();
+    await Promise.resolve(); // no reading of an earlier run left
+    const at = Date.now();
+    // A new key: the store sweeps and may evict at the time it reads, without taking a reading to share.
+    limiter.limitSync('explicit', ROOMY, { now: at });
+    spinPast(at);
+    const before = Date.now();
+    expect(limiter.limitSync('store-clock', ROOMY).now).toBeGreaterThanOrEqual(before);
+  });
 });
