@@ -91,6 +91,43 @@ export class SlidingLog {
     this.size += 1;
   }
 
+  /**
+   * Reserve then settle's refund: takes up to `units` off the entry logged at `time`, if it is held
+   * (O(log n) to find it, then O(entries after it) to lower their running totals); an entry left
+   * weighing nothing is removed, so every entry weighs at least 1. Returns the units taken.
+   */
+  refund(time: number, units: number): number {
+    const position = this.positionOf(time);
+    if (position < 0) return 0;
+    const before = position === 0 ? this.expiredTotal : this.entries[this.slot(position - 1) + 1]!;
+    const weight = this.entries[this.slot(position) + 1]! - before;
+    const taken = Math.min(units, weight);
+    let to = position;
+    for (let from = taken === weight ? position + 1 : position; from < this.size; from++, to++) {
+      const source = this.slot(from);
+      const target = this.slot(to);
+      this.entries[target] = this.entries[source]!;
+      this.entries[target + 1] = this.entries[source + 1]! - taken;
+    }
+    this.size = to;
+    if (this.size === 0) this.expiredTotal = 0;
+    return taken;
+  }
+
+  /** The position of the entry logged at `time` (times are strictly increasing), or -1. */
+  private positionOf(time: number): number {
+    let low = 0;
+    let high = this.size - 1;
+    while (low <= high) {
+      const mid = (low + high) >>> 1;
+      const at = this.entries[this.slot(mid)]!;
+      if (at === time) return mid;
+      if (at < time) low = mid + 1;
+      else high = mid - 1;
+    }
+    return -1;
+  }
+
   /** Time of the oldest entry whose expiry brings the logged cost down to `target` or below. */
   expiryFreeing(target: number): number {
     // Binary search over the logical positions for the first cumulative ≥ expiredTotal + (total − target).
