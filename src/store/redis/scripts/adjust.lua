@@ -211,13 +211,13 @@ end
 
 -- Pushes `entries` back at the head (LPUSH, the last first) or the tail (RPUSH), in chunks of 1,000
 -- arguments (Lua's unpack has a stack limit).
-local LOG_PUSH_CHUNK = 1000
+local log_push_chunk = 1000
 local function push_entries(key, entries, at_head)
   local count = #entries
   local done = 0
   while done < count do
     local chunk = {}
-    local size = math.min(LOG_PUSH_CHUNK, count - done)
+    local size = math.min(log_push_chunk, count - done)
     for i = 1, size do
       if at_head then chunk[i] = entries[count - done - i + 1] else chunk[i] = entries[done + i] end
     end
