@@ -1,11 +1,13 @@
 /**
- * Settling a reservation on a slot state (reserve then settle, docs/semantics.md): refunding or
+ * Settling a reservation on a key's state (reserve then settle, docs/semantics.md): refunding or
  * charging the difference between a request's actual cost and its estimate, in the state layout
- * of each algorithm that has a meaning for it. The same steps as scripts/adjust.lua on Redis.
+ * of each of the six algorithms. The same steps as scripts/adjust.lua on Redis.
  *
  * - A refund (`units` < 0) gives back what the reservation still holds: a window counter only in
  *   the window it was recorded in (`mark`, that window's start) while that window still counts, a
- *   bucket or GCRA at once (never past a full bucket / TAT before now).
+ *   sliding window of precision N from its bucket while the estimate reads it, a sliding log from
+ *   its own entry while it is in the rolling window, a bucket or GCRA at once (never past a full
+ *   bucket / TAT before now).
  * - A charge (`units` > 0) is recorded now, whatever the limit (the work is done), in the window
  *   of `now`; a key is put at most one capacity into debt (its state holds at most twice the
  *   capacity), so the arithmetic stays exact.
