@@ -265,7 +265,9 @@ export function decideSlidingLog(
   // Entries stay in time order even if the caller's clock went back.
   const newest = log.newestTime();
   const time = newest > now ? newest : now;
-  if (allowed || policy.countRejected) log.append(time, cost, capacity);
+  // Only a denied attempt drops the oldest entry of a full log (the file header): an admitted one
+  // fits, but for a look of cost 0, whose entry weighs nothing (as on Redis, sliding-log.lua).
+  if (allowed || policy.countRejected) log.append(time, cost, allowed ? Number.POSITIVE_INFINITY : capacity);
   const after = log.total();
   if (allowed) return outcome(policy, now, true, capacity - after, resetTime(log, now, windowMs), 0);
   const retryAt = log.expiryFreeing(capacity - cost) + windowMs;
