@@ -174,9 +174,15 @@ type LogEntries = readonly { readonly t: number; readonly weight: number }[];
 function slidingLogLedger(policy: ModelPolicy): Ledger<LogEntries> {
   const { capacity: C } = capacityOf(policy);
   const W = policy.window;
+  const decide = slidingLogDecide(policy);
   return {
     initial: [],
-    decide: slidingLogDecide(policy),
+    // A decision drops the entries out of the window before anything else, denied or not (a clock
+    // that goes back later does not bring them back).
+    decide: (log, now, cost) => {
+      const step = decide(log, now, cost);
+      return step.decision.allowed ? step : { ...step, next: log.filter((one) => one.t > now - W) };
+    },
     mark: (log) => log.at(-1)!.t,
     adjust(log, now, units, mark) {
       if (units < 0) {
