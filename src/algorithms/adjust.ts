@@ -1,34 +1,38 @@
 /**
- * Settling a reservation on a slot state (reserve then settle, docs/semantics.md): refunding or
+ * Settling a reservation on a key's state (reserve then settle, docs/semantics.md): refunding or
  * charging the difference between a request's actual cost and its estimate, in the state layout
- * of each algorithm that has a meaning for it. The same steps as scripts/adjust.lua on Redis.
+ * of each of the six algorithms. The same steps as scripts/adjust.lua on Redis.
  *
  * - A refund (`units` < 0) gives back what the reservation still holds: a window counter only in
  *   the window it was recorded in (`mark`, that window's start) while that window still counts, a
- *   bucket or GCRA at once (never past a full bucket / TAT before now).
+ *   sliding window of precision N from its bucket while the estimate reads it, a sliding log from
+ *   its own entry while it is in the rolling window, a bucket or GCRA at once (never past a full
+ *   bucket / TAT before now).
  * - A charge (`units` > 0) is recorded now, whatever the limit (the work is done), in the window
  *   of `now`; a key is put at most one capacity into debt (its state holds at most twice the
  *   capacity), so the arithmetic stays exact.
  */
 import type { CompiledPolicy } from '../policy.js';
-import { floorDiv } from './integer.js';
+import { floorDiv, mulDivmod } from './integer.js';
+import type { SlidingLog } from './sliding-log.js';
 
 /** Why `policy` cannot take reservations, naming the alternative; undefined when it can. */
 export function reservationRefusal(policy: CompiledPolicy): string | undefined {
-  if (policy.algorithm === 'sliding-log') {
-    return 'reserve/settle is not offered on sliding-log (its log would need entries taken out of the middle): use sliding-window, which counts the same rolling window in two counters and takes refunds';
-  }
-  if (policy.precision > 1) return `reserve/settle is not offered on a sliding window of precision ${policy.precision}: use precision 1 (the default) or fixed-window`;
   if (policy.share !== undefined) return 'reserve/settle is not offered on a shared capacity (share): use limit() with the actual cost once it is known';
   // The state may hold twice the capacity after a charge, then a decision adds up to a capacity more.
-  if (policy.algorithm !== 'fixed-window' && (3 * policy.capacity + 1) * policy.windowMs > Number.MAX_SAFE_INTEGER) {
+  if (policy.algorithm !== 'fixed-window' && policy.algorithm !== 'sliding-log' && (3 * policy.capacity + 1) * policy.windowMs > Number.MAX_SAFE_INTEGER) {
     return `reserve/settle needs (3 × capacity + 1) × window ≤ 2^53 − 1 for ${policy.algorithm}, so a charged debt counts exactly: lower the limit or the window`;
   }
   return undefined;
 }
 
-/** The window mark of a window counter's state after a reservation was recorded (its window's start); 0 for the others. */
+/**
+ * What a reservation records of the state it was decided into: a window counter's window start, a
+ * sliding window of precision N's bucket index, a sliding log's entry time (the newest after it);
+ * 0 for the buckets and GCRA. `state`: the slot state, a bucket record, or a log's [newest entry time].
+ */
 export function reservationMark(state: ArrayLike<number>, at: number, policy: CompiledPolicy): number {
+  if (policy.algorithm === 'sliding-log' || (policy.algorithm === 'sliding-window' && policy.precision > 1)) return state[at]!;
   return policy.algorithm === 'fixed-window' || policy.algorithm === 'sliding-window' ? state[at + 1]! : 0;
 }
 
@@ -37,8 +41,10 @@ export function reservationMark(state: ArrayLike<number>, at: number, policy: Co
  * `mark`, at `now`, in `state[at ..]`. Returns false when nothing was to change (a refund of a
  * window that has gone by, or of a key with nothing recorded).
  */
-export function adjustState(state: Float64Array, at: number, now: number, units: number, mark: number, policy: CompiledPolicy): boolean {
+export function adjustState(state: Float64Array, at: number, now: number, units: number, mark: number, policy: CompiledPolicy, log?: SlidingLog): boolean {
   if (units === 0) return false;
+  if (log !== undefined) return adjustSlidingLog(log, now, units, mark, policy);
+  if (policy.precision > 1) return adjustSlidingBuckets(state, at, now, units, mark, policy);
   switch (policy.algorithm) {
     case 'fixed-window':
       return adjustFixedWindow(state, at, now, units, mark, policy);
@@ -123,5 +129,49 @@ function adjustGcra(state: Float64Array, at: number, now: number, units: number,
   const wholeMs = floorDiv(next, limit);
   state[at] = now + wholeMs;
   state[at + 1] = next - wholeMs * limit;
+  return true;
+}
+
+/**
+ * A sliding log: a refund takes the units off the reservation's own entry (logged at `mark`) while
+ * it is in the rolling window; a charge is logged at `now` (as a decision logs), the log holding
+ * at most twice the capacity.
+ */
+function adjustSlidingLog(log: SlidingLog, now: number, units: number, mark: number, policy: CompiledPolicy): boolean {
+  const { windowMs, capacity } = policy;
+  if (units < 0) return mark > now - windowMs && log.refund(mark, -units) > 0;
+  log.expire(now, windowMs);
+  const total = log.total();
+  const added = moved(total, units, 2 * capacity) - total;
+  if (added === 0) return false;
+  log.append(Math.max(log.newestTime(), now), added, Number.POSITIVE_INFINITY);
+  return true;
+}
+
+/** The bucket of a sliding window of precision N holding `now` (sliding-window-buckets.ts). */
+function bucketAt(now: number, policy: CompiledPolicy): number {
+  const scaled = now * policy.precision;
+  return scaled <= Number.MAX_SAFE_INTEGER ? floorDiv(scaled, policy.windowMs) : mulDivmod(now, policy.precision, policy.windowMs)[0];
+}
+
+/**
+ * A sliding window of precision N, state (index, c0 … cN): a refund takes the units off the
+ * reservation's bucket (index `mark`) while the estimate still reads it (one of the N + 1 newest
+ * positions: whole, or weighted by its share inside the window); a charge adds to the bucket of `now`.
+ */
+function adjustSlidingBuckets(state: Float64Array, at: number, now: number, units: number, mark: number, policy: CompiledPolicy): boolean {
+  const { capacity, precision } = policy;
+  const stored = state[at]!;
+  const bucket = Math.max(bucketAt(now, policy), stored);
+  if (units < 0) {
+    const position = stored - mark;
+    if (bucket - mark > precision || position < 0 || position > precision || state[at + 1 + position]! === 0) return false;
+    state[at + 1 + position] = moved(state[at + 1 + position]!, units, 2 * capacity);
+    return true;
+  }
+  const slid = bucket - stored;
+  for (let position = precision; position >= 0; position--) state[at + 1 + position] = position >= slid ? state[at + 1 + position - slid]! : 0;
+  state[at] = bucket;
+  state[at + 1] = moved(state[at + 1]!, units, 2 * capacity);
   return true;
 }

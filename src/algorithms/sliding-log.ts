@@ -91,6 +91,43 @@ export class SlidingLog {
     this.size += 1;
   }
 
+  /**
+   * Reserve then settle's refund: takes up to `units` off the entry logged at `time`, if it is held
+   * (O(log n) to find it, then O(entries after it) to lower their running totals); an entry left
+   * weighing nothing is removed, so every entry weighs at least 1. Returns the units taken.
+   */
+  refund(time: number, units: number): number {
+    const position = this.positionOf(time);
+    if (position < 0) return 0;
+    const before = position === 0 ? this.expiredTotal : this.entries[this.slot(position - 1) + 1]!;
+    const weight = this.entries[this.slot(position) + 1]! - before;
+    const taken = Math.min(units, weight);
+    let to = position;
+    for (let from = taken === weight ? position + 1 : position; from < this.size; from++, to++) {
+      const source = this.slot(from);
+      const target = this.slot(to);
+      this.entries[target] = this.entries[source]!;
+      this.entries[target + 1] = this.entries[source + 1]! - taken;
+    }
+    this.size = to;
+    if (this.size === 0) this.expiredTotal = 0;
+    return taken;
+  }
+
+  /** The position of the entry logged at `time` (times are strictly increasing), or -1. */
+  private positionOf(time: number): number {
+    let low = 0;
+    let high = this.size - 1;
+    while (low <= high) {
+      const mid = (low + high) >>> 1;
+      const at = this.entries[this.slot(mid)]!;
+      if (at === time) return mid;
+      if (at < time) low = mid + 1;
+      else high = mid - 1;
+    }
+    return -1;
+  }
+
   /** Time of the oldest entry whose expiry brings the logged cost down to `target` or below. */
   expiryFreeing(target: number): number {
     // Binary search over the logical positions for the first cumulative ≥ expiredTotal + (total − target).
@@ -228,7 +265,9 @@ export function decideSlidingLog(
   // Entries stay in time order even if the caller's clock went back.
   const newest = log.newestTime();
   const time = newest > now ? newest : now;
-  if (allowed || policy.countRejected) log.append(time, cost, capacity);
+  // Only a denied attempt drops the oldest entry of a full log (the file header): an admitted one
+  // fits, but for a look of cost 0, whose entry weighs nothing (as on Redis, sliding-log.lua).
+  if (allowed || policy.countRejected) log.append(time, cost, allowed ? Number.POSITIVE_INFINITY : capacity);
   const after = log.total();
   if (allowed) return outcome(policy, now, true, capacity - after, resetTime(log, now, windowMs), 0);
   const retryAt = log.expiryFreeing(capacity - cost) + windowMs;

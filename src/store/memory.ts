@@ -156,30 +156,38 @@ export class MemoryStore implements Store {
     return (this.reservations ??= new MemoryReservations(this, this.maxKeys)).settle(key, policy, request, now);
   }
 
-  /** A copy of `key`'s slot state under `policy` (slot algorithms), for reservations. */
+  /** A copy of `key`'s state under `policy` for reservations: a slot's, a bucket record, or a log's [newest entry time]. */
   stateOf(key: string, policy: CompiledPolicy): readonly number[] | undefined {
     const slot = this.slotOf(key, policy);
-    return slot < 0 ? undefined : Array.from(this.state.subarray(slot * STRIDE, slot * STRIDE + EXPIRES));
+    if (slot < 0) return undefined;
+    if (policy.algorithm === 'sliding-log') return [this.logs[slot]!.newestTime()];
+    const [data, at] = this.stateAt(slot, policy);
+    return Array.from(data.subarray(at, at + (policy.precision > 1 ? bucketStateSize(policy) : EXPIRES)));
   }
 
-  /**
-   * Runs `change` on `key`'s slot state at `now` (a zeroed slot made for it if it has none and
-   * `create`), then answers a look at the state after it (reservations-memory.ts settles with it).
-   */
-  changeState(key: string, policy: CompiledPolicy, now: number | undefined, create: boolean, change: (state: Float64Array, at: number, now: number) => void): Decision {
+  /** Runs `change` on `key`'s state at `now` (a slot's, a bucket record's, or its log; made fresh if none and `create`), then answers a look. */
+  changeState(key: string, policy: CompiledPolicy, now: number | undefined, create: boolean, change: (state: Float64Array, at: number, now: number, log?: SlidingLog) => void): Decision {
     const at = now ?? currentTime();
     let slot = this.slotOf(key, policy);
     if (slot < 0 && !create) return this.decide(key, policy, 0, at, false, 0);
     if (slot < 0) {
       slot = this.insert(key, policy, at, 1);
       this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
+      if (policy.algorithm === 'sliding-log') this.logs[slot] = new SlidingLog(policy.capacity);
+      else if (policy.precision > 1) this.state[slot * STRIDE + RECORD] = (this.arenas[bucketStateSize(policy)] ??= new RecordArena(bucketStateSize(policy))).allocate();
     }
-    const base = slot * STRIDE;
-    change(this.state, base, at);
+    const [data, offset] = this.stateAt(slot, policy);
+    change(data, offset, at, this.logs[slot]);
     const look = this.decide(key, policy, 0, at, false, 0);
-    this.state[base + EXPIRES] = look.resetAt + (now === undefined ? 0 : replayShift(now));
+    this.state[slot * STRIDE + EXPIRES] = look.resetAt + (now === undefined ? 0 : replayShift(now));
     this.touch(slot);
     return look;
+  }
+
+  /** Where a live slot's state is: its own doubles, or its record in the arena of its width. */
+  private stateAt(slot: number, policy: CompiledPolicy): [Float64Array, number] {
+    if (policy.precision > 1) return [this.arenas[bucketStateSize(policy)]!.data, this.state[slot * STRIDE + RECORD]!];
+    return [this.state, slot * STRIDE];
   }
 
   reset(key: string, policy: CompiledPolicy): void {

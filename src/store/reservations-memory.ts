@@ -5,6 +5,7 @@
  * settle on Redis. The same answers as Redis (test/vectors/reservations/).
  */
 import { adjustState, reservationMark } from '../algorithms/adjust.js';
+import type { SlidingLog } from '../algorithms/sliding-log.js';
 import type { Decision } from '../decision.js';
 import { InvalidOptionError } from '../errors.js';
 import type { CompiledPolicy } from '../policy.js';
@@ -13,18 +14,18 @@ import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement } from
 /** What the book needs of the store: a decision, a copy of a key's state, a change to it in place. */
 export interface ReservableStore {
   consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Decision;
-  /** A copy of `key`'s slot state under `policy`, if it has one. */
+  /** A copy of `key`'s state under `policy`, if it has one (a sliding log's: [its newest entry's time]). */
   stateOf(key: string, policy: CompiledPolicy): readonly number[] | undefined;
   /**
-   * Runs `change` on `key`'s slot state at `now` (a zeroed slot made for it if it has none and
-   * `create`), then answers a look (cost 0) at the state as it is after.
+   * Runs `change` on `key`'s state at `now` (in `state` from `at`, or its sliding log; a fresh
+   * state made for it if it has none and `create`), then answers a look (cost 0) at it after.
    */
-  changeState(key: string, policy: CompiledPolicy, now: number | undefined, create: boolean, change: (state: Float64Array, at: number, now: number) => void): Decision;
+  changeState(key: string, policy: CompiledPolicy, now: number | undefined, create: boolean, change: (state: Float64Array, at: number, now: number, log?: SlidingLog) => void): Decision;
 }
 
 interface Reservation {
   readonly cost: number;
-  /** The window it was recorded in (window counters), else 0. */
+  /** Where it was recorded (adjust.ts reservationMark): a window, a bucket, a log entry's time; else 0. */
   readonly mark: number;
   /** On the call's timeline: from then on it is closed (it stands at its estimate). */
   readonly expiresAt: number;
@@ -81,7 +82,7 @@ export class MemoryReservations {
     if (open.settledCost !== undefined) return { status: 'repeated', reserved: open.cost, cost: open.settledCost, decision: this.store.changeState(key, policy, now, false, () => undefined) };
     open.settledCost = request.cost;
     const units = request.cost - open.cost;
-    const decision = this.store.changeState(key, policy, now, units > 0, (state, base, time) => void adjustState(state, base, time, units, open.mark, policy));
+    const decision = this.store.changeState(key, policy, now, units > 0, (state, base, time, log) => void adjustState(state, base, time, units, open.mark, policy, log));
     return { status: 'settled', reserved: open.cost, cost: request.cost, decision };
   }
 

@@ -72,7 +72,7 @@ describe('rateLimit({ settle })', () => {
   it.each([
     ['not a function', { settle: 5 }, /settle must be a function/],
     ['with limits', { policy: undefined, limits: [{ name: 'a', policy }], settle: fromHeader }, /one policy/],
-    ['on a sliding log', { policy: { algorithm: 'sliding-log', limit: 5, window: '1m' }, settle: fromHeader }, /use sliding-window/],
+    ['on a shared capacity', { policy: { algorithm: 'fixed-window', limit: 5, window: '1m', share: { group: 'g', weight: 1 } }, settle: fromHeader }, /shared capacity/],
   ])('is refused %s', (_, options, message) => {
     expect(() => rateLimit({ policy, ...options } as RateLimitOptions)).toThrow(message);
   });
@@ -168,8 +168,8 @@ describe('a settle hook that throws, on Fastify and Hono', () => {
     expect(await app.remaining()).toBe(50);
   });
 
-  it('is refused at creation on Fastify and Hono as on node: with limits, on a sliding log', () => {
-    expect(() => rateLimitHook({ policy: { algorithm: 'sliding-log', limit: 5, window: '1m' }, settle: fastifyTokens })).toThrow(/use sliding-window/);
+  it('is refused at creation on Fastify and Hono as on node: with limits, on a shared capacity', () => {
+    expect(() => rateLimitHook({ policy: { algorithm: 'fixed-window', limit: 5, window: '1m', share: { group: 'g', weight: 1 } }, settle: fastifyTokens })).toThrow(/shared capacity/);
     expect(() => rateLimiter({ policy: undefined, limits: [{ name: 'a', policy }], settle: honoTokens } as never)).toThrow(/one policy/);
     expect(() => rateLimiter({ policy, settle: 5 } as never)).toThrow(/settle must be a function/);
   });

@@ -43,9 +43,14 @@ describe('reserve and settle refuse what they cannot do', () => {
     await expect(call).rejects.toThrow(message);
   });
 
-  it('sliding-log and a sliding window of precision > 1 are refused, naming the alternative', async () => {
-    await expect(limiter.reserve('k', { algorithm: 'sliding-log', limit: 5, window: 1000 }, { cost: 1, id: 'a' })).rejects.toThrow(/not offered on sliding-log.*use sliding-window/);
-    await expect(limiter.settle('k', { algorithm: 'sliding-window', limit: 5, window: 1000, precision: 10 }, { cost: 1, id: 'a' })).rejects.toThrow(/precision 10: use precision 1/);
+  it('a shared capacity is refused, naming limit() with the actual cost; every algorithm, a sliding window of any precision, takes reservations', async () => {
+    const shared: Policy = { algorithm: 'fixed-window', limit: 5, window: 1000, share: { group: 'g', weight: 1 } };
+    await expect(limiter.reserve('k', shared, { cost: 1, id: 'a' })).rejects.toThrow(/shared capacity \(share\): use limit\(\) with the actual cost/);
+    await expect(limiter.settle('k', shared, { cost: 1, id: 'a' })).rejects.toThrow(InvalidOptionError);
+    for (const policy of [{ algorithm: 'sliding-log', limit: 5, window: 1000 }, { algorithm: 'sliding-window', limit: 5, window: 1000, precision: 10 }] as const) {
+      expect(await limiter.reserve('ok', policy, { cost: 4, id: 'a', now: NOW })).toMatchObject({ allowed: true, remaining: 1 });
+      expect(await limiter.settle('ok', policy, { cost: 1, id: 'a', now: NOW + 1 })).toMatchObject({ status: 'settled', decision: { remaining: 4 } });
+    }
   });
 
   it('a calendar window and a policy with blockDuration take reservations: a cost past the capacity starts no block, a denial does', async () => {

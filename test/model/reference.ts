@@ -19,6 +19,8 @@ export interface ModelPolicy {
   readonly burst?: number;
   readonly softPercent?: number;
   readonly windowStart?: 'aligned' | 'first-hit';
+  /** sliding-window only (buckets-reference.ts when > 1; the reserve-then-settle schedules draw it). */
+  readonly precision?: number;
 }
 
 /** What the model says of one request: a `Decision` (the type only: nothing of src/ decides here). */
@@ -131,7 +133,7 @@ export function fixedWindowDecide(policy: ModelPolicy): Decide<{ start: number; 
 }
 
 /** "sliding-log": entries `(t, weight)` oldest first; merged when `t` repeats. */
-function slidingLogDecide(policy: ModelPolicy): Decide<readonly { t: number; weight: number }[]> {
+export function slidingLogDecide(policy: ModelPolicy): Decide<readonly { t: number; weight: number }[]> {
   const W = policy.window;
   const { nominal, capacity: C, softExtra } = capacityOf(policy);
   return (log, now, cost) => {

@@ -4,7 +4,8 @@
  * each refund or charge as the spec words it (nothing of src/ is imported: the model must not test
  * the code against itself).
  */
-import { capacityOf, fixedWindowDecide, levelDecide, slidingWindowDecide, type Decide, type ModelDecision, type ModelPolicy } from './reference.js';
+import { bucketsAt, bucketsDecide, freshBuckets, type BucketState } from './buckets-reference.js';
+import { capacityOf, fixedWindowDecide, levelDecide, slidingLogDecide, slidingWindowDecide, type Decide, type ModelDecision, type ModelPolicy } from './reference.js';
 
 /** A calendar period [start, end) holding an instant (written from the calendar's definition, not src/). */
 export type Period = (now: number) => { readonly start: number; readonly end: number };
@@ -162,6 +163,72 @@ function slidingWindowLedger(policy: ModelPolicy): Ledger<{ current: number; sta
   };
 }
 
+type LogEntries = readonly { readonly t: number; readonly weight: number }[];
+
+/**
+ * A sliding log: a reservation is its entry (the newest after it, `t`). A refund takes the units
+ * off that entry while it is in the rolling window (`t > now − W`), never below 0, an entry left
+ * at 0 gone; a charge is logged at `now` (the newest entry's time if later) as a decision logs,
+ * the window's weight at most 2·C.
+ */
+function slidingLogLedger(policy: ModelPolicy): Ledger<LogEntries> {
+  const { capacity: C } = capacityOf(policy);
+  const W = policy.window;
+  const decide = slidingLogDecide(policy);
+  return {
+    initial: [],
+    // A decision drops the entries out of the window before anything else, denied or not (a clock
+    // that goes back later does not bring them back).
+    decide: (log, now, cost) => {
+      const step = decide(log, now, cost);
+      return step.decision.allowed ? step : { ...step, next: log.filter((one) => one.t > now - W) };
+    },
+    mark: (log) => log.at(-1)!.t,
+    adjust(log, now, units, mark) {
+      if (units < 0) {
+        const entry = log.find((one) => one.t === mark);
+        if (entry === undefined || mark <= now - W) return log;
+        const weight = moved(entry.weight, units, 2 * C);
+        return log.flatMap((one) => (one !== entry ? [one] : weight === 0 ? [] : [{ t: one.t, weight }]));
+      }
+      const live = log.filter((one) => one.t > now - W);
+      const total = live.reduce((sum, one) => sum + one.weight, 0);
+      const added = moved(total, units, 2 * C) - total;
+      if (added === 0) return log;
+      const newest = live.at(-1);
+      const t = Math.max(now, newest?.t ?? -Infinity);
+      return newest !== undefined && newest.t === t ? [...live.slice(0, -1), { t, weight: newest.weight + added }] : [...live, { t, weight: added }];
+    },
+  };
+}
+
+/**
+ * A sliding window of precision N: a reservation is its bucket (the index after it). A refund
+ * takes the units off that bucket's count while the estimate reads it (one of the N + 1 newest
+ * positions at `now`: whole, or weighted by its share inside the window), never below 0; a charge
+ * adds to the bucket of `now`, a count at most 2·C.
+ */
+function bucketsLedger(policy: ModelPolicy): Ledger<BucketState> {
+  const { capacity: C } = capacityOf(policy);
+  const N = policy.precision!;
+  return {
+    initial: freshBuckets(N),
+    decide: bucketsDecide(policy),
+    mark: (state) => state.index,
+    adjust(state, now, units, mark) {
+      const { b, c } = bucketsAt(state, now, policy);
+      if (units < 0) {
+        // In place: the state keeps its index (a clock that goes back later counts from it).
+        const position = state.index - mark;
+        if (b - mark > N || position < 0 || position > N || state.counts[position] === 0) return state;
+        return { index: state.index, counts: state.counts.map((count, k) => (k === position ? moved(count, units, 2 * C) : count)) };
+      }
+      c[0] = moved(c[0]!, units, 2 * C);
+      return { index: b, counts: c };
+    },
+  };
+}
+
 /** The answer while blocked until `until`: denied, nothing remaining, a retry at the block's end or the state's own (docs/semantics.md "Penalties"). */
 function blocked(look: Answer, until: number, now: number): Answer {
   const { limit } = look;
@@ -210,11 +277,13 @@ function keyModel<S>(ledger: Ledger<S>, blockMs: number): ReservationKeyModel {
   };
 }
 
-/** A fresh key under `policy` (any algorithm but sliding-log, which takes no reservations), with a calendar window's periods or a penalty. */
+/** A fresh key under `policy` (every algorithm, a sliding window of any precision), with a calendar window's periods or a penalty. */
 export function reservationModel(policy: ModelPolicy, extras: ReservationExtras = {}): ReservationKeyModel {
   const blockMs = extras.blockMs ?? 0;
   if (extras.period !== undefined) return keyModel(calendarLedger(policy, extras.period), blockMs);
   if (policy.algorithm === 'fixed-window') return keyModel(fixedWindowLedger(policy), blockMs);
+  if (policy.algorithm === 'sliding-window' && (policy.precision ?? 1) > 1) return keyModel(bucketsLedger(policy), blockMs);
   if (policy.algorithm === 'sliding-window') return keyModel(slidingWindowLedger(policy), blockMs);
+  if (policy.algorithm === 'sliding-log') return keyModel(slidingLogLedger(policy), blockMs);
   return keyModel(levelLedger(policy), blockMs);
 }

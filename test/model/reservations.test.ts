@@ -37,9 +37,14 @@ interface Schedule {
   readonly start?: number;
 }
 
-const RESERVABLE = ['token-bucket', 'leaky-bucket', 'gcra', 'fixed-window', 'sliding-window'] as const;
+const RESERVABLE = ['token-bucket', 'leaky-bucket', 'gcra', 'fixed-window', 'sliding-window', 'sliding-log'] as const;
 
-const scheduleArb: fc.Arbitrary<Schedule> = policyArb(RESERVABLE).chain((policy) => {
+/** Every algorithm; a sliding window of precision 1 or N (buckets of at least 1 ms). */
+const reservablePolicyArb: fc.Arbitrary<ModelPolicy> = policyArb(RESERVABLE).chain((policy) =>
+  policy.algorithm !== 'sliding-window' ? fc.constant(policy) : fc.constantFrom(1, 1, 2, 3, 4, 10).map((precision) => (precision > 1 && precision <= policy.window ? { ...policy, precision } : policy)),
+);
+
+const scheduleArb: fc.Arbitrary<Schedule> = reservablePolicyArb.chain((policy) => {
   const node = fc.integer({ min: 0, max: NODES - 1 });
   const id = fc.integer({ min: 0, max: IDS - 1 });
   const dt = stepArb(policy.window);
@@ -105,7 +110,7 @@ const calendarArb: fc.Arbitrary<Schedule> = fc
   });
 
 /** Any reservable algorithm with a penalty of a few ms to a few windows. */
-const blockArb: fc.Arbitrary<Schedule> = fc.tuple(policyArb(RESERVABLE), fc.constantFrom(1, 50, 1_000)).chain(([policy, blockMs]) =>
+const blockArb: fc.Arbitrary<Schedule> = fc.tuple(reservablePolicyArb, fc.constantFrom(1, 50, 1_000)).chain(([policy, blockMs]) =>
   callsOf(stepArb(policy.window), TTLS).map((steps) => ({ policy, real: { ...policy, blockDuration: blockMs } as Policy, extras: { blockMs }, steps })),
 );
 
@@ -145,6 +150,20 @@ const TOPOLOGIES: readonly { readonly name: string; readonly runs: number; open(
   { name: 'Redis Cluster', runs: 20, open: () => Promise.all(Array.from({ length: NODES }, () => redis.open({ cluster: redis.cluster.nodes }))) },
 ];
 
+/**
+ * Long sliding logs and bucketed windows: limits up to 20 and short steps, so a log holds many
+ * entries and a refund finds its entry among older and newer ones (either side rewritten on Redis).
+ */
+const LOG_TEST = 'on sliding logs and windows of precision N, long schedules of reserves, settles and limits answer as the model (refunds amid many entries or buckets, after they left the window)';
+const logArb: fc.Arbitrary<Schedule> = fc
+  .record({ log: fc.boolean(), limit: fc.integer({ min: 6, max: 20 }), window: fc.constantFrom(100, 1_000), precision: fc.constantFrom(2, 4, 10), blockMs: fc.constantFrom(0, 0, 0, 50) })
+  .chain(({ log, limit, window, precision, blockMs }) => {
+    const policy: ModelPolicy = log ? { algorithm: 'sliding-log', limit, window } : { algorithm: 'sliding-window', limit, window, precision };
+    const dt = fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 0, max: Math.floor(window / 10) }) }, { weight: 1, arbitrary: fc.integer({ min: window / 2, max: window * 2 }) }, { weight: 1, arbitrary: fc.integer({ min: -5, max: -1 }) });
+    const steps = callsOf(dt, [window / 2, window * 3]).chain((first) => callsOf(dt, [window / 2, window * 3]).map((second) => [...first, ...second]));
+    return steps.map((calls) => ({ policy, real: { ...policy, ...(blockMs > 0 ? { blockDuration: blockMs } : {}) } as Policy, extras: { blockMs }, steps: calls }));
+  });
+
 /** Calendar windows and penalties: half the schedules each. */
 const extendedArb = fc.oneof(calendarArb, blockArb);
 
@@ -165,3 +184,4 @@ function describeSchedules(title: string, name: string, schedules: fc.Arbitrary<
 
 describeSchedules('reserve then settle against the model', TEST, scheduleArb);
 describeSchedules('reserve then settle on calendar windows and with penalties against the model', CALENDAR_TEST, extendedArb);
+describeSchedules('reserve then settle on sliding logs and bucketed windows against the model', LOG_TEST, logArb);

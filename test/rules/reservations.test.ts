@@ -116,7 +116,7 @@ describe('reserveCheck and settleCheck refuse bad input before reserving anythin
     ['a ttl past a day', { cost: 1, id: 'a', ttl: 86_400_001 }, InvalidOptionError, /ttl/],
     ['a misspelt field', { cost: 1, id: 'a', tll: 5 }, InvalidCheckError, /unknown field "tll"/],
     ['a hitsAddend', { cost: 1, id: 'a', descriptors: [{ entries: [{ key: 'org', value: 'x' }], hitsAddend: 2 }] }, InvalidCheckError, /hitsAddend is not taken/],
-    ['a descriptor reaching a sliding log', { cost: 1, id: 'a', descriptors: [...orgAndUser('refused', 'u'), { entries: [{ key: 'log', value: 'x' }] }] }, InvalidOptionError, /tokens\.log.*use sliding-window/],
+    ['a descriptor reaching a shared capacity', { cost: 1, id: 'a', descriptors: [...orgAndUser('refused', 'u'), { entries: [{ key: 'shared', value: 'x' }] }] }, InvalidOptionError, /tokens\.shared.*shared capacity/],
     ['descriptors that are not an array', { cost: 1, id: 'a', descriptors: 'org=x' }, InvalidCheckError, /descriptors must be an array/],
   ])('a reserve with %s', async (_, fields, type, message) => {
     const withRules = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), rules });

@@ -1,8 +1,8 @@
 /**
  * The rules the reserve-through-rules tests run on (test/rules/reservations.test.ts, the service's
  * test/service/http/rules-reservations.test.ts): an org budget over a user budget (all or nothing),
- * a rule counting 2 units a call (`cost: 2`), a sliding log (which takes no reservations) and an
- * unlimited descriptor.
+ * a rule counting 2 units a call (`cost: 2`), a shared capacity (`share`, which takes no
+ * reservations) and an unlimited descriptor.
  */
 export const RESERVATION_RULES = `domain: tokens
 descriptors:
@@ -13,8 +13,8 @@ descriptors:
         rate_limit: { name: user_tokens, unit: hour, requests_per_unit: 30, algorithm: token-bucket }
   - key: double
     rate_limit: { unit: hour, requests_per_unit: 50, cost: 2 }
-  - key: log
-    rate_limit: { unit: hour, requests_per_unit: 10, algorithm: sliding-log }
+  - key: shared
+    rate_limit: { unit: hour, requests_per_unit: 10, share: { group: tokens, weight: 1 } }
   - key: free
     rate_limit: { unlimited: true }
 `;

@@ -100,7 +100,12 @@ export const ALL_SCRIPTS: readonly RedisScript[] = [DECIDE_SCRIPT, ...Object.val
  * function of its script), both calls in it, a key's state and its reservation in one slot.
  */
 export const RESERVATION_SCRIPTS: Partial<Record<AlgorithmName, RedisScript>> = Object.fromEntries(
-  Object.entries(SINGLE_FILES).map(([algorithm, files]) => [algorithm, compose(['prelude.lua', ...files, 'codes.lua', 'penalty.lua', 'adjust.lua', 'reservation.lua'].map(section))]),
+  Object.entries({
+    ...SINGLE_FILES,
+    // Every precision (sliding-window-buckets.lua for N > 1), and the sliding log.
+    'sliding-window': ['layout.lua', 'sliding-window.lua', 'sliding-window-buckets.lua'],
+    'sliding-log': ['layout.lua', 'sliding-log.lua'],
+  }).map(([algorithm, files]) => [algorithm, compose(['prelude.lua', ...files, 'codes.lua', 'penalty.lua', 'adjust.lua', 'reservation.lua'].map(section))]),
 );
 
 /** A usage ledger's write (scripts/ledger.lua, redis/ledger.ts): apart from the decision scripts, whose SHA1s it leaves alone. */

@@ -59,7 +59,7 @@ describe('POST /v1/reserve and /v1/settle', () => {
     ['/v1/reserve', { key: 'k', policy, cost: 1, id: 'a', tll: 5 }, /unknown field "tll"/],
     ['/v1/reserve', { key: 'k', policy, cost: 1 }, /id must be a string/],
     ['/v1/reserve', { key: 'k', policy, cost: '1', id: 'a' }, /cost must be a whole number/],
-    ['/v1/reserve', { key: 'k', policy: { algorithm: 'sliding-log', limit: 1, window: '1s' }, cost: 1, id: 'a' }, /use sliding-window/],
+    ['/v1/reserve', { key: 'k', policy: { algorithm: 'fixed-window', limit: 1, window: '1s', share: { group: 'g', weight: 1 } }, cost: 1, id: 'a' }, /shared capacity/],
     ['/v1/reserve', { policy, cost: 1, id: 'a' }, /key must be a string/],
     ['/v1/settle', { key: 'k', policy, id: 'a', cost: -2 }, /whole number ≥ 0/],
     ['/v1/settle', { key: 'k', policy: { algorithm: 'nope' }, id: 'a', cost: 1 }, /algorithm/],

@@ -114,7 +114,7 @@ describe.each([
     ['/v1/reserve', { domain: 'tokens', descriptors: orgAndUser('o', 'u'), cost: 0, id: 'a' }, /whole number ≥ 1/],
     ['/v1/reserve', { domain: 'tokens', descriptors: orgAndUser('o', 'u'), cost: 1, id: 'a', hits: 2 }, /unknown field "hits"/],
     ['/v1/reserve', { domain: 'tokens', descriptors: 'org=o', cost: 1, id: 'a' }, /descriptors must be an array/],
-    ['/v1/reserve', { domain: 'tokens', descriptors: [{ log: 'x' }], cost: 1, id: 'a' }, /use sliding-window/],
+    ['/v1/reserve', { domain: 'tokens', descriptors: [{ shared: 'x' }], cost: 1, id: 'a' }, /shared capacity/],
     ['/v1/reserve', { domain: '', descriptors: [], cost: 1, id: 'a' }, /domain must be a non-empty string/],
     ['/v1/settle', { domain: 'tokens', descriptors: orgAndUser('o', 'u'), id: 'a', cost: -1 }, /whole number ≥ 0/],
     ['/v1/settle', { domain: 'tokens', descriptors: orgAndUser('o', 'u'), id: 'a', cost: 1, ttl: 5 }, /unknown field "ttl"/],

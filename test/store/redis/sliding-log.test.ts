@@ -2,7 +2,7 @@
  * The sliding log on Redis reads its LIST at the ends (src/store/redis/scripts/sliding-log.lua):
  * how many entries a decision reads, counted by Redis itself (`INFO commandstats` on a private
  * server), and a log in the layout earlier releases wrote read as is, with the memory store's
- * answers on the same history.
+ * answers on the same history; what a settle of a reservation amid 20,000 entries reads and moves.
  */
 import { describe, expect, it } from 'vitest';
 import { createLimiter, memoryStore, redisStore, type Decision, type Limiter, type Policy } from '../../../src/index.js';
@@ -25,28 +25,46 @@ function commandCalls(): Record<string, number> {
   return Object.fromEntries([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map((m) => [m[1]!, Number(m[2])]));
 }
 
-/** The memory store after the same history: every entry admitted at its time. */
-async function memoryAfterHistory(key: string): Promise<Limiter> {
+/** Reservations made in place of history entries: entry index → reservation id (its cost the entry's, ttl a day). */
+type Reserved = ReadonlyMap<number, string>;
+const DAY = 86_400_000;
+
+/** The memory store after the same history: every entry admitted at its time (reserved, for those in `reserved`). */
+async function memoryAfterHistory(key: string, reserved: Reserved = new Map()): Promise<Limiter> {
   const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
   for (let i = 0; i < ENTRIES; i++) {
-    const decision = await limiter.limit(key, POLICY, { now: START + 150 * i, cost: costOf(i) });
+    const [now, cost, id] = [START + 150 * i, costOf(i), reserved.get(i)];
+    const decision = id === undefined ? await limiter.limit(key, POLICY, { now, cost }) : await limiter.reserve(key, POLICY, { now, cost, id, ttl: DAY });
     expect(decision.allowed).toBe(true);
   }
   return limiter;
 }
 
-/** Writes the history straight into Redis as earlier releases laid it out: a LIST of "time cumulative weight". */
-async function writeOldLayoutLog(limiter: Limiter, key: string): Promise<string> {
+/**
+ * Writes the history straight into Redis as earlier releases laid it out: a LIST of "time
+ * cumulative weight"; an entry in `reserved` is a reserve through `limiter` instead (the same entry).
+ */
+async function writeOldLayoutLog(limiter: Limiter, key: string, reserved: Reserved = new Map()): Promise<string> {
   await limiter.limit(`${key}:probe`, POLICY, { now: NOW });
   const [stateKey] = await redisAndClient.redis.keys(`*${key}:probe*`);
   const listKey = stateKey!.replace(`${key}:probe`, key);
   let cumulative = 0;
-  const entries: string[] = [];
+  let entries: string[] = [];
+  const push = async (): Promise<void> => {
+    for (let i = 0; i < entries.length; i += 5_000) await redisAndClient.redis.rpush(listKey, ...entries.slice(i, i + 5_000));
+    entries = [];
+  };
   for (let i = 0; i < ENTRIES; i++) {
     cumulative += costOf(i);
-    entries.push(`${START + 150 * i} ${cumulative} ${costOf(i)}`);
+    const id = reserved.get(i);
+    if (id === undefined) {
+      entries.push(`${START + 150 * i} ${cumulative} ${costOf(i)}`);
+      continue;
+    }
+    await push();
+    expect((await limiter.reserve(key, POLICY, { now: START + 150 * i, cost: costOf(i), id, ttl: DAY })).allowed).toBe(true);
   }
-  for (let i = 0; i < ENTRIES; i += 5_000) await redisAndClient.redis.rpush(listKey, ...entries.slice(i, i + 5_000));
+  await push();
   await redisAndClient.redis.pexpire(listKey, 2 * HOUR);
   return listKey;
 }
@@ -86,6 +104,40 @@ describe('sliding-log on Redis, a log of 20,000 entries', () => {
       expect(calls.lrange ?? 0, `step ${index}: LRANGE calls`).toBe(0);
     }
     expect(await redisAndClient.redis.llen(listKey)).toBeLessThanOrEqual(ENTRIES / 2 + 6);
+    await inMemory.close();
+  }, 120_000);
+
+  it('guarantee: a settle refunds amid 20,000 entries with O(log n) entries read and the shorter side moved in one LRANGE, one LTRIM and a push per 1,000 entries; every answer is the memory store\'s', async () => {
+    const onRedis = await redisLimiter();
+    const key = 'settle';
+    // Near the oldest (2,000 older entries), nearer the newest (4,999 newer), the newest.
+    const reserved: Reserved = new Map([[2_000, 'old'], [15_000, 'mid'], [ENTRIES - 1, 'new']]);
+    await writeOldLayoutLog(onRedis, key, reserved);
+    const inMemory = await memoryAfterHistory(key, reserved);
+    const reads = Math.ceil(Math.log2(ENTRIES)) + 6;
+    const steps = [
+      { id: 'new', moved: 0 },
+      { id: 'mid', moved: ENTRIES - 1 - 15_000 },
+      { id: 'old', moved: 2_000 },
+    ];
+    for (const [index, step] of steps.entries()) {
+      const now = NOW + index;
+      server.cli('CONFIG', 'RESETSTAT');
+      const settled = await onRedis.settle(key, POLICY, { id: step.id, cost: 0, now });
+      const calls = commandCalls();
+      expect(settled, step.id).toEqual(await inMemory.settle(key, POLICY, { id: step.id, cost: 0, now }));
+      expect(settled.status, step.id).toBe('settled');
+      expect(calls.lindex ?? 0, `${step.id}: LINDEX calls`).toBeLessThanOrEqual(reads);
+      expect(calls.lrange ?? 0, `${step.id}: LRANGE calls`).toBe(step.moved > 0 ? 1 : 0);
+      expect(calls.ltrim ?? 0, `${step.id}: LTRIM calls`).toBe(step.moved > 0 ? 1 : 0);
+      expect((calls.lpush ?? 0) + (calls.rpush ?? 0), `${step.id}: pushes`).toBe(Math.ceil(step.moved / 1_000));
+    }
+    // Each gave back its entry's whole cost.
+    expect((await onRedis.settle(key, POLICY, { id: 'old', cost: 0, now: NOW + 3 })).decision.remaining).toBe(100_000 - LOGGED + costOf(2_000) + costOf(15_000) + costOf(ENTRIES - 1));
+    // The totals after it, as the refunded entries expire one by one: the memory store's.
+    for (const later of [NOW + 10, START + 150 * 2_000 + HOUR, START + 150 * 15_000 + HOUR + 1, NOW + HOUR]) {
+      expect(await onRedis.limit(key, POLICY, { now: later, cost: 1 }), `at ${later}`).toEqual(await inMemory.limit(key, POLICY, { now: later, cost: 1 }));
+    }
     await inMemory.close();
   }, 120_000);
 

@@ -201,16 +201,7 @@ local function record(key, p, write, reset_at)
     call('SET', key, write, 'PX', ttl)
     return
   end
-  if write.expired > 0 then call('LTRIM', key, write.expired, -1) end
-  if write.trim_only then
-    -- The expired entries only (sliding-log.lua); the remaining entries keep their expiry.
-    return
-  elseif write.merge then
-    call('LSET', key, -1, write.entry)
-  else
-    call('RPUSH', key, write.entry)
-  end
-  call('PEXPIRE', key, ttl)
+  write_sliding_log(key, write, ttl)
 end
 
 local out = { now }

@@ -3,7 +3,9 @@
   Composed per algorithm (lua.ts RESERVATION_SCRIPTS) with that algorithm's files and adjust.lua:
   only the branches of ARGV[2]'s algorithm run.
   The reservation's record lives beside the key's state under the same hash tag (one Cluster slot):
-  a string "cost mark expires settled remaining reset_at decided_at delay" (remaining as the algorithm
+  a string "cost mark expires settled remaining reset_at decided_at delay" (mark: where it was
+  recorded, adjust.ts reservationMark: a window's start, a bucket's index, a log entry's time;
+  remaining as the algorithm
   counts it, soft allowance included) (settled: the actual
   cost, -1 while open; delay -1 unless leaky-bucket), kept until the reservation's ttl passes.
 
@@ -14,8 +16,8 @@
   ARGV[3]   cost: the estimate (reserve, >= 1) or the actual cost (settle, >= 0)
   ARGV[4]   ttl: ms the reservation waits for its settle (reserve, >= 1; 0 for a settle)
   ARGV[5-13] the policy record of decide.lua (algorithm, window, limit, capacity, nominal,
-            count_rejected, first_hit, precision, block); not sliding-log nor precision > 1;
-            then, for a calendar window (first_hit 2), ARGV[14-16] its boundaries b0 < b1 < b2
+            count_rejected, first_hit, precision, block); then, for a calendar window
+            (first_hit 2), ARGV[14-16] its boundaries b0 < b1 < b2
   A calendar reservation counts in the period holding `now`; a `now` outside [b0, b2) is answered
   with reason 12, nothing read or written. With a block (penalty.lua) a reserve is decided as a
   consume (a blocked key answers reason 2, a denial starts the block); a settle never starts one.
@@ -41,6 +43,8 @@ end
 -- decide.lua's MAX_REPLAY_LAG and REPLAY_SLACK (protocol.ts REPLAY_MAX_LAG_MS, REPLAY_SLACK_MS): one
 -- composed script defines each constant once, so this driver keeps its own copies.
 local max_replay_lag, replay_slack = 3600000, 1000
+-- decide.lua's bound of a sliding window's precision (policy.ts POLICY_RANGES.precision).
+local MAX_PRECISION = 100
 local now
 local extra_ttl = 0
 if ARGV[1] == '' then
@@ -53,15 +57,15 @@ else
   if lag > max_replay_lag then lag = max_replay_lag end
   extra_ttl = lag + replay_slack
 end
-local bounds = { { 1, 2 }, { 0 }, { 0 }, { 1, 6 }, { 1 }, { 1 }, { 1 }, { 1 }, { 0, 1 }, { 0, 2 }, { 1, 1 }, { 0, MAX_BLOCK } }
+local bounds = { { 1, 2 }, { 0 }, { 0 }, { 1, 6 }, { 1 }, { 1 }, { 1 }, { 1 }, { 0, 1 }, { 0, 2 }, { 1, MAX_PRECISION }, { 0, MAX_BLOCK } }
 for i = 2, 13 do
   local bound = bounds[i - 1]
   if integer_arg(i, bound[1], bound[2]) == nil or #KEYS ~= 2 then
     return redis.error_reply('ERR tollgate: argument ' .. i .. ' (reservation) is not valid: ' .. tostring(ARGV[i]))
   end
 end
-local algorithm, window, capacity = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[8])
-if algorithm == SLIDING_LOG then return redis.error_reply('ERR tollgate: argument 5 (reservation) is not valid: sliding-log') end
+local algorithm, window, capacity, precision = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[8]), tonumber(ARGV[12])
+if precision > 1 and (algorithm ~= SLIDING_WINDOW or precision > window) then return redis.error_reply('ERR tollgate: argument 12 (reservation) is not valid: precision ' .. precision) end
 local calendar = nil
 if ARGV[11] == '2' then
   calendar = { integer_arg(14, 0), integer_arg(15, 0), integer_arg(16, 0) }
@@ -70,14 +74,31 @@ if ARGV[11] == '2' then
   end
 end
 local p = { algorithm = algorithm, window = window, limit = tonumber(ARGV[7]), capacity = capacity, nominal = tonumber(ARGV[9]),
-  count_rejected = ARGV[10] == '1', first_hit = ARGV[11] == '1', precision = 1, calendar = calendar, block = tonumber(ARGV[13]),
+  count_rejected = ARGV[10] == '1', first_hit = ARGV[11] == '1', precision = precision, calendar = calendar, block = tonumber(ARGV[13]),
   wide = algorithm ~= FIXED_WINDOW and (capacity + 1) * window > MAX_INTEGER }
 local reserving, cost, ttl = ARGV[2] == '1', tonumber(ARGV[3]), tonumber(ARGV[4])
 local state_key, record_key = KEYS[1], KEYS[2]
 
--- The stored state, and the decision of `units` on it (cost 0: a look).
-local problem, s1, s2, s3 = read_stored(state_key, algorithm == SLIDING_WINDOW)
+-- The stored state (a sliding log: its type only; sliding-log.lua reads its ends itself), and the
+-- decision of `units` on it (cost 0: a look).
+local sliding_log, buckets = algorithm == SLIDING_LOG, algorithm == SLIDING_WINDOW and precision > 1
+local function read_state()
+  if sliding_log then
+    if type(pcall_redis('LINDEX', state_key, 0)) == 'table' then return REASON_WRONG_TYPE end
+    return REASON_NONE
+  end
+  if not buckets then return read_stored(state_key, algorithm == SLIDING_WINDOW) end
+  local stored = pcall_redis('GET', state_key)
+  if not stored then return REASON_NONE end
+  if type(stored) == 'table' then return REASON_WRONG_TYPE end
+  local index, counts = parse_buckets(stored, precision)
+  if index == nil then return REASON_CORRUPT_STATE end
+  return REASON_NONE, index, counts
+end
+local problem, s1, s2, s3 = read_state()
 local function decide_state(_, _, units)
+  if sliding_log then return decide_sliding_log(state_key, now, units, p) end
+  if buckets then return decide_sliding_buckets(s1, s2, now, units, p) end
   if algorithm == FIXED_WINDOW then return decide_fixed_window(s1, s2, now, units, p) end
   if algorithm == GCRA then return decide_gcra(s1, s2, now, units, p) end
   if algorithm == SLIDING_WINDOW then return decide_sliding_window(s1, s2, s3, now, units, p) end
@@ -118,9 +139,11 @@ if reserving then
   end
   local allowed, remaining, reset_at, retry_after, delay, reason, write = decide(cost)
   if write ~= nil then
-    if algorithm == SLIDING_WINDOW then
-      local life = reset_at - now
-      if life < 1 then life = 1 end
+    local life = reset_at - now
+    if life < 1 then life = 1 end
+    if sliding_log then
+      write_sliding_log(state_key, write, life + extra_ttl)
+    elseif algorithm == SLIDING_WINDOW then
       call('SET', state_key, write, 'PX', life + extra_ttl)
     else
       write_pair(state_key, write, reset_at, now, extra_ttl)
@@ -132,7 +155,9 @@ if reserving then
   local mark = 0
   if algorithm == FIXED_WINDOW then mark = reset_at - window end
   if calendar then mark = reset_at end
-  if algorithm == SLIDING_WINDOW then
+  if sliding_log then mark = tonumber(string.match(write.entry, '^%d+')) end
+  if buckets then mark = tonumber(string.match(write, '^%d+')) end
+  if algorithm == SLIDING_WINDOW and not buckets then
     local _, _, index = parse_state(write, 3)
     mark = index * window
   end
@@ -145,14 +170,20 @@ if not record then return answer(3, 0, -1, look()) end
 if record[4] >= 0 then return answer(1, record[1], record[4], look()) end
 local units = cost - record[1]
 if units ~= 0 then
-  if algorithm == FIXED_WINDOW then
+  if sliding_log and units < 0 then
+    refund_sliding_log(state_key, now, units, record[2], p)
+  elseif sliding_log then
+    charge_sliding_log(state_key, now, units, p, extra_ttl)
+  elseif buckets then
+    adjust_sliding_buckets(state_key, s1, s2, now, units, record[2], p, extra_ttl)
+  elseif algorithm == FIXED_WINDOW then
     adjust_fixed_window(state_key, s1, s2, now, units, record[2], p, extra_ttl)
   elseif algorithm == SLIDING_WINDOW then
     adjust_sliding_window(state_key, s1, s2, s3, now, units, record[2], p, extra_ttl)
   else
     adjust_level(state_key, s1, s2, now, units, p, extra_ttl)
   end
-  problem, s1, s2, s3 = read_stored(state_key, algorithm == SLIDING_WINDOW)
+  problem, s1, s2, s3 = read_state()
 end
 call('SET', record_key, format('%d %d %d %d %d %d %d %d', record[1], record[2], record[3], cost, record[5], record[6], record[7], record[8]), 'KEEPTTL')
 return answer(0, record[1], cost, look())

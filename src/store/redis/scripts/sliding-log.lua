@@ -15,7 +15,8 @@
 
   decide_sliding_log(key, now, cost, p) -> the values of level.lua, whose write, when set, is
   { expired = entries to drop from the head, merge = true|false, entry = "t c w" }, or
-  { expired = n, trim_only = true } for a consume that logs nothing but finds n expired entries.
+  { expired = n, trim_only = true } for a consume that logs nothing but finds n expired entries;
+  write_sliding_log(key, write, ttl) stores it.
 ]]
 -- The log being decided: its key, its length (read when first needed), the entries read so far
 -- by 0-based position, its newest entry, and whether an entry was not "t c w".
@@ -165,4 +166,16 @@ local function decide_sliding_log(key, now, cost, p)
   local allowed, remaining, reset_at, retry_after, delay, reason, write = decide_log(now, cost, p)
   if log_corrupt then return false, 0, now, 0, -1, REASON_CORRUPT_STATE end
   return allowed, remaining, reset_at, retry_after, delay, reason, write
+end
+
+-- Stores decide_sliding_log's `write`: the log then lives `ttl` ms (a trim alone keeps its expiry).
+local function write_sliding_log(key, write, ttl)
+  if write.expired > 0 then call('LTRIM', key, write.expired, -1) end
+  if write.trim_only then return end
+  if write.merge then
+    call('LSET', key, -1, write.entry)
+  else
+    call('RPUSH', key, write.entry)
+  end
+  call('PEXPIRE', key, ttl)
 end
