@@ -3,7 +3,7 @@
 // ShouldRateLimit over HTTP/2, against Tollgate and two servers answering a constant, in one run.
 //
 //   apt-get install -y nghttp2-client redis-server      # once; the script installs nothing
-//   npm run build && node bench/service-grpc.js [--repeats 3] [--duration 8] [--streams 64] [--rate N] [--only id,id] [--base DIR]
+//   npm run build && node bench/service-grpc.js [--repeats 3] [--duration 8] [--streams 64] [--rate N] [--only id,id] [--base DIR] [--out FILE]
 //
 // Subjects (child processes on free loopback ports, killed by PID):
 //   grpc-hello   bench/service-hello.js grpc: @grpc/grpc-js answering a constant OK (no limiter)
@@ -27,7 +27,7 @@
 // grpc-js client checks the answer (OK, or OVER_LIMIT for `denied`). h2load counts HTTP statuses,
 // not gRPC trailers: the script also checks, through grpc-js again after each sample, that the
 // server still answers as expected.
-// Writes bench/results/service-grpc.json and prints a Markdown table (medians of the repeats).
+// Writes bench/results/service-grpc.json (or --out FILE) and prints a Markdown table (medians of the repeats).
 import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -53,6 +53,8 @@ const STREAMS = option('streams', 64);
 const RATE = option('rate', 0);
 // --only id,id: run these subjects (and grpc-hello, the baseline) only, for quick iterations.
 const ONLY = argv.includes('--only') ? argv[argv.indexOf('--only') + 1].split(',') : undefined;
+// --out FILE: the JSON results under bench/results/ (default service-grpc.json).
+const OUT = argv.includes('--out') ? argv[argv.indexOf('--out') + 1] : 'service-grpc.json';
 // --base DIR: also run tollgate-mem-h2 from that checkout (built), as base-mem-h2.
 const BASE = argv.includes('--base') ? argv[argv.indexOf('--base') + 1] : undefined;
 const CONNECTIONS = 4;
@@ -246,7 +248,7 @@ async function main() {
   }
   mkdirSync(join(HERE, 'results'), { recursive: true });
   const git = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
-  writeFileSync(join(HERE, 'results', 'service-grpc.json'), JSON.stringify({ date: new Date().toISOString(), git, node: process.version, h2load: execFileSync('sh', ['-c', 'h2load --version | head -1']).toString().trim(), streams: STREAMS, connections: CONNECTIONS, rows, samples }, null, 2));
+  writeFileSync(join(HERE, 'results', OUT), JSON.stringify({ date: new Date().toISOString(), git, node: process.version, h2load: execFileSync('sh', ['-c', 'h2load --version | head -1']).toString().trim(), streams: STREAMS, connections: CONNECTIONS, rows, samples }, null, 2));
 }
 
 await main();
