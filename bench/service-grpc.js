@@ -3,7 +3,7 @@
 // ShouldRateLimit over HTTP/2, against Tollgate and two servers answering a constant, in one run.
 //
 //   apt-get install -y nghttp2-client redis-server      # once; the script installs nothing
-//   npm run build && node bench/service-grpc.js [--repeats 3] [--duration 8] [--streams 64] [--rate N] [--only id,id] [--base DIR] [--out FILE]
+//   npm run build && node bench/service-grpc.js [--repeats 3] [--duration 8] [--streams 64] [--rate N] [--paired] [--only id,id] [--base DIR] [--out FILE]
 //
 // Subjects (child processes on free loopback ports, killed by PID):
 //   grpc-hello   bench/service-hello.js grpc: @grpc/grpc-js answering a constant OK (no limiter)
@@ -53,6 +53,10 @@ const STREAMS = option('streams', 64);
 const RATE = option('rate', 0);
 // --only id,id: run these subjects (and grpc-hello, the baseline) only, for quick iterations.
 const ONLY = argv.includes('--only') ? argv[argv.indexOf('--only') + 1].split(',') : undefined;
+// --paired: each workload's subjects loaded at the same time, each by its own h2load (with --rate,
+// the same calls/s each): on a shared machine they meet the same foreign load, so their CPU per
+// call compares better than one run after another.
+const PAIRED = argv.includes('--paired');
 // --out FILE: the JSON results under bench/results/ (default service-grpc.json).
 const OUT = argv.includes('--out') ? argv[argv.indexOf('--out') + 1] : 'service-grpc.json';
 // --base DIR: also run tollgate-mem-h2 from that checkout (built), as base-mem-h2.
@@ -184,16 +188,22 @@ async function main() {
       if (settled !== expected) throw new Error(`${run.subject.id} ${run.workload}: answered ${settled}, expected ${expected}`);
       await runH2load(run.subject.server.grpcPort, bodies[run.workload], 2); // warm-up
     }
+    // --paired: the runs of one workload at once (each subject its own h2load), so every subject
+    // meets the same foreign load at the same moments; otherwise one run after another.
+    const groups = PAIRED ? Object.keys(WORKLOADS).map((w) => runs.filter((run) => run.workload === w)) : runs.map((run) => [run]);
     for (let repeat = 0; repeat < REPEATS; repeat++) {
-      for (const run of repeat % 2 ? [...runs].reverse() : runs) {
+      for (const group of repeat % 2 ? [...groups].reverse() : groups) {
         const before = snapshotCpu();
-        const load = await runH2load(run.subject.server.grpcPort, bodies[run.workload], DURATION_S);
-        const cpu = cpuBetween(before, snapshotCpu(), load.loadGeneratorCpuSeconds);
-        const still = await callOnce(run.subject.server.grpcPort, WORKLOADS[run.workload]);
-        const serverCores = cpu.servers[run.subject.id] ?? 0;
-        const sample = { subject: run.subject.id, workload: run.workload, repeat, ...load, serverCores, redisCores: cpu.servers.redis ?? 0, loadGeneratorCores: cpu.loadGeneratorCores, foreignCores: cpu.foreignCores, answerAfter: still };
-        samples.push(sample);
-        console.error(`r${repeat} ${run.subject.id.padEnd(15)} ${run.workload.padEnd(8)} ${Math.round(load.perSecond)}/s failed ${load.failed} | server ${serverCores.toFixed(2)} h2load ${cpu.loadGeneratorCores.toFixed(2)} foreign ${cpu.foreignCores.toFixed(2)} cores | then ${still}`);
+        const loads = await Promise.all(group.map((run) => runH2load(run.subject.server.grpcPort, bodies[run.workload], DURATION_S)));
+        const cpu = cpuBetween(before, snapshotCpu(), loads.reduce((sum, load) => sum + load.loadGeneratorCpuSeconds, 0));
+        for (const [i, run] of group.entries()) {
+          const load = loads[i];
+          const still = await callOnce(run.subject.server.grpcPort, WORKLOADS[run.workload]);
+          const serverCores = cpu.servers[run.subject.id] ?? 0;
+          const sample = { subject: run.subject.id, workload: run.workload, repeat, ...load, serverCores, redisCores: cpu.servers.redis ?? 0, loadGeneratorCores: cpu.loadGeneratorCores, foreignCores: cpu.foreignCores, answerAfter: still };
+          samples.push(sample);
+          console.error(`r${repeat} ${run.subject.id.padEnd(15)} ${run.workload.padEnd(8)} ${Math.round(load.perSecond)}/s failed ${load.failed} | server ${serverCores.toFixed(2)} h2load ${cpu.loadGeneratorCores.toFixed(2)} foreign ${cpu.foreignCores.toFixed(2)} cores | then ${still}`);
+        }
       }
     }
   } finally {
