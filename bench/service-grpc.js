@@ -3,14 +3,18 @@
 // ShouldRateLimit over HTTP/2, against Tollgate and two servers answering a constant, in one run.
 //
 //   apt-get install -y nghttp2-client redis-server      # once; the script installs nothing
-//   npm run build && node bench/service-grpc.js [--repeats 3] [--duration 8] [--streams 64] [--only id,id]
+//   npm run build && node bench/service-grpc.js [--repeats 3] [--duration 8] [--streams 64] [--rate N] [--paired] [--only id,id] [--base DIR] [--out FILE]
 //
 // Subjects (child processes on free loopback ports, killed by PID):
 //   grpc-hello   bench/service-hello.js grpc: @grpc/grpc-js answering a constant OK (no limiter)
 //   h2-hello     bench/service-hello.js h2: node:http2 answering a pre-encoded constant reply with
 //                grpc-status trailers (no gRPC library): the floor of gRPC in Node
+//   h2-floor     the same with Tollgate's own response headers and trailers: the floor under
+//                Tollgate's http2 server (one stream, headers, data, trailers; nothing else)
 //   tollgate-mem-h2       node dist/cli/main.js serve (memory store), its --grpc-port on --grpc-server http2
 //   tollgate-mem-grpcjs   the same on --grpc-server grpc-js
+//   base-mem-h2           with --base DIR: tollgate-mem-h2 from another built checkout (DIR, e.g. a
+//                         worktree of main), for before/after in one run
 //   tollgate-redis-h2     the same as tollgate-mem-h2 with --redis on the script's own redis-server
 //   tollgate-redis-grpcjs the same on --grpc-server grpc-js (the same Redis and keys: the admitted
 //                         key never runs out, the denied one stays denied)
@@ -23,7 +27,7 @@
 // grpc-js client checks the answer (OK, or OVER_LIMIT for `denied`). h2load counts HTTP statuses,
 // not gRPC trailers: the script also checks, through grpc-js again after each sample, that the
 // server still answers as expected.
-// Writes bench/results/service-grpc.json and prints a Markdown table (medians of the repeats).
+// Writes bench/results/service-grpc.json (or --out FILE) and prints a Markdown table (medians of the repeats).
 import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,8 +46,21 @@ const option = (name, fallback) => (argv.includes(`--${name}`) ? Number(argv[arg
 const REPEATS = option('repeats', 3);
 const DURATION_S = option('duration', 8);
 const STREAMS = option('streams', 64);
+// --rate N: N calls/s in all (h2load --rps, split over the connections) instead of as many as the
+// server answers. Every subject then answers the same calls per second, so CPU per call compares
+// like with like on a busy machine (at saturation, calls batch more per event-loop turn the more
+// CPU a subject happens to get). 0: saturate.
+const RATE = option('rate', 0);
 // --only id,id: run these subjects (and grpc-hello, the baseline) only, for quick iterations.
 const ONLY = argv.includes('--only') ? argv[argv.indexOf('--only') + 1].split(',') : undefined;
+// --paired: each workload's subjects loaded at the same time, each by its own h2load (with --rate,
+// the same calls/s each): on a shared machine they meet the same foreign load, so their CPU per
+// call compares better than one run after another.
+const PAIRED = argv.includes('--paired');
+// --out FILE: the JSON results under bench/results/ (default service-grpc.json).
+const OUT = argv.includes('--out') ? argv[argv.indexOf('--out') + 1] : 'service-grpc.json';
+// --base DIR: also run tollgate-mem-h2 from that checkout (built), as base-mem-h2.
+const BASE = argv.includes('--base') ? argv[argv.indexOf('--base') + 1] : undefined;
 const CONNECTIONS = 4;
 const PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 
@@ -78,7 +95,8 @@ function callOnce(port, request) {
 }
 
 function runH2load(port, bodyFile, durationS) {
-  const args = ['-t', '1', '-c', String(CONNECTIONS), '-m', String(Math.ceil(STREAMS / CONNECTIONS)), '-D', String(durationS), '-d', bodyFile, '-H', 'content-type: application/grpc', '-H', 'te: trailers', `http://127.0.0.1:${port}${PATH}`];
+  const rate = RATE > 0 ? ['--rps', String(Math.ceil(RATE / CONNECTIONS))] : [];
+  const args = ['-t', '1', '-c', String(CONNECTIONS), '-m', String(Math.ceil(STREAMS / CONNECTIONS)), ...rate, '-D', String(durationS), '-d', bodyFile, '-H', 'content-type: application/grpc', '-H', 'te: trailers', `http://127.0.0.1:${port}${PATH}`];
   return new Promise((resolve, reject) => {
     // The shell waits for h2load, then reads its own cutime/cstime: h2load's CPU time.
     const wrapper = 'h2load "$@"; rc=$?; echo "@@STAT $(cat /proc/$$/stat)"; exit $rc';
@@ -113,9 +131,9 @@ async function startSubjects(workDir, redisPort) {
   const rules = join(workDir, 'rules');
   cpSync(join(ROOT, 'examples', 'rules'), rules, { recursive: true });
   writeFileSync(join(rules, 'bench.yaml'), 'domain: bench\ndescriptors:\n  - key: client\n    rate_limit: { unit: second, requests_per_unit: 4294967295 }\n');
-  const serve = (name, extra) => async () => {
+  const serve = (name, extra, root = ROOT) => async () => {
     const [http, grpcPort] = [await freePort(), await freePort()];
-    const child = startChild(name, process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), 'serve', '--config', rules, '--port', String(http), '--grpc-port', String(grpcPort), '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra]);
+    const child = startChild(name, process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'serve', '--config', rules, '--port', String(http), '--grpc-port', String(grpcPort), '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra]);
     await waitForPort(child, grpcPort);
     return Object.assign(child, { grpcPort });
   };
@@ -129,6 +147,8 @@ async function startSubjects(workDir, redisPort) {
   const subjects = [
     { id: 'grpc-hello', start: hello('grpc-hello', 'grpc'), constant: true },
     { id: 'h2-hello', start: hello('h2-hello', 'h2'), constant: true },
+    { id: 'h2-floor', start: hello('h2-floor', 'h2-floor'), constant: true },
+    ...(BASE === undefined ? [] : [{ id: 'base-mem-h2', start: serve('base-mem-h2', ['--grpc-server', 'http2'], BASE) }]),
     { id: 'tollgate-mem-h2', start: serve('tollgate-mem-h2', ['--grpc-server', 'http2']) },
     { id: 'tollgate-mem-grpcjs', start: serve('tollgate-mem-grpcjs', ['--grpc-server', 'grpc-js']) },
     { id: 'tollgate-redis-h2', start: serve('tollgate-redis-h2', ['--grpc-server', 'http2', ...redis]) },
@@ -168,16 +188,22 @@ async function main() {
       if (settled !== expected) throw new Error(`${run.subject.id} ${run.workload}: answered ${settled}, expected ${expected}`);
       await runH2load(run.subject.server.grpcPort, bodies[run.workload], 2); // warm-up
     }
+    // --paired: the runs of one workload at once (each subject its own h2load), so every subject
+    // meets the same foreign load at the same moments; otherwise one run after another.
+    const groups = PAIRED ? Object.keys(WORKLOADS).map((w) => runs.filter((run) => run.workload === w)) : runs.map((run) => [run]);
     for (let repeat = 0; repeat < REPEATS; repeat++) {
-      for (const run of repeat % 2 ? [...runs].reverse() : runs) {
+      for (const group of repeat % 2 ? [...groups].reverse() : groups) {
         const before = snapshotCpu();
-        const load = await runH2load(run.subject.server.grpcPort, bodies[run.workload], DURATION_S);
-        const cpu = cpuBetween(before, snapshotCpu(), load.loadGeneratorCpuSeconds);
-        const still = await callOnce(run.subject.server.grpcPort, WORKLOADS[run.workload]);
-        const serverCores = cpu.servers[run.subject.id] ?? 0;
-        const sample = { subject: run.subject.id, workload: run.workload, repeat, ...load, serverCores, redisCores: cpu.servers.redis ?? 0, loadGeneratorCores: cpu.loadGeneratorCores, foreignCores: cpu.foreignCores, answerAfter: still };
-        samples.push(sample);
-        console.error(`r${repeat} ${run.subject.id.padEnd(15)} ${run.workload.padEnd(8)} ${Math.round(load.perSecond)}/s failed ${load.failed} | server ${serverCores.toFixed(2)} h2load ${cpu.loadGeneratorCores.toFixed(2)} foreign ${cpu.foreignCores.toFixed(2)} cores | then ${still}`);
+        const loads = await Promise.all(group.map((run) => runH2load(run.subject.server.grpcPort, bodies[run.workload], DURATION_S)));
+        const cpu = cpuBetween(before, snapshotCpu(), loads.reduce((sum, load) => sum + load.loadGeneratorCpuSeconds, 0));
+        for (const [i, run] of group.entries()) {
+          const load = loads[i];
+          const still = await callOnce(run.subject.server.grpcPort, WORKLOADS[run.workload]);
+          const serverCores = cpu.servers[run.subject.id] ?? 0;
+          const sample = { subject: run.subject.id, workload: run.workload, repeat, ...load, serverCores, redisCores: cpu.servers.redis ?? 0, loadGeneratorCores: cpu.loadGeneratorCores, foreignCores: cpu.foreignCores, answerAfter: still };
+          samples.push(sample);
+          console.error(`r${repeat} ${run.subject.id.padEnd(15)} ${run.workload.padEnd(8)} ${Math.round(load.perSecond)}/s failed ${load.failed} | server ${serverCores.toFixed(2)} h2load ${cpu.loadGeneratorCores.toFixed(2)} foreign ${cpu.foreignCores.toFixed(2)} cores | then ${still}`);
+        }
       }
     }
   } finally {
@@ -203,8 +229,15 @@ async function main() {
         const peer = samples.find((b) => b.subject === peerId && b.workload === workload && b.repeat === s.repeat);
         return peer === undefined ? NaN : s.perSecond / peer.perSecond;
       });
+      // Server CPU per call against the node:http2 floor's, per repeat.
+      const perCall = (s) => s.serverCores / s.perSecond;
+      const perRepeatFloor = mine.map((s) => {
+        const floor = samples.find((b) => b.subject === 'h2-floor' && b.repeat === s.repeat);
+        return floor === undefined ? NaN : perCall(s) / perCall(floor);
+      });
       rows.push({
         subject: subject.id,
+        cpuXFloor: median(perRepeatFloor),
         workload,
         xGrpcJsTollgate: peerId === undefined ? undefined : median(perRepeatPeer),
         perSecond: median(mine.map((s) => s.perSecond)),
@@ -217,15 +250,15 @@ async function main() {
       });
     }
   }
-  console.log(`| server | workload | calls/s (the ${REPEATS} repeats) | × grpc-js constant | × Tollgate on grpc-js | server cores | server µs CPU/call | h2load cores | mean latency ms |`);
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
+  console.log(`| server | workload | calls/s (the ${REPEATS} repeats) | × grpc-js constant | × Tollgate on grpc-js | server cores | server µs CPU/call | CPU/call × h2-floor | h2load cores | mean latency ms |`);
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     const peer = r.xGrpcJsTollgate === undefined || Number.isNaN(r.xGrpcJsTollgate) ? '–' : r.xGrpcJsTollgate.toFixed(2);
-    console.log(`| ${r.subject} | ${r.workload} | ${Math.round(r.perSecond)} (${r.all.join(' / ')}) | ${r.xGrpcHello.toFixed(2)} | ${peer} | ${r.serverCores.toFixed(2)} | ${r.cpuUsPerCall.toFixed(0)} | ${r.loadGeneratorCores.toFixed(2)} | ${r.meanLatencyMs.toFixed(2)} |`);
+    console.log(`| ${r.subject} | ${r.workload} | ${Math.round(r.perSecond)} (${r.all.join(' / ')}) | ${r.xGrpcHello.toFixed(2)} | ${peer} | ${r.serverCores.toFixed(2)} | ${r.cpuUsPerCall.toFixed(0)} | ${Number.isNaN(r.cpuXFloor) ? '–' : r.cpuXFloor.toFixed(2)} | ${r.loadGeneratorCores.toFixed(2)} | ${r.meanLatencyMs.toFixed(2)} |`);
   }
   mkdirSync(join(HERE, 'results'), { recursive: true });
   const git = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
-  writeFileSync(join(HERE, 'results', 'service-grpc.json'), JSON.stringify({ date: new Date().toISOString(), git, node: process.version, h2load: execFileSync('sh', ['-c', 'h2load --version | head -1']).toString().trim(), streams: STREAMS, connections: CONNECTIONS, rows, samples }, null, 2));
+  writeFileSync(join(HERE, 'results', OUT), JSON.stringify({ date: new Date().toISOString(), git, node: process.version, h2load: execFileSync('sh', ['-c', 'h2load --version | head -1']).toString().trim(), streams: STREAMS, connections: CONNECTIONS, rows, samples }, null, 2));
 }
 
 await main();

@@ -9,6 +9,12 @@
 //   node bench/service-hello.js h2 PORT PROTO_DIR     node:http2 answering every POST with the same
 //                                                     pre-encoded gRPC reply and grpc-status 0
 //                                                     trailers (no gRPC library): what HTTP/2 costs
+//   node bench/service-hello.js h2-floor PORT PROTO_DIR
+//                                                     the same, with Tollgate's own response headers
+//                                                     and trailers (dist/service/grpc/framing.js),
+//                                                     all precomputed: the floor under a ShouldRateLimit
+//                                                     answer on node:http2 (its stream, headers,
+//                                                     data and trailers, nothing else)
 //
 // Prints "ready <port>" on stdout once listening.
 import { createServer } from 'node:http';
@@ -54,7 +60,7 @@ if (mode === 'http') {
     console.log(`ready ${bound}`);
   });
   process.on('SIGTERM', () => server.tryShutdown(() => process.exit(0)));
-} else if (mode === 'h2') {
+} else if (mode === 'h2' || mode === 'h2-floor') {
   const { createServer: createH2Server } = await import('node:http2');
   const { loadSync } = await import('@grpc/proto-loader');
   const definition = loadSync(['envoy/service/ratelimit/v3/rls.proto'], { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true, oneofs: true, includeDirs: [protoDir] });
@@ -67,7 +73,22 @@ if (mode === 'http') {
   const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), message]);
   frame.writeUInt32BE(message.length, 1);
   const server = createH2Server();
-  server.on('stream', (stream) => {
+  if (mode === 'h2-floor') {
+    const { OK_TRAILERS, RESPONSE_HEADERS } = await import('../dist/service/grpc/framing.js');
+    const sendTrailers = function () {
+      this.sendTrailers(OK_TRAILERS);
+    };
+    const ignore = () => {};
+    server.on('stream', (stream) => {
+      stream.on('error', ignore);
+      stream.on('data', ignore);
+      stream.on('end', () => {
+        stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+        stream.on('wantTrailers', sendTrailers);
+        stream.end(frame);
+      });
+    });
+  } else server.on('stream', (stream) => {
     stream.on('data', () => {});
     stream.on('end', () => {
       stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
@@ -78,6 +99,6 @@ if (mode === 'http') {
   server.listen(port, '127.0.0.1', () => console.log(`ready ${server.address().port}`));
   process.on('SIGTERM', () => server.close(() => process.exit(0)));
 } else {
-  console.error('usage: node bench/service-hello.js http PORT | grpc PORT PROTO_DIR | h2 PORT PROTO_DIR');
+  console.error('usage: node bench/service-hello.js http PORT | grpc PORT PROTO_DIR | h2 PORT PROTO_DIR | h2-floor PORT PROTO_DIR');
   process.exit(2);
 }

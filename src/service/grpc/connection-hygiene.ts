@@ -49,7 +49,8 @@ function watchSession(session: ServerHttp2Session, limits: GrpcConnectionLimits)
   session.on('stream', (stream) => {
     open += 1;
     clearTimeout(idle);
-    stream.once('close', () => {
+    // 'close' comes once: on(), not once() and its wrapper.
+    stream.on('close', () => {
       open -= 1;
       if (open === 0 && !session.closed) idle = goIdle();
     });

@@ -19,7 +19,7 @@ import { FramingError, MessageReader, OK_TRAILERS, RESPONSE_HEADERS, decompress,
 import { HealthWatchers, type HealthStream } from './health.js';
 import { hygieneSettings, keepConnectionsClean } from './connection-hygiene.js';
 import { requireClientName, secureContextOptions, type TlsReloader } from '../http/tls.js';
-import { GRPC_STATUS, HEALTH_SERVICE, RATE_LIMIT_SERVICE, SHUTDOWN_GRACE_MS, answerShouldRateLimit, shutDownWithin, type GrpcFailure, type GrpcServer, type ShouldRateLimitAnswer } from './messages.js';
+import { GRPC_STATUS, HEALTH_SERVICE, MAX_MESSAGE_BYTES, RATE_LIMIT_SERVICE, SHUTDOWN_GRACE_MS, answerShouldRateLimit, shutDownWithin, type GrpcFailure, type GrpcServer, type ShouldRateLimitAnswer } from './messages.js';
 
 const SHOULD_RATE_LIMIT_PATH = `/${RATE_LIMIT_SERVICE}/ShouldRateLimit`;
 const HEALTH_CHECK_PATH = `/${HEALTH_SERVICE}/Check`;
@@ -98,39 +98,42 @@ export async function startGrpcH2Server(ctx: ServiceContext, host: string, port:
   };
 }
 
+/** The listener of what nothing is to be done about (a reset or broken stream's error). */
+function ignore(): void {}
+
 function onStream(ctx: ServiceContext, codecs: GrpcCodecs, health: HealthWatchers, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
   // A reset or broken stream: nothing to answer, and nothing may throw.
-  stream.on('error', () => {});
+  stream.on('error', ignore);
   const contentType = headers['content-type'];
   if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
     stream.respond({ ':status': 415 }, { endStream: true });
     return;
   }
-  const path = String(headers[':path']);
-  if (path !== SHOULD_RATE_LIMIT_PATH && path !== HEALTH_CHECK_PATH && path !== HEALTH_WATCH_PATH) {
-    // As grpc-js: this one message is sent as it is, not percent-encoded.
-    stream.respond(failureHeaders({ code: GRPC_STATUS.UNIMPLEMENTED, details: `The server does not implement the method ${path}`, metadata: {} }, false), { endStream: true });
-    stream.resume();
-    return;
-  }
-  const call = new ServerCall(stream, headers, path, ctx.options.grpcConnections.receiveTimeoutMs);
+  const path = headers[':path'];
   if (path === SHOULD_RATE_LIMIT_PATH) {
+    const call = new ServerCall(stream, headers, path, ctx.options.grpcConnections.receiveTimeoutMs);
     call.readRequest((bytes) => guarded(ctx, call, () => shouldRateLimit(ctx, codecs, call, bytes)));
   } else if (path === HEALTH_CHECK_PATH) {
+    const call = new ServerCall(stream, headers, path, ctx.options.grpcConnections.receiveTimeoutMs);
     call.readRequest((bytes) =>
       guarded(ctx, call, () => {
         const request = call.decode(codecs.health, bytes);
         if (request === undefined) return undefined;
-        return health.check(request.service).then((answer) => ('failure' in answer ? call.fail(answer.failure) : call.answer(codecs.health.encode(answer))));
+        return health.check(request.service).then((answer) => ('failure' in answer ? call.fail(answer.failure) : call.answer(frame(codecs.health.encode(answer)))));
       }),
     );
-  } else {
+  } else if (path === HEALTH_WATCH_PATH) {
+    const call = new ServerCall(stream, headers, path, ctx.options.grpcConnections.receiveTimeoutMs);
     call.readRequest((bytes) =>
       guarded(ctx, call, () => {
         const request = call.decode(codecs.health, bytes);
         if (request !== undefined) health.watch(watchStream(call, codecs, request.service));
       }),
     );
+  } else {
+    // As grpc-js: this one message is sent as it is, not percent-encoded.
+    stream.respond(failureHeaders({ code: GRPC_STATUS.UNIMPLEMENTED, details: `The server does not implement the method ${String(path)}`, metadata: {} }, false), { endStream: true });
+    stream.resume();
   }
 }
 
@@ -160,15 +163,15 @@ function shouldRateLimit(ctx: ServiceContext, codecs: GrpcCodecs, call: ServerCa
       call.fail(answer.failure);
       return;
     }
-    let encoded: Uint8Array;
+    let framed: Buffer;
     try {
-      encoded = codecs.rateLimit.encode(answer.response);
+      framed = codecs.rateLimit.encodeFramed(answer.response);
     } catch (error) {
       ctx.logger.error({ err: error }, 'gRPC ShouldRateLimit: the response cannot be encoded');
       call.fail({ code: GRPC_STATUS.INTERNAL, details: 'Error serializing response', metadata: {} });
       return;
     }
-    call.answer(encoded, answer.degraded === undefined ? undefined : { [DEGRADED_HEADER]: answer.degraded });
+    call.answer(framed, answer.degraded === undefined ? undefined : { [DEGRADED_HEADER]: answer.degraded });
   };
   const answer = answerShouldRateLimit(ctx, message);
   if (answer instanceof Promise) return answer.then(send);
@@ -189,9 +192,21 @@ function watchStream(call: ServerCall, codecs: GrpcCodecs, service: string): Hea
   };
 }
 
+/** The answer's options: headers now, trailers once the data is out (respond() copies them). */
+const ANSWER_OPTIONS = Object.freeze({ waitForTrailers: true });
+const FAILURE_OPTIONS = Object.freeze({ endStream: true });
+
+/** The 'wantTrailers' listener of a call that succeeded (shared: no closure per call). */
+function sendOkTrailers(this: ServerHttp2Stream): void {
+  this.sendTrailers(OK_TRAILERS);
+}
+
 /**
  * One gRPC call on one HTTP/2 stream: reads the request message, keeps the deadline, and sends the
  * answer, more messages (Watch) or an error, each at most once and never on a closed stream.
+ * Per call: one listener each for data, end and close, one timer (two with `grpc-timeout`), no
+ * once() wrappers (each of these events comes once) and no reader unless the request comes split
+ * or in several messages.
  */
 class ServerCall {
   private finished = false;
@@ -199,6 +214,10 @@ class ServerCall {
   private deadline: NodeJS.Timeout | undefined;
   private receiving: NodeJS.Timeout | undefined;
   private readonly encoding: string;
+  /** The request, when it came whole in the first DATA chunk (the usual case). */
+  private request: RawMessage | undefined;
+  /** Reads the request when it did not (a split message, or more than one). */
+  private reader: MessageReader | undefined;
 
   constructor(
     readonly stream: ServerHttp2Stream,
@@ -217,32 +236,47 @@ class ServerCall {
    * client half-closes, as grpc-js runs a unary handler.
    */
   readRequest(handle: (bytes: Buffer) => void): void {
-    const reader = new MessageReader();
-    let request: RawMessage | undefined;
     this.keepReceiveTimeout();
-    this.stream.on('data', (chunk: Buffer) => {
-      if (this.done) return;
-      try {
-        for (const message of reader.push(chunk)) {
-          if (request !== undefined) {
-            // As grpc-js: refused as soon as it arrives.
-            this.fail({ code: GRPC_STATUS.UNIMPLEMENTED, details: `Received a second request message for unary method ${this.path}`, metadata: {} });
-            return;
-          }
-          request = message;
-        }
-      } catch (error) {
-        if (error instanceof FramingError) this.fail(error.failure);
-        else throw error;
-      }
-    });
-    this.stream.once('end', () => {
+    this.stream.on('data', (chunk: Buffer) => this.receive(chunk));
+    this.stream.on('end', () => {
       clearTimeout(this.receiving);
       if (this.done) return;
-      if (reader.partial) this.fail(truncated(reader.progress));
+      const request = this.request;
+      if (this.reader?.partial === true) this.fail(truncated(this.reader.progress));
       else if (request === undefined) this.fail({ code: GRPC_STATUS.UNIMPLEMENTED, details: `Received no request message for unary method ${this.path}`, metadata: {} });
+      else if (!request.compressed) handle(request.bytes);
       else decompress(request, this.encoding, (bytes) => (Buffer.isBuffer(bytes) ? !this.done && handle(bytes) : this.fail(bytes)));
     });
+    this.stream.on('close', () => {
+      clearTimeout(this.receiving);
+      this.clearDeadline();
+    });
+  }
+
+  private receive(chunk: Buffer): void {
+    if (this.done) return;
+    if (this.request === undefined && this.reader === undefined && chunk.length >= 5) {
+      // The usual case: one whole message, alone in the first chunk; read in place.
+      const length = chunk.readUInt32BE(1);
+      if (chunk.length === length + 5 && length <= MAX_MESSAGE_BYTES) {
+        this.request = { compressed: chunk[0] === 1, bytes: chunk.subarray(5) };
+        return;
+      }
+    }
+    this.reader ??= new MessageReader();
+    try {
+      for (const message of this.reader.push(chunk)) {
+        if (this.request !== undefined) {
+          // As grpc-js: refused as soon as it arrives.
+          this.fail({ code: GRPC_STATUS.UNIMPLEMENTED, details: `Received a second request message for unary method ${this.path}`, metadata: {} });
+          return;
+        }
+        this.request = message;
+      }
+    } catch (error) {
+      if (error instanceof FramingError) this.fail(error.failure);
+      else throw error;
+    }
   }
 
   /** True once the status is sent or the stream is gone. */
@@ -251,7 +285,7 @@ class ServerCall {
   }
 
   /** `bytes` as a message, or undefined after answering INTERNAL (as grpc-js) when they are not one. */
-  decode<T>(codec: { decode(bytes: Uint8Array): T }, bytes: Buffer): T | undefined {
+  decode<T>(codec: { decode(bytes: Buffer): T }, bytes: Buffer): T | undefined {
     try {
       return codec.decode(bytes);
     } catch (error) {
@@ -260,11 +294,11 @@ class ServerCall {
     }
   }
 
-  /** The unary answer: headers (with `metadata`), the message, OK trailers. */
-  answer(message: Uint8Array, metadata?: Record<string, string>): void {
+  /** The unary answer: headers (with `metadata`), the framed message, OK trailers. */
+  answer(framed: Buffer, metadata?: Record<string, string>): void {
     if (this.done) return;
     this.sendHeaders(metadata);
-    this.end(frame(message));
+    this.end(framed);
   }
 
   /** One more message of a server stream (the headers first, with the first one). */
@@ -274,13 +308,13 @@ class ServerCall {
     this.stream.write(frame(message));
   }
 
-  /** Ends the call with status OK, after `last` if given. */
+  /** Ends the call with status OK, after `last` (a framed message) if given. */
   end(last?: Buffer): void {
     if (this.done) return;
     this.sendHeaders();
     this.finished = true;
     this.clearDeadline();
-    this.stream.once('wantTrailers', () => this.stream.sendTrailers(OK_TRAILERS));
+    this.stream.on('wantTrailers', sendOkTrailers);
     this.stream.end(last);
   }
 
@@ -291,10 +325,11 @@ class ServerCall {
     this.clearDeadline();
     if (this.stream.closed) return;
     if (this.headersSent) {
-      this.stream.once('wantTrailers', () => this.stream.sendTrailers(failureTrailers(failure)));
+      const trailers = failureTrailers(failure);
+      this.stream.on('wantTrailers', () => this.stream.sendTrailers(trailers));
       this.stream.end();
     } else {
-      this.stream.respond(failureHeaders(failure), { endStream: true });
+      this.stream.respond(failureHeaders(failure), FAILURE_OPTIONS);
     }
     // Whatever the client still sends is read and dropped, so its flow-control window stays open.
     this.stream.resume();
@@ -303,7 +338,7 @@ class ServerCall {
   private sendHeaders(metadata?: Record<string, string>): void {
     if (this.headersSent) return;
     this.headersSent = true;
-    this.stream.respond(metadata === undefined ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, ...metadata }, { waitForTrailers: true });
+    this.stream.respond(metadata === undefined ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, ...metadata }, ANSWER_OPTIONS);
   }
 
   private keepDeadline(value: string): void {
@@ -313,13 +348,12 @@ class ServerCall {
       return;
     }
     this.deadline = setTimeout(() => this.fail({ code: GRPC_STATUS.DEADLINE_EXCEEDED, details: 'Deadline exceeded', metadata: {} }), timeoutMs);
-    this.stream.once('close', () => this.clearDeadline());
   }
 
   /**
    * A request that has not fully arrived within the receive timeout (--grpc-receive-timeout) is
    * answered DEADLINE_EXCEEDED and its stream reset, so a client cannot hold a call (and its
-   * memory) open by never finishing its request.
+   * memory) open by never finishing its request. Cleared at the request's end or the stream's close.
    */
   private keepReceiveTimeout(): void {
     this.receiving = setTimeout(() => {
@@ -328,7 +362,6 @@ class ServerCall {
       // RST_STREAM(NO_ERROR) after the answer: stop sending, the call is over (RFC 9113, 8.1).
       this.stream.close(h2.NGHTTP2_NO_ERROR);
     }, this.receiveTimeoutMs);
-    this.stream.once('close', () => clearTimeout(this.receiving));
   }
 
   private clearDeadline(): void {

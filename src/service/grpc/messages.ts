@@ -126,15 +126,14 @@ export function fromGrpcRequest(message: GrpcRateLimitRequest): CheckRequest {
   if (!Array.isArray(message.descriptors) || message.descriptors.length === 0) {
     throw new InvalidCheckError('descriptors must hold at least one RateLimitDescriptor { entries: [{ key, value }] }');
   }
-  return fromEnvoyRequest({
-    domain: message.domain,
-    descriptors: message.descriptors.map((descriptor) => ({
-      entries: descriptor.entries.map((entry) => ({ key: entry.key, value: entry.value })),
-      ...(descriptor.hits_addend !== null && descriptor.hits_addend !== undefined ? { hits_addend: descriptor.hits_addend.value } : {}),
-      ...(descriptor.limit !== null && descriptor.limit !== undefined ? { limit: { requests_per_unit: descriptor.limit.requests_per_unit, unit: descriptor.limit.unit } } : {}),
-    })),
-    ...(message.hits_addend ? { hits_addend: message.hits_addend } : {}),
+  // No spreads, and the entries as decoded: fromEnvoyRequest validates and copies each one.
+  const descriptors = message.descriptors.map((descriptor) => {
+    const envoy: { entries: unknown; hits_addend?: number; limit?: { requests_per_unit: number; unit: string | number } } = { entries: descriptor.entries };
+    if (descriptor.hits_addend !== null && descriptor.hits_addend !== undefined) envoy.hits_addend = descriptor.hits_addend.value;
+    if (descriptor.limit !== null && descriptor.limit !== undefined) envoy.limit = { requests_per_unit: descriptor.limit.requests_per_unit, unit: descriptor.limit.unit };
+    return envoy;
   });
+  return fromEnvoyRequest(message.hits_addend ? { domain: message.domain, descriptors, hits_addend: message.hits_addend } : { domain: message.domain, descriptors });
 }
 
 /**
