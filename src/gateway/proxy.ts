@@ -165,7 +165,7 @@ function hasBody(request: IncomingMessage): boolean {
 export function forward(pool: Dispatcher, request: IncomingMessage, response: ServerResponse, options: ForwardOptions, extraHeaders: HeaderList, done?: () => void): void {
   const body = hasBody(request);
   const relay = new Relay(request, response, options, extraHeaders, done);
-  pool.dispatch({ method: request.method as 'GET', path: request.url ?? '/', headers: upstreamHeaders(request), body: body ? request : null, headersTimeout: 0, bodyTimeout: options.timeoutMs }, relay);
+  pool.dispatch({ method: request.method as 'GET', path: request.url ?? '/', headers: upstreamHeaders(request), body: body ? request : null, headersTimeout: 0, bodyTimeout: 0 }, relay);
   relay.start(body);
 }
 
@@ -188,7 +188,9 @@ class Relay implements Dispatcher.DispatchHandler {
   private abortUpstream: ((reason: Error) => void) | undefined;
   private resume: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private timedOut = false;
+  /** What the upstream request was aborted with when the route's timeout ran out. */
+  private timedOut: Error | undefined;
+  private answering = false;
   private done = false;
   private began = false;
   private held: Buffer | undefined;
@@ -219,13 +221,16 @@ class Relay implements Dispatcher.DispatchHandler {
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) return true;
-    clearTimeout(this.timer);
+    // From here the route's timeout bounds the wait between two body chunks.
+    this.answering = true;
+    this.startTimer();
     this.resume = resume;
     this.response.writeHead(statusCode, clientHeaders(rawHeaders, this.extraHeaders));
     return true;
   }
 
   onData(chunk: Buffer): boolean {
+    this.timer?.refresh();
     if (!this.began) {
       this.began = true;
       this.held = chunk;
@@ -252,7 +257,7 @@ class Relay implements Dispatcher.DispatchHandler {
 
   onError(error: Error): void {
     this.release();
-    answerFailure(this.response, this.timedOut ? new errors.HeadersTimeoutError() : error, this.options);
+    answerFailure(this.response, this.timedOut ?? error, this.options);
     this.finish();
   }
 
@@ -265,14 +270,19 @@ class Relay implements Dispatcher.DispatchHandler {
     if (!this.response.destroyed) this.response.write(held);
   }
 
+  /**
+   * The route's timeout, timed here rather than by undici (its timers tick every half second, and
+   * its body timer was a timer object made per request besides its keep-alive one): from the end
+   * of the request to the response headers, then between two body chunks (refreshed by each).
+   */
   startTimer(): void {
-    // Timed here: undici's own timers tick every half second.
-    this.timer = setTimeout(onTimeout, this.options.timeoutMs, this);
+    if (this.timer === undefined) this.timer = setTimeout(onTimeout, this.options.timeoutMs, this);
+    else this.timer.refresh();
   }
 
   timeOut(): void {
-    this.timedOut = true;
-    this.abortUpstream?.(new errors.HeadersTimeoutError());
+    this.timedOut = this.answering ? new errors.BodyTimeoutError() : new errors.HeadersTimeoutError();
+    this.abortUpstream?.(this.timedOut);
   }
 
   drained(): void {

@@ -64,6 +64,22 @@ function upstreamHandler(req: IncomingMessage, res: ServerResponse): void {
   } else if (req.url === '/hold') {
     req.resume();
     res.on('close', () => (abortedUpstream = !res.writableFinished));
+  } else if (req.url === '/slow-body') {
+    // The headers and a first chunk, then nothing: the route's timeout (300 ms) between chunks cuts it.
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write('first');
+  } else if (req.url === '/slow-drip') {
+    // Eight chunks 50 ms apart: longer than the route's timeout in all, never that long between two.
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    let sent = 0;
+    const drip = setInterval(() => {
+      sent += 1;
+      if (sent < 8) res.write(`${sent},`);
+      else {
+        clearInterval(drip);
+        res.end('8');
+      }
+    }, 50);
   } else if (req.url?.startsWith('/slow')) {
     // Never answers: the gateway's route timeout must.
   } else {
@@ -227,6 +243,22 @@ describe('gateway proxying', () => {
     expect(answer.status).toBe(504);
     expect(JSON.parse(answer.body)).toMatchObject({ error: 'gateway_timeout' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+  });
+
+  it("cuts an answer short when the upstream sends nothing for the route's timeout between two chunks, not when it keeps sending", async () => {
+    const read = (path: string) =>
+      new Promise<{ text: string; complete: boolean }>((resolve, reject) => {
+        httpRequest(gateway.url(path), { agent: false }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('close', () => resolve({ text, complete: res.complete }));
+        })
+          .on('error', reject)
+          .end();
+      });
+    expect(await read('/slow-body')).toEqual({ text: 'first', complete: false });
+    expect(await read('/slow-drip')).toEqual({ text: '1,2,3,4,5,6,7,8', complete: true });
   });
 
   it('aborts the upstream request when the client goes away', async () => {
