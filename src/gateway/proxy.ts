@@ -32,7 +32,7 @@ export interface ForwardOptions {
 /**
  * Each upstream's pool: up to 256 keep-alive connections, one request at a time on each (no
  * pipelining: a slow answer would hold up the ones queued behind it on its connection, and
- * pipelining 10 measured no faster on bench/gateway.js, BENCHMARKS.md "Gateway: cuts"). Idle
+ * pipelining 10 measured no different in an A/B of bench/gateway.js, BENCHMARKS.md "Gateway: cuts"). Idle
  * connections are kept for the upstream's own `Keep-Alive: timeout` hint, else 4 s, at most 60 s.
  */
 const POOL_OPTIONS = { connections: 256, pipelining: 1, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000 } as const;
@@ -173,7 +173,7 @@ export function forward(pool: Dispatcher, request: IncomingMessage, response: Se
 const RELAY = Symbol('tollgate.relay');
 type RelayedResponse = ServerResponse & { [RELAY]?: Relay };
 
-/** A whole answer up to this size goes out as one string with its headers (one write, no writev). */
+/** A whole answer up to this size goes out as one latin1 string that node joins to its headers (one buffer, one `end`). */
 const ONE_STRING_BYTES = 16 * 1024;
 
 /**
