@@ -296,7 +296,7 @@ function printProfiles(dir) {
   for (const name of readdirSync(dir)) {
     for (const file of readdirSync(join(dir, name)).filter((f) => f.endsWith('.cpuprofile'))) {
       console.log(`\n${name}: ${file}`);
-      console.log(execFileSync(process.execPath, [join(HERE, 'profile-top.js'), join(dir, name, file), '20'], { encoding: 'utf8' }));
+      console.log(execFileSync(process.execPath, [join(HERE, 'profile-top.js'), join(dir, name, file), '20', '--busy'], { encoding: 'utf8' }));
     }
   }
 }

@@ -1,10 +1,14 @@
 // Summarises a V8 .cpuprofile (from bench/memory-store.js "profile", or node --cpu-prof): the functions with the most self time.
 //
 //   node --expose-gc bench/memory-store.js --child '{"scenario":"hot-admitted","subject":"gcra","profile":"/tmp/gcra.cpuprofile"}'
-//   node bench/profile-top.js /tmp/gcra.cpuprofile [count]
+//   node bench/profile-top.js /tmp/gcra.cpuprofile [count] [--busy]
+//
+// --busy: shares of the busy samples only ((idle) left out), for a server profiled across a run
+// where it waited for other subjects.
 import { readFileSync } from 'node:fs';
 
-const [file, countArg] = process.argv.slice(2);
+const busy = process.argv.includes('--busy');
+const [file, countArg] = process.argv.slice(2).filter((arg) => arg !== '--busy');
 if (file === undefined) {
   console.error('usage: node bench/profile-top.js <file.cpuprofile> [count]');
   process.exit(1);
@@ -16,6 +20,7 @@ let totalUs = 0;
 for (let i = 0; i < profile.samples.length; i++) {
   const node = byId.get(profile.samples[i]);
   const delta = profile.timeDeltas[i] ?? 0;
+  if (busy && node.callFrame.functionName === '(idle)') continue;
   totalUs += delta;
   const { functionName, url, lineNumber } = node.callFrame;
   const where = url ? `${url.replace(/^.*\/(dist|bench|node_modules)\//, '$1/')}:${lineNumber + 1}` : '';
@@ -23,5 +28,5 @@ for (let i = 0; i < profile.samples.length; i++) {
   selfUs.set(name, (selfUs.get(name) ?? 0) + delta);
 }
 const rows = [...selfUs.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(countArg ?? 15));
-console.log(`total ${(totalUs / 1000).toFixed(0)} ms sampled`);
+console.log(`total ${(totalUs / 1000).toFixed(0)} ms sampled${busy ? ' (busy: idle left out)' : ''}`);
 for (const [name, us] of rows) console.log(`${((us / totalUs) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${name}`);
