@@ -209,7 +209,8 @@ class Relay implements Dispatcher.DispatchHandler {
   /** Follows the client; the route's timeout runs from the end of the request (as envoy's) to the response headers. */
   start(hasRequestBody: boolean): void {
     this.response[RELAY] = this;
-    this.response.once('close', onClientClose);
+    // `on`, not `once` (which wraps the listener in a closure per call): `finish` takes it off.
+    this.response.on('close', onClientClose);
     if (!hasRequestBody || this.request.complete) this.startTimer();
     else this.request.once('end', (this.onRequestEnd = () => this.startTimer()));
   }
@@ -241,7 +242,7 @@ class Relay implements Dispatcher.DispatchHandler {
     const flowing = this.response.write(chunk);
     if (!flowing && !this.waitingDrain) {
       this.waitingDrain = true;
-      this.response.once('drain', onDrain);
+      this.response.on('drain', onDrain);
     }
     return flowing;
   }
@@ -287,6 +288,7 @@ class Relay implements Dispatcher.DispatchHandler {
 
   drained(): void {
     this.waitingDrain = false;
+    this.response.off('drain', onDrain);
     this.resume?.();
   }
 
