@@ -2,6 +2,15 @@
 // and Redis), and through nginx's limit_req + proxy_pass, side by side in one run.
 //
 //   npm run build && flock /tmp/tollgate-bench.lock node bench/gateway.js [--repeats 3] [--duration 8]
+//       [--base /tmp/base]       also the gateway of another built tree (before/after in one run)
+//       [--subjects a,b]         only these subjects (names below; `-base` ones with --base)
+//       [--lone-duration 0]      skip the one-request-at-a-time runs
+//       [--cpu-prof DIR]         the gateways run under `node --cpu-prof` (profiles in DIR, top
+//                                frames printed at the end through bench/profile-top.js)
+//
+// Same number of workers on both sides: nginx runs ONE worker process (worker_processes 1,
+// master_process off) and each gateway is ONE Node process (its event loop; libuv and V8 keep
+// helper threads, as nginx has none).
 //
 // Needs `wrk`, `redis-server` and `nginx` (Debian's; run with its own config in a temp dir, daemon
 // off, one process, stopped by its PID). Every server is a child process on a free loopback port,
@@ -25,7 +34,7 @@
 //            "added" is the subject's minus the direct call's
 // Writes every sample to bench/results/gateway.json and prints a Markdown table.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +46,18 @@ import { removeRedisDirs, startRedisServer } from './support/redis.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(HERE);
-const { values: flags } = parseArgs({ options: { repeats: { type: 'string', default: '3' }, duration: { type: 'string', default: '8' }, 'lone-duration': { type: 'string', default: '5' } } });
+const { values: flags } = parseArgs({
+  options: {
+    repeats: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '8' },
+    'lone-duration': { type: 'string', default: '5' },
+    base: { type: 'string' },
+    subjects: { type: 'string' },
+    'cpu-prof': { type: 'string' },
+  },
+});
+const SUBJECTS = flags.subjects?.split(',');
+const wanted = (name) => SUBJECTS === undefined || SUBJECTS.includes(name) || name === 'direct';
 const REPEATS = Number(flags.repeats);
 const DURATION_S = Number(flags.duration);
 const LONE_S = Number(flags['lone-duration']);
@@ -129,10 +149,17 @@ function runWrk(port, { threads, connections, durationS, script }) {
       const latency = {};
       for (const match of out.matchAll(/^\s+(50|99)%\s+([\d.]+(?:us|ms|s|m))\s*$/gm)) latency[`p${match[1]}`] = parseDuration(match[2]);
       const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
+      const total = /(\d+) requests in/.exec(out);
       const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-      resolve({ perSecond: Number(perSecond[1]), p50Us: latency.p50, p99Us: latency.p99, non2xx: non2xx ? Number(non2xx[1]) : 0, socketErrors: errors ? errors[0] : undefined });
+      resolve({ perSecond: Number(perSecond[1]), requests: total ? Number(total[1]) : 0, p50Us: latency.p50, p99Us: latency.p99, non2xx: non2xx ? Number(non2xx[1]) : 0, socketErrors: errors ? errors[0] : undefined });
     });
   });
+}
+
+/** A process's user + system CPU time in ms (Linux /proc; clock ticks of 10 ms). */
+function cpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 const median = (values) => {
@@ -148,14 +175,17 @@ async function startServers(work) {
   const redis = await startRedisServer('redis');
   writeFileSync(join(work, 'rules.yaml'), RULES);
   writeFileSync(join(work, 'gateway.yaml'), gatewayConfig(upstreamPort));
-  const servers = { direct: { port: upstreamPort } };
-  for (const [name, extra] of [['gateway-mem', []], ['gateway-redis', ['--redis', redis.url]]]) {
+  const servers = { direct: { port: upstreamPort, pid: upstream.pid } };
+  const trees = [['', ROOT], ...(flags.base === undefined ? [] : [['-base', flags.base]])];
+  const gateways = trees.flatMap(([suffix, tree]) => [[`gateway-mem${suffix}`, tree, []], [`gateway-redis${suffix}`, tree, ['--redis', redis.url]]]);
+  for (const [name, tree, extra] of gateways.filter(([name]) => wanted(name))) {
     const [port, adminPort] = [await freePort(), await freePort()];
-    const child = startChild(name, process.execPath, [join(ROOT, 'dist/cli/main.js'), 'gateway', '--config', join(work, 'gateway.yaml'), '--port', String(port), '--admin-port', String(adminPort), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', ...extra]);
+    const profile = flags['cpu-prof'] === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', join(flags['cpu-prof'], name)];
+    const child = startChild(name, process.execPath, [...profile, join(tree, 'dist/cli/main.js'), 'gateway', '--config', join(work, 'gateway.yaml'), '--port', String(port), '--admin-port', String(adminPort), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', ...extra]);
     await waitForPort(child, port);
-    servers[name] = { port, child };
+    servers[name] = { port, child, pid: child.pid };
   }
-  if (commandExists('nginx')) {
+  if (commandExists('nginx') && wanted('nginx')) {
     const dir = join(work, 'nginx');
     mkdirSync(dir);
     const port = await freePort();
@@ -163,7 +193,7 @@ async function startServers(work) {
     execFileSync('nginx', ['-t', '-q', '-p', dir, '-e', join(dir, 'error.log'), '-c', conf], { stdio: 'pipe' });
     const child = startChild('nginx', 'nginx', ['-p', dir, '-e', join(dir, 'error.log'), '-c', conf]);
     await waitForPort(child, port);
-    servers.nginx = { port, child };
+    servers.nginx = { port, child, pid: child.pid };
   }
   return { servers, stop: async () => {
     for (const server of Object.values(servers)) if (server.child !== undefined) await stopChild(server.child);
@@ -196,10 +226,13 @@ async function main() {
     for (let repeat = 0; repeat < REPEATS; repeat++) {
       const order = repeat % 2 === 0 ? names : [...names].reverse();
       for (const name of order) {
+        const cpuBefore = cpuMs(servers[name].pid);
         const load = await runWrk(servers[name].port, { threads: 2, connections: 64, durationS: DURATION_S, script });
-        const lone = await runWrk(servers[name].port, { threads: 1, connections: 1, durationS: LONE_S, script });
+        // CPU time (user + system) the subject's own process spent per request: steadier than req/s on a shared machine.
+        load.cpuUsPerRequest = ((cpuMs(servers[name].pid) - cpuBefore) * 1000) / load.requests;
+        const lone = LONE_S > 0 ? await runWrk(servers[name].port, { threads: 1, connections: 1, durationS: LONE_S, script }) : { perSecond: 0, p50Us: 0, p99Us: 0, non2xx: 0 };
         samples.push({ repeat, name, load, lone, loadavg: loadavg()[0] });
-        console.error(`${name} #${repeat}: ${load.perSecond.toFixed(0)} req/s, lone p50 ${lone.p50Us} µs, non-2xx ${load.non2xx + lone.non2xx}`);
+        console.error(`${name} #${repeat}: ${load.perSecond.toFixed(0)} req/s, ${load.cpuUsPerRequest.toFixed(0)} µs CPU/request, p99 ${load.p99Us} µs, lone p50 ${lone.p50Us} µs, non-2xx ${load.non2xx + lone.non2xx}`);
       }
     }
   } finally {
@@ -207,11 +240,21 @@ async function main() {
     rmSync(work, { recursive: true, force: true });
   }
   report(samples);
+  if (flags['cpu-prof'] !== undefined) printProfiles(flags['cpu-prof']);
 }
 
 function report(samples) {
   const names = [...new Set(samples.map((sample) => sample.name))];
   const of = (name, pick) => median(samples.filter((sample) => sample.name === name).map(pick));
+  // Ratios to nginx are taken within each repeat (the runs next to each other), then their median.
+  const perRepeat = (name, peer, pick) => {
+    const ratios = [];
+    for (const sample of samples.filter((s) => s.name === name)) {
+      const other = samples.find((s) => s.name === peer && s.repeat === sample.repeat);
+      if (other !== undefined) ratios.push(pick(sample) / pick(other));
+    }
+    return ratios.length === 0 ? undefined : +median(ratios).toFixed(2);
+  };
   const direct = { rps: of('direct', (s) => s.load.perSecond), p50: of('direct', (s) => s.lone.p50Us), p99: of('direct', (s) => s.lone.p99Us) };
   const rows = names.map((name) => {
     const rps = of(name, (s) => s.load.perSecond);
@@ -221,6 +264,10 @@ function report(samples) {
       name,
       rps: Math.round(rps),
       ratio: +(rps / direct.rps).toFixed(2),
+      rpsVsNginx: perRepeat(name, 'nginx', (s) => s.load.perSecond),
+      cpuUs: +of(name, (s) => s.load.cpuUsPerRequest).toFixed(1),
+      cpuVsNginx: perRepeat(name, 'nginx', (s) => s.load.cpuUsPerRequest),
+      loadP99VsNginx: perRepeat(name, 'nginx', (s) => s.load.p99Us),
       loadP50Ms: +(of(name, (s) => s.load.p50Us) / 1000).toFixed(2),
       loadP99Ms: +(of(name, (s) => s.load.p99Us) / 1000).toFixed(2),
       loneP50Us: Math.round(p50),
@@ -231,12 +278,27 @@ function report(samples) {
     };
   });
   const machine = { cpus: cpus().length, model: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadavgAtEnd: loadavg() };
+  const loads = samples.map((sample) => sample.loadavg);
   mkdirSync(join(HERE, 'results'), { recursive: true });
   writeFileSync(join(HERE, 'results', 'gateway.json'), JSON.stringify({ machine, repeats: REPEATS, durationS: DURATION_S, loneS: LONE_S, rows, samples }, null, 2));
-  console.log(`machine: ${machine.cpus} vCPU ${machine.model}, ${machine.memGiB} GiB, Node ${machine.node}, load average at the end ${machine.loadavgAtEnd.map((n) => n.toFixed(1)).join(' ')}`);
-  console.log('| subject | req/s (wrk -t2 -c64) | × direct | p50 / p99 under load (ms) | lone request p50 / p99 (µs) | added p50 / p99 (µs) | non-2xx |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- |');
-  for (const row of rows) console.log(`| ${row.name} | ${row.rps} | ${row.ratio} | ${row.loadP50Ms} / ${row.loadP99Ms} | ${row.loneP50Us} / ${row.loneP99Us} | ${row.name === 'direct' ? '—' : `${row.addedP50Us} / ${row.addedP99Us}`} | ${row.non2xx} |`);
+  console.log(`machine: ${machine.cpus} vCPU ${machine.model}, ${machine.memGiB} GiB, Node ${machine.node}, 1-min load average during the runs ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} (median ${median(loads).toFixed(1)})`);
+  console.log('| subject | req/s (wrk -t2 -c64) | × direct | × nginx req/s | p50 / p99 under load (ms) | × nginx p99 | CPU µs / request | × nginx CPU | lone request p50 / p99 (µs) | added p50 / p99 (µs) | non-2xx |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const row of rows) {
+    const added = row.name === 'direct' || LONE_S === 0 ? '—' : `${row.addedP50Us} / ${row.addedP99Us}`;
+    const lone = LONE_S === 0 ? '—' : `${row.loneP50Us} / ${row.loneP99Us}`;
+    console.log(`| ${row.name} | ${row.rps} | ${row.ratio} | ${row.rpsVsNginx ?? '—'} | ${row.loadP50Ms} / ${row.loadP99Ms} | ${row.loadP99VsNginx ?? '—'} | ${row.cpuUs} | ${row.cpuVsNginx ?? '—'} | ${lone} | ${added} | ${row.non2xx} |`);
+  }
+}
+
+/** The top self-time frames of each gateway's profile (bench/profile-top.js). */
+function printProfiles(dir) {
+  for (const name of readdirSync(dir)) {
+    for (const file of readdirSync(join(dir, name)).filter((f) => f.endsWith('.cpuprofile'))) {
+      console.log(`\n${name}: ${file}`);
+      console.log(execFileSync(process.execPath, [join(HERE, 'profile-top.js'), join(dir, name, file), '20', '--busy'], { encoding: 'utf8' }));
+    }
+  }
 }
 
 await main();

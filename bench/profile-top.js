@@ -1,12 +1,15 @@
 // Summarises a V8 .cpuprofile (from bench/memory-store.js "profile", or node --cpu-prof): the functions with the most self time.
 //
 //   node --expose-gc bench/memory-store.js --child '{"scenario":"hot-admitted","subject":"gcra","profile":"/tmp/gcra.cpuprofile"}'
-//   node bench/profile-top.js /tmp/gcra.cpuprofile [count] [skip-ms]
+//   node bench/profile-top.js /tmp/gcra.cpuprofile [count] [skip-ms] [--busy]
 //
 // skip-ms: leave out the samples of the profile's first that many ms (a server's start-up and warm-up).
+// --busy: shares of the busy samples only ((idle) left out), for a server profiled across a run
+// where it waited for other subjects.
 import { readFileSync } from 'node:fs';
 
-const [file, countArg, skipArg] = process.argv.slice(2);
+const busy = process.argv.includes('--busy');
+const [file, countArg, skipArg] = process.argv.slice(2).filter((arg) => arg !== '--busy');
 if (file === undefined) {
   console.error('usage: node bench/profile-top.js <file.cpuprofile> [count]');
   process.exit(1);
@@ -22,6 +25,7 @@ for (let i = 0; i < profile.samples.length; i++) {
   const delta = profile.timeDeltas[i] ?? 0;
   elapsedUs += delta;
   if (elapsedUs < skipUs) continue;
+  if (busy && node.callFrame.functionName === '(idle)') continue;
   totalUs += delta;
   const { functionName, url, lineNumber } = node.callFrame;
   const where = url ? `${url.replace(/^.*\/(dist|bench|node_modules)\//, '$1/')}:${lineNumber + 1}` : '';

@@ -154,17 +154,22 @@ function pass(exchange: Exchange, headers: HeaderList): void {
   // The client waits for this before sending its body (a refused request never sends it).
   if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
   const extraHeaders = exchange.roomHeaders === undefined ? headers : [...exchange.roomHeaders, ...headers];
-  void forward(state.upstreams.pool(route.upstream), req, res, { upstream: route.upstream, timeoutMs: route.timeoutMs, extraHeaders }).then(() => {
-    if (route.afterLimits.length === 0 || route.domain === undefined) return;
-    const descriptors = descriptorsOf(route.afterLimits, route, exchange.request, state);
-    if (descriptors.length === 0) return;
-    try {
-      const counted = decide(state.context, route, { domain: route.domain, descriptors });
-      if (counted instanceof Promise) counted.catch((error: unknown) => state.context.logger.warn({ err: error }, 'a stream-done rate limit could not be counted'));
-    } catch (error) {
-      state.context.logger.warn({ err: error }, 'a stream-done rate limit could not be counted');
-    }
-  });
+  // The route is the forwarding options (nothing built per request); a callback only for stream-done limits.
+  const done = route.afterLimits.length === 0 || route.domain === undefined ? undefined : () => countAfter(exchange);
+  forward(state.upstreams.pool(route.upstream), req, res, route, extraHeaders, done);
+}
+
+/** The route's stream-done descriptors, sent once the response is over: they only count. */
+function countAfter(exchange: Exchange): void {
+  const { state, route } = exchange;
+  const descriptors = descriptorsOf(route.afterLimits, route, exchange.request, state);
+  if (descriptors.length === 0) return;
+  try {
+    const counted = decide(state.context, route, { domain: route.domain!, descriptors });
+    if (counted instanceof Promise) counted.catch((error: unknown) => state.context.logger.warn({ err: error }, 'a stream-done rate limit could not be counted'));
+  } catch (error) {
+    state.context.logger.warn({ err: error }, 'a stream-done rate limit could not be counted');
+  }
 }
 
 /**

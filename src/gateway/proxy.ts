@@ -21,15 +21,21 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'p
  */
 const REWRITTEN = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'expect', TICKET_HEADER]);
 
-/** What forwarding needs of the route. */
+/** What forwarding needs of the route (the route itself: nothing is built per request). */
 export interface ForwardOptions {
   /** The upstream's name, for messages. */
   readonly upstream: string;
   /** Longest wait for the response headers, and between two body chunks, in ms. */
   readonly timeoutMs: number;
-  /** Headers added to the response (the rate-limit headers of an admitted request). */
-  readonly extraHeaders: HeaderList;
 }
+
+/**
+ * Each upstream's pool: up to 256 keep-alive connections, one request at a time on each (no
+ * pipelining: a slow answer would hold up the ones queued behind it on its connection, and
+ * pipelining 10 measured no different in an A/B of bench/gateway.js, BENCHMARKS.md "Gateway: cuts"). Idle
+ * connections are kept for the upstream's own `Keep-Alive: timeout` hint, else 4 s, at most 60 s.
+ */
+const POOL_OPTIONS = { connections: 256, pipelining: 1, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000 } as const;
 
 /** One pooled connection set per upstream. */
 export class Upstreams {
@@ -38,7 +44,7 @@ export class Upstreams {
 
   constructor(readonly configs: ReadonlyMap<string, UpstreamConfig>, connectTimeoutMs: number) {
     for (const [name, upstream] of configs) {
-      const pool = new Pool(upstream.url.origin, { connect: upstream.url.protocol === 'https:' ? tlsConnector(upstream, connectTimeoutMs) : { timeout: connectTimeoutMs }, connections: 256, pipelining: 1 });
+      const pool = new Pool(upstream.url.origin, { connect: upstream.url.protocol === 'https:' ? tlsConnector(upstream, connectTimeoutMs) : { timeout: connectTimeoutMs }, ...POOL_OPTIONS });
       this.pools.set(name, pool);
       this.dispatchers.set(name, upstream.url.protocol === 'https:' ? pool.compose(pinnedServerName(upstream)) : pool);
     }
@@ -98,15 +104,27 @@ function connectionNames(value: string | undefined): Set<string> | undefined {
   return new Set(value.split(',').map((name) => name.trim().toLowerCase()).filter((name) => name !== ''));
 }
 
+/** `lengths[n]`: some name of `names` is n characters long. A header of another length is kept without lower-casing its name. */
+function lengthsOf(names: ReadonlySet<string>): boolean[] {
+  const lengths: boolean[] = [];
+  for (const name of names) lengths[name.length] = true;
+  return lengths;
+}
+const REQUEST_DROPPED_LENGTHS = lengthsOf(new Set([...HOP_BY_HOP, ...REWRITTEN]));
+const RESPONSE_DROPPED_LENGTHS = lengthsOf(HOP_BY_HOP);
+
 /** The request headers sent upstream: the client's, minus hop-by-hop ones, plus X-Forwarded-*. */
 export function upstreamHeaders(request: IncomingMessage): string[] {
   const raw = request.rawHeaders;
   const named = connectionNames(request.headers.connection);
   const headers: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    if (HOP_BY_HOP.has(name) || REWRITTEN.has(name) || named?.has(name) === true) continue;
-    headers.push(raw[i]!, raw[i + 1]!);
+    const name = raw[i]!;
+    if (named !== undefined || REQUEST_DROPPED_LENGTHS[name.length] === true) {
+      const lower = name.toLowerCase();
+      if (HOP_BY_HOP.has(lower) || REWRITTEN.has(lower) || named?.has(lower) === true) continue;
+    }
+    headers.push(name, raw[i + 1]!);
   }
   const peer = request.socket.remoteAddress ?? 'unknown';
   const forwarded = request.headers['x-forwarded-for'];
@@ -122,9 +140,11 @@ function clientHeaders(raw: Buffer[], extra: HeaderList): string[] {
   let named: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toString('latin1');
-    const lower = name.toLowerCase();
-    if (lower === 'connection') named = connectionNames(raw[i + 1]!.toString('latin1'));
-    if (HOP_BY_HOP.has(lower)) continue;
+    if (RESPONSE_DROPPED_LENGTHS[name.length] === true) {
+      const lower = name.toLowerCase();
+      if (lower === 'connection') named = connectionNames(raw[i + 1]!.toString('latin1'));
+      if (HOP_BY_HOP.has(lower)) continue;
+    }
     headers.push(name, raw[i + 1]!.toString('latin1'));
   }
   const kept = named === undefined ? headers : headers.filter((_, i, all) => !named.has((i % 2 === 0 ? all[i]! : all[i - 1]!).toLowerCase()));
@@ -138,46 +158,61 @@ function hasBody(request: IncomingMessage): boolean {
 }
 
 /**
- * Forwards `request` to `pool` and streams the answer to `response`. Resolves once the exchange is
- * over, whatever its outcome (an upstream failure is answered, not thrown).
+ * Forwards `request` to `pool` and streams the answer to `response`, with `extraHeaders` added to
+ * it; `done`, when given, is called once the exchange is over, whatever its outcome (an upstream
+ * failure is answered, not thrown). `options` is the route: nothing of it is built per request.
  */
-export function forward(pool: Dispatcher, request: IncomingMessage, response: ServerResponse, options: ForwardOptions): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const body = hasBody(request);
-    const relay = new Relay(request, response, options, resolve);
-    pool.dispatch(
-      { method: request.method as 'GET', path: request.url ?? '/', headers: upstreamHeaders(request), body: body ? request : null, headersTimeout: 0, bodyTimeout: options.timeoutMs },
-      relay,
-    );
-    relay.start(body);
-  });
+export function forward(pool: Dispatcher, request: IncomingMessage, response: ServerResponse, options: ForwardOptions, extraHeaders: HeaderList, done?: () => void): void {
+  const body = hasBody(request);
+  const relay = new Relay(request, response, options, extraHeaders, done);
+  pool.dispatch({ method: request.method as 'GET', path: request.url ?? '/', headers: upstreamHeaders(request), body: body ? request : null, headersTimeout: 0, bodyTimeout: 0 }, relay);
+  relay.start(body);
 }
+
+/** The relay of a response being forwarded (its listeners are shared functions, not closures per request). */
+const RELAY = Symbol('tollgate.relay');
+type RelayedResponse = ServerResponse & { [RELAY]?: Relay };
+
+/** A whole answer up to this size goes out as one latin1 string that node joins to its headers (one buffer, one `end`). */
+const ONE_STRING_BYTES = 16 * 1024;
 
 /**
  * One exchange as undici's dispatch handler: the upstream's status and headers go to the client as
  * they arrive, then each body chunk, with backpressure (undici pauses the socket while the client's
  * buffer is full). Not `pool.request()` and `stream.pipeline`: a promise, a body stream and an
- * AbortController per request were a third of the gateway's CPU.
+ * AbortController per request were a third of the gateway's CPU. The first body chunk is held until
+ * the end of the upstream read it came in (a `nextTick`): when the answer ends in that read, headers
+ * and body go out in one write (`end(body)`), else the chunk is written as it would have been.
  */
 class Relay implements Dispatcher.DispatchHandler {
   private abortUpstream: ((reason: Error) => void) | undefined;
   private resume: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private timedOut = false;
+  /** What the upstream request was aborted with when the route's timeout ran out. */
+  private timedOut: Error | undefined;
+  private answering = false;
   private done = false;
+  private began = false;
+  private held: Buffer | undefined;
+  private waitingDrain = false;
+  /** Starts the timer once a request body is all in (only requests with a body wait for it). */
+  private onRequestEnd: (() => void) | undefined;
 
   constructor(
     private readonly request: IncomingMessage,
-    private readonly response: ServerResponse,
+    private readonly response: RelayedResponse,
     private readonly options: ForwardOptions,
-    private readonly settle: () => void,
+    private readonly extraHeaders: HeaderList,
+    private readonly settle: (() => void) | undefined,
   ) {}
 
   /** Follows the client; the route's timeout runs from the end of the request (as envoy's) to the response headers. */
   start(hasRequestBody: boolean): void {
-    this.response.once('close', this.onClientClose).on('drain', this.onDrain);
+    this.response[RELAY] = this;
+    // `on`, not `once` (which wraps the listener in a closure per call): `finish` takes it off.
+    this.response.on('close', onClientClose);
     if (!hasRequestBody || this.request.complete) this.startTimer();
-    else this.request.once('end', this.startTimer);
+    else this.request.once('end', (this.onRequestEnd = () => this.startTimer()));
   }
 
   onConnect(abort: (reason?: Error) => void): void {
@@ -187,49 +222,104 @@ class Relay implements Dispatcher.DispatchHandler {
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) return true;
-    clearTimeout(this.timer);
+    // From here the route's timeout bounds the wait between two body chunks.
+    this.answering = true;
+    this.startTimer();
     this.resume = resume;
-    this.response.writeHead(statusCode, clientHeaders(rawHeaders, this.options.extraHeaders));
+    this.response.writeHead(statusCode, clientHeaders(rawHeaders, this.extraHeaders));
     return true;
   }
 
   onData(chunk: Buffer): boolean {
-    return this.response.write(chunk);
+    this.timer?.refresh();
+    if (!this.began) {
+      this.began = true;
+      this.held = chunk;
+      process.nextTick(releaseHeld, this);
+      return true;
+    }
+    this.release();
+    const flowing = this.response.write(chunk);
+    if (!flowing && !this.waitingDrain) {
+      this.waitingDrain = true;
+      this.response.on('drain', onDrain);
+    }
+    return flowing;
   }
 
   onComplete(): void {
-    this.response.end();
+    const held = this.held;
+    this.held = undefined;
+    if (held === undefined) this.response.end();
+    else if (held.length <= ONE_STRING_BYTES) this.response.end(held.toString('latin1'), 'latin1');
+    else this.response.end(held);
     this.finish();
   }
 
   onError(error: Error): void {
-    answerFailure(this.response, this.timedOut ? new errors.HeadersTimeoutError() : error, this.options);
+    this.release();
+    answerFailure(this.response, this.timedOut ?? error, this.options);
     this.finish();
   }
 
-  private readonly startTimer = (): void => {
-    // Timed here: undici's own timers tick every half second.
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.abortUpstream?.(new errors.HeadersTimeoutError());
-    }, this.options.timeoutMs);
-  };
+  /** Writes the held first chunk (the answer goes on past the read it came in). */
+  release(): void {
+    const held = this.held;
+    if (held === undefined) return;
+    this.held = undefined;
+    // Backpressure on this one chunk is seen by the next: `write` answers false while the buffer is full.
+    if (!this.response.destroyed) this.response.write(held);
+  }
 
-  private readonly onDrain = (): void => this.resume?.();
+  /**
+   * The route's timeout, timed here rather than by undici (its timers tick every half second, and
+   * its body timer was a timer object made per request besides its keep-alive one): from the end
+   * of the request to the response headers, then between two body chunks (refreshed by each).
+   */
+  startTimer(): void {
+    if (this.timer === undefined) this.timer = setTimeout(onTimeout, this.options.timeoutMs, this);
+    else this.timer.refresh();
+  }
 
-  private readonly onClientClose = (): void => {
+  timeOut(): void {
+    this.timedOut = this.answering ? new errors.BodyTimeoutError() : new errors.HeadersTimeoutError();
+    this.abortUpstream?.(this.timedOut);
+  }
+
+  drained(): void {
+    this.waitingDrain = false;
+    this.response.off('drain', onDrain);
+    this.resume?.();
+  }
+
+  clientClosed(): void {
     // The client left before the answer was complete: the upstream request goes too.
     if (!this.response.writableFinished) this.abortUpstream?.(new errors.RequestAbortedError());
-  };
+  }
 
   private finish(): void {
     if (this.done) return;
     this.done = true;
     clearTimeout(this.timer);
-    this.request.off('end', this.startTimer);
-    this.response.off('close', this.onClientClose).off('drain', this.onDrain);
-    this.settle();
+    if (this.onRequestEnd !== undefined) this.request.off('end', this.onRequestEnd);
+    this.response.off('close', onClientClose);
+    if (this.waitingDrain) this.response.off('drain', onDrain);
+    this.response[RELAY] = undefined;
+    this.settle?.();
   }
+}
+
+function releaseHeld(relay: Relay): void {
+  relay.release();
+}
+function onTimeout(relay: Relay): void {
+  relay.timeOut();
+}
+function onDrain(this: RelayedResponse): void {
+  this[RELAY]?.drained();
+}
+function onClientClose(this: RelayedResponse): void {
+  this[RELAY]?.clientClosed();
 }
 
 /** An upstream failure as the client sees it: 504 when it timed out, 502 otherwise; a cut stream once the answer began. */

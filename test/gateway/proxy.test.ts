@@ -1,7 +1,8 @@
 /**
  * The gateway as a reverse proxy, end to end over loopback: bodies intact both ways and streamed
- * (a 10 MB upload reaches the upstream while the client is still sending it, and a download reaches
- * the client while the upstream is still writing), hop-by-hop headers dropped both ways,
+ * (a 10 MB upload reaches the upstream while the client is still sending it, and a download, or a
+ * small first event, reaches the client while the upstream is still writing; a small binary answer,
+ * sent with its headers in one write, arrives intact), hop-by-hop headers dropped both ways,
  * X-Forwarded-* set, upstream failures answered 502 / 504, a client that leaves aborts the upstream
  * request, and a path no route takes answered 404.
  */
@@ -17,6 +18,10 @@ const MB = 1024 * 1024;
 const upload = { received: 0, hash: '', done: false };
 /** Resolves the current download's hold: the upstream writes the rest once the client has some. */
 let releaseDownload: (() => void) | undefined;
+/** Resolves the current event stream's hold: the upstream sends its second event once the client has the first. */
+let releaseSecondEvent: (() => void) | undefined;
+/** Every byte value, twice: a small binary answer (sent with its headers in one write). */
+const ALL_BYTES = Buffer.from([...Array(512).keys()].map((i) => i % 256));
 /** Set when an upstream request ends before its answer (the gateway aborted it). */
 let abortedUpstream = false;
 
@@ -40,6 +45,13 @@ function upstreamHandler(req: IncomingMessage, res: ServerResponse): void {
     res.writeHead(200, { 'content-type': 'application/octet-stream' });
     res.write(Buffer.alloc(MB, 1));
     new Promise<void>((resolve) => (releaseDownload = resolve)).then(() => res.end(Buffer.alloc(MB, 2)));
+  } else if (req.url === '/bytes') {
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': ALL_BYTES.length });
+    res.end(ALL_BYTES);
+  } else if (req.url === '/events') {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: one\n\n');
+    new Promise<void>((resolve) => (releaseSecondEvent = resolve)).then(() => res.end('data: two\n\n'));
   } else if (req.url === '/hop') {
     res.writeHead(200, [
       'connection', 'x-upstream-hop',
@@ -52,6 +64,22 @@ function upstreamHandler(req: IncomingMessage, res: ServerResponse): void {
   } else if (req.url === '/hold') {
     req.resume();
     res.on('close', () => (abortedUpstream = !res.writableFinished));
+  } else if (req.url === '/slow-body') {
+    // The headers and a first chunk, then nothing: the route's timeout (300 ms) between chunks cuts it.
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write('first');
+  } else if (req.url === '/slow-drip') {
+    // Eight chunks 50 ms apart: longer than the route's timeout in all, never that long between two.
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    let sent = 0;
+    const drip = setInterval(() => {
+      sent += 1;
+      if (sent < 8) res.write(`${sent},`);
+      else {
+        clearInterval(drip);
+        res.end('8');
+      }
+    }, 50);
   } else if (req.url?.startsWith('/slow')) {
     // Never answers: the gateway's route timeout must.
   } else {
@@ -156,6 +184,37 @@ describe('gateway proxying', () => {
     expect(received).toBe(2 * MB);
   });
 
+  it('passes a small binary answer (every byte value) intact', async () => {
+    const bytes = await new Promise<Buffer>((resolve, reject) => {
+      httpRequest(gateway.url('/bytes'), { agent: false }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve(Buffer.concat(chunks)));
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(bytes.equals(ALL_BYTES)).toBe(true);
+  });
+
+  it('passes a small first chunk on at once, while the upstream has not sent the rest', async () => {
+    const events = await new Promise<string[]>((resolve, reject) => {
+      httpRequest(gateway.url('/events'), { agent: false }, (res) => {
+        const seen: string[] = [];
+        res.setEncoding('utf8');
+        res.on('data', (text: string) => {
+          // The upstream sends its second event only once the client holds the first.
+          if (seen.length === 0) releaseSecondEvent!();
+          seen.push(text);
+        });
+        res.on('end', () => resolve(seen));
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(events.join('')).toBe('data: one\n\ndata: two\n\n');
+  });
+
   it('drops hop-by-hop headers both ways and sets X-Forwarded-For, -Proto and -Host', async () => {
     const answer = await send(gateway.url('/hop'), {
       headers: { connection: 'x-client-hop', 'x-client-hop': 'secret', te: 'trailers', 'proxy-authorization': 'Basic abc', 'keep-alive': 'timeout=9', 'x-forwarded-for': '203.0.113.9', 'x-kept': 'yes' },
@@ -184,6 +243,22 @@ describe('gateway proxying', () => {
     expect(answer.status).toBe(504);
     expect(JSON.parse(answer.body)).toMatchObject({ error: 'gateway_timeout' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+  });
+
+  it("cuts an answer short when the upstream sends nothing for the route's timeout between two chunks, not when it keeps sending", async () => {
+    const read = (path: string) =>
+      new Promise<{ text: string; complete: boolean }>((resolve, reject) => {
+        httpRequest(gateway.url(path), { agent: false }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('close', () => resolve({ text, complete: res.complete }));
+        })
+          .on('error', reject)
+          .end();
+      });
+    expect(await read('/slow-body')).toEqual({ text: 'first', complete: false });
+    expect(await read('/slow-drip')).toEqual({ text: '1,2,3,4,5,6,7,8', complete: true });
   });
 
   it('aborts the upstream request when the client goes away', async () => {
