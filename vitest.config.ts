@@ -22,6 +22,10 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
           exclude: [...FAULT, ...LOAD],
           sequence: { groupOrder: 0 },
+          // A worker's files share one module graph: src/ and the test helpers are imported once per
+          // worker, not once per file (~30% of the suite's CPU went to re-importing them). Tests
+          // must not leave global state behind (fake timers, env, spies): each restores its own.
+          isolate: false,
           // The Redis servers of useRedisTopologies, started once per worker instead of per file.
           globalSetup: ['test/support/redis-pool.setup.ts'],
         },
