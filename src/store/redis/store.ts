@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
-import { OPTION_NAMES, TIMEOUT_NUMBERS, checkKeyPrefix, checkStoreDeadline, openClient, type RedisStoreOptions } from './connect.js';
+import { OPTION_NAMES, TIMEOUT_NUMBERS, checkClock, checkKeyPrefix, checkStoreDeadline, openClient, type RedisStoreOptions } from './connect.js';
 import type { Decision } from '../../decision.js';
 import { InvalidOptionError, InvalidPolicyError, StoreError, StoreUnavailableError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
@@ -68,6 +68,8 @@ export class RedisStore implements Store {
   private readonly keyPrefix: string;
   private readonly maxBatch: number;
   private readonly connectTimeoutMs: number;
+  /** `clock: 'caller'`: decisions without an explicit `now` take this process's clock instead of Redis TIME. */
+  private readonly callerClock: boolean;
   /** Lone decisions by FCALL of the lean library (EVALSHA of the lean scripts if Redis refuses it). */
   private readonly functions: LeanFunctions;
   /** Requests of this tick, by their explicit `now` ('' = Redis TIME). */
@@ -101,6 +103,7 @@ export class RedisStore implements Store {
     this.connectTimeoutMs = connectTimeoutMs;
     this.maxBatch = maxBatch;
     this.deadlineMs = checkStoreDeadline('redisStore', options.deadlineMs);
+    this.callerClock = checkClock('redisStore', options.clock) === 'caller';
 
     const connected = openClient(options, { commandTimeout: commandTimeoutMs, connectTimeout: connectTimeoutMs });
     this.client = connected.client;
@@ -375,7 +378,7 @@ export class RedisStore implements Store {
     const commands: Command[] = [];
     for (const call of calls) {
       try {
-        const [script, keys, args, lean] = scriptCall(call.timeKey, call.batch);
+        const [script, keys, args, lean] = scriptCall(call.timeKey, call.batch, this.callerClock);
         commands.push({ sha1: script.sha1, fcall: lean === undefined ? undefined : this.functions.nameOf(lean), keys, args });
         sent.push(call);
       } catch (error) {
@@ -401,7 +404,7 @@ export class RedisStore implements Store {
   private async send(timeKey: string, batch: Pending[], tryAgains = 0): Promise<void> {
     let call: ReturnType<typeof scriptCall>;
     try {
-      call = scriptCall(timeKey, batch);
+      call = scriptCall(timeKey, batch, this.callerClock);
     } catch (error) {
       // A calendar window past the dates JavaScript holds (InvalidTimeError): the batch shares its `now`.
       for (const pending of batch) pending.reject(error);

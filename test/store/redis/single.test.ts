@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy } from '../../../src/index.js';
 import { LEAN_LIBRARY, SINGLE_SCRIPTS } from '../../../src/store/redis/lua.js';
 import { useRedisServer } from '../../support/redis-topologies.js';
@@ -20,14 +20,14 @@ const YEAR = 31_536_000_000;
 describe('the lean scripts', () => {
   it('have pinned SHA1s (a changed script must change this test on purpose)', () => {
     expect(Object.fromEntries(Object.entries(SINGLE_SCRIPTS).map(([algorithm, script]) => [algorithm, script.sha1]))).toEqual({
-      'fixed-window': '67ef710d2026dceaa3eca1b4117c3e6c84f8adb9',
-      'sliding-window': 'd6265e109f3e548845d024ac3dac8f11e3a971b9',
-      'token-bucket': 'e41b94d871d498a1053efa65fb992491a6c85b37',
-      'leaky-bucket': '6512f7a8505d7ad333ae1deba792e1c962163682',
-      gcra: '2e124a53e88c2d154bf31c23d2da5e3068e51b27',
+      'fixed-window': 'a337f1e51036a11d6e454a4c8049df079d90a254',
+      'sliding-window': '7aa2249fc094f12866ceeefb01fb4c39ad795fd0',
+      'token-bucket': 'd1545edd02cdf426c6c80bbc3d1ec52db7bbde81',
+      'leaky-bucket': '266966b2bc05c5492873c5b985ee03b8c9ed650e',
+      gcra: '41a2d37456c95150e0b74bae9708e2c1cef55e27',
     });
     // The lean library's name carries the hash of its source: a changed file changes it.
-    expect(LEAN_LIBRARY.name).toBe('tollgate_6c1f0f2f28b7');
+    expect(LEAN_LIBRARY.name).toBe('tollgate_2a8e6fea2192');
   });
 
   it('are what Redis computes for SCRIPT LOAD', () => {
@@ -156,5 +156,115 @@ describe('lone decisions on Redis TIME', () => {
     }
     expect(seen.allowed).toBeGreaterThan(5);
     if (!wide) expect(seen.denied).toBeGreaterThan(5);
+  });
+});
+
+/** Runs `work` with this process's clock (Date, so `currentTime()`) at `now`; timers stay real. */
+async function at<T>(now: number, work: () => Promise<T>): Promise<T> {
+  vi.useFakeTimers({ toFake: ['Date'], now });
+  try {
+    return await work();
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
+describe("lone decisions on the caller's clock (redisStore clock: 'caller')", () => {
+  const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(server.cli('INFO', 'commandstats'))?.[1] ?? 0);
+
+  it('refuse any clock but redis and caller, naming both', () => {
+    expect(() => redisStore({ url: server.url, clock: 'node' as 'caller' })).toThrow(/clock must be 'redis' .* or 'caller'/);
+  });
+
+  it.each(POLICIES.slice(0, 8).map((policy) => [JSON.stringify(policy), policy] as const))(
+    '%s decides as the memory store at the process clock, without TIME or PEXPIRETIME',
+    async (_name, policy) => {
+      // The process clock is driven (Date), not slept on: it crosses many windows in one run.
+      const steps = fc.sample(fc.record({ peek: fc.boolean().map((peek) => peek && Math.random() < 0.4), cost: fc.integer({ min: 1, max: 3 }), advanceMs: fc.integer({ min: 0, max: 12 }) }), {
+        numRuns: 120,
+        seed: 7,
+      });
+      const store = redisStore({ url: server.url, clock: 'caller' });
+      await store.ready();
+      const onRedis = createLimiter({ store, deadlineMs: 5_000 });
+      const onMemory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+      const key = `caller:${policy.algorithm}:${Math.random().toString(36).slice(2)}`;
+      let now = Date.now();
+      server.cli('CONFIG', 'RESETSTAT');
+      try {
+        for (const [index, step] of steps.entries()) {
+          now += step.advanceMs;
+          const actual = await at(now, () => (step.peek ? onRedis.peek(key, policy, { cost: step.cost }) : onRedis.limit(key, policy, { cost: step.cost })));
+          expect(actual.now).toBe(now);
+          const replay = { cost: step.cost, now };
+          const expected = step.peek ? await onMemory.peek(key, policy, replay) : await onMemory.limit(key, policy, replay);
+          expect(actual, `step ${index}: ${JSON.stringify(step)}`).toEqual(expected);
+        }
+      } finally {
+        await Promise.all([onRedis.close(), onMemory.close()]);
+      }
+      expect([calls('fcall'), calls('time'), calls('pexpiretime')]).toEqual([steps.length, 0, 0]);
+    },
+  );
+
+  it("move with a skewed process clock on 'caller', and not on 'redis'", async () => {
+    const HOUR = 3_600_000;
+    const policy: Policy = { algorithm: 'fixed-window', limit: 2, window: '1h' };
+    for (const clock of ['redis', 'caller'] as const) {
+      const store = redisStore({ url: server.url, clock });
+      await store.ready();
+      const limiter = createLimiter({ store, deadlineMs: 5_000 });
+      const key = `skew:${clock}:${Math.random().toString(36).slice(2)}`;
+      try {
+        await limiter.limit(key, policy);
+        await limiter.limit(key, policy);
+        const onTime = await limiter.limit(key, policy);
+        expect(onTime.allowed).toBe(false);
+        // This process's clock an hour ahead (the other nodes, and Redis, are not).
+        const ahead = Date.now() + HOUR;
+        const skewed = await at(ahead, () => limiter.limit(key, policy));
+        if (clock === 'caller') {
+          // Its own clock: the next window, fresh.
+          expect([skewed.allowed, skewed.now, skewed.resetAt, skewed.remaining]).toEqual([true, ahead, onTime.resetAt + HOUR, 1]);
+        } else {
+          // Redis TIME: still the full window, whatever this process's clock says.
+          expect([skewed.allowed, skewed.resetAt]).toEqual([false, onTime.resetAt]);
+          expect(skewed.now - onTime.now).toBeLessThan(HOUR / 2);
+        }
+      } finally {
+        await limiter.close();
+      }
+    }
+  });
+
+  it("read keys written on Redis TIME, and write keys Redis TIME reads (switching a fleet's clock keeps every count)", async () => {
+    const policies: Policy[] = [
+      { algorithm: 'fixed-window', limit: 4, window: '1h' },
+      { algorithm: 'gcra', limit: 4, window: '1h' },
+      { algorithm: 'token-bucket', limit: 4, window: '1h' },
+      { algorithm: 'sliding-window', limit: 4, window: '1h' },
+    ];
+    const [redisTime, callerClock] = await Promise.all(
+      (['redis', 'caller'] as const).map(async (clock) => {
+        const store = redisStore({ url: server.url, clock });
+        await store.ready();
+        return createLimiter({ store, deadlineMs: 5_000 });
+      }),
+    );
+    try {
+      for (const policy of policies) {
+        for (const [first, second] of [
+          [redisTime, callerClock],
+          [callerClock, redisTime],
+        ] as const) {
+          const key = `switch:${policy.algorithm}:${Math.random().toString(36).slice(2)}`;
+          const decisions = [await first.limit(key, policy), await first.limit(key, policy), await second.limit(key, policy), await second.limit(key, policy), await second.limit(key, policy)];
+          expect(decisions.map((d) => d.allowed), policy.algorithm).toEqual([true, true, true, true, false]);
+          expect(decisions.map((d) => d.remaining).slice(0, 4), policy.algorithm).toEqual([3, 2, 1, 0]);
+        }
+      }
+    } finally {
+      await Promise.all([redisTime.close(), callerClock.close()]);
+    }
   });
 });
