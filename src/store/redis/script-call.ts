@@ -47,8 +47,7 @@ export function scriptCall(timeKey: string, batch: Pending[], callerClock = fals
   const single = batch.length === 1 && first.keys.length === 1 && timeKey === '' && (first.op === OP_CONSUME || first.op === OP_PEEK);
   const lean = single && hasLeanScript(first.policies[0]!) ? SINGLE_SCRIPTS[first.policies[0]!.algorithm] : undefined;
   if (lean !== undefined) {
-    const args = singleDecisionArgs(first.policies[0]!, first.op, first.costs[0]!);
-    if (callerClock) args.push(currentTime());
+    const args = singleDecisionArgs(first.policies[0]!, first.op, first.costs[0]!, callerClock ? currentTime() : undefined);
     return [lean, first.keys, args, first.policies[0]!.algorithm];
   }
   if (callerClock && timeKey === '') timeKey = String(currentTime());

@@ -268,3 +268,57 @@ describe("lone decisions on the caller's clock (redisStore clock: 'caller')", ()
     }
   });
 });
+
+describe("the cost of clock: 'caller' (docs/redis.md, Whose clock)", () => {
+  /** Two nodes on one Redis, both on `clock: 'caller'`; `hit(node, at)` decides `key` with that node's clock at `at`. */
+  async function twoNodes(work: (hit: (node: 0 | 1, at: number, policy: Policy, key: string) => Promise<boolean>) => Promise<void>): Promise<void> {
+    const limiters = await Promise.all(
+      [0, 1].map(async () => {
+        const store = redisStore({ url: server.url, clock: 'caller' });
+        await store.ready();
+        return createLimiter({ store, deadlineMs: 5_000, overLimitCache: false });
+      }),
+    );
+    try {
+      await work(async (node, now, policy, key) => (await at(now, () => limiters[node]!.limit(key, policy))).allowed);
+    } finally {
+      await Promise.all(limiters.map((limiter) => limiter.close()));
+    }
+  }
+
+  it('guarantee: clocks skewed by δ: a fixed window still admits at most limit, but opens up to δ early; gcra admits at most δ × limit / window more', async () => {
+    const SKEW = 300; // node 1's clock runs 300 ms ahead of node 0's (real time)
+    const fixed: Policy = { algorithm: 'fixed-window', limit: 3, window: 1_000 };
+    const gcra: Policy = { algorithm: 'gcra', limit: 10, window: 1_000 };
+    await twoNodes(async (hit) => {
+      const key = `skew-bound:${Math.random().toString(36).slice(2)}`;
+      // A window start in the near future, so the keys (kept 1 s past their end in real time) outlive the test's steps.
+      const start = Math.ceil((Date.now() + 5_000) / 1_000) * 1_000;
+      const admitted = async (node: 0 | 1, at: number, times: number): Promise<number> => {
+        let count = 0;
+        for (let i = 0; i < times; i++) if (await hit(node, at, fixed, key)) count++;
+        return count;
+      };
+      // Real time start + 100: node 0 fills the window; node 1 (start + 400 by its clock) is in it too.
+      expect(await admitted(0, start + 100, 5)).toBe(3);
+      expect(await admitted(1, start + 100 + SKEW, 2)).toBe(0);
+      // Real time start + 800: node 1's clock says start + 1,100, the next window: it opens 300 ms early...
+      expect(await admitted(1, start + 800 + SKEW, 2)).toBe(2);
+      // ...and node 0, still in the first window by its clock, counts in that later one: 3 in it, no more.
+      expect(await admitted(0, start + 900, 5)).toBe(1);
+      expect(await admitted(1, start + 1_900 + SKEW, 1)).toBe(1);
+
+      // gcra, 10 per second: node 0 drains the burst at real time t; node 1, 300 ms ahead, finds
+      // 300 ms of refill that real time has not given: exactly 3 requests more, then nothing.
+      const bucket = `${key}:gcra`;
+      const t = start + 100;
+      let first = 0;
+      while (await hit(0, t, gcra, bucket)) first++;
+      expect(first).toBe(10);
+      let extra = 0;
+      for (let i = 0; i < 5; i++) if (await hit(1, t + SKEW, gcra, bucket)) extra++;
+      expect(extra).toBe(3);
+      expect(await hit(0, t, gcra, bucket)).toBe(false);
+    });
+  });
+});
