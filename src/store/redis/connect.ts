@@ -48,7 +48,8 @@ export interface RedisStoreOptions {
   /**
    * Whose clock decides: `'redis'` (default), Redis `TIME`, one clock for every node, so nodes with
    * skewed clocks agree on every window; or `'caller'`, this process's clock, sent with each call:
-   * a lone decision then takes 2 Redis commands fewer (no `TIME`, no `PEXPIRETIME`), but the
+   * a lone decision then takes 2 Redis commands fewer (no `TIME`, no `PEXPIRETIME`; measured no
+   * less Redis time, the key being a string to parse), but the
    * difference between nodes' clocks becomes error in the windows (docs/redis.md "Whose clock"),
    * and each key is the string "v end", kept 1 s past its end. A call's or the limiter's explicit
    * `now` still wins over either.
