@@ -1,8 +1,9 @@
 // A lone Redis decision: one decision in flight (sequential awaits), Tollgate's Redis store
-// (fixed-window, token-bucket) against rate-limiter-flexible's RateLimiterRedis, one private
+// (fixed-window, token-bucket; on Redis TIME, and with --caller also on the process clock,
+// redisStore({ clock: 'caller' })) against rate-limiter-flexible's RateLimiterRedis, one private
 // redis-server, in one run.
 //
-//   npm run build && node bench/redis-lone.js [--rounds N] [--duration MS] [--warmup MS] [--before DIST]
+//   npm run build && node bench/redis-lone.js [--rounds N] [--duration MS] [--warmup MS] [--before DIST] [--caller] [--only fixed-window]
 //
 // --before DIST adds the same Tollgate subjects built from another tree (e.g. git main's dist/),
 // so before and after run side by side. Every subject runs in a fresh forked child, rounds
@@ -34,10 +35,10 @@ function option(argv, name, fallback) {
 }
 
 async function makeSubject(subject, port) {
-  const [kind, algorithm, dist] = subject;
+  const [kind, algorithm, dist, clock] = subject;
   if (kind === 'tollgate') {
     const { createLimiter, redisStore } = await import(pathToFileURL(join(dist, 'index.js')).href);
-    const store = redisStore({ url: `redis://127.0.0.1:${port}`, keyPrefix: `lone${algorithm.length}:` });
+    const store = redisStore({ url: `redis://127.0.0.1:${port}`, keyPrefix: `lone${algorithm.length}${clock ?? ''}:`, ...(clock === undefined ? {} : { clock }) });
     await store.ready();
     const limiter = createLimiter({ store });
     const policy = { algorithm, limit: POLICY.limit, window: POLICY.windowMs };
@@ -79,6 +80,10 @@ async function child({ subject, port, durationMs, warmupMs }) {
   let i = 0;
   for (const end = performance.now() + warmupMs; performance.now() < end; ) await decide(keys[i++ % POOL]);
   await admin.config('RESETSTAT');
+  // CPU time (client process, redis-server) per call: on a shared machine it moves far less than
+  // wall time, which counts the time a process waited for a core.
+  const redisCpu0 = redisCpuSeconds(await admin.info('cpu'));
+  const cpu0 = process.cpuUsage();
   const latencies = [];
   let denied = 0;
   const started = performance.now();
@@ -91,13 +96,24 @@ async function child({ subject, port, durationMs, warmupMs }) {
     t = after;
   }
   const elapsed = performance.now() - started;
+  const cpu = process.cpuUsage(cpu0);
+  const redisCpu = redisCpuSeconds(await admin.info('cpu')) - redisCpu0;
   const stats = await commandStats(admin);
   await close();
   await admin.quit();
   latencies.sort((a, b) => a - b);
   const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] * 1000;
   const n = latencies.length;
-  return { perSecond: (n / elapsed) * 1000, p50: at(0.5), p99: at(0.99), denied, commandsPerCall: stats.calls / n, redisUsPerCall: stats.usec / n };
+  return {
+    perSecond: (n / elapsed) * 1000, p50: at(0.5), p99: at(0.99), denied, commandsPerCall: stats.calls / n, redisUsPerCall: stats.usec / n,
+    clientCpuUs: (cpu.user + cpu.system) / n, redisCpuUs: (redisCpu * 1e6) / n,
+  };
+}
+
+/** redis-server's CPU seconds (user + system, main thread included) from INFO cpu. */
+function redisCpuSeconds(info) {
+  const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)[1]);
+  return field('used_cpu_user') + field('used_cpu_sys');
 }
 
 async function main(argv) {
@@ -107,9 +123,11 @@ async function main(argv) {
   const before = option(argv, 'before', undefined);
   const after = join(ROOT, 'dist');
   const subjects = [];
-  for (const algorithm of ['fixed-window', 'token-bucket']) {
+  const only = option(argv, 'only', undefined);
+  for (const algorithm of ['fixed-window', 'token-bucket'].filter((name) => only === undefined || name === only)) {
     if (before) subjects.push({ label: `before ${algorithm}`, subject: ['tollgate', algorithm, resolve(before)] });
     subjects.push({ label: `after ${algorithm}`, subject: ['tollgate', algorithm, after] });
+    if (argv.includes('--caller')) subjects.push({ label: `after ${algorithm} clock caller`, subject: ['tollgate', algorithm, after, 'caller'] });
   }
   subjects.push({ label: 'rlflex RateLimiterRedis', subject: ['rlflex'] });
   const port = await freePort();
@@ -123,20 +141,21 @@ async function main(argv) {
       for (const { label, subject } of order) {
         const result = await runForked(SCRIPT, { subject, port, durationMs, warmupMs });
         results.get(label).push(result);
-        console.error(`round ${round + 1} ${label}: ${result.perSecond.toFixed(0)}/s p50 ${result.p50.toFixed(0)} p99 ${result.p99.toFixed(0)} µs, ${result.commandsPerCall.toFixed(2)} cmd ${result.redisUsPerCall.toFixed(1)} µs Redis/call`);
+        console.error(`round ${round + 1} ${label}: ${result.perSecond.toFixed(0)}/s p50 ${result.p50.toFixed(0)} p99 ${result.p99.toFixed(0)} µs, ${result.commandsPerCall.toFixed(2)} cmd ${result.redisUsPerCall.toFixed(1)} µs Redis/call, CPU µs/call client ${result.clientCpuUs.toFixed(1)} redis ${result.redisCpuUs.toFixed(1)}`);
       }
     }
     const peer = median(results.get('rlflex RateLimiterRedis').map((r) => r.perSecond));
     const peerP99 = median(results.get('rlflex RateLimiterRedis').map((r) => r.p99));
     console.log(`node bench/redis-lone.js ${argv.join(' ')} — ${cpus().length}× ${cpus()[0].model}, node ${process.version}, load average at start ${load}, now ${loadavg().map((v) => v.toFixed(2)).join(' ')}`);
-    console.log('| subject | decisions/s | × peer | p50 µs | p99 µs | p99 ÷ peer | commands/call | Redis µs/call |');
-    console.log('|---|---|---|---|---|---|---|---|');
+    console.log('| subject | decisions/s | × peer | p50 µs | p99 µs | p99 ÷ peer | commands/call | Redis µs/call | client CPU µs/call | redis-server CPU µs/call |');
+    console.log('|---|---|---|---|---|---|---|---|---|---|');
     for (const { label } of subjects) {
       const rows = results.get(label);
       const rate = median(rows.map((r) => r.perSecond));
       const p99 = median(rows.map((r) => r.p99));
       const cells = [label, rate.toFixed(0), (rate / peer).toFixed(2), median(rows.map((r) => r.p50)).toFixed(0), p99.toFixed(0), (p99 / peerP99).toFixed(2),
-        median(rows.map((r) => r.commandsPerCall)).toFixed(2), median(rows.map((r) => r.redisUsPerCall)).toFixed(1)];
+        median(rows.map((r) => r.commandsPerCall)).toFixed(2), median(rows.map((r) => r.redisUsPerCall)).toFixed(1),
+        median(rows.map((r) => r.clientCpuUs)).toFixed(1), median(rows.map((r) => r.redisCpuUs)).toFixed(1)];
       console.log(`| ${cells.join(' | ')} |`);
     }
   } finally {

@@ -45,6 +45,25 @@ export interface RedisStoreOptions {
    * go out as several calls back to back, so Redis works on one while Node prepares the next.
    */
   readonly maxBatch?: number;
+  /**
+   * Whose clock decides: `'redis'` (default), Redis `TIME`, one clock for every node, so nodes with
+   * skewed clocks agree on every window; or `'caller'`, this process's clock, sent with each call:
+   * a lone decision then takes 2 Redis commands fewer (no `TIME`, no `PEXPIRETIME`; measured no
+   * less Redis time, the key being a string to parse), but the
+   * difference between nodes' clocks becomes error in the windows (docs/redis.md "Whose clock"),
+   * and each key is the string "v end", kept 1 s past its end. A call's or the limiter's explicit
+   * `now` still wins over either.
+   */
+  readonly clock?: RedisClock;
+}
+
+/** Whose clock the Redis store decides on (see {@link RedisStoreOptions.clock}). */
+export type RedisClock = 'redis' | 'caller';
+
+/** A store's `clock` option, default `'redis'`. */
+export function checkClock(where: string, value: unknown): RedisClock {
+  if (value === undefined || value === 'redis' || value === 'caller') return value ?? 'redis';
+  throw new InvalidOptionError(`${where}: clock must be 'redis' (Redis TIME, the default) or 'caller' (this process's clock), got ${describeValue(value)}`);
 }
 
 export const OPTION_NAMES: ReadonlySet<string> = new Set([
@@ -63,6 +82,7 @@ export const OPTION_NAMES: ReadonlySet<string> = new Set([
   'deadlineMs',
   'connectTimeoutMs',
   'maxBatch',
+  'clock',
 ]);
 
 /** The timeouts the Redis store and the region store take alike: their ranges and defaults. */

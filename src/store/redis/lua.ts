@@ -53,6 +53,9 @@ export const SINGLE_SCRIPTS: Partial<Record<AlgorithmName, RedisScript>> = Objec
   ]),
 );
 
+/** The line of single.lua after which its statements run on every call (the lines before it, once per library load). */
+const PER_CALL = '\n-- PER_CALL\n';
+
 /** A Redis Functions library: its name, its source for FUNCTION LOAD, and the function of each algorithm. */
 export interface FunctionLibrary {
   readonly name: string;
@@ -65,17 +68,21 @@ export interface FunctionLibrary {
  * same files, but their `local function`s are created once per library load instead of on every
  * EVALSHA. Redis 7.0 lets a library's load step reach no global but `redis` (not `math`, `string`
  * or `tonumber`), so the files are wrapped in `build()`, run at the first call, which returns the
- * single.lua driver with ALGORITHM as a parameter. Its name carries its source's hash, so two
+ * single.lua driver with ALGORITHM as a parameter (single.lua's lines before `-- PER_CALL`
+ * run inside `build()`, once). Its name carries its source's hash, so two
  * versions of Tollgate on one Redis (a rolling upgrade) each call their own.
  */
 export const LEAN_LIBRARY: FunctionLibrary = (() => {
   const codes = algorithmTable('code');
+  // single.lua's helpers and its reused policy table are made once per load; the rest runs per call.
+  const [once, perCall] = readScript('single.lua').split(PER_CALL);
+  if (perCall === undefined) throw new Error(`single.lua has no ${PER_CALL.trim()} line`);
   const files = ['prelude.lua', 'layout.lua', 'wide-level.lua', 'level.lua', 'gcra.lua', 'fixed-window.lua', 'sliding-window.lua', 'codes.lua'];
   const body = [
     'local single',
     'local function build()',
     ...files.map(section),
-    `-- ==== single.lua ====\nreturn function(ALGORITHM, KEYS, ARGV)\n${readScript('single.lua')}\nend`,
+    `-- ==== single.lua ====\n${once}\nreturn function(ALGORITHM, KEYS, ARGV)\n${perCall}\nend`,
     'end',
   ].join('\n');
   const name = `tollgate_${createHash('sha1').update(body).digest('hex').slice(0, 12)}`;

@@ -23,6 +23,15 @@ export const ALGORITHM_CODES = algorithmTable('code');
  */
 export const REPLAY_MAX_LAG_MS = 3_600_000;
 export const REPLAY_SLACK_MS = 1_000;
+/**
+ * redisStore `clock: 'caller'`: a lone decision's key lives (its lifetime at the caller's `now`) +
+ * this, counted by Redis from the write (single.lua CALLER_CLOCK_SLACK), so nodes whose clocks
+ * differ by up to this much all find it until their own clock passes its end.
+ */
+export const CALLER_CLOCK_SLACK_MS = 1_000;
+/** A lean script's arguments (single.lua): 7 on Redis TIME, the caller's `now` as an 8th. */
+export const SINGLE_ARGS_ON_REDIS_TIME = 7;
+export const SINGLE_ARGS_ON_CALLER_CLOCK = 8;
 
 /** Where the first decision starts in the script's reply (after the decision time). */
 export const RESULT_START = 1;
@@ -73,12 +82,15 @@ export function hasLeanScript(policy: CompiledPolicy): boolean {
 }
 
 /**
- * The 7 arguments of a lean script (scripts/single.lua): the policy's window, limit, capacity and
- * nominal capacity, its flags (count_rejected 1 + first_hit 2), the op and the cost.
+ * The arguments of a lean script (scripts/single.lua): the policy's window, limit, capacity and
+ * nominal capacity, its flags (count_rejected 1 + first_hit 2), the op and the cost; then, on the
+ * caller's clock, `now`.
  */
-export function singleDecisionArgs(policy: CompiledPolicy, op: number, cost: number): number[] {
+export function singleDecisionArgs(policy: CompiledPolicy, op: number, cost: number, now?: number): number[] {
   const flags = (policy.countRejected ? 1 : 0) + (policy.firstHit ? 2 : 0);
-  return [policy.windowMs, policy.limit, policy.capacity, policy.nominalCapacity, flags, op, cost];
+  const args = [policy.windowMs, policy.limit, policy.capacity, policy.nominalCapacity, flags, op, cost];
+  if (now !== undefined) args.push(now);
+  return args;
 }
 
 /** Builds the decision from the script's integers at `offset`; reasons ≥ 10 are the caller's to raise. */

@@ -36,17 +36,21 @@ export interface Pending {
 }
 
 /**
- * The script, keys and arguments deciding `batch`: a lone consume or peek on Redis TIME takes its
- * algorithm's lean script (7 arguments; its algorithm is returned too, for FCALL); anything else
- * the batch script, where each distinct policy is sent once and requests refer to it by index.
+ * The script, keys and arguments deciding `batch`: a lone consume or peek on the store's own time
+ * takes its algorithm's lean script (7 arguments, 8 with the caller's clock; its algorithm is
+ * returned too, for FCALL); anything else the batch script, where each distinct policy is sent once
+ * and requests refer to it by index. `callerClock` (redisStore `clock: 'caller'`): the store's own
+ * time is this process's clock, sent as `now`, instead of Redis TIME.
  */
-export function scriptCall(timeKey: string, batch: Pending[]): [RedisScript, string[], (string | number)[], AlgorithmName?] {
+export function scriptCall(timeKey: string, batch: Pending[], callerClock = false): [RedisScript, string[], (string | number)[], AlgorithmName?] {
   const first = batch[0]!;
   const single = batch.length === 1 && first.keys.length === 1 && timeKey === '' && (first.op === OP_CONSUME || first.op === OP_PEEK);
   const lean = single && hasLeanScript(first.policies[0]!) ? SINGLE_SCRIPTS[first.policies[0]!.algorithm] : undefined;
   if (lean !== undefined) {
-    return [lean, first.keys, singleDecisionArgs(first.policies[0]!, first.op, first.costs[0]!), first.policies[0]!.algorithm];
+    const args = singleDecisionArgs(first.policies[0]!, first.op, first.costs[0]!, callerClock ? currentTime() : undefined);
+    return [lean, first.keys, args, first.policies[0]!.algorithm];
   }
+  if (callerClock && timeKey === '') timeKey = String(currentTime());
   const policyIndexes = new Map<CompiledPolicy, number>();
   const policyArgs: number[] = [];
   const keys: string[] = [];

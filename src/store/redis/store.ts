@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
-import { OPTION_NAMES, TIMEOUT_NUMBERS, checkKeyPrefix, checkStoreDeadline, openClient, type RedisStoreOptions } from './connect.js';
+import { OPTION_NAMES, TIMEOUT_NUMBERS, checkClock, checkKeyPrefix, checkStoreDeadline, openClient, type RedisStoreOptions } from './connect.js';
 import type { Decision } from '../../decision.js';
 import { InvalidOptionError, InvalidPolicyError, StoreError, StoreUnavailableError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
@@ -68,11 +68,15 @@ export class RedisStore implements Store {
   private readonly keyPrefix: string;
   private readonly maxBatch: number;
   private readonly connectTimeoutMs: number;
+  /** `clock: 'caller'`: decisions without an explicit `now` take this process's clock instead of Redis TIME. */
+  private readonly callerClock: boolean;
   /** Lone decisions by FCALL of the lean library (EVALSHA of the lean scripts if Redis refuses it). */
   private readonly functions: LeanFunctions;
   /** Requests of this tick, by their explicit `now` ('' = Redis TIME). */
   private queues = new Map<string, Pending[]>();
   private flushScheduled = false;
+  /** Script calls sent and not yet answered (a pipeline counts once). */
+  private inFlight = 0;
   /**
    * Until the first connection is up (or has failed once), decisions wait for it instead of failing
    * at once: an app that starts serving before `ready()` resolves does not let its first requests
@@ -101,6 +105,7 @@ export class RedisStore implements Store {
     this.connectTimeoutMs = connectTimeoutMs;
     this.maxBatch = maxBatch;
     this.deadlineMs = checkStoreDeadline('redisStore', options.deadlineMs);
+    this.callerClock = checkClock('redisStore', options.clock) === 'caller';
 
     const connected = openClient(options, { commandTimeout: commandTimeoutMs, connectTimeout: connectTimeoutMs });
     this.client = connected.client;
@@ -313,8 +318,11 @@ export class RedisStore implements Store {
         // and nextTick runs after each one, so under load nearly every batch held one decision
         // (87,526 script calls for ~105k requests). The check phase comes after all the I/O of
         // this loop turn: ~45 decisions per call at 100 connections, for a few µs of latency.
-        // (Sending at once when no call is in flight measured no faster at 1 in flight: not kept.)
-        setImmediate(() => this.flush());
+        // Nothing in flight (a lone decision, an idle node): sent at the end of this synchronous run
+        // (a microtask), so decisions issued together still share a call but a lone one does not
+        // wait for the check phase; under load a call is nearly always in flight (bench/redis-store.js).
+        if (this.inFlight === 0) queueMicrotask(() => this.flush());
+        else setImmediate(() => this.flush());
       }
     });
   }
@@ -375,7 +383,7 @@ export class RedisStore implements Store {
     const commands: Command[] = [];
     for (const call of calls) {
       try {
-        const [script, keys, args, lean] = scriptCall(call.timeKey, call.batch);
+        const [script, keys, args, lean] = scriptCall(call.timeKey, call.batch, this.callerClock);
         commands.push({ sha1: script.sha1, fcall: lean === undefined ? undefined : this.functions.nameOf(lean), keys, args });
         sent.push(call);
       } catch (error) {
@@ -383,12 +391,15 @@ export class RedisStore implements Store {
       }
     }
     let results: [Error | null, unknown][];
+    this.inFlight++;
     try {
       results = await pipelined(this.client as Cluster, commands);
     } catch {
+      this.inFlight--;
       for (const call of sent) void this.send(call.timeKey, call.batch);
       return;
     }
+    this.inFlight--;
     results.forEach(([error, values], index) => {
       const { timeKey, batch } = sent[index]!;
       if (error === null) deliver(batch, values as number[], this.address);
@@ -401,7 +412,7 @@ export class RedisStore implements Store {
   private async send(timeKey: string, batch: Pending[], tryAgains = 0): Promise<void> {
     let call: ReturnType<typeof scriptCall>;
     try {
-      call = scriptCall(timeKey, batch);
+      call = scriptCall(timeKey, batch, this.callerClock);
     } catch (error) {
       // A calendar window past the dates JavaScript holds (InvalidTimeError): the batch shares its `now`.
       for (const pending of batch) pending.reject(error);
@@ -409,11 +420,14 @@ export class RedisStore implements Store {
     }
     const [script, keys, args, lean] = call;
     let values: number[];
+    this.inFlight++;
     try {
       values = lean === undefined ? await this.evaluate(script, keys, args) : await this.functions.call(lean, keys, args, () => this.evaluate(script, keys, args));
     } catch (error) {
+      this.inFlight--;
       return this.fail(timeKey, batch, error, tryAgains);
     }
+    this.inFlight--;
     deliver(batch, values, this.address);
   }
 

@@ -51,6 +51,9 @@ const expected: Record<string, number> = {
   MAX_INTEGER: Number.MAX_SAFE_INTEGER,
   MAX_REPLAY_LAG: protocol.REPLAY_MAX_LAG_MS,
   REPLAY_SLACK: protocol.REPLAY_SLACK_MS,
+  CALLER_CLOCK_SLACK: protocol.CALLER_CLOCK_SLACK_MS,
+  ARGS_ON_REDIS_TIME: protocol.SINGLE_ARGS_ON_REDIS_TIME,
+  ARGS_ON_CALLER_CLOCK: protocol.SINGLE_ARGS_ON_CALLER_CLOCK,
 };
 
 describe('the Redis script protocol', () => {

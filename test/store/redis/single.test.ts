@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy } from '../../../src/index.js';
 import { LEAN_LIBRARY, SINGLE_SCRIPTS } from '../../../src/store/redis/lua.js';
 import { useRedisServer } from '../../support/redis-topologies.js';
@@ -20,14 +20,14 @@ const YEAR = 31_536_000_000;
 describe('the lean scripts', () => {
   it('have pinned SHA1s (a changed script must change this test on purpose)', () => {
     expect(Object.fromEntries(Object.entries(SINGLE_SCRIPTS).map(([algorithm, script]) => [algorithm, script.sha1]))).toEqual({
-      'fixed-window': '67ef710d2026dceaa3eca1b4117c3e6c84f8adb9',
-      'sliding-window': 'd6265e109f3e548845d024ac3dac8f11e3a971b9',
-      'token-bucket': 'e41b94d871d498a1053efa65fb992491a6c85b37',
-      'leaky-bucket': '6512f7a8505d7ad333ae1deba792e1c962163682',
-      gcra: '2e124a53e88c2d154bf31c23d2da5e3068e51b27',
+      'fixed-window': '7ce4034277fac5be4da78faede6533cf58dd9980',
+      'sliding-window': '0056cc155bf64906bba9d4064c3289765ec5c22c',
+      'token-bucket': '9e7445039d662855010aff301d6c86686ba57a2b',
+      'leaky-bucket': '17bfd0b4812cca57a70291328979e01e3e1f88b4',
+      gcra: 'c8ff3d95db4fb90555fd33efb994e2243e01641a',
     });
     // The lean library's name carries the hash of its source: a changed file changes it.
-    expect(LEAN_LIBRARY.name).toBe('tollgate_6c1f0f2f28b7');
+    expect(LEAN_LIBRARY.name).toBe('tollgate_33f9c5945e8f');
   });
 
   it('are what Redis computes for SCRIPT LOAD', () => {
@@ -157,5 +157,169 @@ describe('lone decisions on Redis TIME', () => {
     // The run saw both answers (how many of each depends on how fast real time ran past the steps).
     expect(seen.allowed).toBeGreaterThan(0);
     if (!wide) expect(seen.denied).toBeGreaterThan(0);
+  });
+});
+
+/** Runs `work` with this process's clock (Date, so `currentTime()`) at `now`; timers stay real. */
+async function at<T>(now: number, work: () => Promise<T>): Promise<T> {
+  vi.useFakeTimers({ toFake: ['Date'], now });
+  try {
+    return await work();
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
+describe("lone decisions on the caller's clock (redisStore clock: 'caller')", () => {
+  const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(server.cli('INFO', 'commandstats'))?.[1] ?? 0);
+
+  it('refuse any clock but redis and caller, naming both', () => {
+    expect(() => redisStore({ url: server.url, clock: 'node' as 'caller' })).toThrow(/clock must be 'redis' .* or 'caller'/);
+  });
+
+  it.each(POLICIES.slice(0, 8).map((policy) => [JSON.stringify(policy), policy] as const))(
+    '%s decides as the memory store at the process clock, without TIME or PEXPIRETIME',
+    async (_name, policy) => {
+      // The process clock is driven (Date), not slept on: it crosses many windows in one run.
+      const steps = fc.sample(fc.record({ peek: fc.boolean().map((peek) => peek && Math.random() < 0.4), cost: fc.integer({ min: 1, max: 3 }), advanceMs: fc.integer({ min: 0, max: 12 }) }), {
+        numRuns: 120,
+        seed: 7,
+      });
+      const store = redisStore({ url: server.url, clock: 'caller' });
+      await store.ready();
+      const onRedis = createLimiter({ store, deadlineMs: 5_000 });
+      const onMemory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+      const key = `caller:${policy.algorithm}:${Math.random().toString(36).slice(2)}`;
+      let now = Date.now();
+      server.cli('CONFIG', 'RESETSTAT');
+      try {
+        for (const [index, step] of steps.entries()) {
+          now += step.advanceMs;
+          const actual = await at(now, () => (step.peek ? onRedis.peek(key, policy, { cost: step.cost }) : onRedis.limit(key, policy, { cost: step.cost })));
+          expect(actual.now).toBe(now);
+          const replay = { cost: step.cost, now };
+          const expected = step.peek ? await onMemory.peek(key, policy, replay) : await onMemory.limit(key, policy, replay);
+          expect(actual, `step ${index}: ${JSON.stringify(step)}`).toEqual(expected);
+        }
+      } finally {
+        await Promise.all([onRedis.close(), onMemory.close()]);
+      }
+      expect([calls('fcall'), calls('time'), calls('pexpiretime')]).toEqual([steps.length, 0, 0]);
+    },
+  );
+
+  it("move with a skewed process clock on 'caller', and not on 'redis'", async () => {
+    const HOUR = 3_600_000;
+    const policy: Policy = { algorithm: 'fixed-window', limit: 2, window: '1h' };
+    for (const clock of ['redis', 'caller'] as const) {
+      const store = redisStore({ url: server.url, clock });
+      await store.ready();
+      const limiter = createLimiter({ store, deadlineMs: 5_000 });
+      const key = `skew:${clock}:${Math.random().toString(36).slice(2)}`;
+      try {
+        await limiter.limit(key, policy);
+        await limiter.limit(key, policy);
+        const onTime = await limiter.limit(key, policy);
+        expect(onTime.allowed).toBe(false);
+        // This process's clock an hour ahead (the other nodes, and Redis, are not).
+        const ahead = Date.now() + HOUR;
+        const skewed = await at(ahead, () => limiter.limit(key, policy));
+        if (clock === 'caller') {
+          // Its own clock: the next window, fresh.
+          expect([skewed.allowed, skewed.now, skewed.resetAt, skewed.remaining]).toEqual([true, ahead, onTime.resetAt + HOUR, 1]);
+        } else {
+          // Redis TIME: still the full window, whatever this process's clock says.
+          expect([skewed.allowed, skewed.resetAt]).toEqual([false, onTime.resetAt]);
+          expect(skewed.now - onTime.now).toBeLessThan(HOUR / 2);
+        }
+      } finally {
+        await limiter.close();
+      }
+    }
+  });
+
+  it("read keys written on Redis TIME, and write keys Redis TIME reads (switching a fleet's clock keeps every count)", async () => {
+    const policies: Policy[] = [
+      { algorithm: 'fixed-window', limit: 4, window: '1h' },
+      { algorithm: 'gcra', limit: 4, window: '1h' },
+      { algorithm: 'token-bucket', limit: 4, window: '1h' },
+      { algorithm: 'sliding-window', limit: 4, window: '1h' },
+    ];
+    const [redisTime, callerClock] = await Promise.all(
+      (['redis', 'caller'] as const).map(async (clock) => {
+        const store = redisStore({ url: server.url, clock });
+        await store.ready();
+        return createLimiter({ store, deadlineMs: 5_000 });
+      }),
+    );
+    try {
+      for (const policy of policies) {
+        for (const [first, second] of [
+          [redisTime, callerClock],
+          [callerClock, redisTime],
+        ] as const) {
+          const key = `switch:${policy.algorithm}:${Math.random().toString(36).slice(2)}`;
+          const decisions = [await first.limit(key, policy), await first.limit(key, policy), await second.limit(key, policy), await second.limit(key, policy), await second.limit(key, policy)];
+          expect(decisions.map((d) => d.allowed), policy.algorithm).toEqual([true, true, true, true, false]);
+          expect(decisions.map((d) => d.remaining).slice(0, 4), policy.algorithm).toEqual([3, 2, 1, 0]);
+        }
+      }
+    } finally {
+      await Promise.all([redisTime.close(), callerClock.close()]);
+    }
+  });
+});
+
+describe("the cost of clock: 'caller' (docs/redis.md, Whose clock)", () => {
+  /** Two nodes on one Redis, both on `clock: 'caller'`; `hit(node, at)` decides `key` with that node's clock at `at`. */
+  async function twoNodes(work: (hit: (node: 0 | 1, at: number, policy: Policy, key: string) => Promise<boolean>) => Promise<void>): Promise<void> {
+    const limiters = await Promise.all(
+      [0, 1].map(async () => {
+        const store = redisStore({ url: server.url, clock: 'caller' });
+        await store.ready();
+        return createLimiter({ store, deadlineMs: 5_000, overLimitCache: false });
+      }),
+    );
+    try {
+      await work(async (node, now, policy, key) => (await at(now, () => limiters[node]!.limit(key, policy))).allowed);
+    } finally {
+      await Promise.all(limiters.map((limiter) => limiter.close()));
+    }
+  }
+
+  it('guarantee: clocks skewed by δ: a fixed window still admits at most limit, but opens up to δ early; gcra admits at most δ × limit / window more', async () => {
+    const SKEW = 300; // node 1's clock runs 300 ms ahead of node 0's (real time)
+    const fixed: Policy = { algorithm: 'fixed-window', limit: 3, window: 1_000 };
+    const gcra: Policy = { algorithm: 'gcra', limit: 10, window: 1_000 };
+    await twoNodes(async (hit) => {
+      const key = `skew-bound:${Math.random().toString(36).slice(2)}`;
+      // A window start in the near future, so the keys (kept 1 s past their end in real time) outlive the test's steps.
+      const start = Math.ceil((Date.now() + 5_000) / 1_000) * 1_000;
+      const admitted = async (node: 0 | 1, at: number, times: number): Promise<number> => {
+        let count = 0;
+        for (let i = 0; i < times; i++) if (await hit(node, at, fixed, key)) count++;
+        return count;
+      };
+      // Real time start + 100: node 0 fills the window; node 1 (start + 400 by its clock) is in it too.
+      expect(await admitted(0, start + 100, 5)).toBe(3);
+      expect(await admitted(1, start + 100 + SKEW, 2)).toBe(0);
+      // Real time start + 800: node 1's clock says start + 1,100, the next window: it opens 300 ms early...
+      expect(await admitted(1, start + 800 + SKEW, 2)).toBe(2);
+      // ...and node 0, still in the first window by its clock, counts in that later one: 3 in it, no more.
+      expect(await admitted(0, start + 900, 5)).toBe(1);
+      expect(await admitted(1, start + 1_900 + SKEW, 1)).toBe(1);
+
+      // gcra, 10 per second: node 0 drains the burst at real time t; node 1, 300 ms ahead, finds
+      // 300 ms of refill that real time has not given: exactly 3 requests more, then nothing.
+      const bucket = `${key}:gcra`;
+      const t = start + 100;
+      let first = 0;
+      while (await hit(0, t, gcra, bucket)) first++;
+      expect(first).toBe(10);
+      let extra = 0;
+      for (let i = 0; i < 5; i++) if (await hit(1, t + SKEW, gcra, bucket)) extra++;
+      expect(extra).toBe(3);
+      expect(await hit(0, t, gcra, bucket)).toBe(false);
+    });
   });
 });
