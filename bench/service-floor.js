@@ -166,6 +166,8 @@ async function main() {
     ...(servers.baseRedis ? [{ id: 'base /json redis', server: 'baseRedis', path: '/json' }] : []),
     ...(servers.tollgateRedis ? [{ id: 'tollgate /json redis', server: 'tollgateRedis', path: '/json' }] : []),
     ...(hasBatch ? BATCH_SIZES.map((n) => ({ id: `tollgate batch ${n}`, server: 'tollgate', path: '/v1/check/batch', batch: n })) : []),
+    // The same batches on the Redis store: the node's cost per check when callers batch (the fleet model's input).
+    ...(hasBatch && servers.tollgateRedis ? BATCH_SIZES.map((n) => ({ id: `tollgate batch ${n} redis`, server: 'tollgateRedis', path: '/v1/check/batch', batch: n })) : []),
   ];
   if (ONLY !== undefined) subjects.splice(0, subjects.length, ...subjects.filter(({ id }) => id === 'bare' || ONLY.some((part) => id.includes(part))));
   let offset = 0;
