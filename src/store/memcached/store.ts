@@ -11,9 +11,14 @@ import { InvalidOptionError, StoreDataError, StoreError, StoreUnavailableError }
 import type { CompiledPolicy } from '../../policy.js';
 import { sharedStates } from '../shared-states.js';
 import type { Store, StoreRequest } from '../types.js';
-import { CasLanes, peekState } from './cas-lanes.js';
+import type { SlotAnswer, SlotRelease, SlotRequest } from '../slots.js';
+import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement } from '../types.js';
+import { CasLanes } from './cas-lanes.js';
 import { MemcachedConnection, MemcachedReplyError } from './connection.js';
-import { memcachedKey } from './keys.js';
+import { memcachedKey, slotsItemName } from './keys.js';
+import { reserveOp, settleOp } from './records.js';
+import { acquireOp, checkSlotLimit, heldIn, releaseOp, slotsCodec } from './slots.js';
+import { consumeOp, peekItem, resetOp, stateCodec } from './state-item.js';
 import { checkMemcachedOptions, type MemcachedStoreOptions } from './options.js';
 import { HashRing } from './ring.js';
 import { WindowCounter, countsByIncrement } from './window-counter.js';
@@ -66,17 +71,50 @@ export class MemcachedStore implements Store {
   }
 
   consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
-    return this.call(key, policy, (connection, name) => {
-      if (countsByIncrement(policy)) return this.counter.consume(connection, name, policy, cost, now ?? Date.now(), now !== undefined);
-      return this.lanes.consume(connection, name, policy, cost, now);
+    return this.call(key, policy, async (connection, name) => {
+      // A packed window count by `incr`, unless the item holds reservations beside it (then by compare-and-set).
+      const counted = countsByIncrement(policy) ? await this.counter.consume(connection, name, policy, cost, now ?? Date.now(), now !== undefined) : undefined;
+      return counted ?? this.lanes.run(connection, name, stateCodec(policy), consumeOp(policy, cost, now));
     });
   }
 
   peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
-    return this.call(key, policy, (connection, name) => {
-      if (countsByIncrement(policy)) return this.counter.peek(connection, name, policy, cost, now ?? Date.now());
-      return peekState(connection, name, policy, cost, now ?? Date.now());
+    return this.call(key, policy, async (connection, name) => {
+      const at = now ?? Date.now();
+      const counted = countsByIncrement(policy) ? await this.counter.peek(connection, name, policy, cost, at) : undefined;
+      return counted ?? peekItem(name, await connection.get(name), policy, cost, at);
     });
+  }
+
+  /** Reserve then settle (records.ts): the debit and the reservation's record in one compare-and-set step on the key's state item. */
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Promise<ReservedDecision> {
+    return this.call(key, policy, (connection, name) => this.lanes.run(connection, name, stateCodec(policy), reserveOp(policy, request, now)));
+  }
+
+  settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): Promise<Settlement> {
+    return this.call(key, policy, (connection, name) => this.lanes.run(connection, name, stateCodec(policy), settleOp(policy, request, now)));
+  }
+
+  /** Concurrency slots (slots.ts): one compare-and-set step on the key's holders item. */
+  async acquireSlot(key: string, request: SlotRequest, now: number | undefined): Promise<SlotAnswer> {
+    checkSlotLimit(request);
+    const name = slotsItemName(this.keyPrefix, key);
+    return this.described(name, () => this.lanes.run(this.ring.serverOf(name), name, slotsCodec, acquireOp(request, now)));
+  }
+
+  async releaseSlot(key: string, id: string, now: number | undefined): Promise<SlotRelease> {
+    const name = slotsItemName(this.keyPrefix, key);
+    return this.described(name, () => this.lanes.run(this.ring.serverOf(name), name, slotsCodec, releaseOp(id, now)));
+  }
+
+  heldSlots(keys: readonly string[], now: number | undefined): Promise<number[]> {
+    const at = now ?? Date.now();
+    return Promise.all(
+      keys.map((key) => {
+        const name = slotsItemName(this.keyPrefix, key);
+        return this.described(name, async () => heldIn(name, await this.ring.serverOf(name).get(name), at));
+      }),
+    );
   }
 
   /**
@@ -102,8 +140,14 @@ export class MemcachedStore implements Store {
     );
   }
 
+  /** Forgets the state and its block; reservation records in the item are kept (as on Redis, where they are keys of their own). */
   async reset(key: string, policy: CompiledPolicy): Promise<void> {
-    await this.call(key, policy, (connection, name) => connection.delete(name));
+    await this.call(key, policy, async (connection, name) => {
+      const text = await connection.get(name);
+      if (text === undefined) return;
+      if (!text.includes(';r=')) await connection.delete(name);
+      else await this.lanes.run(connection, name, stateCodec(policy), resetOp());
+    });
   }
 
   resetPrefix(): Promise<number> {
@@ -117,11 +161,15 @@ export class MemcachedStore implements Store {
   /** Runs `work` on the server of `key`'s state under `policy`, its failures described as the store's. */
   private async call<T>(key: string, policy: CompiledPolicy, work: (connection: MemcachedConnection, name: string) => Promise<T>): Promise<T> {
     if (policy.algorithm === 'sliding-log') throw refused('the sliding-log algorithm (its log outgrows a memcached item)', "use sliding-window with precision (e.g. { algorithm: 'sliding-window', precision: 10 }), or the Redis store");
-    if (policy.blockMs > 0) throw refused('penalties (blockDuration)', 'use the memory or Redis store for a policy with blockDuration');
     if (policy.share !== undefined) throw refused('fair shares (share)', 'use the memory or Redis store for a policy with share');
     const name = memcachedKey(this.keyPrefix, key, policy);
+    return this.described(name, () => work(this.ring.serverOf(name), name));
+  }
+
+  /** `work` on item `name`, the server's error replies described as the store's. */
+  private async described<T>(name: string, work: () => Promise<T>): Promise<T> {
     try {
-      return await work(this.ring.serverOf(name), name);
+      return await work();
     } catch (error) {
       if (error instanceof MemcachedReplyError) {
         if (/non-numeric|CLIENT_ERROR/.test(error.message)) throw new StoreDataError(name, `${error.message}: the key holds a value Tollgate did not write; give Tollgate its own keyPrefix`);

@@ -2,13 +2,15 @@
  * The conformance vectors on a real memcached, started by the test on a free port: every
  * algorithm the Memcached store supports (all but sliding-log, docs/memcached.md) answers every
  * step as the memory store does; once more through the over-limit cache, and once with real time
- * passing between steps, which must not change any answer (keys live in real time).
+ * passing between steps, which must not change any answer (keys live in real time). The penalty
+ * vectors (but sliding-log's) and every reserve-then-settle vector too (G-MEMC-7, G-MEMC-8).
  */
 import { describe, expect, it } from 'vitest';
 import { createLimiter, memcachedStore, type MemcachedStore } from '../../../src/index.js';
 import { useMemcached } from '../../support/memcached.js';
 import { describeGroupVectors } from '../../support/group-vectors.js';
-import { describeVectors, loadVectors } from '../../support/vectors.js';
+import { describeReservationVectors } from '../../support/reservation-vectors.js';
+import { BLOCK_VECTOR_DIR, describeVectors, loadVectors } from '../../support/vectors.js';
 
 const memcached = useMemcached();
 
@@ -23,6 +25,11 @@ const SUPPORTED = (file: string): boolean => !file.startsWith('sliding-log');
 describeVectors('memcached', open, 0, {}, undefined, SUPPORTED);
 describeVectors('memcached, over-limit cache', open, 0, { overLimitCache: true }, undefined, SUPPORTED);
 describeVectors('memcached, replayed slowly', open, 20, {}, undefined, SUPPORTED);
+// Penalties (blockDuration): the block's end in the state's item, written in the same compare-and-set as the denial.
+describeVectors('memcached, blocks', open, 0, {}, BLOCK_VECTOR_DIR, undefined, (c) => c.policy.algorithm !== 'sliding-log');
+describeVectors('memcached, blocks, over-limit cache', open, 0, { overLimitCache: true }, BLOCK_VECTOR_DIR, undefined, (c) => c.policy.algorithm !== 'sliding-log');
+// Reserve then settle: the state and the key's reservation records in one item, each call one compare-and-set.
+describeReservationVectors('memcached', open);
 // Groups of limits on distinct states without penalties (a state named twice and blockDuration are refused).
 describeGroupVectors('memcached', open, ['fixed-window', 'gcra', 'leaky-bucket', 'sliding-window', 'token-bucket'], false);
 
