@@ -160,8 +160,8 @@ export class MemcachedStore implements Store {
 
   /** Runs `work` on the server of `key`'s state under `policy`, its failures described as the store's. */
   private async call<T>(key: string, policy: CompiledPolicy, work: (connection: MemcachedConnection, name: string) => Promise<T>): Promise<T> {
-    if (policy.algorithm === 'sliding-log') throw refused('the sliding-log algorithm (its log outgrows a memcached item)', "use sliding-window with precision (e.g. { algorithm: 'sliding-window', precision: 10 }), or the Redis store");
-    if (policy.share !== undefined) throw refused('fair shares (share)', 'use the memory or Redis store for a policy with share');
+    const refusal = memcachedRefusal(policy);
+    if (refusal !== undefined) throw new InvalidOptionError(refusal);
     const name = memcachedKey(this.keyPrefix, key, policy);
     return this.described(name, () => work(this.ring.serverOf(name), name));
   }
@@ -178,6 +178,17 @@ export class MemcachedStore implements Store {
       throw error;
     }
   }
+}
+
+/**
+ * Why the Memcached store cannot decide a limit of this shape, naming the alternative; undefined
+ * when it can. The service checks its rules with it at start (rules/load.ts), before any request.
+ */
+export function memcachedRefusal(limit: { readonly algorithm: string; readonly share?: unknown; readonly syncIntervalMs?: number }): string | undefined {
+  if (limit.algorithm === 'sliding-log') return refused('the sliding-log algorithm (its log outgrows a memcached item)', "use sliding-window with precision (e.g. { algorithm: 'sliding-window', precision: 10 }), or the Redis store").message;
+  if (limit.share !== undefined) return refused('fair shares (share)', 'use the memory or Redis store for a policy with share').message;
+  if (limit.syncIntervalMs !== undefined) return refused('local-first (sync_interval_ms: window counts synced by one atomic add)', 'use lease_size, which works on memcached, or the Redis store').message;
+  return undefined;
 }
 
 /** The refusal of what the Memcached store cannot offer, naming where it runs. */
