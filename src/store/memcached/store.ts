@@ -1,7 +1,9 @@
 /**
  * The Memcached store: state spread over memcached servers by consistent hashing (ring.ts), an
  * aligned fixed window counted by `incr`/`add` (window-counter.ts), the other fixed-size states
- * decided by compare-and-set (cas-lanes.ts). Memcached has no clock a call can read atomically
+ * decided by compare-and-set on one item each (cas-lanes.ts), which also carries a penalty's end
+ * and the key's reservation records (state-item.ts, records.ts); concurrency slots in one item per
+ * key (slots.ts). Memcached has no clock a call can read atomically
  * with the state, so a decision's time is this node's clock (or the call's explicit `now`): nodes
  * whose clocks disagree disagree on window boundaries and refills (docs/memcached.md).
  * What memcached cannot hold is refused with an InvalidOptionError naming where it runs.
