@@ -18,7 +18,7 @@ import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement } from
 import { CasLanes } from './cas-lanes.js';
 import { MemcachedConnection, MemcachedReplyError } from './connection.js';
 import { memcachedKey, slotsItemName } from './keys.js';
-import { reserveOp, settleOp } from './records.js';
+import { reserveOp, settleOp } from './reservations.js';
 import { acquireOp, checkSlotLimit, heldIn, releaseOp, slotsCodec } from './slots.js';
 import { consumeOp, peekItem, resetOp, stateCodec } from './state-item.js';
 import { checkMemcachedOptions, type MemcachedStoreOptions } from './options.js';
