@@ -60,8 +60,9 @@ const SUBJECTS = {
   /** One reserve and its settle (token bucket): two compare-and-set steps on the key's state item. */
   'reserve+settle': async (key) => {
     const id = `r${(ids += 1)}`;
-    granted(await limiter.reserve(key, BUCKET, { id, cost: 10, ttl: 1_000 }));
-    if ((await limiter.settle(key, BUCKET, { id, cost: 3 })).status !== 'settled') throw new Error('a settle did not settle');
+    granted(await limiter.reserve(key, BUCKET, { id, cost: 10, ttl: 60_000 }));
+    const { status } = await limiter.settle(key, BUCKET, { id, cost: 3 });
+    if (status !== 'settled') throw new Error(`a settle answered ${status}, not settled`);
   },
 };
 

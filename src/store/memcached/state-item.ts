@@ -35,20 +35,23 @@ export interface StateItem {
 
 const WHOLE = /^\d+$/;
 
-/** The codec of `policy`'s state items. */
-export function stateCodec(policy: CompiledPolicy): ItemCodec<StateItem> {
+/**
+ * The codec of `policy`'s state items. `now`, the call's explicit time (else the round's clock),
+ * places a packed window count in its window: the packing keeps the window number's low bits only.
+ */
+export function stateCodec(policy: CompiledPolicy, now: number | undefined): ItemCodec<StateItem> {
   return {
-    decode: (key, text, clock) => decodeItem(key, text, policy, clock),
+    decode: (key, text, clock) => decodeItem(key, text, policy, now ?? clock),
     encode: encodeItem,
     keepUntil: (item) => item.keepUntil,
   };
 }
 
-function decodeItem(key: string, text: string | undefined, policy: CompiledPolicy, clock: number): StateItem {
+function decodeItem(key: string, text: string | undefined, policy: CompiledPolicy, at: number): StateItem {
   const item: StateItem = { state: new Float64Array(stateSize(policy)), blockUntil: 0, keepUntil: 0, records: new Map() };
   if (text === undefined) return item;
   if (WHOLE.test(text) && packsWindow(policy)) {
-    const stored = unpack(key, Number(text), floorDiv(clock, policy.windowMs));
+    const stored = unpack(key, Number(text), floorDiv(at, policy.windowMs));
     item.state[0] = stored.count;
     item.state[1] = stored.index * policy.windowMs;
     return item;

@@ -76,7 +76,7 @@ export class MemcachedStore implements Store {
     return this.call(key, policy, async (connection, name) => {
       // A packed window count by `incr`, unless the item holds reservations beside it (then by compare-and-set).
       const counted = countsByIncrement(policy) ? await this.counter.consume(connection, name, policy, cost, now ?? Date.now(), now !== undefined) : undefined;
-      return counted ?? this.lanes.run(connection, name, stateCodec(policy), consumeOp(policy, cost, now));
+      return counted ?? this.lanes.run(connection, name, stateCodec(policy, now), consumeOp(policy, cost, now));
     });
   }
 
@@ -90,11 +90,11 @@ export class MemcachedStore implements Store {
 
   /** Reserve then settle (records.ts): the debit and the reservation's record in one compare-and-set step on the key's state item. */
   reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Promise<ReservedDecision> {
-    return this.call(key, policy, (connection, name) => this.lanes.run(connection, name, stateCodec(policy), reserveOp(policy, request, now)));
+    return this.call(key, policy, (connection, name) => this.lanes.run(connection, name, stateCodec(policy, now), reserveOp(policy, request, now)));
   }
 
   settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): Promise<Settlement> {
-    return this.call(key, policy, (connection, name) => this.lanes.run(connection, name, stateCodec(policy), settleOp(policy, request, now)));
+    return this.call(key, policy, (connection, name) => this.lanes.run(connection, name, stateCodec(policy, now), settleOp(policy, request, now)));
   }
 
   /** Concurrency slots (slots.ts): one compare-and-set step on the key's holders item. */
@@ -148,7 +148,7 @@ export class MemcachedStore implements Store {
       const text = await connection.get(name);
       if (text === undefined) return;
       if (!text.includes(';r=')) await connection.delete(name);
-      else await this.lanes.run(connection, name, stateCodec(policy), resetOp());
+      else await this.lanes.run(connection, name, stateCodec(policy, undefined), resetOp());
     });
   }
 
