@@ -133,11 +133,11 @@ export class MemcachedStore implements Store {
     const peeks = await Promise.all(requests.map((request) => this.peek(request.key, request.policy, request.cost, now)));
     if (!commit) return peeks;
     if (peeks.every((decision) => decision.allowed)) return Promise.all(requests.map((request) => this.consume(request.key, request.policy, request.cost, now)));
-    // Denied: the admitted report what remains (a look), a denied counted-rejected hit is counted.
+    // Denied: the admitted report what remains (a look), a denied counted-rejected hit is counted, a denial starts its penalty.
     return Promise.all(
       requests.map((request, index) => {
         if (peeks[index]!.allowed) return this.peek(request.key, request.policy, 0, now);
-        return request.policy.countRejected ? this.consume(request.key, request.policy, request.cost, now) : peeks[index]!;
+        return request.policy.countRejected || request.policy.blockMs > 0 ? this.consume(request.key, request.policy, request.cost, now) : peeks[index]!;
       }),
     );
   }

@@ -32,8 +32,8 @@ describeVectors('memcached, blocks', open, 0, {}, BLOCK_VECTOR_DIR, undefined, (
 describeVectors('memcached, blocks, over-limit cache', open, 0, { overLimitCache: true }, BLOCK_VECTOR_DIR, undefined, (c) => PLAYED_BLOCK(c.policy.algorithm));
 // Reserve then settle: the state and the key's reservation records in one item, each call one compare-and-set.
 describeReservationVectors('memcached', open);
-// Groups of limits on distinct states without penalties (a state named twice and blockDuration are refused).
-describeGroupVectors('memcached', open, ['fixed-window', 'gcra', 'leaky-bucket', 'sliding-window', 'token-bucket'], false);
+// Groups of limits on distinct states, penalties among them (a state named twice is refused).
+describeGroupVectors('memcached', open, ['fixed-window', 'gcra', 'leaky-bucket', 'sliding-window', 'token-bucket'], false, true);
 
 describe('memcached conformance', () => {
   it('plays every algorithm but sliding-log, which the store refuses', async () => {
