@@ -4,8 +4,16 @@
  * (exit code 2 through the CLI, as every invalid flag).
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/errors.js';
+import { loadRules } from '../../src/rules/load.js';
+import { RulesHolder } from '../../src/rules/ruleset.js';
+import type { RateLimitConfig } from '../../src/rules/types.js';
+import { watchRules } from '../../src/rules/watch.js';
+import { memcachedRefusal } from '../../src/store/memcached/store.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { useMemcached } from '../support/memcached.js';
 import { startServiceProcess, type ServiceProcess } from '../support/service.js';
@@ -71,6 +79,27 @@ describe('tollgate serve --memcached', () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toMatch(/examples\/rules\/classic\.yaml:16:9: descriptors\[1\]\.descriptors\[0\]\.rate_limit: the memcached store does not support the sliding-log algorithm .*use sliding-window with precision.*or the Redis store.*examples\/memcached\//);
   }, 15_000);
+
+  it('a hot reload bringing a rule memcached cannot keep is refused at its file:line, the last good rules staying in force', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-memcached-rules-'));
+    const rules = (algorithm: string): string => `domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 5, algorithm: ${algorithm} }\n`;
+    writeFileSync(join(dir, 'api.yaml'), rules('sliding-window'));
+    const refuse = (limit: RateLimitConfig): string | undefined => memcachedRefusal(limit);
+    const holder = new RulesHolder(await loadRules(dir, { refuse }));
+    const errors: unknown[] = [];
+    const watcher = watchRules(dir, holder, { pollIntervalMs: 60_000, settleMs: 20, refuse, onError: (error) => errors.push(error) });
+    try {
+      await watcher.reload();
+      const version = holder.current.version;
+      writeFileSync(join(dir, 'api.yaml'), rules('sliding-log'));
+      await watcher.reload();
+      expect(holder.current.version).toBe(version);
+      expect(String(errors.at(-1))).toMatch(/api\.yaml:3:\d+: descriptors\[0\]\.rate_limit: the memcached store does not support the sliding-log algorithm/);
+    } finally {
+      watcher.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('/readyz answers 503 while memcached is down and 200 once it is back, without traffic', async () => {
     const service = await startServiceProcess(['--config', 'examples/memcached', '--memcached', server().address]);
