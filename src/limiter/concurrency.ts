@@ -160,7 +160,7 @@ export class ConcurrencySlots {
     fallback: (failureMode: Exclude<LimiterFailureMode, 'throw'>, at: number) => T,
   ): MaybePromise<T> {
     const { storeLayer: door, guard, storeName } = this.settings;
-    if (!door.holdsSlots) throw new InvalidOptionError(`the ${storeName} store does not hold concurrency slots; use the memory or the Redis store for acquire and release`);
+    if (!door.holdsSlots) throw new InvalidOptionError(`the ${storeName} store does not hold concurrency slots; use the memory, Redis or Memcached store for acquire and release`);
     if (guard === undefined) return call(door);
     return guard.guard.run(
       () => call(door),

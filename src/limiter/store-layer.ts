@@ -114,5 +114,5 @@ export function decideOn(store: Store, key: string, policy: CompiledPolicy, cost
 }
 
 function noReservations(store: Store): InvalidOptionError {
-  return new InvalidOptionError(`the ${store.name} store keeps no reservations: reserve/settle run on the memory store and on Redis`);
+  return new InvalidOptionError(`the ${store.name} store keeps no reservations: reserve/settle run on the memory, Redis and Memcached stores`);
 }

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { checkOptions, checkWholeNumbers, type WholeNumberRange } from '../options.js';
 import { readRuleSources, rulesSignature, type RulesText } from './files.js';
-import { parseRuleSources } from './load.js';
+import { parseRuleSources, type RuleLoadOptions } from './load.js';
 import { compileRules, type RulesHolder } from './ruleset.js';
 import { oneAtATime } from './one-at-a-time.js';
 import type { DomainConfig } from './types.js';
@@ -29,6 +29,8 @@ export interface WatchRulesOptions {
   readonly onReload?: (version: string) => void;
   /** envoy's MERGE_DOMAIN_CONFIG: one domain across several files is merged. Default false. */
   readonly mergeDomains?: boolean;
+  /** Limits the store cannot keep (rules/load.ts RuleLoadOptions): a reload with one is refused. */
+  readonly refuse?: RuleLoadOptions['refuse'];
 }
 
 /** Counters and state of a watcher, for metrics and health. */
@@ -51,7 +53,7 @@ export interface RulesWatcher {
   close(): void;
 }
 
-const OPTIONS = ['pollIntervalMs', 'settleMs', 'onError', 'onWarning', 'onReload', 'mergeDomains'];
+const OPTIONS = ['pollIntervalMs', 'settleMs', 'onError', 'onWarning', 'onReload', 'mergeDomains', 'refuse'];
 
 /** The watcher's whole-number options: their ranges and defaults. */
 const WATCH_NUMBERS = {
@@ -163,7 +165,7 @@ class Reloader {
     }
     if (digest === this.lastFailedHash) return;
     try {
-      const domains = parseRuleSources(sources, { mergeDomains: this.options.mergeDomains === true });
+      const domains = parseRuleSources(sources, { mergeDomains: this.options.mergeDomains === true, refuse: this.options.refuse });
       const rules = compileRules(domains, sources.map((s) => s.text));
       this.holder.replace(rules);
       this.warnRemoved(domains);

@@ -18,7 +18,8 @@ import { OverridesSync } from '../rules/shared/override-sync.js';
 import { watchRules, type RulesWatcher } from '../rules/watch.js';
 import { memoryStore, type MemoryStore } from '../store/memory.js';
 import { redisStore, type RedisStore } from '../store/redis/store.js';
-import { memcachedStore, type MemcachedStore } from '../store/memcached/store.js';
+import { memcachedRefusal, memcachedStore, type MemcachedStore } from '../store/memcached/store.js';
+import type { RateLimitConfig } from '../rules/types.js';
 import { AuditLog } from './admin/audit.js';
 import { BlockList, shareBlocks } from './check/blocks.js';
 import type { ServiceContext, ServiceEvents } from './context.js';
@@ -96,7 +97,16 @@ async function createStoreFromOptions(options: ServiceOptions, logger: Logger): 
 /** The rules of --config, or empty ones (rules may still be pushed through Redis). */
 async function loadInitialRules(options: ServiceOptions, clock: (() => number) | undefined): Promise<RulesHolder> {
   // The holder's clock is the decisions' clock: an override expires by the time checks are decided at.
-  return new RulesHolder(options.config !== undefined ? await loadRules(options.config, { mergeDomains: options.mergeDomains }) : undefined, clock !== undefined ? { clock } : {});
+  return new RulesHolder(options.config !== undefined ? await loadRules(options.config, { mergeDomains: options.mergeDomains, refuse: storeRefusal(options) }) : undefined, clock !== undefined ? { clock } : {});
+}
+
+/** The limits the service's store cannot keep (memcached's: sliding-log, share, local-first), refused with the rules at load. */
+function storeRefusal(options: ServiceOptions): ((limit: RateLimitConfig) => string | undefined) | undefined {
+  if (options.memcached === undefined) return undefined;
+  return (limit) => {
+    const why = memcachedRefusal({ algorithm: limit.algorithm, share: limit.share, syncIntervalMs: limit.syncIntervalMs });
+    return why === undefined ? undefined : `${why}; examples/memcached/ holds rules that memcached keeps`;
+  };
 }
 
 /** Reloads the rules when their files change (when they come from files). */
@@ -104,6 +114,7 @@ function watchRuleFiles(options: ServiceOptions, holder: RulesHolder, logger: Lo
   if (options.config === undefined) return undefined;
   return watchRules(options.config, holder, {
     mergeDomains: options.mergeDomains,
+    refuse: storeRefusal(options),
     onError: (error) => logger.error({ err: error }, 'rules reload refused; the last good rules stay in force'),
     onWarning: (message) => logger.warn(message),
     onReload: (version) => logger.info({ version }, 'rules loaded'),

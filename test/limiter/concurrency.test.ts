@@ -5,96 +5,14 @@
  * `ttl`, a retried id counted once; bad input refused with typed errors before any store call.
  */
 import { describe, expect, it } from 'vitest';
-import { createLimiter, InvalidKeyError, InvalidOptionError, InvalidTimeError, memoryStore, type Limiter } from '../../src/index.js';
+import { createLimiter, InvalidKeyError, InvalidOptionError, InvalidTimeError, memoryStore } from '../../src/index.js';
 import { storeTopologies, useRedisTopologies } from '../support/redis-topologies.js';
+import { describeSlotBehaviours } from '../support/slot-behaviours.js';
 
 const redis = useRedisTopologies();
 const T0 = Date.now();
-const unique = (name: string): string => `${name}-${Math.random().toString(36).slice(2)}`;
 
-describe.each(storeTopologies(redis).map((topology) => [topology.name, topology] as const))('concurrency slots on the %s', (_name, topology) => {
-  const limiter = async (): Promise<Limiter> => createLimiter({ store: await topology.open(), deadlineMs: 5_000 });
-
-  it('grants up to the limit, then refuses until the earliest slot expires', async () => {
-    const slots = await limiter();
-    const key = unique('conc');
-    const granted = [];
-    for (let i = 0; i < 3; i++) granted.push(await slots.acquire(key, { limit: 3, ttl: '10s', now: T0 + i * 1_000 }));
-    expect(granted.map((p) => [p.allowed, p.held, p.expiresAt])).toEqual([
-      [true, 1, T0 + 10_000],
-      [true, 2, T0 + 11_000],
-      [true, 3, T0 + 12_000],
-    ]);
-    const refused = await slots.acquire(key, { limit: 3, ttl: '10s', now: T0 + 4_000 });
-    expect(refused).toMatchObject({ allowed: false, limit: 3, held: 3, retryAfter: 6_000, expiresAt: 0, now: T0 + 4_000 });
-    expect(await refused.release()).toBe(false);
-    // The first slot has expired at its ttl: its holder never released it, and it no longer counts.
-    const after = await slots.acquire(key, { limit: 3, ttl: '10s', now: T0 + 10_000 });
-    expect([after.allowed, after.held]).toEqual([true, 3]);
-    expect(new Set([...granted, after].map((p) => p.id)).size).toBe(4);
-  });
-
-  it('release frees a slot from any limiter; a second release, or one of an expired slot, is a no-op answering false', async () => {
-    const store = await topology.open();
-    const [slots, other] = [createLimiter({ store, deadlineMs: 5_000 }), createLimiter({ store, deadlineMs: 5_000 })];
-    const key = unique('conc');
-    const first = await slots.acquire(key, { limit: 1, ttl: 1_000, now: T0 });
-    expect((await slots.acquire(key, { limit: 1, ttl: 1_000, now: T0 + 1 })).allowed).toBe(false);
-    expect(await other.release(key, first.id, { now: T0 + 2 })).toBe(true);
-    expect(await first.release({ now: T0 + 3 })).toBe(false);
-    const second = await slots.acquire(key, { limit: 1, ttl: 1_000, now: T0 + 4 });
-    expect([second.allowed, second.held]).toEqual([true, 1]);
-    expect(await slots.release(key, second.id, { now: T0 + 1_004 })).toBe(false);
-    expect(await slots.release(key, 'never-granted', { now: T0 + 1_005 })).toBe(false);
-    expect((await slots.acquire(key, { limit: 1, ttl: 1_000, now: T0 + 1_006 })).held).toBe(1);
-  });
-
-  it('an acquire retried with the same id renews its slot and counts once', async () => {
-    const slots = await limiter();
-    const key = unique('conc');
-    const first = await slots.acquire(key, { limit: 2, ttl: '1s', id: 'job-7', now: T0 });
-    const again = await slots.acquire(key, { limit: 2, ttl: '1s', id: 'job-7', now: T0 + 500 });
-    expect([first.held, again.allowed, again.held, again.expiresAt]).toEqual([1, true, 1, T0 + 1_500]);
-    // Renewed: still held past the first ttl.
-    expect((await slots.acquire(key, { limit: 2, ttl: '1s', now: T0 + 1_200 })).held).toBe(2);
-    expect(await slots.release(key, 'job-7', { now: T0 + 1_300 })).toBe(true);
-  });
-
-  it('resetPrefix forgets the slots of the keys it names, and only those', async () => {
-    const slots = await limiter();
-    const prefix = unique('tenant');
-    for (const key of [`${prefix}:a`, `${prefix}:b`, `other-${prefix}`]) expect((await slots.acquire(key, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
-    expect(await slots.resetPrefix(`${prefix}:`)).toBe(2);
-    expect((await slots.acquire(`${prefix}:a`, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
-    expect((await slots.acquire(`other-${prefix}`, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(false);
-  });
-
-  it('keys are apart: one key full does not refuse another', async () => {
-    const slots = await limiter();
-    const [a, b] = [unique('a{x}'), unique('b%')];
-    expect((await slots.acquire(a, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
-    expect((await slots.acquire(a, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(false);
-    expect((await slots.acquire(b, { limit: 1, ttl: '1m', now: T0 })).allowed).toBe(true);
-  });
-
-  it("heldSlots counts every limiter's slots of each key at its instant: released and expired ones not, and takes none", async () => {
-    const store = await topology.open();
-    const [slots, other] = [createLimiter({ store, deadlineMs: 5_000 }), createLimiter({ store, deadlineMs: 5_000 })];
-    const [a, b, none] = [unique('held-a'), unique('held-b{tag}'), unique('held-none')];
-    const first = await slots.acquire(a, { limit: 5, ttl: '10s', now: T0 });
-    await other.acquire(a, { limit: 5, ttl: '20s', now: T0 + 1_000 });
-    await other.acquire(a, { limit: 5, ttl: '20s', now: T0 + 1_000 });
-    await other.acquire(b, { limit: 5, ttl: '1s', now: T0 });
-    expect(await slots.heldSlots([a, b, none], { now: T0 + 500 })).toEqual([3, 1, 0]);
-    expect(await slots.release(a, first.id, { now: T0 + 2_000 })).toBe(true);
-    // b's slot expired at T0 + 1 s, with nobody calling on b.
-    expect(await slots.heldSlots([a, b, none], { now: T0 + 2_000 })).toEqual([2, 0, 0]);
-    // A look takes nothing: with a limit of 2, the two held slots still refuse a third.
-    expect((await slots.acquire(a, { limit: 2, ttl: '1s', now: T0 + 2_001 })).allowed).toBe(false);
-    expect(await slots.heldSlots([a], { now: T0 + 21_000 })).toEqual([0]);
-    expect(await slots.heldSlots([], { now: T0 })).toEqual([]);
-  });
-});
+for (const topology of storeTopologies(redis)) describeSlotBehaviours(topology.name, topology.open);
 
 describe('concurrency slots: input', () => {
   const slots = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });

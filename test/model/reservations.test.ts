@@ -3,11 +3,12 @@
  * retries of earlier ones), settles (refunds, charges, repeats, ids never reserved, ids whose ttl
  * has passed) and plain limits, on two limiters sharing one store (each on its own connection, as
  * nodes are), checked call for call against the reference model (./reservation-reference.ts), on
- * the memory store, one Redis and a Redis Cluster. Seedable: TOLLGATE_MODEL_SEED / _PATH / _RUNS.
+ * the memory store, one Redis, a Redis Cluster and a memcached. Seedable: TOLLGATE_MODEL_SEED / _PATH / _RUNS.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, memoryStore, type Decision, type Limiter, type Policy, type Store } from '../../src/index.js';
+import { createLimiter, memcachedStore, memoryStore, type Decision, type Limiter, type Policy, type Store } from '../../src/index.js';
+import { useMemcached } from '../support/memcached.js';
 import { useRedisTopologies } from '../support/redis-topologies.js';
 import { T0, checkModel, closeAll, expectDecision, freshKeys, policyArb, stepArb } from './harness.js';
 import { reservationModel, type Period, type ReservationExtras } from './reservation-reference.js';
@@ -22,6 +23,7 @@ const IDS = 4;
 const TTLS = [3, 40, 400, 5_000] as const;
 
 const redis = useRedisTopologies();
+const memcached = useMemcached();
 
 type Call =
   | { readonly kind: 'reserve'; readonly node: number; readonly id: number; readonly cost: number; readonly ttl: number; readonly dt: number }
@@ -148,6 +150,8 @@ const TOPOLOGIES: readonly { readonly name: string; readonly runs: number; open(
   { name: 'memory store', runs: 150, open: async () => [memoryStore({ sweepIntervalMs: 0 })] },
   { name: 'single Redis', runs: 30, open: () => Promise.all(Array.from({ length: NODES }, () => redis.open({ url: redis.single.url }))) },
   { name: 'Redis Cluster', runs: 20, open: () => Promise.all(Array.from({ length: NODES }, () => redis.open({ cluster: redis.cluster.nodes }))) },
+  // The state and its reservation records in one item, each call one compare-and-set step.
+  { name: 'Memcached store', runs: 20, open: async () => Array.from({ length: NODES }, () => memcachedStore({ servers: memcached().address })) },
 ];
 
 /**
@@ -176,7 +180,7 @@ function describeSchedules(title: string, name: string, schedules: fc.Arbitrary<
       try {
         await checkModel(FILE, name, fc.asyncProperty(schedules, (schedule) => play(limiters, schedule)), topology.runs);
       } finally {
-        if (topology.name === 'memory store') await closeAll(limiters);
+        if (topology.name === 'memory store' || topology.name === 'Memcached store') await closeAll(limiters);
       }
     }, 60_000);
   });

@@ -4,15 +4,23 @@
  * (exit code 2 through the CLI, as every invalid flag).
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/errors.js';
+import { loadRules } from '../../src/rules/load.js';
+import { RulesHolder } from '../../src/rules/ruleset.js';
+import type { RateLimitConfig } from '../../src/rules/types.js';
+import { watchRules } from '../../src/rules/watch.js';
+import { memcachedRefusal } from '../../src/store/memcached/store.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
 import { useMemcached } from '../support/memcached.js';
 import { startServiceProcess, type ServiceProcess } from '../support/service.js';
 
 const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 
-/** One `action` check for `user` (examples/rules/classic.yaml); the response. */
+/** One `action` check for `user` (examples/memcached/classic.yaml); the response. */
 function check(service: ServiceProcess, action: string, user: string): Promise<Response> {
   return fetch(service.url('/json'), {
     method: 'POST',
@@ -44,20 +52,23 @@ async function readyz(service: ServiceProcess, status: number): Promise<Record<s
 describe('tollgate serve --memcached', () => {
   const server = useMemcached();
 
-  it("two service processes on one memcached share their counters (a user's 300 posts per 3 hours, counted across both); a sliding-log rule is refused naming the alternative", async () => {
+  it("two service processes on one memcached share their counters (a user's 300 posts per 3 hours, counted across both) and a login penalty", async () => {
+    // What is checked is memcached's answers: a generous deadline and no failure mode keep a loaded machine from answering locally.
+    const patient = ['--deadline-ms', '5000', '--failure-mode', 'closed'];
     const [a, b] = await Promise.all([
-      startServiceProcess(['--config', 'examples/rules', '--memcached', server().address]),
-      startServiceProcess(['--config', 'examples/rules'], { TOLLGATE_MEMCACHED: server().address }),
+      startServiceProcess(['--config', 'examples/memcached', '--memcached', server().address, ...patient]),
+      startServiceProcess(['--config', 'examples/memcached', ...patient], { TOLLGATE_MEMCACHED: server().address }),
     ]);
     try {
       const user = `user-${Math.random().toString(36).slice(2)}`;
       expect(await post(a, user)).toBe(299);
       expect(await post(b, user)).toBe(298);
       expect(await post(a, user)).toBe(297);
-      // classic.yaml's logins are a sliding log, which memcached cannot hold.
-      const refused = await check(b, 'login', user);
-      expect(refused.status).toBe(400);
-      expect(await refused.json()).toMatchObject({ code: 'ERR_TOLLGATE_INVALID_OPTION', message: expect.stringMatching(/memcached store does not support the sliding-log algorithm.*sliding-window with precision/) });
+      // 5 logins a minute, then a 5-minute block: started on one node, honoured by the other.
+      const logins = [];
+      for (let i = 0; i < 7; i++) logins.push(await check(i % 2 === 0 ? a : b, 'login', user));
+      expect(logins.map((response) => response.status)).toEqual([200, 200, 200, 200, 200, 429, 429]);
+      expect(logins.slice(5).map((response) => response.headers.has('tollgate-blocked'))).toEqual([true, true]);
       expect(await readyz(a, 200)).toMatchObject({ store: 'memcached', connected: 1, servers: 1 });
     } finally {
       expect(await a.stop()).toBe(0);
@@ -65,8 +76,35 @@ describe('tollgate serve --memcached', () => {
     }
   }, 60_000);
 
+  it('rules memcached cannot keep (examples/rules: a sliding log of logins) stop the start: exit code 2 naming the rule at file:line and the alternative', () => {
+    const result = spawnSync(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', '0', '--admin-port', '0', '--config', 'examples/rules', '--memcached', server().address], { encoding: 'utf8', timeout: 10_000 });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(/examples\/rules\/classic\.yaml:16:9: descriptors\[1\]\.descriptors\[0\]\.rate_limit: the memcached store does not support the sliding-log algorithm .*use sliding-window with precision.*or the Redis store.*examples\/memcached\//);
+  }, 15_000);
+
+  it('a hot reload bringing a rule memcached cannot keep is refused at its file:line, the last good rules staying in force', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-memcached-rules-'));
+    const rules = (algorithm: string): string => `domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 5, algorithm: ${algorithm} }\n`;
+    writeFileSync(join(dir, 'api.yaml'), rules('sliding-window'));
+    const refuse = (limit: RateLimitConfig): string | undefined => memcachedRefusal(limit);
+    const holder = new RulesHolder(await loadRules(dir, { refuse }));
+    const errors: unknown[] = [];
+    const watcher = watchRules(dir, holder, { pollIntervalMs: 60_000, settleMs: 20, refuse, onError: (error) => errors.push(error) });
+    try {
+      await watcher.reload();
+      const version = holder.current.version;
+      writeFileSync(join(dir, 'api.yaml'), rules('sliding-log'));
+      await watcher.reload();
+      expect(holder.current.version).toBe(version);
+      expect(String(errors.at(-1))).toMatch(/api\.yaml:3:\d+: descriptors\[0\]\.rate_limit: the memcached store does not support the sliding-log algorithm/);
+    } finally {
+      watcher.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('/readyz answers 503 while memcached is down and 200 once it is back, without traffic', async () => {
-    const service = await startServiceProcess(['--config', 'examples/rules', '--memcached', server().address]);
+    const service = await startServiceProcess(['--config', 'examples/memcached', '--memcached', server().address]);
     try {
       await readyz(service, 200);
       await server().stop();

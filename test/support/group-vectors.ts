@@ -40,11 +40,12 @@ function pick(decision: Decision, expected: Partial<Decision>): Record<string, u
  * Registers one test per group vector case; `openStore` gives a store per case. `algorithms`: only
  * the cases all of whose limits use one of them and carry no penalty (a store that decides only
  * some, such as the multi-region store, which refuses `blockDuration`). `sharedStates` false: only
- * the cases whose limits name distinct states (the Memcached store refuses a state named twice).
+ * the cases whose limits name distinct states (the Memcached store refuses a state named twice);
+ * `penalties` true: the cases with `blockDuration` too (with `algorithms`).
  */
-export function describeGroupVectors(storeName: string, openStore: () => Store | Promise<Store>, algorithms?: readonly string[], sharedStates = true): void {
+export function describeGroupVectors(storeName: string, openStore: () => Store | Promise<Store>, algorithms?: readonly string[], sharedStates = true, penalties = false): void {
   const decided = (c: GroupCase): boolean =>
-    (algorithms === undefined || c.limits.every((limit) => algorithms.includes(limit.policy.algorithm) && limit.policy.blockDuration === undefined)) && (sharedStates || !namesAStateTwice(c));
+    (algorithms === undefined || c.limits.every((limit) => algorithms.includes(limit.policy.algorithm) && (penalties || limit.policy.blockDuration === undefined))) && (sharedStates || !namesAStateTwice(c));
   for (const file of readdirSync(VECTOR_DIR).filter((name) => name.endsWith('.json')).sort()) {
     const cases = (JSON.parse(readFileSync(new URL(file, VECTOR_DIR), 'utf8')) as { cases: GroupCase[] }).cases.filter(decided);
     if (cases.length === 0) continue;

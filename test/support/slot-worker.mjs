@@ -4,11 +4,13 @@
 //     release it, for <ms>; prints { granted, refused, failed } as JSON.
 //   hold <store JSON> <key> <limit> <ttl>: takes <limit> slots, prints their permits as JSON, then
 //     waits to be killed.
+// <store JSON> is redisStore's options, or { "memcached": "host:port" } for a Memcached store.
 import { Redis } from 'ioredis';
-import { createLimiter, redisStore } from '../../dist/index.js';
+import { createLimiter, memcachedStore, redisStore } from '../../dist/index.js';
 
 const [mode, storeJson, ...rest] = process.argv.slice(2);
-const store = redisStore(JSON.parse(storeJson));
+const storeOptions = JSON.parse(storeJson);
+const store = storeOptions.memcached === undefined ? redisStore(storeOptions) : memcachedStore({ servers: storeOptions.memcached });
 await store.ready();
 // What is measured is the store's exactness: a generous deadline keeps a loaded machine from answering locally.
 const limiter = createLimiter({ store, deadlineMs: 10_000, failureMode: 'throw' });

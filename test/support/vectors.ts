@@ -50,10 +50,13 @@ export function describeVectors(
   dir: URL = VECTOR_DIR,
   /** Which files to play (default: all); a store without an algorithm leaves its file out. */
   playFile: (file: string) => boolean = () => true,
+  /** Which cases of a file to play (default: all); a store without an algorithm leaves its cases out. */
+  playCase: (vectorCase: VectorCase) => boolean = () => true,
 ): void {
   for (const { file, vectors } of loadVectors(dir).filter(({ file }) => playFile(file))) {
     describe(`${storeName} conformance: ${file}`, () => {
       vectors.cases.forEach((vectorCase, index) => {
+        if (!playCase(vectorCase)) return;
         it(vectorCase.name, async () => {
           const store = await openStore();
           // A vector checks what the store decides, not how fast: a generous deadline keeps a loaded

@@ -15,9 +15,18 @@ const PRINTABLE = /^[\x21-\x7e]+$/;
 
 /** The memcached key holding `key`'s state under `policy`. */
 export function memcachedKey(prefix: string, key: string, policy: CompiledPolicy): string {
-  const literal = `${prefix}k:${key}|${policy.stateId}`;
+  return itemName(prefix, key, policy.stateId);
+}
+
+/** The memcached key holding `key`'s concurrency slots: `slots` is no algorithm's state id. */
+export function slotsItemName(prefix: string, key: string): string {
+  return itemName(prefix, key, 'slots');
+}
+
+function itemName(prefix: string, key: string, stateId: string): string {
+  const literal = `${prefix}k:${key}|${stateId}`;
   if (literal.length <= MAX_KEY_BYTES && PRINTABLE.test(literal)) return literal;
-  return `${prefix}h:${createHash('sha256').update(key).digest('base64url')}|${policy.stateId}`;
+  return `${prefix}h:${createHash('sha256').update(key).digest('base64url')}|${stateId}`;
 }
 
 /** Memcached's bound on a relative exptime (30 days, in s): past it, an exptime is a Unix time. */
@@ -34,8 +43,23 @@ const SLACK_MS = 2_000;
  * ("never", memcached's LRU alone may drop it) past 2038, where memcached's 32-bit times end.
  */
 export function exptime(until: number, at: number, explicitNow: boolean): number {
-  const lag = explicitNow ? Math.min(Math.max(Date.now() - at, 0), MAX_REPLAY_LAG_MS) : 0;
-  const seconds = Math.max(1, Math.ceil((Math.max(until - at, 0) + lag + SLACK_MS) / 1000));
+  return exptimeAt(realUntil(until, at, explicitNow));
+}
+
+/**
+ * The instant of this node's clock until which state decided at `at` (the call's timeline) that
+ * matters until `until` must be kept: its lifetime in real time, plus how far an explicit `now`
+ * lags this node's clock (at most an hour).
+ */
+export function realUntil(until: number, at: number, explicitNow: boolean): number {
+  const clock = Date.now();
+  const lag = explicitNow ? Math.min(Math.max(clock - at, 0), MAX_REPLAY_LAG_MS) : 0;
+  return clock + Math.max(until - at, 0) + lag;
+}
+
+/** The exptime of an item to be kept until `instant` of this node's clock (see {@link exptime}). */
+export function exptimeAt(instant: number): number {
+  const seconds = Math.max(1, Math.ceil((Math.max(instant - Date.now(), 0) + SLACK_MS) / 1000));
   if (seconds <= RELATIVE_LIMIT_S) return seconds;
   const unixTime = Math.floor(Date.now() / 1000) + seconds;
   return unixTime < 2 ** 31 ? unixTime : 0;
@@ -66,9 +90,4 @@ export function decodeState(key: string, text: string, into: Float64Array): void
 export function foreignValue(key: string, text: string): StoreDataError {
   const shown = text.length > 40 ? `${text.slice(0, 40)}…` : text;
   return new StoreDataError(key, `memcached key ${key} holds ${JSON.stringify(shown)}, which Tollgate did not write: another application shares the key prefix; give Tollgate its own (keyPrefix)`);
-}
-
-/** The later of two exptimes ({@link exptime}'s: 0 is "never", the latest of all). */
-export function laterExptime(a: number, b: number): number {
-  return a === 0 || b === 0 ? 0 : Math.max(a, b);
 }

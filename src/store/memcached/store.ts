@@ -1,7 +1,9 @@
 /**
  * The Memcached store: state spread over memcached servers by consistent hashing (ring.ts), an
  * aligned fixed window counted by `incr`/`add` (window-counter.ts), the other fixed-size states
- * decided by compare-and-set (cas-lanes.ts). Memcached has no clock a call can read atomically
+ * decided by compare-and-set on one item each (cas-lanes.ts), which also carries a penalty's end
+ * and the key's reservation records (state-item.ts, records.ts); concurrency slots in one item per
+ * key (slots.ts). Memcached has no clock a call can read atomically
  * with the state, so a decision's time is this node's clock (or the call's explicit `now`): nodes
  * whose clocks disagree disagree on window boundaries and refills (docs/memcached.md).
  * What memcached cannot hold is refused with an InvalidOptionError naming where it runs.
@@ -11,9 +13,14 @@ import { InvalidOptionError, StoreDataError, StoreError, StoreUnavailableError }
 import type { CompiledPolicy } from '../../policy.js';
 import { sharedStates } from '../shared-states.js';
 import type { Store, StoreRequest } from '../types.js';
-import { CasLanes, peekState } from './cas-lanes.js';
+import type { SlotAnswer, SlotRelease, SlotRequest } from '../slots.js';
+import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement } from '../types.js';
+import { CasLanes } from './cas-lanes.js';
 import { MemcachedConnection, MemcachedReplyError } from './connection.js';
-import { memcachedKey } from './keys.js';
+import { memcachedKey, slotsItemName } from './keys.js';
+import { reserveOp, settleOp } from './reservations.js';
+import { acquireOp, checkSlotLimit, heldIn, releaseOp, slotsCodec } from './slots.js';
+import { consumeOp, peekItem, resetOp, stateCodec } from './state-item.js';
 import { checkMemcachedOptions, type MemcachedStoreOptions } from './options.js';
 import { HashRing } from './ring.js';
 import { WindowCounter, countsByIncrement } from './window-counter.js';
@@ -66,17 +73,50 @@ export class MemcachedStore implements Store {
   }
 
   consume(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
-    return this.call(key, policy, (connection, name) => {
-      if (countsByIncrement(policy)) return this.counter.consume(connection, name, policy, cost, now ?? Date.now(), now !== undefined);
-      return this.lanes.consume(connection, name, policy, cost, now);
+    return this.call(key, policy, async (connection, name) => {
+      // A packed window count by `incr`, unless the item holds reservations beside it (then by compare-and-set).
+      const counted = countsByIncrement(policy) ? await this.counter.consume(connection, name, policy, cost, now ?? Date.now(), now !== undefined) : undefined;
+      return counted ?? this.lanes.run(connection, name, stateCodec(policy, now), consumeOp(policy, cost, now));
     });
   }
 
   peek(key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<Decision> {
-    return this.call(key, policy, (connection, name) => {
-      if (countsByIncrement(policy)) return this.counter.peek(connection, name, policy, cost, now ?? Date.now());
-      return peekState(connection, name, policy, cost, now ?? Date.now());
+    return this.call(key, policy, async (connection, name) => {
+      const at = now ?? Date.now();
+      const counted = countsByIncrement(policy) ? await this.counter.peek(connection, name, policy, cost, at) : undefined;
+      return counted ?? peekItem(name, await connection.get(name), policy, cost, at);
     });
+  }
+
+  /** Reserve then settle (records.ts): the debit and the reservation's record in one compare-and-set step on the key's state item. */
+  reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): Promise<ReservedDecision> {
+    return this.call(key, policy, (connection, name) => this.lanes.run(connection, name, stateCodec(policy, now), reserveOp(policy, request, now)));
+  }
+
+  settle(key: string, policy: CompiledPolicy, request: SettleRequest, now: number | undefined): Promise<Settlement> {
+    return this.call(key, policy, (connection, name) => this.lanes.run(connection, name, stateCodec(policy, now), settleOp(policy, request, now)));
+  }
+
+  /** Concurrency slots (slots.ts): one compare-and-set step on the key's holders item. */
+  async acquireSlot(key: string, request: SlotRequest, now: number | undefined): Promise<SlotAnswer> {
+    checkSlotLimit(request);
+    const name = slotsItemName(this.keyPrefix, key);
+    return this.described(name, () => this.lanes.run(this.ring.serverOf(name), name, slotsCodec, acquireOp(request, now)));
+  }
+
+  async releaseSlot(key: string, id: string, now: number | undefined): Promise<SlotRelease> {
+    const name = slotsItemName(this.keyPrefix, key);
+    return this.described(name, () => this.lanes.run(this.ring.serverOf(name), name, slotsCodec, releaseOp(id, now)));
+  }
+
+  heldSlots(keys: readonly string[], now: number | undefined): Promise<number[]> {
+    const at = now ?? Date.now();
+    return Promise.all(
+      keys.map((key) => {
+        const name = slotsItemName(this.keyPrefix, key);
+        return this.described(name, async () => heldIn(name, await this.ring.serverOf(name).get(name), at));
+      }),
+    );
   }
 
   /**
@@ -93,17 +133,23 @@ export class MemcachedStore implements Store {
     const peeks = await Promise.all(requests.map((request) => this.peek(request.key, request.policy, request.cost, now)));
     if (!commit) return peeks;
     if (peeks.every((decision) => decision.allowed)) return Promise.all(requests.map((request) => this.consume(request.key, request.policy, request.cost, now)));
-    // Denied: the admitted report what remains (a look), a denied counted-rejected hit is counted.
+    // Denied: the admitted report what remains (a look), a denied counted-rejected hit is counted, a denial starts its penalty.
     return Promise.all(
       requests.map((request, index) => {
         if (peeks[index]!.allowed) return this.peek(request.key, request.policy, 0, now);
-        return request.policy.countRejected ? this.consume(request.key, request.policy, request.cost, now) : peeks[index]!;
+        return request.policy.countRejected || request.policy.blockMs > 0 ? this.consume(request.key, request.policy, request.cost, now) : peeks[index]!;
       }),
     );
   }
 
+  /** Forgets the state and its block; reservation records in the item are kept (as on Redis, where they are keys of their own). */
   async reset(key: string, policy: CompiledPolicy): Promise<void> {
-    await this.call(key, policy, (connection, name) => connection.delete(name));
+    await this.call(key, policy, async (connection, name) => {
+      const text = await connection.get(name);
+      if (text === undefined) return;
+      if (!text.includes(';r=')) await connection.delete(name);
+      else await this.lanes.run(connection, name, stateCodec(policy, undefined), resetOp());
+    });
   }
 
   resetPrefix(): Promise<number> {
@@ -116,12 +162,16 @@ export class MemcachedStore implements Store {
 
   /** Runs `work` on the server of `key`'s state under `policy`, its failures described as the store's. */
   private async call<T>(key: string, policy: CompiledPolicy, work: (connection: MemcachedConnection, name: string) => Promise<T>): Promise<T> {
-    if (policy.algorithm === 'sliding-log') throw refused('the sliding-log algorithm (its log outgrows a memcached item)', "use sliding-window with precision (e.g. { algorithm: 'sliding-window', precision: 10 }), or the Redis store");
-    if (policy.blockMs > 0) throw refused('penalties (blockDuration)', 'use the memory or Redis store for a policy with blockDuration');
-    if (policy.share !== undefined) throw refused('fair shares (share)', 'use the memory or Redis store for a policy with share');
+    const refusal = memcachedRefusal(policy);
+    if (refusal !== undefined) throw new InvalidOptionError(refusal);
     const name = memcachedKey(this.keyPrefix, key, policy);
+    return this.described(name, () => work(this.ring.serverOf(name), name));
+  }
+
+  /** `work` on item `name`, the server's error replies described as the store's. */
+  private async described<T>(name: string, work: () => Promise<T>): Promise<T> {
     try {
-      return await work(this.ring.serverOf(name), name);
+      return await work();
     } catch (error) {
       if (error instanceof MemcachedReplyError) {
         if (/non-numeric|CLIENT_ERROR/.test(error.message)) throw new StoreDataError(name, `${error.message}: the key holds a value Tollgate did not write; give Tollgate its own keyPrefix`);
@@ -130,6 +180,17 @@ export class MemcachedStore implements Store {
       throw error;
     }
   }
+}
+
+/**
+ * Why the Memcached store cannot decide a limit of this shape, naming the alternative; undefined
+ * when it can. The service checks its rules with it at start (rules/load.ts), before any request.
+ */
+export function memcachedRefusal(limit: { readonly algorithm: string; readonly share?: unknown; readonly syncIntervalMs?: number }): string | undefined {
+  if (limit.algorithm === 'sliding-log') return refused('the sliding-log algorithm (its log outgrows a memcached item)', "use sliding-window with precision (e.g. { algorithm: 'sliding-window', precision: 10 }), or the Redis store").message;
+  if (limit.share !== undefined) return refused('fair shares (share)', 'use the memory or Redis store for a policy with share').message;
+  if (limit.syncIntervalMs !== undefined) return refused('local-first (sync_interval_ms: window counts synced by one atomic add)', 'use lease_size, which works on memcached, or the Redis store').message;
+  return undefined;
 }
 
 /** The refusal of what the Memcached store cannot offer, naming where it runs. */

@@ -111,12 +111,9 @@ describe('memcached keys and values', () => {
 describe('what the memcached store refuses', () => {
   it.each([
     ['the sliding-log algorithm', (l: Limiter) => l.limit('k', { algorithm: 'sliding-log', limit: 5, window: '1m' }), /sliding-log algorithm.*sliding-window with precision/],
-    ['penalties (blockDuration)', (l: Limiter) => l.limit('k', { ...WINDOW, blockDuration: '1m' }), /penalties \(blockDuration\).*memory or Redis store/],
     ['fair shares (share)', (l: Limiter) => l.limit('k', { ...WINDOW, share: { group: 'g', weight: 1 } }), /fair shares \(share\).*memory or Redis store/],
     ['reset by prefix', (l: Limiter) => l.resetPrefix('user:'), /reset by prefix.*limiter\.reset, or use the Redis store/],
     ['a group naming one state twice', (l: Limiter) => l.limitAll([{ key: 'k', policy: WINDOW }, { key: 'k', policy: { ...WINDOW, limit: 9 } }]), /one state twice.*memory or Redis store/],
-    ['reservations', (l: Limiter) => l.reserve('k', BUCKET, { id: 'r1', cost: 1 }), /keeps no reservations.*memory store and on Redis/],
-    ['concurrency slots', (l: Limiter) => l.acquire('k', { limit: 2, ttl: 60_000 }), /does not hold concurrency slots.*memory or the Redis store/],
     ['local-first syncs', (l: Limiter) => l.limit('k', WINDOW, { syncIntervalMs: 100 }), /local-first.*the memcached store cannot/],
   ])('%s: an InvalidOptionError naming the alternative', async (_feature, call, message) => {
     const limiter = createLimiter({ store: await open(), deadlineMs: 5_000 });
