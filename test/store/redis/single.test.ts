@@ -245,13 +245,12 @@ describe("lone decisions on the caller's clock (redisStore clock: 'caller')", ()
       { algorithm: 'token-bucket', limit: 4, window: '1h' },
       { algorithm: 'sliding-window', limit: 4, window: '1h' },
     ];
-    const [redisTime, callerClock] = await Promise.all(
-      (['redis', 'caller'] as const).map(async (clock) => {
-        const store = redisStore({ url: server.url, clock });
-        await store.ready();
-        return createLimiter({ store, deadlineMs: 5_000 });
-      }),
-    );
+    const onClock = async (clock: 'redis' | 'caller') => {
+      const store = redisStore({ url: server.url, clock });
+      await store.ready();
+      return createLimiter({ store, deadlineMs: 5_000 });
+    };
+    const [redisTime, callerClock] = await Promise.all([onClock('redis'), onClock('caller')]);
     try {
       for (const policy of policies) {
         for (const [first, second] of [
