@@ -4,15 +4,13 @@
  * limit at once, as a counter they keep in Redis around each hold measures; and the slots of a
  * holder killed with SIGKILL are free again once their ttl has passed, with nobody releasing them.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../../src/index.js';
 import { useRedisTopologies } from '../support/redis-topologies.js';
+import { expectSlotsNeverOverLimit } from '../support/slot-hammer.js';
 
-const run = promisify(execFile);
 const WORKER = new URL('../support/slot-worker.mjs', import.meta.url).pathname;
 const PROCESSES = 4;
 const LIMIT = 5;
@@ -27,19 +25,7 @@ describe.each([
 ])('concurrency slots across processes on a %s', (_topology, storeOptions) => {
   it(`${PROCESSES} processes never hold more than the limit at once`, async () => {
     const key = `conc-hammer-${Date.now()}`;
-    const outputs = await Promise.all(
-      Array.from({ length: PROCESSES }, () => run(process.execPath, [WORKER, 'hammer', JSON.stringify(storeOptions()), redis.single.url, key, String(LIMIT), String(HAMMER_MS)])),
-    );
-    const totals = outputs.map(({ stdout }) => JSON.parse(stdout) as { granted: number; refused: number; failed: number });
-    const counter = new Redis(redis.single.url);
-    const [peak, holders] = await Promise.all([counter.get(`${key}:peak`), counter.get(`${key}:holders`)]);
-    counter.disconnect();
-    expect(totals.every((total) => total.failed === 0)).toBe(true);
-    // Contended for real: the limit was reached, and processes were refused.
-    expect(Number(peak)).toBe(LIMIT);
-    expect(totals.reduce((sum, total) => sum + total.refused, 0)).toBeGreaterThan(0);
-    expect(totals.reduce((sum, total) => sum + total.granted, 0)).toBeGreaterThan(100);
-    expect(Number(holders)).toBe(0);
+    await expectSlotsNeverOverLimit({ storeJson: JSON.stringify(storeOptions()), counterUrl: redis.single.url, key, limit: LIMIT, ms: HAMMER_MS, processes: PROCESSES });
   }, 30_000);
 
   it('a holder killed with SIGKILL frees its slots within their ttl', async () => {

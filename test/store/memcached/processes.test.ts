@@ -9,11 +9,11 @@
 import { execFile, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createLimiter, memcachedStore, type Decision, type Policy } from '../../../src/index.js';
 import { useMemcached } from '../../support/memcached.js';
 import { useRedisTopologies } from '../../support/redis-topologies.js';
+import { expectSlotsNeverOverLimit } from '../../support/slot-hammer.js';
 
 const run = promisify(execFile);
 const SLOT_WORKER = new URL('../../support/slot-worker.mjs', import.meta.url).pathname;
@@ -35,18 +35,7 @@ async function openLimiter(): Promise<ReturnType<typeof createLimiter>> {
 describe('memcached across processes', () => {
   it(`concurrency slots: ${PROCESSES} processes never hold more than the limit at once`, async () => {
     const key = `mc-hammer-${Date.now()}`;
-    const storeJson = JSON.stringify({ memcached: memcached().address });
-    const outputs = await Promise.all(Array.from({ length: PROCESSES }, () => run(process.execPath, [SLOT_WORKER, 'hammer', storeJson, redis.single.url, key, String(LIMIT), String(HAMMER_MS)])));
-    const totals = outputs.map(({ stdout }) => JSON.parse(stdout) as { granted: number; refused: number; failed: number });
-    const counter = new Redis(redis.single.url);
-    const [peak, holders] = await Promise.all([counter.get(`${key}:peak`), counter.get(`${key}:holders`)]);
-    counter.disconnect();
-    expect(totals.every((total) => total.failed === 0)).toBe(true);
-    // Contended for real: the limit was reached, and processes were refused.
-    expect(Number(peak)).toBe(LIMIT);
-    expect(totals.reduce((sum, total) => sum + total.refused, 0)).toBeGreaterThan(0);
-    expect(totals.reduce((sum, total) => sum + total.granted, 0)).toBeGreaterThan(100);
-    expect(Number(holders)).toBe(0);
+    await expectSlotsNeverOverLimit({ storeJson: JSON.stringify({ memcached: memcached().address }), counterUrl: redis.single.url, key, limit: LIMIT, ms: HAMMER_MS, processes: PROCESSES });
   }, 30_000);
 
   it('concurrency slots: a holder killed with SIGKILL frees its slots at their ttl, with nobody releasing them', async () => {
