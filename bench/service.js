@@ -460,7 +460,7 @@ async function main() {
   servers.redisTg = await startTollgate('tollgate-redis', dist, { redis: redisPort });
   // Scaling: `serve --workers 2` (node:cluster, one port) where the build has it; otherwise two
   // processes on two ports sharing the Redis, each driven by its own wrk.
-  const hasWorkers = execFileSync(process.execPath, [dist.cli, '--help']).toString().includes('--workers');
+  const hasWorkers = execFileSync(process.execPath, [dist.cli, 'serve', '--help']).toString().includes('--workers');
   if (hasWorkers) servers.redisW2 = await startTollgate('tollgate-redis-w2', dist, { redis: redisPort, workers: 2 });
   else {
     servers.redisTg2 = await startTollgate('tollgate-redis2', dist, { redis: redisPort });
