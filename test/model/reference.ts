@@ -161,7 +161,9 @@ export function slidingLogDecide(policy: ModelPolicy): Decide<readonly { t: numb
       }
     }
     const decision = { limit: nominal, now, allowed: admit, remaining: Math.max(0, C - after - softExtra), resetAt, retryAfter, ...(cost > C ? { reason: 'cost-exceeds-capacity' as const } : {}) };
-    return { decision, next: admit ? next : log };
+    // Denied or not, the entries out of the window are gone (as in both stores): a clock that
+    // goes back later does not bring them back.
+    return { decision, next: admit ? next : live };
   };
 }
 

@@ -177,12 +177,8 @@ function slidingLogLedger(policy: ModelPolicy): Ledger<LogEntries> {
   const decide = slidingLogDecide(policy);
   return {
     initial: [],
-    // A decision drops the entries out of the window before anything else, denied or not (a clock
-    // that goes back later does not bring them back).
-    decide: (log, now, cost) => {
-      const step = decide(log, now, cost);
-      return step.decision.allowed ? step : { ...step, next: log.filter((one) => one.t > now - W) };
-    },
+    // A decision drops the entries out of the window, denied or not (slidingLogDecide).
+    decide,
     mark: (log) => log.at(-1)!.t,
     adjust(log, now, units, mark) {
       if (units < 0) {
