@@ -13,6 +13,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { memoryStore, redisStore, type RedisStore, type RedisStoreOptions, type Store } from '../../src/index.js';
 import { leasePooledRedis } from './redis-pool.js';
 import { startCluster, startRedis, type ClusterOptions, type RedisCluster, type RedisServer } from './redis.js';
+import { stopProcess } from './stop-process.js';
 
 export interface RedisTopologies {
   /** Available once the file's tests run. */
@@ -125,7 +126,7 @@ export async function liveStore(redis: SingleRedis, options: Omit<RedisStoreOpti
 
 /** Runs `during` while `server` is stopped (SIGSTOP: its connections stay open, nothing answers), then lets it go on. */
 export async function whileStalled<T>(server: { readonly pid: number }, during: () => Promise<T>): Promise<T> {
-  process.kill(server.pid, 'SIGSTOP');
+  await stopProcess(server.pid);
   try {
     return await during();
   } finally {
