@@ -4,8 +4,9 @@
  * bad check, and changes no counter. And `/json`'s answer written from the result (check/envoy.ts)
  * is byte for byte what JSON.stringify of envoy's response object gives.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { envoyCheckOf, envoyResponseText, fromEnvoyRequest, toEnvoyResponse } from '../../../src/service/check/envoy.js';
+import { UNIT_NAMES, envoyCheckOf, envoyResponseText, fromEnvoyRequest, toEnvoyResponse } from '../../../src/service/check/envoy.js';
 import type { CheckResult } from '../../../src/rules/check.js';
 import { serviceForSuite, type ServiceProcess } from '../../support/service.js';
 
@@ -85,6 +86,31 @@ describe("/json's answer written from the result", () => {
         expect(envoyResponseText(result, request, options)).toBe(JSON.stringify(toEnvoyResponse(result, request, options)));
       }
     }
+  });
+
+  it('is byte for byte JSON.stringify(toEnvoyResponse(...)) for random results (units, names, counts, durations)', () => {
+    const limitArb = fc.record(
+      { requestsPerUnit: fc.integer({ min: 0, max: 4_294_967_295 }), unit: fc.constantFrom(...Object.keys(UNIT_NAMES)), unitMultiplier: fc.integer({ min: 1, max: 100 }), name: fc.string() },
+      { requiredKeys: ['requestsPerUnit', 'unit', 'unitMultiplier'] },
+    );
+    const statusArb = fc.record(
+      {
+        code: fc.constantFrom('OK', 'OVER_LIMIT'),
+        currentLimit: limitArb,
+        limitRemaining: fc.integer({ min: 0, max: 4_294_967_295 }),
+        durationUntilReset: fc.integer({ min: 0, max: 400 * 86_400_000 }),
+        shadowOverLimit: fc.boolean(),
+        rule: fc.string(),
+      },
+      { requiredKeys: ['code', 'limitRemaining', 'durationUntilReset'] },
+    );
+    fc.assert(
+      fc.property(fc.constantFrom('OK', 'OVER_LIMIT'), fc.array(statusArb, { minLength: 1, maxLength: 5 }), (overallCode, statuses) => {
+        const result = { overallCode, statuses, now: 1 } as CheckResult;
+        expect(envoyResponseText(result, request)).toBe(JSON.stringify(toEnvoyResponse(result, request)));
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('takes a plain envoy request as parsed, and anything else as fromEnvoyRequest reads it', () => {
