@@ -185,10 +185,8 @@ export function readJsonThen(request: IncomingMessage, then: (body: unknown) => 
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text), ...headers });
-  endThisTurn(response, text);
+export function sendJson(response: ServerResponse, status: number, body: unknown, headers?: Readonly<Record<string, string>>): void {
+  sendJsonText(response, status, JSON.stringify(body), headers);
 }
 
 /**
