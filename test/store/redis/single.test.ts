@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
-import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy } from '../../../src/index.js';
+import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Limiter, type Policy } from '../../../src/index.js';
 import { LEAN_LIBRARY, SINGLE_SCRIPTS } from '../../../src/store/redis/lua.js';
 import { useRedisServer } from '../../support/redis-topologies.js';
 
@@ -235,6 +235,66 @@ describe("lone decisions on the caller's clock (redisStore clock: 'caller')", ()
       } finally {
         await limiter.close();
       }
+    }
+  });
+
+  it("gcra on 'caller': a node δ ahead admits at most ⌈δ × limit / window⌉ more than Redis time would, once", async () => {
+    // 10 per second; node A drains the key at T, node B's clock is δ = 250 ms ahead at the same real instant.
+    const policy: Policy = { algorithm: 'gcra', limit: 10, window: '1s' };
+    const DELTA = 250;
+    const bound = Math.ceil((DELTA * 10) / 1_000);
+    const open = async () => {
+      const store = redisStore({ url: server.url, clock: 'caller' });
+      await store.ready();
+      return createLimiter({ store, deadlineMs: 5_000 });
+    };
+    const [a, b] = await Promise.all([open(), open()]);
+    const key = `skew-gcra:${Math.random().toString(36).slice(2)}`;
+    const T = Date.now();
+    const drain = async (limiter: Limiter, now: number): Promise<number> => {
+      let admitted = 0;
+      while ((await at(now, () => limiter.limit(key, policy))).allowed) admitted += 1;
+      return admitted;
+    };
+    try {
+      expect(await drain(a, T)).toBeGreaterThan(0);
+      // On A's (= Redis's) clock nothing more is due at T.
+      expect(await drain(a, T)).toBe(0);
+      const extra = await drain(b, T + DELTA);
+      expect(extra).toBeGreaterThan(0);
+      expect(extra).toBeLessThanOrEqual(bound);
+      // Once: the state now holds B's later time, and A, behind it, is refused.
+      expect(await drain(a, T)).toBe(0);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("fixed-window on 'caller': a node δ ahead opens the next window up to δ early, and a window still admits at most limit", async () => {
+    const policy: Policy = { algorithm: 'fixed-window', limit: 2, window: '1s' };
+    const DELTA = 250;
+    const open = async () => {
+      const store = redisStore({ url: server.url, clock: 'caller' });
+      await store.ready();
+      return createLimiter({ store, deadlineMs: 5_000 });
+    };
+    const [a, b] = await Promise.all([open(), open()]);
+    const key = `skew-fw:${Math.random().toString(36).slice(2)}`;
+    // 100 ms before a window's end on A's clock: B, δ ahead, is already 150 ms into the next one.
+    const T = Math.ceil(Date.now() / 1_000) * 1_000 + 1_000 - 100;
+    const count = async (limiter: Limiter, now: number): Promise<number> => {
+      let admitted = 0;
+      while ((await at(now, () => limiter.limit(key, policy))).allowed) admitted += 1;
+      return admitted;
+    };
+    try {
+      expect(await count(a, T)).toBe(2);
+      // B's next window opened δ − 100 ms early (real time is still in A's window): its limit, no more.
+      expect(await count(b, T + DELTA)).toBe(2);
+      // A, behind, counts in that later window: full.
+      expect(await count(a, T)).toBe(0);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
     }
   });
 
