@@ -30,13 +30,26 @@ export interface CrossSlotHost {
   readonly busy: (delta: number) => void;
 }
 
-/** The library: decide.lua as `decide_batch(KEYS, ARGV)`, cross-slot.lua's gate, one function. */
+/** Where decide.lua's driver starts in the batch script's source (lua.ts composes it last). */
+const DRIVER = '-- ==== decide.lua ====\n';
+
+/**
+ * The library: the batch script's source (lua.ts DECIDE_SCRIPT) split before its driver: the
+ * algorithm files are built once, at the first call after a load (Redis 7.0 lets a library's load
+ * step reach no global but `redis`), and return decide.lua as `decide_batch(KEYS, ARGV)`, run per
+ * call; cross-slot.lua's gate in front of it; one function.
+ */
 export const CROSS_SLOT_LIBRARY = (() => {
   const gate = readFileSync(new URL('./scripts/cross-slot.lua', import.meta.url), 'utf8');
-  const body = [`local function decide_batch(KEYS, ARGV)\n${DECIDE_SCRIPT.source}\nend`, `-- ==== cross-slot.lua ====\n${gate}`].join('\n');
+  const at = DECIDE_SCRIPT.source.indexOf(DRIVER);
+  if (at < 0) throw new Error('the batch script has no decide.lua section');
+  const helpers = DECIDE_SCRIPT.source.slice(0, at);
+  const driver = DECIDE_SCRIPT.source.slice(at);
+  const body = ['local decide_batch', `local function build()\n${helpers}\nreturn function(KEYS, ARGV)\n${driver}\nend\nend`, `-- ==== cross-slot.lua ====\n${gate}`].join('\n');
   // Named by its source's hash: two versions of Tollgate on one Cluster each call their own.
   const name = `tollgate_xs_${createHash('sha1').update(body).digest('hex').slice(0, 12)}`;
-  const register = `redis.register_function{function_name='${name}', callback=function(_, args) return cross_slot(args) end, flags={'allow-cross-slot-keys'}}`;
+  const callback = 'function(_, args)\n  decide_batch = decide_batch or build()\n  return cross_slot(args)\nend';
+  const register = `redis.register_function{function_name='${name}', callback=${callback}, flags={'allow-cross-slot-keys'}}`;
   return { name, source: [`#!lua name=${name}`, body, register].join('\n') };
 })();
 

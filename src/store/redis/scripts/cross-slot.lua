@@ -2,7 +2,7 @@
   cross-slot.lua: a Redis Cluster master decides the requests of many hash slots it serves in one
   call (FCALL with numkeys 0, the function flagged allow-cross-slot-keys, cross-slot.ts). The
   decisions themselves are decide.lua's, unchanged: this file is only the gate in front of it,
-  composed after decide.lua wrapped as `decide_batch(KEYS, ARGV)`.
+  composed after the batch script, whose decide.lua runs as `decide_batch(KEYS, ARGV)`.
 
   ARGV[1]  K, the number of keys; ARGV[2] the index, in decide.lua's arguments, of its group count;
   then the K keys (decide.lua's KEYS), then decide.lua's ARGV.
