@@ -164,12 +164,12 @@ export class CrossSlotCalls {
 }
 
 /**
- * The arguments of a cross-slot call for `batch` (two groups or more): the key count, the index of
- * decide.lua's group count in its arguments, the keys, then decide.lua's arguments.
+ * The arguments of a cross-slot call for `batch` (two groups or more): decide.lua's arguments, the
+ * keys, the index of decide.lua's group count in its arguments, then the key count.
  */
 export function crossSlotArgs(timeKey: string, batch: Pending[], callerClock: boolean): (string | number)[] {
   const [, keys, args] = scriptCall(timeKey, batch, callerClock);
   // decide.lua's arguments end with the group count, then per group its size and 3 per request.
   const groupsLength = 1 + batch.reduce((total, pending) => total + 1 + 3 * pending.keys.length, 0);
-  return [keys.length, args.length - groupsLength + 1, ...keys, ...args];
+  return [...args, ...keys, args.length - groupsLength + 1, keys.length];
 }
