@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../../src/algorithms/catalog.js';
-import { compilePolicy, createLimiter, redisStore, type Policy, type RedisStore } from '../../../src/index.js';
+import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy, type RedisStore } from '../../../src/index.js';
 import { cliAsync } from '../../support/redis.js';
 import { clusterNodes, slotOwner } from '../../support/redis-failover.js';
 import { useRedisCluster, useRedisTopologies } from '../../support/redis-topologies.js';
@@ -86,6 +86,40 @@ describe('spread keys on a 3-master Cluster', () => {
     const calls = after.fcall + after.evalsha - before.fcall - before.evalsha;
     expect(calls).toBeLessThan(decisions / 5);
   }, 120_000);
+});
+
+describe('every algorithm through the cross-slot call', () => {
+  const redis = useRedisTopologies();
+
+  it('decides as the memory store, step by step, when each tick holds keys of many slots on each master', async () => {
+    const ports = redis.cluster.servers.map((server) => server.port);
+    const store = await redis.open({ cluster: redis.cluster.nodes, commandTimeoutMs: 20_000 });
+    const onCluster = createLimiter({ store, ...RAW });
+    const inMemory = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }) });
+    const policies: Policy[] = [
+      ...ALGORITHMS.map((algorithm) => ({ algorithm, limit: 5, window: '10s' }) as Policy),
+      { algorithm: 'sliding-window', limit: 5, window: '10s', precision: 10 },
+      { algorithm: 'fixed-window', limit: 5, window: '10s', windowStart: 'first-hit' },
+      { algorithm: 'sliding-log', limit: 5, window: '10s', countRejected: true },
+      { algorithm: 'gcra', limit: 5, window: '10s', blockDuration: '30s' },
+    ];
+    // 12 keys per policy: each tick holds ~36 keys per master, in as many slots.
+    const jobs = policies.flatMap((policy, p) => Array.from({ length: 12 }, (_, k) => ({ policy, key: `${run}:vector:${p}:${k}` })));
+    const fields = (decision: Decision): unknown[] => [decision.allowed, decision.remaining, decision.resetAt, decision.retryAfter, decision.delay, decision.reason];
+    const before = await scriptCalls(ports);
+    let now = 1_800_000_000_000;
+    for (let step = 0; step < 16; step++) {
+      now += 250 + 900 * (step % 3);
+      const options = (index: number) => ({ now, cost: ((index + step) % 3) + 1 });
+      const expected = await Promise.all(jobs.map(({ key, policy }, index) => inMemory.limit(key, policy, options(index))));
+      const actual = await Promise.all(jobs.map(({ key, policy }, index) => onCluster.limit(key, policy, options(index))));
+      expect({ step, decisions: actual.map(fields) }).toEqual({ step, decisions: expected.map(fields) });
+    }
+    const after = await scriptCalls(ports);
+    // An explicit `now` is never a lean call: per slot this would be EVALSHA, one per key and step.
+    expect(after.evalsha - before.evalsha).toBe(0);
+    expect(after.fcall - before.fcall).toBeLessThanOrEqual(16 * 3 * Math.ceil(jobs.length / 64 + 1));
+  }, 60_000);
 });
 
 describe('a slot being migrated between masters (MIGRATING on the source, IMPORTING on the target)', () => {
