@@ -55,8 +55,11 @@ export const CROSS_SLOT_LIBRARY = (() => {
 
 /** A node without the library (FUNCTION FLUSH, a master that joined later): load it there, decide per slot meanwhile. */
 const NOT_LOADED = /Function not found/i;
-/** Redis will not run functions for us: before 7.0, or an ACL without FCALL. */
-const REFUSED = /^(ReplyError: )?NOPERM|unknown command/i;
+/**
+ * Redis will not run the function for us: before 7.0, or an ACL without FCALL (refused before it
+ * ran; a NOPERM for a command inside the script comes after writes, and is reported instead).
+ */
+const REFUSED = /^(ReplyError: )?NOPERM\b.*'fcall'|unknown command/i;
 /** Replies that mean nothing ran (the call was refused whole, or never written): safe to decide again. */
 const NOTHING_RAN = /^(ReplyError: )?(READONLY|OOM|BUSY|LOADING|MASTERDOWN|CLUSTERDOWN|MOVED|ASK|TRYAGAIN)\b|Stream isn't writeable/;
 

@@ -3,8 +3,9 @@
  * number of Tollgate processes share exact counters. Decisions issued in the same tick are sent
  * together: one EVALSHA decides a whole batch (per hash slot on a Cluster), so Redis pays the
  * script overhead once per batch, not once per decision. A decision alone in its call takes its
- * algorithm's lean script (scripts/single.lua). On a Cluster, the calls of a tick bound for one
- * master go out in one pipeline (pipeline.ts), so spread keys still share Redis's I/O.
+ * algorithm's lean script (scripts/single.lua). On a Cluster, one call per master decides the
+ * groups of all its slots (cross-slot.ts); where it cannot, the per-slot calls of a tick bound for
+ * one master go out in one pipeline (pipeline.ts).
  */
 import { randomUUID } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';

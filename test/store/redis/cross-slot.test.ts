@@ -186,4 +186,30 @@ describe('a slot being migrated between masters (MIGRATING on the source, IMPORT
       await store.close();
     }
   }, 60_000);
+
+  it('an ACL that refuses FCALL: the first calls are refused before running and decided per slot, later ones go per slot at once; each decision counted once', async () => {
+    const ports = cluster.servers.map((server) => server.port);
+    for (const port of ports) await cliAsync(port, 'ACL', 'SETUSER', 'nofcall', 'on', '>secret', '~*', '&*', '+@all', '-fcall', '-fcall_ro');
+    const store = redisStore({ cluster: cluster.nodes, username: 'nofcall', password: 'secret', commandTimeoutMs: 20_000 });
+    try {
+      await store.ready();
+      const limiter = createLimiter({ store, ...RAW });
+      const keys = Array.from({ length: 60 }, (_, index) => `${run}:acl:${index}`);
+      const refused = async (): Promise<number> => {
+        const stats = await Promise.all(ports.map((port) => cliAsync(port, 'INFO', 'commandstats')));
+        return stats.reduce((total, text) => total + Number(/cmdstat_fcall:.*rejected_calls=(\d+)/.exec(text)?.[1] ?? 0), 0);
+      };
+      const before = await refused();
+      const first = await Promise.all(keys.map((key) => limiter.limit(key, counting)));
+      const between = await refused();
+      const second = await Promise.all(keys.map((key) => limiter.limit(key, counting)));
+      expect([...first, ...second].map((decision) => decision.allowed)).toEqual([...keys, ...keys].map(() => true));
+      expect(first.map((decision) => decision.remaining)).toEqual(keys.map(() => counting.limit - 1));
+      expect(second.map((decision) => decision.remaining)).toEqual(keys.map(() => counting.limit - 2));
+      expect(between - before).toBeGreaterThan(0);
+      expect(await refused()).toBe(between);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 });
