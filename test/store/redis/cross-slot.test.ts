@@ -187,6 +187,31 @@ describe('a slot being migrated between masters (MIGRATING on the source, IMPORT
     }
   }, 60_000);
 
+  it('after FUNCTION FLUSH on every master: the calls that find no library are decided per slot, the library is loaded again, and the next tick is one call per master again', async () => {
+    const ports = cluster.servers.map((server) => server.port);
+    const store = redisStore({ cluster: cluster.nodes, commandTimeoutMs: 20_000 });
+    try {
+      await store.ready();
+      const limiter = createLimiter({ store, ...RAW });
+      const keys = Array.from({ length: 60 }, (_, index) => `${run}:flushed:${index}`);
+      for (const port of ports) await cliAsync(port, 'FUNCTION', 'FLUSH');
+      const first = await Promise.all(keys.map((key) => limiter.limit(key, counting)));
+      // The library is loaded again in the background: wait until every master has it.
+      for (let tries = 0; (await Promise.all(ports.map((port) => cliAsync(port, 'FUNCTION', 'LIST')))).some((list) => !list.includes('tollgate_xs_')); tries++) {
+        expect(tries).toBeLessThan(100);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const before = await scriptCalls(ports);
+      const second = await Promise.all(keys.map((key) => limiter.limit(key, counting)));
+      const after = await scriptCalls(ports);
+      expect(first.map((decision) => [decision.allowed, decision.remaining])).toEqual(keys.map(() => [true, counting.limit - 1]));
+      expect(second.map((decision) => [decision.allowed, decision.remaining])).toEqual(keys.map(() => [true, counting.limit - 2]));
+      expect([after.fcall - before.fcall, after.evalsha - before.evalsha]).toEqual([3, 0]);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
   it('an ACL that refuses FCALL: the first calls are refused before running and decided per slot, later ones go per slot at once; each decision counted once', async () => {
     const ports = cluster.servers.map((server) => server.port);
     for (const port of ports) await cliAsync(port, 'ACL', 'SETUSER', 'nofcall', 'on', '>secret', '~*', '&*', '+@all', '-fcall', '-fcall_ro');
