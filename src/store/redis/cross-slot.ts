@@ -64,12 +64,13 @@ const REFUSED = /^(ReplyError: )?NOPERM\b.*'fcall'|unknown command/i;
 const NOTHING_RAN = /^(ReplyError: )?(READONLY|OOM|BUSY|LOADING|MASTERDOWN|CLUSTERDOWN|MOVED|ASK|TRYAGAIN)\b|Stream isn't writeable/;
 
 export class CrossSlotCalls {
-  /** False on a single server, or once Redis refused the library: every call then takes the per-slot path. */
+  /** False on a single server, a client with an ioredis keyPrefix, or once Redis refused the library: every call then goes per slot. */
   private usable: boolean;
   private readonly cluster: Cluster;
 
   constructor(private readonly host: CrossSlotHost) {
-    this.usable = host.client instanceof Cluster;
+    // ioredis prefixes declared keys only: with its keyPrefix, keys among the arguments would not be.
+    this.usable = host.client instanceof Cluster && !host.client.options.keyPrefix;
     this.cluster = host.client as Cluster;
   }
 

@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import calculateSlot from 'cluster-key-slot';
+import { Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../../src/algorithms/catalog.js';
 import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy, type RedisStore } from '../../../src/index.js';
@@ -60,6 +61,24 @@ describe('spread keys on a 3-master Cluster', () => {
       expect(perMaster.size).toBe(3);
       expect(after.fcall - before.fcall).toBe([...perMaster.values()].reduce((total, count) => total + Math.ceil(count / maxBatch), 0));
       expect(after.evalsha - before.evalsha).toBe(0);
+    }
+  }, 60_000);
+
+  it("a Cluster client given with an ioredis keyPrefix: decided per slot, so every key carries the prefix", async () => {
+    const client = new Cluster(redis.cluster.nodes.map(({ host, port }) => ({ host, port })), { keyPrefix: 'app:' });
+    const plain = new Cluster(redis.cluster.nodes.map(({ host, port }) => ({ host, port })));
+    try {
+      const store = await redis.open({ client, commandTimeoutMs: 20_000 });
+      const limiter = createLimiter({ store, ...RAW });
+      const keys = Array.from({ length: 60 }, (_, index) => `${run}:prefixed:${index}`);
+      await Promise.all(keys.map((key) => limiter.limit(key, counting)));
+      const second = await Promise.all(keys.map((key) => limiter.limit(key, counting)));
+      expect(second.map((decision) => decision.remaining)).toEqual(keys.map(() => counting.limit - 2));
+      const stored = await Promise.all(keys.map((key) => plain.exists(`app:${store.redisKey(key, compilePolicy(counting))}`)));
+      expect(stored).toEqual(keys.map(() => 1));
+    } finally {
+      client.disconnect();
+      plain.disconnect();
     }
   }, 60_000);
 
