@@ -17,7 +17,10 @@
 //                                    headers (X-RateLimit-Limit/-Remaining/-Reset) to constant values;
 //                                    what the hook and the headers cost without a decision
 //              noop                  no limiter: a hook / middleware that only passes the request on;
-//                                    what the framework charges for any middleware at all
+//                                    what the framework charges for any middleware at all (node: in
+//                                    the shape of `await limiter.handle()`, answering after an await)
+//              noop-next             node only: an empty (req, res, next) middleware, the shape of
+//                                    tollgate-memory-next (the answer is written in the request event)
 //   LIMIT      requests per hour: 1e9 (everything admitted) or 1 (everything after the first is a 429)
 //   DIST_DIR   the dist/ to import Tollgate from (the benchmark passes a snapshot)
 //
@@ -161,6 +164,9 @@ if (framework === 'express') {
     handler = async (_req, res) => {
       if (await pass()) hello(res);
     };
+  } else if (variant === 'noop-next') {
+    const pass = (_req, _res, next) => next();
+    handler = (req, res) => pass(req, res, () => hello(res));
   } else if (variant === 'static-headers') {
     handler = (_req, res) => {
       for (const [name, value] of STATIC_HEADERS) res.setHeader(name, value);

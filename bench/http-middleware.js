@@ -23,7 +23,8 @@
 //   --extra adds, admitted only: noop (an empty middleware: what the framework charges for any) and
 //   static-headers on every framework (bench/http-middleware-server.js:
 //   Tollgate's three admitted headers as constants, set by a hook, no decision) and, on node:http,
-//   tollgate-memory-next (the (req, res, next) form). --only keeps the subjects whose id starts with
+//   tollgate-memory-next (the (req, res, next) form) and noop-next (an empty middleware of that form:
+//   node's noop has the shape of `await limiter.handle()`, which answers after an await). --only keeps the subjects whose id starts with
 //   one of the given prefixes (ids are framework/variant/mode).
 //
 // Load: `wrk -t2 -c100 -d4s --latency http://127.0.0.1:PORT/hello` (keep-alive, one client IP:
@@ -110,7 +111,7 @@ const VARIANTS = {
   node: ['bare', 'tollgate-memory'],
 };
 /** --extra: admitted only. */
-const EXTRA_VARIANTS = { express: ['noop', 'static-headers'], fastify: ['noop', 'static-headers'], hono: ['noop', 'static-headers'], node: ['noop', 'static-headers', 'tollgate-memory-next'] };
+const EXTRA_VARIANTS = { express: ['noop', 'static-headers'], fastify: ['noop', 'static-headers'], hono: ['noop', 'static-headers'], node: ['noop', 'static-headers', 'tollgate-memory-next', 'noop-next'] };
 const PEER_NAME = { express: { 'peer-memory': 'express-rate-limit', 'peer-redis': 'express-rate-limit + rate-limit-redis' }, fastify: { 'peer-memory': '@fastify/rate-limit', 'peer-redis': '@fastify/rate-limit, Redis' } };
 const FRAMEWORK_NAME = { express: 'Express 5', fastify: 'Fastify 5', hono: 'Hono (@hono/node-server)', node: 'node:http' };
 
@@ -122,6 +123,7 @@ function label(subject) {
     'tollgate-memory-next': '+ Tollgate, memory store, (req, res, next) form',
     'static-headers': 'static headers (a hook sets 3 constant X-RateLimit-* headers, no decision)',
     noop: 'an empty middleware (passes every request on, no headers)',
+    'noop-next': 'an empty middleware of the (req, res, next) form (answers in the request event)',
     'baseline-memory': `+ Tollgate, memory store, the --compare build`,
   }[subject.variant] ?? `+ ${PEER_NAME[subject.framework][subject.variant]}`;
   return subject.mode === 'throttled' ? `${variant}, throttled (429)` : variant;

@@ -9,6 +9,7 @@
  * decrement, and an SDK registered at any time is seen from the next turn of the event loop.
  */
 import { readFileSync } from 'node:fs';
+import { atNextCheckpoint } from './clock.js';
 import { ProxyTracerProvider, SpanKind, SpanStatusCode, context, trace, type Attributes, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
 
 /** The instrumentation scope's name: what `trace.getTracer` is asked for. */
@@ -83,7 +84,7 @@ function expire(): void {
 export function activeTracer(): Tracer | undefined {
   if (usesLeft === 0) {
     lookUp();
-    queueMicrotask(expire);
+    atNextCheckpoint(expire);
     usesLeft = USES_PER_LOOKUP;
   }
   usesLeft -= 1;

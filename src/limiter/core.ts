@@ -137,6 +137,11 @@ export function createLimiterCore(options: LimiterCoreOptions = {}): LimiterCore
 /** The layers a limiter was built with, each kept to read its state (stats, health). */
 interface Stack {
   readonly top: DecisionLayer;
+  /**
+   * Where a single call with neither `lease` nor `syncIntervalMs` enters: the same stack without the
+   * lease and local-first layers, which pass such a call down untouched (two calls fewer per decision).
+   */
+  readonly plain: DecisionLayer;
   readonly overLimit: OverLimitLayer | undefined;
   readonly lease: LeaseLayer;
   readonly localFirst: LocalFirstLayer;
@@ -161,7 +166,10 @@ function buildStack(settings: CoreSettings): Stack {
   top = lease;
   const overLimit = settings.overLimitCache === false ? undefined : new OverLimitLayer(top, new OverLimitCache(settings.overLimitCache, clock));
   if (overLimit !== undefined) top = overLimit;
-  return { top, overLimit, lease, localFirst, guard, storeLayer };
+  // The over-limit cache of `plain` is the stack's own cache (one book of denials, one reset hook).
+  const below = guard ?? storeLayer;
+  const plain = overLimit === undefined ? below : new OverLimitLayer(below, overLimit.cache);
+  return { top, plain, overLimit, lease, localFirst, guard, storeLayer };
 }
 
 /** Heartbeats counting the nodes that share the store, when it counts them and they are not turned off. */
@@ -177,6 +185,8 @@ export class CoreLimiter implements LimiterCore {
   private readonly layers: Stack;
   /** The first layer a decision meets. */
   private readonly top: DecisionLayer;
+  /** The first layer a single decision without a lease or local-first meets (Stack.plain). */
+  private readonly plain: DecisionLayer;
   private readonly traced: TracedStore;
   private readonly slots: ConcurrencySlots;
   private readonly recorder: LedgerRecorder;
@@ -186,6 +196,7 @@ export class CoreLimiter implements LimiterCore {
     this.clock = settings.clock;
     this.layers = buildStack(settings);
     this.top = this.layers.top;
+    this.plain = this.layers.plain;
     this.traced = { kind: settings.store.name, spans: this.layers.guard !== undefined };
     this.recorder = new LedgerRecorder(this.layers.storeLayer, settings.clock);
     this.slots = new ConcurrencySlots({ ...settings, storeLayer: this.layers.storeLayer, storeName: settings.store.name, guard: this.layers.guard });
@@ -354,10 +365,11 @@ export class CoreLimiter implements LimiterCore {
     if (options?.lease !== undefined) checkLeasable(compiled, 'lease');
     const now = this.callTime(options);
     if (compiled.limit === 0) return limitZero(compiled, now ?? currentTime());
-    if (compiled.ledger === undefined || mode !== 'limit') return this.top.one(key, compiled, mode === 'look' || mode === 'probe' ? 0 : cost, now, mode, options);
+    const entry = options === undefined || (options.lease === undefined && options.syncIntervalMs === undefined) ? this.plain : this.top;
+    if (compiled.ledger === undefined || mode !== 'limit') return entry.one(key, compiled, mode === 'look' || mode === 'probe' ? 0 : cost, now, mode, options);
     // A usage ledger: recorded right after the decision (limiter/ledger.ts).
     this.recorder.check();
-    return this.recorder.after(this.top.one(key, compiled, cost, now, mode, options), key, compiled, cost, options?.requestId);
+    return this.recorder.after(entry.one(key, compiled, cost, now, mode, options), key, compiled, cost, options?.requestId);
   }
 
   private decideAllUntraced(requests: readonly LimitRequest[], options: LimitAllOptions | undefined, mode: DecideMode): MaybePromise<Decision[]> {

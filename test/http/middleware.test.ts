@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SignJWT } from 'jose';
 import { compileRules, parseRules } from '../../src/rules/index.js';
 import { byApiKey, byHeader, byJwt, rateLimit } from '../../src/http/index.js';
+import { memoryStore } from '../../src/index.js';
 import { rateLimitHook } from '../../src/http/fastify.js';
 import { rateLimiter } from '../../src/http/hono.js';
 import { FRAMEWORKS, startApp, type RunningApp, type SharedOptions } from '../support/http-apps.js';
@@ -190,6 +191,18 @@ describe.each(FRAMEWORKS)('%s middleware', (framework) => {
     expect(anonymous.headers.get('x-ratelimit-remaining')).toBe('1');
     expect((await call('k2')).status).toBe(200);
     expect((await call()).status).toBe(429);
+  });
+
+  it('builds each limit its own key for one client: a limit named b counts under b| even right after a limit named a built its key', async () => {
+    // Two middlewares on one store: the first decides limits a and b together for the client's IP,
+    // the second limit b alone. Both write b|ip:…, so the second sees the first's request too.
+    const store = memoryStore({ sweepIntervalMs: 0 });
+    const url = await start([{ store, limits: [{ name: 'a', policy: hourly(10) }, { name: 'b', policy: hourly(10) }] }, { store, name: 'b', policy: hourly(3) }]);
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await fetch(`${url}/hello`)).status);
+    // Request 1: b counts 1 then 2; request 2: 3, then the second middleware refuses (3 of 3 used).
+    expect(statuses).toEqual([200, 429, 429]);
+    await store.close();
   });
 
   it('applies a limiter to one route only', async () => {

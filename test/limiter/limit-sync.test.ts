@@ -81,6 +81,34 @@ describe('limitSync on the memory store', () => {
     expect(decisions.filter((decision) => decision.allowed)).toHaveLength(10);
   });
 
+  it.each(ALGORITHMS.map((algorithm) => [algorithm]))('%s: with the over-limit cache, a penalty and countRejected, answers what limit answers, call for call', async (algorithm) => {
+    const policy: Policy = { algorithm, limit: 2, window: '1s', blockDuration: '3s', ...(algorithm === 'sliding-log' || algorithm === 'fixed-window' ? { countRejected: true } : {}) };
+    const sync = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), overLimitCache: true });
+    const promised = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), overLimitCache: true });
+    for (const offset of [0, 0, 0, 1, 500, 1000, 2999, 3001, 3002, 3003, 7000]) {
+      const decision = sync.limitSync('user:1', policy, { now: NOW + offset });
+      expect(decision).toEqual(await promised.limit('user:1', policy, { now: NOW + offset }));
+    }
+    expect(sync.overLimitCacheStats()).toEqual(promised.overLimitCacheStats());
+  });
+
+  it('one over-limit cache for calls with and without a lease: a denial remembered by either answers both, a reset forgets it for both', async () => {
+    const limiter = createLimiter({ store: memoryStore({ sweepIntervalMs: 0 }), overLimitCache: true });
+    const policy: Policy = { algorithm: 'fixed-window', limit: 2, window: '1m' };
+    const decisions = [1, 2, 3].map(() => limiter.limitSync('k', policy, { now: NOW }));
+    expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, false]);
+    expect(limiter.overLimitCacheStats()).toMatchObject({ hits: 0, keys: 1 });
+    // A lease call enters the stack above the lease layer; the plain calls above entered below it.
+    expect(limiter.limitSync('k', policy, { now: NOW + 1, lease: 5 })).toMatchObject({ allowed: false, retryAfter: decisions[2]!.retryAfter - 1 });
+    expect(limiter.overLimitCacheStats()).toMatchObject({ hits: 1, keys: 1 });
+    expect(limiter.limitSync('k', policy, { now: NOW + 2 }).allowed).toBe(false);
+    expect(limiter.overLimitCacheStats()).toMatchObject({ hits: 2 });
+    await limiter.reset('k', policy);
+    expect(limiter.overLimitCacheStats()).toMatchObject({ keys: 0 });
+    expect(limiter.limitSync('k', policy, { now: NOW + 3 }).allowed).toBe(true);
+    expect(limiter.limitSync('k', policy, { now: NOW + 3, lease: 2 }).allowed).toBe(true);
+  });
+
   const bad: [string, () => unknown, new (...args: never[]) => Error, RegExp][] = [
     ['a key that is not a string', () => newLimiter().limitSync(42 as unknown as string, { algorithm: 'gcra', limit: 1, window: '1s' }), InvalidKeyError, /key must be a string, got 42/],
     ['an empty key', () => newLimiter().limitSync('', { algorithm: 'gcra', limit: 1, window: '1s' }), InvalidKeyError, /key is empty/],
