@@ -27,8 +27,8 @@
 
   Per call this parses as little as it can (tonumber is Redis's costliest Lua step here, ~0.3 µs
   each): a policy's text is parsed and checked once and its table kept, read-only, in
-  `policies` (per algorithm; emptied when it holds POLICY_CACHE_SIZE), the op is compared as
-  text, a cost of 1 is not parsed.
+  `policies` (a set per algorithm; all emptied once they hold POLICY_CACHE_SIZE in all), the op is
+  compared as text, a cost of 1 is not parsed.
 ]]
 local CALLER_CLOCK_SLACK = 1000
 local ARGS_ON_REDIS_TIME = 3
