@@ -39,21 +39,24 @@ export class LeanFunctions {
    * FCALLs `algorithm`'s function; `fallback` (the lean script by EVALSHA) when Redis will not hold
    * the library. A script's own error or a lost connection is the caller's to handle, as for EVALSHA.
    */
-  async call(algorithm: AlgorithmName, keys: string[], args: (string | number)[], fallback: () => Promise<number[]>): Promise<number[]> {
+  call(algorithm: AlgorithmName, keys: string[], args: (string | number)[], fallback: () => Promise<number[]>): Promise<number[]> {
     const name = LEAN_LIBRARY.functions[algorithm];
     if (!this.usable || name === undefined) return fallback();
-    try {
-      return (await this.client.fcall(name, keys.length, ...keys, ...args)) as number[];
-    } catch (error) {
-      if (NOT_PERMITTED.test(String(error))) {
-        this.usable = false;
-        return fallback();
-      }
-      if (!NOT_LOADED.test(String(error))) throw error;
-      await this.load();
-      if (!this.usable) return fallback();
-      return (await this.client.fcall(name, keys.length, ...keys, ...args)) as number[];
+    // Not an async function: a lone decision waits on ioredis's promise alone, one promise less.
+    const called = this.client.fcall(name, keys.length, ...keys, ...args) as Promise<number[]>;
+    return called.catch((error: unknown) => this.callAgain(error, name, keys, args, fallback));
+  }
+
+  /** After FCALL failed: EVALSHA if Redis will not let us call the library, once more after loading it if a node lacks it. */
+  private async callAgain(error: unknown, name: string, keys: string[], args: (string | number)[], fallback: () => Promise<number[]>): Promise<number[]> {
+    if (NOT_PERMITTED.test(String(error))) {
+      this.usable = false;
+      return fallback();
     }
+    if (!NOT_LOADED.test(String(error))) throw error;
+    await this.load();
+    if (!this.usable) return fallback();
+    return (await this.client.fcall(name, keys.length, ...keys, ...args)) as number[];
   }
 
   private async loadEverywhere(): Promise<void> {

@@ -29,9 +29,9 @@ export const REPLAY_SLACK_MS = 1_000;
  * differ by up to this much all find it until their own clock passes its end.
  */
 export const CALLER_CLOCK_SLACK_MS = 1_000;
-/** A lean script's arguments (single.lua): 7 on Redis TIME, the caller's `now` as an 8th. */
-export const SINGLE_ARGS_ON_REDIS_TIME = 7;
-export const SINGLE_ARGS_ON_CALLER_CLOCK = 8;
+/** A lean script's arguments (single.lua): policy, op and cost on Redis TIME, the caller's `now` as a 4th. */
+export const SINGLE_ARGS_ON_REDIS_TIME = 3;
+export const SINGLE_ARGS_ON_CALLER_CLOCK = 4;
 
 /** Where the first decision starts in the script's reply (after the decision time). */
 export const RESULT_START = 1;
@@ -81,16 +81,22 @@ export function hasLeanScript(policy: CompiledPolicy): boolean {
   return policy.algorithm !== 'sliding-log' && policy.precision === 1 && policy.blockMs === 0 && policy.calendar === undefined;
 }
 
+/** Each policy's first lean-script argument, made once: the script parses a policy's text once too. */
+const singlePolicyTexts = new WeakMap<CompiledPolicy, string>();
+
 /**
- * The arguments of a lean script (scripts/single.lua): the policy's window, limit, capacity and
- * nominal capacity, its flags (count_rejected 1 + first_hit 2), the op and the cost; then, on the
- * caller's clock, `now`.
+ * The arguments of a lean script (scripts/single.lua): the policy's window, limit, capacity,
+ * nominal capacity and flags (count_rejected 1 + first_hit 2) as one text, the op and the cost;
+ * then, on the caller's clock, `now`.
  */
-export function singleDecisionArgs(policy: CompiledPolicy, op: number, cost: number, now?: number): number[] {
-  const flags = (policy.countRejected ? 1 : 0) + (policy.firstHit ? 2 : 0);
-  const args = [policy.windowMs, policy.limit, policy.capacity, policy.nominalCapacity, flags, op, cost];
-  if (now !== undefined) args.push(now);
-  return args;
+export function singleDecisionArgs(policy: CompiledPolicy, op: number, cost: number, now?: number): (string | number)[] {
+  let text = singlePolicyTexts.get(policy);
+  if (text === undefined) {
+    const flags = (policy.countRejected ? 1 : 0) + (policy.firstHit ? 2 : 0);
+    text = `${policy.windowMs} ${policy.limit} ${policy.capacity} ${policy.nominalCapacity} ${flags}`;
+    singlePolicyTexts.set(policy, text);
+  }
+  return now === undefined ? [text, op, cost] : [text, op, cost, now];
 }
 
 /** Builds the decision from the script's integers at `offset`; reasons ≥ 10 are the caller's to raise. */

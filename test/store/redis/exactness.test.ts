@@ -10,6 +10,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../../src/algorithms/catalog.js';
 import { createLimiter, type Policy } from '../../../src/index.js';
@@ -62,6 +63,44 @@ describe.each([
   it.each(ALGORITHMS)('%s admits exactly the limit', (algorithm) => {
     expect(tallies.get(algorithm)).toEqual({ admitted: LIMIT, failed: 0 });
   });
+});
+
+/** FCALLs made so far on `nodes` (INFO commandstats): a lone decision is one. */
+async function fcallsOn(nodes: readonly { host: string; port: number }[]): Promise<number> {
+  let calls = 0;
+  for (const node of nodes) {
+    const client = new Redis(node.port, node.host);
+    try {
+      calls += Number(/cmdstat_fcall:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+    } finally {
+      client.disconnect();
+    }
+  }
+  return calls;
+}
+
+/**
+ * Lone decisions (scripts/single.lua by FCALL): the hammer above always has a batch waiting, so it
+ * never takes the lean path. Here each process has one decision in flight, on one algorithm at a
+ * time, so every call is a batch of one; the FCALLs counted on the servers prove it.
+ */
+describe.each([
+  ['single Redis', () => ({ url: redis.single.url, commandTimeoutMs: 20_000 }), () => [{ host: '127.0.0.1', port: Number(new URL(redis.single.url).port) }]],
+  ['Redis Cluster', () => ({ cluster: redis.cluster.nodes, commandTimeoutMs: 20_000 }), () => redis.cluster.nodes],
+])(`exactness of lone decisions across ${PROCESSES} processes on %s`, (_topology, storeOptions, nodes) => {
+  const LONE_ATTEMPTS = 1_200;
+  it.each(['fixed-window', 'token-bucket', 'sliding-window'] as const)('%s admits exactly the limit', async (algorithm) => {
+    const job = { policy: { algorithm, limit: LIMIT, window: '1d' }, key: `lone:${algorithm}:${Date.now()}` };
+    const before = await fcallsOn(nodes());
+    const outputs = await Promise.all(
+      Array.from({ length: PROCESSES }, () =>
+        runWorker(process.execPath, [WORKER, JSON.stringify(storeOptions()), JSON.stringify([job]), String(LONE_ATTEMPTS / PROCESSES), '1', JSON.stringify({ failureMode: 'throw' })]),
+      ),
+    );
+    const tallies = outputs.map(({ stdout }) => (JSON.parse(stdout) as Tally[])[0]!);
+    expect(tallies.reduce((total, part) => ({ admitted: total.admitted + part.admitted, failed: total.failed + part.failed }))).toEqual({ admitted: LIMIT, failed: 0 });
+    expect((await fcallsOn(nodes())) - before).toBeGreaterThanOrEqual(LONE_ATTEMPTS);
+  }, 120_000);
 });
 
 /** Three states of three algorithms (a day's window, one explicit `now`: nothing refills). */

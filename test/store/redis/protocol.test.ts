@@ -54,6 +54,8 @@ const expected: Record<string, number> = {
   CALLER_CLOCK_SLACK: protocol.CALLER_CLOCK_SLACK_MS,
   ARGS_ON_REDIS_TIME: protocol.SINGLE_ARGS_ON_REDIS_TIME,
   ARGS_ON_CALLER_CLOCK: protocol.SINGLE_ARGS_ON_CALLER_CLOCK,
+  // Lua's own, no TypeScript counterpart: how many parsed policies single.lua holds per library load.
+  POLICY_CACHE_SIZE: 256,
 };
 
 describe('the Redis script protocol', () => {

@@ -20,14 +20,14 @@ const YEAR = 31_536_000_000;
 describe('the lean scripts', () => {
   it('have pinned SHA1s (a changed script must change this test on purpose)', () => {
     expect(Object.fromEntries(Object.entries(SINGLE_SCRIPTS).map(([algorithm, script]) => [algorithm, script.sha1]))).toEqual({
-      'fixed-window': '7ce4034277fac5be4da78faede6533cf58dd9980',
-      'sliding-window': '0056cc155bf64906bba9d4064c3289765ec5c22c',
-      'token-bucket': '9e7445039d662855010aff301d6c86686ba57a2b',
-      'leaky-bucket': '17bfd0b4812cca57a70291328979e01e3e1f88b4',
-      gcra: 'c8ff3d95db4fb90555fd33efb994e2243e01641a',
+      'fixed-window': '11f7e411761577992a854d5f28a1275b8c8ed49b',
+      'sliding-window': '5cb154cb468bea22ac0ad0dc96f5bbf2bfe50cbb',
+      'token-bucket': 'f4c1a65c415898aab53edce39b1d69477305931d',
+      'leaky-bucket': 'cc21c80fa46eae99237f2c6a22d70bb9a669a25b',
+      gcra: '55754a7785a8e2e2aaf72294062a036957df44d7',
     });
     // The lean library's name carries the hash of its source: a changed file changes it.
-    expect(LEAN_LIBRARY.name).toBe('tollgate_33f9c5945e8f');
+    expect(LEAN_LIBRARY.name).toBe('tollgate_912f04e4760c');
   });
 
   it('are what Redis computes for SCRIPT LOAD', () => {
@@ -84,21 +84,49 @@ describe('the lean scripts', () => {
     }
   });
 
-  it('fail loudly on bad arguments rather than writing NaN', async () => {
+  it('fail loudly on bad arguments rather than writing NaN, by EVALSHA and by FCALL (a policy once accepted or not)', async () => {
     const client = new Redis(server.url);
     try {
       const key = 'tollgate:{bad}f1s';
-      const call = (args: (string | number)[]) => client.eval(SINGLE_SCRIPTS['fixed-window']!.source, 1, key, ...args);
-      // [window, limit, capacity, nominal, flags, op, cost]
-      await expect(call([1000, 10, 10, 10, 0, 1, 'NaN'])).rejects.toThrow(/argument 7 is not valid: NaN/);
-      await expect(call([1000, 10, 10, 10, 0, 1, 1.5])).rejects.toThrow(/argument 7 is not valid: 1.5/);
-      await expect(call(['Infinity', 10, 10, 10, 0, 1, 1])).rejects.toThrow(/argument 1 is not valid/);
-      await expect(call([1000, 0, 10, 10, 0, 1, 1])).rejects.toThrow(/out of range/);
-      await expect(call([1000, 10, 10, 10, 4, 1, 1])).rejects.toThrow(/out of range/);
-      await expect(call([1000, 10, 10, 10, 0, 3, 1])).rejects.toThrow(/out of range/);
-      await expect(call([1000, 10, 10, 10, 0, 1, 0])).rejects.toThrow(/out of range/);
-      await expect(call([1000, 10, 10, 10, 0, 1])).rejects.toThrow(/argument 7 is not valid: nil/);
+      await client.function('LOAD', 'REPLACE', LEAN_LIBRARY.source);
+      const byEval = (args: (string | number)[]) => client.eval(SINGLE_SCRIPTS['fixed-window']!.source, 1, key, ...args);
+      const byFcall = (args: (string | number)[]) => client.fcall(LEAN_LIBRARY.functions['fixed-window']!, 1, key, ...args);
+      for (const call of [byEval, byFcall]) {
+        // ["window limit capacity nominal flags", op, cost]; a valid policy first, so FCALL holds it parsed.
+        await expect(call(['1000 10 10 10 0', 2, 0])).resolves.toHaveLength(7);
+        await expect(call(['1000 10 10 10 0', 1, 'NaN'])).rejects.toThrow(/argument 3 is not valid: NaN/);
+        await expect(call(['1000 10 10 10 0', 1, 1.5])).rejects.toThrow(/argument 3 is not valid: 1.5/);
+        await expect(call(['1000 10 10 10 0', 1, 0])).rejects.toThrow(/argument 3 is not valid: 0/);
+        await expect(call(['1000 10 10 10 0', 3, 1])).rejects.toThrow(/argument 2 is not valid: 3/);
+        await expect(call(['Infinity 10 10 10 0', 1, 1])).rejects.toThrow(/argument 1 is not valid: Infinity 10 10 10 0/);
+        await expect(call(['1000 0 10 10 0', 1, 1])).rejects.toThrow(/argument 1 is not valid/);
+        await expect(call(['1000 10 10 10 4', 1, 1])).rejects.toThrow(/argument 1 is not valid/);
+        await expect(call(['1000 10 10 10', 1, 1])).rejects.toThrow(/argument 1 is not valid/);
+        await expect(call(['1000 10 10 10 0 0', 1, 1])).rejects.toThrow(/argument 1 is not valid/);
+        await expect(call(['1000  10 10 10 0', 1, 1])).rejects.toThrow(/argument 1 is not valid/);
+        await expect(call(['1000 10 10 10 0', 1, 1, 'x'])).rejects.toThrow(/argument 4 is not valid: x/);
+        await expect(call(['1000 10 10 10 0', 1])).rejects.toThrow(/out of range: 1 keys, 2 arguments/);
+      }
       expect(await client.exists(key)).toBe(0);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('keep deciding right past the parsed policies they hold (all emptied at 256), each algorithm with its own', async () => {
+    const client = new Redis(server.url);
+    try {
+      await client.function('LOAD', 'REPLACE', LEAN_LIBRARY.source);
+      // 300 policies, each on two algorithms whose texts are equal: every first hit admits and shows limit - 1.
+      for (let limit = 1; limit <= 300; limit++) {
+        for (const algorithm of ['fixed-window', 'token-bucket'] as const) {
+          const reply = (await client.fcall(LEAN_LIBRARY.functions[algorithm]!, 1, `tollgate:{cache}${algorithm}${limit}`, `60000 ${limit} ${limit} ${limit} 0`, 1, 1)) as number[];
+          expect(reply.slice(1, 3), `${algorithm} limit ${limit}`).toEqual([1, limit - 1]);
+        }
+      }
+      // A policy met again after the emptying, with a cost that leaves it one.
+      const again = (await client.fcall(LEAN_LIBRARY.functions['fixed-window']!, 1, 'tollgate:{cache}again', '60000 7 7 7 0', 1, 6)) as number[];
+      expect(again.slice(1, 3)).toEqual([1, 1]);
     } finally {
       client.disconnect();
     }
