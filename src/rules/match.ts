@@ -27,11 +27,19 @@ const READABLE_KEY_LENGTH = 256;
 /** Finds the limit for one descriptor, or undefined. */
 export function matchDescriptor(root: RuleNode, domain: string, entries: readonly DescriptorEntry[]): Match | undefined {
   const reached = walkDescriptor(root, domain, entries);
-  return reached?.node.rule === undefined ? undefined : { rule: reached.node.rule, counterKey: reached.counterKey };
+  // What the walk reached is the match itself (its rule read as the walk ended): no second object.
+  return reached?.rule === undefined ? undefined : (reached as Match);
+}
+
+/** Where a descriptor's walk ended: the node, its rule then, and the counter key. */
+export interface Reached {
+  readonly node: RuleNode;
+  readonly rule: CompiledRule | undefined;
+  readonly counterKey: string;
 }
 
 /** The node the descriptor's last entry reaches, and its counter key; undefined when the walk runs out of tree. */
-export function walkDescriptor(root: RuleNode, domain: string, entries: readonly DescriptorEntry[]): { readonly node: RuleNode; readonly counterKey: string } | undefined {
+export function walkDescriptor(root: RuleNode, domain: string, entries: readonly DescriptorEntry[]): Reached | undefined {
   if (entries.length === 0) return undefined;
   let node = root;
   let counterKey = escapePart(domain);
@@ -55,7 +63,7 @@ export function walkDescriptor(root: RuleNode, domain: string, entries: readonly
     next ??= node.keyOnly.get(key);
     if (next === undefined) return undefined;
     counterKey += `|${escapePart(key)}=${escapePart(counted)}`;
-    if (i === entries.length - 1) return { node: next, counterKey: shorten(counterKey) };
+    if (i === entries.length - 1) return { node: next, rule: next.rule, counterKey: shorten(counterKey) };
     if (!next.hasChildren) return undefined;
     node = next;
   }
