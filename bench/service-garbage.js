@@ -11,6 +11,9 @@
 //                   answers Tollgate's exact headers and body, no decision
 //   tollgate-mem    node dist/cli/main.js serve --config examples/rules (memory store)
 //   tollgate-redis  the same with --redis on its own redis-server (--save '' --appendonly no)
+//   tollgate-mem-before  with --before DIR: tollgate-mem from another checkout's build (DIR/dist,
+//                   e.g. main's in a worktree), for garbage before/after in one run
+// --subjects a,b,...: only these (default: all but tollgate-mem-before, which --before adds).
 // Writes bench/results/service-garbage.json and prints a Markdown table (medians of the repeats).
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -27,6 +30,9 @@ const argv = process.argv.slice(2);
 const option = (name, fallback) => (argv.includes(`--${name}`) ? Number(argv[argv.indexOf(`--${name}`) + 1]) : fallback);
 const REPEATS = option('repeats', 3);
 const DURATION_S = option('duration', 8);
+const textOption = (name) => (argv.includes(`--${name}`) ? argv[argv.indexOf(`--${name}`) + 1] : undefined);
+const BEFORE = textOption('before');
+const ONLY = textOption('subjects')?.split(',');
 
 const WRK_SCRIPT = `
 local N = 100000
@@ -90,13 +96,14 @@ async function main() {
   const redisPort = await freePort();
   const pidFile = join(workDir, 'redis.pid');
   execFileSync('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--pidfile', pidFile, '--dir', workDir]);
-  const serve = (extra) => (port) => [join(ROOT, 'dist', 'cli', 'main.js'), 'serve', '--config', join(ROOT, 'examples', 'rules'), '--port', String(port), '--grpc-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra];
+  const serve = (extra, root = ROOT) => (port) => [join(root, 'dist', 'cli', 'main.js'), 'serve', '--config', join(ROOT, 'examples', 'rules'), '--port', String(port), '--grpc-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra];
   const subjects = [
     { id: 'hello', args: (port) => [join(HERE, 'service-hello.js'), 'http', String(port)] },
     { id: 'same-response', args: (port) => [join(HERE, 'service-variants.js'), 'same-response', String(port)] },
     { id: 'tollgate-mem', args: serve([]) },
+    ...(BEFORE !== undefined ? [{ id: 'tollgate-mem-before', args: serve([], BEFORE) }] : []),
     { id: 'tollgate-redis', args: serve(['--redis', `redis://127.0.0.1:${redisPort}`]) },
-  ];
+  ].filter(({ id }) => ONLY === undefined || ONLY.includes(id) || (id === 'tollgate-mem-before' && BEFORE !== undefined));
   const samples = [];
   try {
     for (const subject of subjects) subject.server = await startTraced(subject.id, subject.args, workDir);

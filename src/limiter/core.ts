@@ -383,6 +383,8 @@ export class CoreLimiter implements LimiterCore {
     const ledgered = mode === 'limit' && !zero && decidable.some((request) => request.policy.ledger !== undefined) && this.recorder.check() !== undefined;
     let decided = decidable.length === 0 ? [] : this.top.all(decidable, now, mode, mode === 'limit' && !zero, options);
     if (ledgered) decided = this.recorder.afterAll(decided, decidable, options?.requestId);
+    // The usual call (limits, none of 0) takes the decisions as they are: no closure made for it.
+    if (mode !== 'look' && !zero) return decided;
     const finish = (decisions: Decision[]): Decision[] => {
       const list = mode === 'look' ? decisions.map(unspent) : decisions;
       if (!zero) return list;
