@@ -8,6 +8,7 @@
 // arrived during one).
 //
 //   npm run build && node bench/service-half-load.js --before /tmp/main-checkout [--repeats 5] [--duration 8]
+//     [--quiet-limit 0.25] [--quiet-wait 15]   (each run first waits that long at most for other processes to use that few cores)
 //
 // --before DIR: the other build (DIR/dist, e.g. main's in a git worktree). Servers are child
 // processes on free loopback ports, killed by PID. Writes bench/results/service-half-load.json.
@@ -18,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { children, freePort, stopChild, waitForPort } from './support/children.js';
+import { quietWaiter } from './support/cpu.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(HERE);
@@ -28,6 +30,8 @@ const DURATION_S = Number(text('duration') ?? 8);
 const MAX_DURATION_S = Number(text('max-duration') ?? 5);
 const BEFORE = text('before');
 const CONNECTIONS = 64;
+// Before each run: wait (up to --quiet-wait s) until other processes use at most --quiet-limit cores.
+const quiet = quietWaiter({ limitCores: Number(text('quiet-limit') ?? 0.25), maxWaitS: Number(text('quiet-wait') ?? 15), sampleMs: 500 });
 if (BEFORE === undefined) {
   console.error('usage: node bench/service-half-load.js --before DIR [--repeats 5] [--duration 8]');
   process.exit(2);
@@ -105,12 +109,13 @@ const median = (values) => {
 
 /** One wrk run against `server`, with the scavenges its log shows meanwhile. */
 async function measure(server, durationS, scriptFile) {
+  const { foreignBeforeCores } = await quiet.wait();
   const from = statSync(server.logFile).size;
   const load = await runWrk(server.port, durationS, scriptFile);
   await sleep(200);
   const pauses = scavengePauses(readFileSync(server.logFile, 'utf8').slice(from)).sort((a, b) => a - b);
   const pausedMs = pauses.reduce((sum, pause) => sum + pause, 0);
-  return { ...load, scavengesPerSecond: pauses.length / durationS, pauseMedianMs: median(pauses) ?? 0, pauseMaxMs: pauses.at(-1) ?? 0, pausedShare: pausedMs / (durationS * 1000), loadAverage: loadavg()[0] };
+  return { ...load, scavengesPerSecond: pauses.length / durationS, pauseMedianMs: median(pauses) ?? 0, pauseMaxMs: pauses.at(-1) ?? 0, pausedShare: pausedMs / (durationS * 1000), loadAverage: loadavg()[0], foreignBeforeCores };
 }
 
 async function main() {
@@ -153,7 +158,7 @@ async function main() {
         const sample = { kind: 'half', subject: subject.id, round, targetPerSecond: subject.rate, ...(await measure(subject.server, DURATION_S, subject.pacedScript)) };
         samples.push(sample);
         console.error(
-          `r${round} ${subject.id.padEnd(6)} ${Math.round(sample.perSecond)}/s p50 ${(sample.p50Us / 1000).toFixed(2)} p99 ${(sample.p99Us / 1000).toFixed(2)} ms; ${sample.scavengesPerSecond.toFixed(1)} scavenges/s, pause median ${sample.pauseMedianMs.toFixed(2)} max ${sample.pauseMaxMs.toFixed(2)} ms (load ${sample.loadAverage.toFixed(1)})`,
+          `r${round} ${subject.id.padEnd(6)} ${Math.round(sample.perSecond)}/s p50 ${(sample.p50Us / 1000).toFixed(2)} p99 ${(sample.p99Us / 1000).toFixed(2)} ms; ${sample.scavengesPerSecond.toFixed(1)} scavenges/s, pause median ${sample.pauseMedianMs.toFixed(2)} max ${sample.pauseMaxMs.toFixed(2)} ms (load ${sample.loadAverage.toFixed(1)}, others ${sample.foreignBeforeCores.toFixed(2)} cores before)`,
         );
       }
     }

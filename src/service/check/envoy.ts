@@ -146,13 +146,17 @@ export function envoyResponseOptions(ctx: { readonly options: Pick<ServiceOption
  * The headers `options` ask for: none, envoy's three, or Tollgate's full set; and, whatever they
  * ask, `tollgate-blocked` when a block refused the check (envoy's answer has no other place to say it).
  */
-export function responseHeadersOf(result: CheckResult, options: EnvoyResponseOptions): { key: string; value: string }[] {
+export function responseHeadersOf(result: CheckResult, options: EnvoyResponseOptions): readonly { key: string; value: string }[] {
   if (options.headers === 'full') return Object.entries(checkHeaders(result)).map(([key, value]) => ({ key, value }));
   const blocked = blockedHeaderValue(result);
+  // The default (no headers asked, nothing blocked): one empty list for every answer.
+  if (options.headers === undefined && blocked === undefined) return NO_HEADERS;
   const headers = options.headers === undefined ? [] : envoyHeaders(result, options.headers);
   if (blocked !== undefined) headers.push({ key: BLOCKED_HEADER, value: blocked });
   return headers;
 }
+
+const NO_HEADERS: readonly { key: string; value: string }[] = Object.freeze([]);
 
 /** envoy's LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER. */
 export interface EnvoyHeaderNames {
