@@ -15,14 +15,14 @@
 //                   e.g. main's in a worktree), for garbage before/after in one run
 // --subjects a,b,...: only these (default: all but tollgate-mem-before, which --before adds).
 // Writes bench/results/service-garbage.json and prints a Markdown table (medians of the repeats).
-import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execFile, execFileSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { children, freePort, stopChild, waitForPort } from './support/children.js';
+import { freePort, stopChild } from './support/children.js';
+import { scavenges, startTraced } from './support/gc-trace.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(HERE);
@@ -58,29 +58,6 @@ function runWrk(port, durationS, script) {
       resolve({ requests, perSecond, non2xx });
     }),
   );
-}
-
-/** Scavenges in a --trace-gc log: freed bytes and pause of each. */
-function scavenges(log) {
-  const found = [];
-  for (const m of log.matchAll(/Scavenge\S*\s+([\d.]+) \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB, ([\d.]+)/g)) {
-    found.push({ freed: (Number(m[1]) - Number(m[2])) * 2 ** 20, pauseMs: Number(m[3]) });
-  }
-  return found;
-}
-
-/** A server under --trace-gc, its output (the GC trace) in a file. */
-async function startTraced(name, args, workDir) {
-  const port = await freePort();
-  const logFile = join(workDir, `${name}.log`);
-  const fd = openSync(logFile, 'w');
-  const proc = spawn(process.execPath, ['--trace-gc', ...args(port)], { stdio: ['ignore', fd, fd] });
-  closeSync(fd);
-  children.set(proc.pid, { name, proc });
-  proc.on('exit', () => children.delete(proc.pid));
-  const child = { name, pid: proc.pid, proc, output: () => readFileSync(logFile, 'utf8').slice(-2000) };
-  await waitForPort(child, port);
-  return { ...child, port, logFile };
 }
 
 function median(values) {

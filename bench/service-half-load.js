@@ -12,13 +12,15 @@
 //
 // --before DIR: the other build (DIR/dist, e.g. main's in a git worktree). Servers are child
 // processes on free loopback ports, killed by PID. Writes bench/results/service-half-load.json.
-import { execFile, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { children, freePort, stopChild, waitForPort } from './support/children.js';
+import { stopChild } from './support/children.js';
+import { scavenges, startTraced } from './support/gc-trace.js';
+import { envoyWrkScript } from './support/wrk-script.js';
 import { quietWaiter } from './support/cpu.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -37,30 +39,7 @@ if (BEFORE === undefined) {
   process.exit(2);
 }
 
-function script(meanDelayMs) {
-  return `
-local N = 100000
-local threads = 0
-counter = 0
-function setup(thread)
-  thread:set("offset", threads * 50000)
-  thread:set("tid", threads)
-  threads = threads + 1
-end
-function init(args)
-  math.randomseed(1000 + tid * 7919)
-end
-local floor = math.floor
-local headers = { ["Content-Type"] = "application/json" }
-function request()
-  local n = (offset + counter) % N
-  counter = counter + 1
-  local ip = "10." .. floor(n / 65536) .. "." .. (floor(n / 256) % 256) .. "." .. (n % 256)
-  return wrk.format("POST", "/json", headers, '{"domain":"per_ip","descriptors":[{"entries":[{"key":"remote_address","value":"' .. ip .. '"}]}]}')
-end
-${meanDelayMs !== undefined ? `function delay()\n  return math.random() * ${2 * meanDelayMs}\nend` : ''}
-`;
-}
+const script = (meanDelayMs) => envoyWrkScript({ meanDelayMs });
 
 const UNIT_US = { us: 1, ms: 1000, s: 1_000_000 };
 const microseconds = (value) => {
@@ -83,24 +62,6 @@ function runWrk(port, durationS, scriptFile) {
   );
 }
 
-/** Scavenges in a --trace-gc log: their pauses. */
-function scavengePauses(log) {
-  return [...log.matchAll(/Scavenge\S*\s+[\d.]+ \([\d.]+\) -> [\d.]+ \([\d.]+\) MB, ([\d.]+)/g)].map((m) => Number(m[1]));
-}
-
-async function startTraced(name, args, workDir) {
-  const port = await freePort();
-  const logFile = join(workDir, `${name}.log`);
-  const fd = openSync(logFile, 'w');
-  const proc = spawn(process.execPath, ['--trace-gc', ...args(port)], { stdio: ['ignore', fd, fd] });
-  closeSync(fd);
-  children.set(proc.pid, { name, proc });
-  proc.on('exit', () => children.delete(proc.pid));
-  const child = { name, pid: proc.pid, proc, output: () => readFileSync(logFile, 'utf8').slice(-2000) };
-  await waitForPort(child, port);
-  return { ...child, port, logFile };
-}
-
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
@@ -113,7 +74,7 @@ async function measure(server, durationS, scriptFile) {
   const from = statSync(server.logFile).size;
   const load = await runWrk(server.port, durationS, scriptFile);
   await sleep(200);
-  const pauses = scavengePauses(readFileSync(server.logFile, 'utf8').slice(from)).sort((a, b) => a - b);
+  const pauses = scavenges(readFileSync(server.logFile, 'utf8').slice(from)).map((gc) => gc.pauseMs).sort((a, b) => a - b);
   const pausedMs = pauses.reduce((sum, pause) => sum + pause, 0);
   return { ...load, scavengesPerSecond: pauses.length / durationS, pauseMedianMs: median(pauses) ?? 0, pauseMaxMs: pauses.at(-1) ?? 0, pausedShare: pausedMs / (durationS * 1000), loadAverage: loadavg()[0], foreignBeforeCores };
 }
