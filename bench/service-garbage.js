@@ -11,15 +11,18 @@
 //                   answers Tollgate's exact headers and body, no decision
 //   tollgate-mem    node dist/cli/main.js serve --config examples/rules (memory store)
 //   tollgate-redis  the same with --redis on its own redis-server (--save '' --appendonly no)
+//   tollgate-mem-before  with --before DIR: tollgate-mem from another checkout's build (DIR/dist,
+//                   e.g. main's in a worktree), for garbage before/after in one run
+// --subjects a,b,...: only these (default: all but tollgate-mem-before, which --before adds).
 // Writes bench/results/service-garbage.json and prints a Markdown table (medians of the repeats).
-import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execFile, execFileSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { children, freePort, stopChild, waitForPort } from './support/children.js';
+import { freePort, stopChild } from './support/children.js';
+import { scavenges, startTraced } from './support/gc-trace.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(HERE);
@@ -27,6 +30,9 @@ const argv = process.argv.slice(2);
 const option = (name, fallback) => (argv.includes(`--${name}`) ? Number(argv[argv.indexOf(`--${name}`) + 1]) : fallback);
 const REPEATS = option('repeats', 3);
 const DURATION_S = option('duration', 8);
+const textOption = (name) => (argv.includes(`--${name}`) ? argv[argv.indexOf(`--${name}`) + 1] : undefined);
+const BEFORE = textOption('before');
+const ONLY = textOption('subjects')?.split(',');
 
 const WRK_SCRIPT = `
 local N = 100000
@@ -54,29 +60,6 @@ function runWrk(port, durationS, script) {
   );
 }
 
-/** Scavenges in a --trace-gc log: freed bytes and pause of each. */
-function scavenges(log) {
-  const found = [];
-  for (const m of log.matchAll(/Scavenge\S*\s+([\d.]+) \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB, ([\d.]+)/g)) {
-    found.push({ freed: (Number(m[1]) - Number(m[2])) * 2 ** 20, pauseMs: Number(m[3]) });
-  }
-  return found;
-}
-
-/** A server under --trace-gc, its output (the GC trace) in a file. */
-async function startTraced(name, args, workDir) {
-  const port = await freePort();
-  const logFile = join(workDir, `${name}.log`);
-  const fd = openSync(logFile, 'w');
-  const proc = spawn(process.execPath, ['--trace-gc', ...args(port)], { stdio: ['ignore', fd, fd] });
-  closeSync(fd);
-  children.set(proc.pid, { name, proc });
-  proc.on('exit', () => children.delete(proc.pid));
-  const child = { name, pid: proc.pid, proc, output: () => readFileSync(logFile, 'utf8').slice(-2000) };
-  await waitForPort(child, port);
-  return { ...child, port, logFile };
-}
-
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
@@ -90,13 +73,14 @@ async function main() {
   const redisPort = await freePort();
   const pidFile = join(workDir, 'redis.pid');
   execFileSync('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--pidfile', pidFile, '--dir', workDir]);
-  const serve = (extra) => (port) => [join(ROOT, 'dist', 'cli', 'main.js'), 'serve', '--config', join(ROOT, 'examples', 'rules'), '--port', String(port), '--grpc-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra];
+  const serve = (extra, root = ROOT) => (port) => [join(root, 'dist', 'cli', 'main.js'), 'serve', '--config', join(ROOT, 'examples', 'rules'), '--port', String(port), '--grpc-port', '0', '--admin-port', '0', '--host', '127.0.0.1', '--log-level', 'silent', ...extra];
   const subjects = [
     { id: 'hello', args: (port) => [join(HERE, 'service-hello.js'), 'http', String(port)] },
     { id: 'same-response', args: (port) => [join(HERE, 'service-variants.js'), 'same-response', String(port)] },
     { id: 'tollgate-mem', args: serve([]) },
+    ...(BEFORE !== undefined ? [{ id: 'tollgate-mem-before', args: serve([], BEFORE) }] : []),
     { id: 'tollgate-redis', args: serve(['--redis', `redis://127.0.0.1:${redisPort}`]) },
-  ];
+  ].filter(({ id }) => ONLY === undefined || ONLY.includes(id) || (id === 'tollgate-mem-before' && BEFORE !== undefined));
   const samples = [];
   try {
     for (const subject of subjects) subject.server = await startTraced(subject.id, subject.args, workDir);

@@ -378,7 +378,9 @@ export class CoreLimiter implements LimiterCore {
     }
     if (options !== undefined) checkCallOptions(options);
     const now = this.callTime(options);
-    const prepared = requests.map((request) => this.prepare(request, mode));
+    // Loops, and the closures apart (finishGroup): the usual call makes no closure or context (issue 32).
+    const prepared: GroupRequest[] = [];
+    for (const request of requests) prepared.push(this.prepare(request, mode));
     if (prepared.length === 0) return [];
     // A call of one limit with a lease or local-first (a rule's lease_size, sync_interval_ms) is
     // decided as a single decision: those layers decide one limit at a time.
@@ -387,22 +389,18 @@ export class CoreLimiter implements LimiterCore {
       const { key, policy, cost } = prepared[0]!;
       let decided = this.top.one(key, policy, cost, now, mode, { ...options, cost, failureMode: prepared[0]!.failureMode ?? options?.failureMode, lease: only.lease, syncIntervalMs: only.syncIntervalMs });
       if (policy.ledger !== undefined) decided = this.recorder.after(decided, key, policy, cost, options?.requestId);
-      return decided instanceof Promise ? decided.then((decision) => [decision]) : [decided];
+      return decided instanceof Promise ? decided.then(alone) : [decided];
     }
     // A limit of 0 denies the whole request: the others are only looked at, never recorded.
-    const zero = prepared.some((request) => request.policy.limit === 0);
-    const decidable = zero ? prepared.filter((request) => request.policy.limit !== 0) : prepared;
-    const ledgered = mode === 'limit' && !zero && decidable.some((request) => request.policy.ledger !== undefined) && this.recorder.check() !== undefined;
+    let zero = false;
+    for (const request of prepared) if (request.policy.limit === 0) zero = true;
+    const decidable = zero ? prepared.filter(hasLimit) : prepared;
+    const ledgered = mode === 'limit' && !zero && decidable.some(hasLedger) && this.recorder.check() !== undefined;
     let decided = decidable.length === 0 ? [] : this.top.all(decidable, now, mode, mode === 'limit' && !zero, options);
     if (ledgered) decided = this.recorder.afterAll(decided, decidable, options?.requestId);
-    const finish = (decisions: Decision[]): Decision[] => {
-      const list = mode === 'look' ? decisions.map(unspent) : decisions;
-      if (!zero) return list;
-      const time = list[0]?.now ?? now ?? currentTime();
-      let next = 0;
-      return prepared.map((request) => (request.policy.limit === 0 ? limitZero(request.policy, time) : list[next++]!));
-    };
-    return decided instanceof Promise ? decided.then(finish) : finish(decided);
+    // The usual call (limits, none of 0) takes the decisions as they are.
+    if (mode !== 'look' && !zero) return decided;
+    return finishGroup(decided, prepared, mode, zero, now);
   }
 
   /** The call's `now`, else the limiter's clock, else undefined (the store's own time). */
@@ -424,6 +422,22 @@ export class CoreLimiter implements LimiterCore {
     const cost = request.cost === undefined ? 1 : checkCost(request.cost);
     return { key, policy, cost: mode === 'look' || mode === 'probe' ? 0 : cost, failureMode: request.failureMode };
   }
+}
+
+const alone = (decision: Decision): Decision[] => [decision];
+const hasLimit = (request: GroupRequest): boolean => request.policy.limit !== 0;
+const hasLedger = (request: GroupRequest): boolean => request.policy.ledger !== undefined;
+
+/** A group's answer for a look (unspent) or with limits of 0 (each denied, in its place among the others). */
+function finishGroup(decided: MaybePromise<Decision[]>, prepared: readonly GroupRequest[], mode: DecideMode, zero: boolean, now: number | undefined): MaybePromise<Decision[]> {
+  const finish = (decisions: Decision[]): Decision[] => {
+    const list = mode === 'look' ? decisions.map(unspent) : decisions;
+    if (!zero) return list;
+    const time = list[0]?.now ?? now ?? currentTime();
+    let next = 0;
+    return prepared.map((request) => (request.policy.limit === 0 ? limitZero(request.policy, time) : list[next++]!));
+  };
+  return decided instanceof Promise ? decided.then(finish) : finish(decided);
 }
 
 /** Runs `decide` and always answers with a promise: thrown input errors become rejections. */

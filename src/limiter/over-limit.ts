@@ -144,11 +144,9 @@ export class OverLimitLayer extends PassThroughLayer {
     const cached = cache.lookup(key, policy, cost, now);
     if (cached !== undefined) return cached;
     const decided = this.below.one(key, policy, cost, now, mode, options);
-    const remember = (decision: Decision): Decision => {
-      cache.remember(key, policy, cost, decision, now);
-      return decision;
-    };
-    return decided instanceof Promise ? decided.then(remember) : remember(decided);
+    if (decided instanceof Promise) return rememberLater(decided, cache, key, policy, cost, now);
+    cache.remember(key, policy, cost, decided, now);
+    return decided;
   }
 
   override all(requests: readonly GroupRequest[], now: number | undefined, mode: DecideMode, commit: boolean, options: LimitAllOptions | undefined): MaybePromise<Decision[]> {
@@ -162,11 +160,9 @@ export class OverLimitLayer extends PassThroughLayer {
     const cached = this.cache.lookup(single.key, single.policy, single.cost, now);
     if (cached !== undefined) return [cached];
     const decided = this.below.all(requests, now, mode, commit, options);
-    const remember = (decisions: Decision[]): Decision[] => {
-      this.cache.remember(single.key, single.policy, single.cost, decisions[0]!, now);
-      return decisions;
-    };
-    return decided instanceof Promise ? decided.then(remember) : remember(decided);
+    if (decided instanceof Promise) return rememberLater(decided, this.cache, single.key, single.policy, single.cost, now);
+    this.cache.remember(single.key, single.policy, single.cost, decided[0]!, now);
+    return decided;
   }
 
   /** A settle may refund: a denial remembered for the key may no longer hold. */
@@ -182,4 +178,15 @@ export class OverLimitLayer extends PassThroughLayer {
   protected override clear(): void {
     this.cache.clear();
   }
+}
+
+/**
+ * Remembers the (first) decision once `decided` settles. Apart from the layer's methods, so that a
+ * synchronous answer (the memory store) makes no closure or context for it (issue 32).
+ */
+function rememberLater<T extends Decision | Decision[]>(decided: Promise<T>, cache: OverLimitCache, key: string, policy: CompiledPolicy, cost: number, now: number | undefined): Promise<T> {
+  return decided.then((answer) => {
+    cache.remember(key, policy, cost, Array.isArray(answer) ? answer[0]! : (answer as Decision), now);
+    return answer;
+  });
 }

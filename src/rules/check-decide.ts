@@ -5,13 +5,13 @@
  * them are over, shadow-mode limits never denying — then one status per descriptor.
  */
 import type { Decision } from '../decision.js';
-import { DEGRADED_REASON, degradedReasonOf, type DecideMode, type DegradedReason, type FailureMode, type LimitAllOptions, type LimiterCore } from '../limiter/index.js';
+import { DEGRADED_REASON, degradedReasonOf, type DecideMode, type DegradedReason, type FailureMode, type LimitAllOptions, type LimiterCore, type LimitRequest } from '../limiter/index.js';
 import { compilePolicy } from '../policy.js';
 import type { MaybePromise } from '../store/types.js';
 import { ruleWindowMs } from '../units.js';
-import type { CheckOptions, CheckRequest, CheckResult, DescriptorStatus, LimitOverride } from './check-types.js';
+import type { CheckOptions, CheckRequest, CheckResult, CurrentLimit, DescriptorStatus, LimitOverride } from './check-types.js';
 import { UNLIMITED_REMAINING } from './check-types.js';
-import { matchDescriptor, overrideCounterKey } from './match.js';
+import { matchDescriptor, overrideCounterKey, type Match } from './match.js';
 import type { CompiledRule, RuleNode } from './ruleset.js';
 import { shapedRule } from './shaping.js';
 
@@ -34,33 +34,49 @@ export interface CheckPlan {
 
 const NO_LIMIT: DescriptorStatus = Object.freeze({ code: 'OK', limitRemaining: 0, durationUntilReset: 0 });
 
+/** The matches of the check being planned (planCheck runs synchronously: one list serves every check). */
+const matching: (Match | undefined)[] = [];
+
 /** Matches every descriptor and drops replaced limits; unlimited ones are answered here. */
 export function planCheck(root: RuleNode, request: CheckRequest, options: CheckOptions): CheckPlan {
-  const statuses: DescriptorStatus[] = request.descriptors.map(() => NO_LIMIT);
-  const matches = request.descriptors.map((descriptor) =>
-    descriptor.limit !== undefined
-      ? { rule: overrideRule(descriptor.limit), counterKey: overrideCounterKey(request.domain, descriptor.entries, descriptor.limit.unit) }
-      : matchDescriptor(root, request.domain, descriptor.entries),
-  );
-  const replaced = new Set<string>();
-  for (const match of matches) for (const name of match?.rule.replaces ?? []) replaced.add(name);
+  const { descriptors } = request;
+  const statuses: DescriptorStatus[] = [];
+  const matches = matching;
+  matches.length = 0;
+  let replacing = false;
+  for (const descriptor of descriptors) {
+    const match = descriptor.limit !== undefined ? { rule: overrideRule(descriptor.limit), counterKey: overrideCounterKey(request.domain, descriptor.entries, descriptor.limit.unit) } : matchDescriptor(root, request.domain, descriptor.entries);
+    if (match !== undefined && match.rule.replaces.length > 0) replacing = true;
+    matches.push(match);
+    statuses.push(NO_LIMIT);
+  }
+  // Most checks replace nothing: no set to build.
+  const replaced = replacing ? replacedNames(matches) : undefined;
   const planned: Planned[] = [];
-  matches.forEach((match, index) => {
-    if (match === undefined) return;
-    const { counterKey } = match;
+  for (let index = 0; index < matches.length; index++) {
+    const match = matches[index];
+    if (match === undefined) continue;
     const rule = options.maxDelayMs === undefined ? match.rule : shapedRule(match.rule, options.maxDelayMs);
     if (rule.unlimited) {
       // As envoy: the largest uint32 remaining, so callers can tell it from "no limit".
       statuses[index] = { code: 'OK', limitRemaining: UNLIMITED_REMAINING, durationUntilReset: 0, rule: rule.path };
-      return;
+      continue;
     }
-    if (rule.name !== undefined && replaced.has(rule.name)) return;
-    const descriptor = request.descriptors[index]!;
+    if (replaced !== undefined && rule.name !== undefined && replaced.has(rule.name)) continue;
+    const descriptor = descriptors[index]!;
     // envoy's GetHitsAddends: a descriptor's own hits_addend, even 0; else the request's, at least 1.
     const hits = descriptor.hitsAddend ?? (request.hits || 1);
-    planned.push({ index, rule, counterKey, cost: hits * rule.cost, quota: rule.quotaMode || options.quotaMode === true, shadow: rule.shadowMode });
-  });
+    planned.push({ index, rule, counterKey: match.counterKey, cost: hits * rule.cost, quota: rule.quotaMode || options.quotaMode === true, shadow: rule.shadowMode });
+  }
+  matches.length = 0;
   return { statuses, planned };
+}
+
+/** The names of the limits the matched rules replace. */
+function replacedNames(matches: readonly (Match | undefined)[]): Set<string> {
+  const replaced = new Set<string>();
+  for (const match of matches) for (const name of match?.rule.replaces ?? []) replaced.add(name);
+  return replaced;
 }
 
 /**
@@ -94,31 +110,29 @@ function checkResult(plan: CheckPlan, decisions: readonly Decision[], request: C
   for (let i = 0; i < planned.length; i++) {
     const p = planned[i]!;
     const decision = decisions[i]!;
-    statuses[p.index] = matchedStatus(p, decision, { shadow: p.shadow, quotaPassed: p.quota && !denied });
-    if (decision.allowed || p.shadow) metadata = mergeMetadata(metadata, p.rule.metadata);
+    statuses[p.index] = matchedStatus(p, decision, p.shadow, p.quota && !denied);
+    if (p.rule.metadata !== undefined && (decision.allowed || p.shadow)) metadata = mergeMetadata(metadata, p.rule.metadata);
   }
   const now = decisions.length === 0 ? (request.now ?? clock()) : decisions[0]!.now;
   const degraded = mostSevere(decisions);
-  return {
-    overallCode: denied && options.shadowMode !== true ? 'OVER_LIMIT' : 'OK',
-    statuses,
-    now,
-    ...(metadata !== undefined ? { metadata } : {}),
-    ...(degraded !== undefined ? { degraded } : {}),
-  };
+  // The optional fields are set, not spread: no object made to be spread (issue 32).
+  const result: { -readonly [K in keyof CheckResult]: CheckResult[K] } = { overallCode: denied && options.shadowMode !== true ? 'OVER_LIMIT' : 'OK', statuses, now };
+  if (metadata !== undefined) result.metadata = metadata;
+  if (degraded !== undefined) result.degraded = degraded;
+  return result;
 }
 
 /**
  * One decision per planned limit, in plan order. The usual check — every limit enforced, none in
  * quota mode, each spending — is one group, one store round trip, and no bookkeeping.
  */
-function decidePlanned(limiter: LimiterCore, planned: readonly Planned[], at: LimitAllOptions, spend: boolean): MaybePromise<Decision[]> {
-  if (planned.every((p) => !p.shadow && !p.quota && p.cost > 0)) return decideGroup(limiter, planned, at, spend ? 'limit' : 'look');
-  return decideMixed(limiter, planned, at, spend);
+function decidePlanned(limiter: LimiterCore, planned: readonly Planned[], at: LimitAllOptions | undefined, spend: boolean): MaybePromise<Decision[]> {
+  for (const p of planned) if (p.shadow || p.quota || p.cost === 0) return decideMixed(limiter, planned, at, spend);
+  return decideGroup(limiter, planned, at, spend ? 'limit' : 'look');
 }
 
 /** Shadow-mode, quota-mode or check-only limits among the planned ones. */
-async function decideMixed(limiter: LimiterCore, planned: readonly Planned[], at: LimitAllOptions, spend: boolean): Promise<Decision[]> {
+async function decideMixed(limiter: LimiterCore, planned: readonly Planned[], at: LimitAllOptions | undefined, spend: boolean): Promise<Decision[]> {
   const shadow = planned.filter((p) => p.shadow);
   const enforced = planned.filter((p) => !p.shadow);
   const [enforcedDecisions, shadowDecisions] = await Promise.all([
@@ -134,17 +148,19 @@ async function decideMixed(limiter: LimiterCore, planned: readonly Planned[], at
  * The limiter options of a check: its `now`, and its deadline — the call's, else the smallest of
  * the planned rules' `deadline_ms`, else the limiter's.
  */
-function callOptions(plan: CheckPlan, request: CheckRequest, options: CheckOptions): LimitAllOptions {
+function callOptions(plan: CheckPlan, request: CheckRequest, options: CheckOptions): LimitAllOptions | undefined {
   let deadlineMs = options.deadlineMs;
   if (deadlineMs === undefined) {
     for (const p of plan.planned) if (p.rule.deadlineMs !== undefined && (deadlineMs === undefined || p.rule.deadlineMs < deadlineMs)) deadlineMs = p.rule.deadlineMs;
   }
-  return {
-    ...(request.now !== undefined ? { now: request.now } : {}),
-    ...(request.requestId !== undefined ? { requestId: request.requestId } : {}),
-    ...(deadlineMs !== undefined ? { deadlineMs } : {}),
-    ...(options.failureMode !== undefined ? { failureMode: options.failureMode } : {}),
-  };
+  // The usual check sets none of them: no options object at all.
+  if (request.now === undefined && request.requestId === undefined && deadlineMs === undefined && options.failureMode === undefined) return undefined;
+  const at: { -readonly [K in keyof LimitAllOptions]: LimitAllOptions[K] } = {};
+  if (request.now !== undefined) at.now = request.now;
+  if (request.requestId !== undefined) at.requestId = request.requestId;
+  if (deadlineMs !== undefined) at.deadlineMs = deadlineMs;
+  if (options.failureMode !== undefined) at.failureMode = options.failureMode;
+  return at;
 }
 
 const SEVERITY: readonly DegradedReason[] = [DEGRADED_REASON.open, DEGRADED_REASON.local, DEGRADED_REASON.closed];
@@ -169,7 +185,7 @@ export function failureModeOf(p: Planned): { failureMode?: FailureMode } {
  * all-or-nothing; when only some quota-mode limits denied (their hits counted, as envoy counts
  * them), the others did not record, so they are decided again without the denied ones.
  */
-async function decideEnforced(limiter: LimiterCore, enforced: readonly Planned[], at: LimitAllOptions): Promise<Decision[]> {
+async function decideEnforced(limiter: LimiterCore, enforced: readonly Planned[], at: LimitAllOptions | undefined): Promise<Decision[]> {
   const result = new Map<Planned, Decision>();
   const probes = enforced.filter((p) => p.cost === 0);
   let pending = enforced.filter((p) => p.cost > 0);
@@ -195,16 +211,24 @@ async function decideEnforced(limiter: LimiterCore, enforced: readonly Planned[]
   return enforced.map((p) => result.get(p)!);
 }
 
-function decideGroup(limiter: LimiterCore, group: readonly Planned[], at: LimitAllOptions, mode: DecideMode): MaybePromise<Decision[]> {
+function decideGroup(limiter: LimiterCore, group: readonly Planned[], at: LimitAllOptions | undefined, mode: DecideMode): MaybePromise<Decision[]> {
   if (group.length === 0) return [];
-  const requests = group.map((p) => ({ key: p.counterKey, policy: p.rule.policy, cost: p.cost || 1, ...failureModeOf(p), ...localModeOf(p) }));
+  const requests: LimitRequest[] = [];
+  for (const p of group) requests.push(groupRequest(p));
   return limiter.decideAll(requests, at, mode);
 }
 
-/** A rule's lease or local-first interval, which the limiter uses when the check decides that limit alone. */
-function localModeOf(p: Planned): { lease?: number; syncIntervalMs?: number } {
-  if (p.rule.leaseSize !== undefined) return { lease: p.rule.leaseSize };
-  return p.rule.syncIntervalMs !== undefined ? { syncIntervalMs: p.rule.syncIntervalMs } : {};
+/**
+ * A planned limit as the limiter takes it: its rule's failure mode, and its lease or local-first
+ * interval (used when the check decides that limit alone), set only when the rule has them.
+ */
+function groupRequest(p: Planned): LimitRequest {
+  const { rule } = p;
+  const request: { -readonly [K in keyof LimitRequest]: LimitRequest[K] } = { key: p.counterKey, policy: rule.policy, cost: p.cost || 1 };
+  if (rule.failureMode !== undefined) request.failureMode = rule.failureMode;
+  if (rule.leaseSize !== undefined) request.lease = rule.leaseSize;
+  else if (rule.syncIntervalMs !== undefined) request.syncIntervalMs = rule.syncIntervalMs;
+  return request;
 }
 
 function modeOf(p: Planned, spend: boolean): DecideMode {
@@ -212,37 +236,48 @@ function modeOf(p: Planned, spend: boolean): DecideMode {
   return p.cost === 0 ? 'probe' : 'limit';
 }
 
-/** A matched limit's status; its times are relative to the instant its decision was made. */
-export function matchedStatus(p: Planned, decision: Decision, how: { shadow: boolean; quotaPassed: boolean }): DescriptorStatus {
+/** What a rule's statuses report as its limit: one object per rule, shared by every status (frozen). */
+const currentLimits = new WeakMap<CompiledRule, CurrentLimit>();
+
+function currentLimitOf(rule: CompiledRule): CurrentLimit {
+  let limit = currentLimits.get(rule);
+  if (limit === undefined) {
+    limit = Object.freeze({ requestsPerUnit: rule.requestsPerUnit!, unit: rule.unit!, unitMultiplier: rule.unitMultiplier, ...(rule.name !== undefined ? { name: rule.name } : {}) });
+    currentLimits.set(rule, limit);
+  }
+  return limit;
+}
+
+/**
+ * A matched limit's status; its times are relative to the instant its decision was made. Built
+ * field by field in one order (the answers' JSON keeps it): no object made only to be spread.
+ */
+export function matchedStatus(p: Planned, decision: Decision, shadow: boolean, quotaPassed: boolean): DescriptorStatus {
   const { rule } = p;
   const over = !decision.allowed;
   const degraded = degradedReasonOf(decision);
-  return {
-    code: over && !how.shadow ? 'OVER_LIMIT' : 'OK',
-    currentLimit: {
-      requestsPerUnit: rule.requestsPerUnit!,
-      unit: rule.unit!,
-      unitMultiplier: rule.unitMultiplier,
-      ...(rule.name !== undefined ? { name: rule.name } : {}),
-    },
+  const status: { -readonly [K in keyof DescriptorStatus]: DescriptorStatus[K] } = {
+    code: over && !shadow ? 'OVER_LIMIT' : 'OK',
+    currentLimit: currentLimitOf(rule),
     // Over the limit, nothing is left (envoy never reports more, whatever a large cost left behind).
     limitRemaining: over ? 0 : decision.remaining,
     // A denied limit resets no sooner than the request could pass (a limit of 0: one window).
     durationUntilReset: Math.max(0, decision.resetAt - decision.now, over ? decision.retryAfter : 0),
-    // A token bucket refills well before it is whole again: the real wait, for callers that retry.
-    ...(over ? { retryAfter: Math.max(0, decision.retryAfter) } : {}),
-    ...(over && decision.reason === 'blocked' ? { blocked: true as const } : {}),
-    ...(over && decision.blockStarted === true ? { blockStarted: true as const } : {}),
-    ...(over && how.shadow ? { shadowOverLimit: true } : {}),
-    ...(over && how.quotaPassed && !how.shadow ? { quotaOverLimit: true } : {}),
-    rule: rule.path,
-    key: p.counterKey,
-    ...(degraded !== undefined ? { degraded } : {}),
-    ...(decision.delay !== undefined && !over ? { delay: decision.delay } : {}),
   };
+  if (over) {
+    // A token bucket refills well before it is whole again: the real wait, for callers that retry.
+    status.retryAfter = Math.max(0, decision.retryAfter);
+    if (decision.reason === 'blocked') status.blocked = true;
+    if (decision.blockStarted === true) status.blockStarted = true;
+    if (shadow) status.shadowOverLimit = true;
+    else if (quotaPassed) status.quotaOverLimit = true;
+  }
+  status.rule = rule.path;
+  status.key = p.counterKey;
+  if (degraded !== undefined) status.degraded = degraded;
+  if (decision.delay !== undefined && !over) status.delay = decision.delay;
+  return status;
 }
-
-
 
 /** envoy's merge: nested mappings merge, otherwise the first value written wins. */
 function mergeMetadata(into: Record<string, unknown> | undefined, from: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> | undefined {

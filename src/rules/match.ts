@@ -6,7 +6,7 @@
  * none. One map lookup per entry, whatever the number of rules.
  */
 import { createHash } from 'node:crypto';
-import type { CompiledRule, RuleNode } from './ruleset.js';
+import type { CompiledRule, CounterText, RuleNode } from './ruleset.js';
 
 /** One (key, value) pair of a descriptor. */
 export interface DescriptorEntry {
@@ -27,14 +27,22 @@ const READABLE_KEY_LENGTH = 256;
 /** Finds the limit for one descriptor, or undefined. */
 export function matchDescriptor(root: RuleNode, domain: string, entries: readonly DescriptorEntry[]): Match | undefined {
   const reached = walkDescriptor(root, domain, entries);
-  return reached?.node.rule === undefined ? undefined : { rule: reached.node.rule, counterKey: reached.counterKey };
+  // What the walk reached is the match itself (its rule read as the walk ended): no second object.
+  return reached?.rule === undefined ? undefined : (reached as Match);
+}
+
+/** Where a descriptor's walk ended: the node, its rule then, and the counter key. */
+export interface Reached {
+  readonly node: RuleNode;
+  readonly rule: CompiledRule | undefined;
+  readonly counterKey: string;
 }
 
 /** The node the descriptor's last entry reaches, and its counter key; undefined when the walk runs out of tree. */
-export function walkDescriptor(root: RuleNode, domain: string, entries: readonly DescriptorEntry[]): { readonly node: RuleNode; readonly counterKey: string } | undefined {
+export function walkDescriptor(root: RuleNode, domain: string, entries: readonly DescriptorEntry[]): Reached | undefined {
   if (entries.length === 0) return undefined;
   let node = root;
-  let counterKey = escapePart(domain);
+  let counterKey = '';
   for (let i = 0; i < entries.length; i++) {
     const { key, value } = entries[i]!;
     let next = node.exact.get(key)?.get(value);
@@ -54,12 +62,25 @@ export function walkDescriptor(root: RuleNode, domain: string, entries: readonly
     }
     next ??= node.keyOnly.get(key);
     if (next === undefined) return undefined;
-    counterKey += `|${escapePart(key)}=${escapePart(counted)}`;
-    if (i === entries.length - 1) return { node: next, counterKey: shorten(counterKey) };
+    const text = counterTextOf(next, domain, key);
+    counterKey = i === 0 ? text.first + escapePart(counted) : counterKey + text.part + escapePart(counted);
+    if (i === entries.length - 1) return { node: next, rule: next.rule, counterKey: shorten(counterKey) };
     if (!next.hasChildren) return undefined;
     node = next;
   }
   return undefined;
+}
+
+/**
+ * The text `node` adds to a counter key before its value (`|key=`, and with the domain before it
+ * for a first entry), made once per node rather than per request: a child sits under one key and
+ * its tree under one domain (checked: made again otherwise).
+ */
+function counterTextOf(node: RuleNode, domain: string, key: string): CounterText {
+  const text = node.counterText;
+  if (text !== undefined && text.key === key && text.domain === domain) return text;
+  const part = `|${escapePart(key)}=`;
+  return (node.counterText = { key, domain, part, first: escapePart(domain) + part });
 }
 
 /**

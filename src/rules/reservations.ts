@@ -122,7 +122,7 @@ export async function reserveCheck(limiter: LimiterCore, rules: RuleSet, request
   const denied = spent || planned.some((p, i) => !p.shadow && !decisions[i]!.allowed);
   // Refused: what the call reserved on the other limits goes back, and their statuses say what remains.
   const after = denied ? await giveBack(limiter, planned, decisions, id, now) : decisions;
-  planned.forEach((p, i) => (plan.statuses[p.index] = matchedStatus(p, after[i]!, { shadow: p.shadow, quotaPassed: false })));
+  planned.forEach((p, i) => (plan.statuses[p.index] = matchedStatus(p, after[i]!, p.shadow, false)));
   const degraded = mostSevere(decisions);
   return {
     overallCode: denied ? 'OVER_LIMIT' : 'OK',

@@ -65,6 +65,16 @@ export class RuleNode {
   hasChildren = false;
   /** A domain's root: its allow and deny lists, if it has any (lists.ts). */
   lists: DomainLists | undefined;
+  /** What a counter key gains on reaching this node, before the value (match.ts, made on first use). */
+  counterText: CounterText | undefined;
+}
+
+/** A node's counter-key text for a walk of `domain` reaching it by `key`: `|key=` escaped (`part`), and `domain` then that (`first`). */
+export interface CounterText {
+  readonly key: string;
+  readonly domain: string;
+  readonly part: string;
+  readonly first: string;
 }
 
 const UNLIMITED_POLICY = compilePolicy({ algorithm: 'fixed-window', limit: 1, window: 1_000 });

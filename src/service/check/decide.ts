@@ -25,19 +25,22 @@ export function decideCheck(ctx: ServiceContext, request: CheckRequest, via: Che
 
 /** Emits the check's event for metrics and the dashboard; returns `result` (reserve.ts too: a reserve through rules is counted as a check). */
 export function announce(ctx: ServiceContext, request: CheckRequest, result: CheckResult, via: CheckEvent['via'], started: number): CheckResult {
+  // Nobody listening (metrics and dashboard off): no event made at all.
+  if (ctx.events.listenerCount('check') === 0) return result;
   try {
-    ctx.events.emit('check', {
-      domain: request.domain,
-      result,
-      keys: result.statuses.map((status) => status.key ?? status.rule),
-      via,
-      durationMs: performance.now() - started,
-    });
+    ctx.events.emit('check', { domain: request.domain, result, keys: keysOf(result), via, durationMs: performance.now() - started });
   } catch (error) {
     // A failing listener (metrics, dashboard) must never fail the decision.
     ctx.logger.error({ err: error }, 'a check listener failed');
   }
   return result;
+}
+
+/** The event's key per status: its counter key, else its rule (a loop: no closure per check). */
+function keysOf(result: CheckResult): (string | undefined)[] {
+  const keys: (string | undefined)[] = [];
+  for (const status of result.statuses) keys.push(status.key ?? status.rule);
+  return keys;
 }
 
 /**

@@ -5,7 +5,7 @@
  * a descriptor without `entries` has none; unknown fields are refused.
  */
 import { InvalidCheckError, describeValue } from '../../errors.js';
-import type { CheckRequest, CheckResult, DescriptorStatus, LimitOverride, RateLimitDescriptor } from '../../rules/check.js';
+import type { CheckRequest, CheckResult, CurrentLimit, DescriptorStatus, LimitOverride, RateLimitDescriptor } from '../../rules/check.js';
 import { ENVOY_UNIT_NAMES, RULE_UNIT_NAMES, type RuleUnit } from '../../units.js';
 import { unknownName } from '../../options.js';
 import { BLOCKED_HEADER, blockedHeaderValue, checkHeaders } from '../../http/headers.js';
@@ -146,13 +146,17 @@ export function envoyResponseOptions(ctx: { readonly options: Pick<ServiceOption
  * The headers `options` ask for: none, envoy's three, or Tollgate's full set; and, whatever they
  * ask, `tollgate-blocked` when a block refused the check (envoy's answer has no other place to say it).
  */
-export function responseHeadersOf(result: CheckResult, options: EnvoyResponseOptions): { key: string; value: string }[] {
+export function responseHeadersOf(result: CheckResult, options: EnvoyResponseOptions): readonly { key: string; value: string }[] {
   if (options.headers === 'full') return Object.entries(checkHeaders(result)).map(([key, value]) => ({ key, value }));
   const blocked = blockedHeaderValue(result);
+  // The default (no headers asked, nothing blocked): one empty list for every answer.
+  if (options.headers === undefined && blocked === undefined) return NO_HEADERS;
   const headers = options.headers === undefined ? [] : envoyHeaders(result, options.headers);
   if (blocked !== undefined) headers.push({ key: BLOCKED_HEADER, value: blocked });
   return headers;
 }
+
+const NO_HEADERS: readonly { key: string; value: string }[] = Object.freeze([]);
 
 /** envoy's LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER. */
 export interface EnvoyHeaderNames {
@@ -217,34 +221,60 @@ export function toEnvoyResponse(result: CheckResult, request: CheckRequest, opti
  */
 export function envoyResponseText(result: CheckResult, request: CheckRequest, options: EnvoyResponseOptions = {}): string {
   const plain = options.headers === undefined && options.dynamicMetadata !== true && blockedHeaderValue(result) === undefined;
-  let text = plain ? CODE_TEXT[result.overallCode] : undefined;
-  if (text === undefined) return JSON.stringify(toEnvoyResponse(result, request, options));
-  text = `{"overallCode":${text},"statuses":[`;
-  for (let i = 0; i < result.statuses.length; i++) {
-    const status = envoyStatusText(result.statuses[i]!);
+  const head = plain ? RESPONSE_HEAD[result.overallCode] : undefined;
+  if (head === undefined) return JSON.stringify(toEnvoyResponse(result, request, options));
+  const { statuses } = result;
+  let text = head;
+  for (let i = 0; i < statuses.length; i++) {
+    const status = envoyStatusText(statuses[i]!);
     if (status === undefined) return JSON.stringify(toEnvoyResponse(result, request, options));
-    text += i === 0 ? status : `,${status}`;
+    text = i === 0 ? text + status : `${text},${status}`;
   }
   return `${text}]}`;
 }
 
+/** The answer's text up to its first status, by overall code, made once. */
+const RESPONSE_HEAD: Readonly<Record<string, string>> = { OK: '{"overallCode":"OK","statuses":[', OVER_LIMIT: '{"overallCode":"OVER_LIMIT","statuses":[' };
+
 /** The JSON of each code, made once. */
 const CODE_TEXT: Readonly<Record<string, string>> = { OK: '"OK"', OVER_LIMIT: '"OVER_LIMIT"' };
+
+/**
+ * A status's text up to its duration's number, `{"code":…,"currentLimit":{…},"durationUntilReset":"`,
+ * by limit (the rules share one limit object per rule, rules/check-decide.ts) then code: made once
+ * per rule, not per answer. Null: a limit {@link envoyStatus} writes differently.
+ */
+const limitHeads = new WeakMap<CurrentLimit, Record<string, string | null>>();
+
+function limitHead(limit: CurrentLimit, code: string): string | undefined {
+  let heads = limitHeads.get(limit);
+  if (heads === undefined) limitHeads.set(limit, (heads = {}));
+  let head = heads[code];
+  if (head === undefined) {
+    const unit = UNIT_NAMES[limit.unit];
+    const name = limit.name !== undefined ? `,"name":${JSON.stringify(limit.name)}` : '';
+    head = heads[code] = unit === undefined || typeof limit.requestsPerUnit !== 'number' ? null : `{"code":${CODE_TEXT[code]},"currentLimit":{"requestsPerUnit":${JSON.stringify(limit.requestsPerUnit)},"unit":"${unit}"${name}},"durationUntilReset":"`;
+  }
+  return head ?? undefined;
+}
 
 /** {@link envoyStatus} as JSON text, or undefined for a status it does not write the same way (left to JSON.stringify). */
 function envoyStatusText(status: DescriptorStatus): string | undefined {
   const code = CODE_TEXT[status.code];
   const remaining = status.limitRemaining;
   if (code === undefined || typeof remaining !== 'number') return undefined;
-  let text = `{"code":${code}`;
+  // proto3 JSON leaves a zero out.
+  const tail = remaining !== 0 ? `,"limitRemaining":${jsonNumber(remaining)}}` : '}';
   const limit = status.currentLimit;
-  if (limit !== undefined) {
-    const unit = UNIT_NAMES[limit.unit];
-    if (unit === undefined || typeof limit.requestsPerUnit !== 'number' || typeof status.durationUntilReset !== 'number') return undefined;
-    const name = limit.name !== undefined ? `,"name":${JSON.stringify(limit.name)}` : '';
-    text += `,"currentLimit":{"requestsPerUnit":${JSON.stringify(limit.requestsPerUnit)},"unit":"${unit}"${name}},"durationUntilReset":"${Math.ceil(status.durationUntilReset / 1000)}s"`;
-  }
-  return remaining !== 0 ? `${text},"limitRemaining":${JSON.stringify(remaining)}}` : `${text}}`;
+  if (limit === undefined) return `{"code":${code}${tail}`;
+  const head = limitHead(limit, status.code);
+  if (head === undefined || typeof status.durationUntilReset !== 'number') return undefined;
+  return `${head}${Math.ceil(status.durationUntilReset / 1000)}s"${tail}`;
+}
+
+/** A number as JSON.stringify writes it (not finite: null), without its call. */
+function jsonNumber(value: number): string {
+  return Number.isFinite(value) ? `${value}` : 'null';
 }
 
 function envoyStatus(status: DescriptorStatus): Record<string, unknown> {

@@ -99,7 +99,7 @@ export interface GrpcRateLimitRequest {
 export interface GrpcRateLimitResponse {
   overall_code: 'OK' | 'OVER_LIMIT';
   statuses: GrpcDescriptorStatus[];
-  response_headers_to_add: { key: string; value: string }[];
+  response_headers_to_add: readonly { key: string; value: string }[];
   dynamic_metadata?: GrpcStruct;
 }
 

@@ -30,6 +30,8 @@ interface ConnectionState {
   served: number;
   /** When its last answer finished. */
   lastAt: number;
+  /** Listens for the close of each of its answers: one function per connection, not per request. */
+  readonly answered: (this: ServerResponse) => void;
 }
 
 /** Follows `server`'s connections from now on; `close` stops accepting and resolves once all are gone. */
@@ -38,7 +40,17 @@ export function followConnections(server: Server | HttpsServer): { close(timeout
   let closing = false;
   // With TLS, requests arrive on the TLS socket, made once the handshake is done: follow that one.
   server.on(server instanceof TlsServer ? 'secureConnection' : 'connection', (socket: Socket) => {
-    connections.set(socket, { open: new Set(), served: 0, lastAt: Date.now() });
+    const state: ConnectionState = {
+      open: new Set(),
+      served: 0,
+      lastAt: Date.now(),
+      answered(this: ServerResponse) {
+        if (!state.open.delete(this)) return;
+        state.served += 1;
+        state.lastAt = Date.now();
+      },
+    };
+    connections.set(socket, state);
     socket.once('close', () => connections.delete(socket));
   });
   const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
@@ -46,13 +58,8 @@ export function followConnections(server: Server | HttpsServer): { close(timeout
     if (closing) response.shouldKeepAlive = false;
     if (state === undefined) return;
     state.open.add(response);
-    const finish = (): void => {
-      if (!state.open.delete(response)) return;
-      state.served += 1;
-      state.lastAt = Date.now();
-    };
     // A response emits 'close' once, after 'finish' or when its connection ends first.
-    response.on('close', finish);
+    response.on('close', state.answered);
   };
   server.prependListener('request', onRequest);
   server.prependListener('checkContinue', onRequest);

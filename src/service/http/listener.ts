@@ -17,7 +17,7 @@ import { DEGRADED_HEADER, UNAVAILABLE_ANSWER, announceLimit, decideCheck, degrad
 import { closeSilentConnections } from './close.js';
 import { answerReserve, answerSettle, type RouteAnswer } from '../check/reserve.js';
 import { envoyCheckOf, envoyResponseOptions, envoyResponseText, responseHeadersOf, type EnvoyResponseOptions } from '../check/envoy.js';
-import { HttpError, MAX_BODY_BYTES, errorReply, readJson, readJsonThen, sendJson, sendJsonAndLinger, sendJsonText } from './body.js';
+import { HttpError, MAX_BODY_BYTES, errorReply, readJson, readJsonThen, sendJson, sendJsonAndLinger, sendJsonText, type JsonRoute } from './body.js';
 import { ClientGoneSummary, clientGoneCode } from './client-gone.js';
 import { answerAcquire, answerRelease, type SlotReply } from '../check/acquire.js';
 import { checkAnswer, decideBatch, friendlyCheck, readBatch } from '../check/batch.js';
@@ -45,29 +45,47 @@ function checkingInterval(headersTimeoutMs: number): number {
  */
 export type RouteAccess = 'public' | 'observe' | 'admin';
 
+/**
+ * A route's handler given only the request and the response, which answers its own errors: nothing
+ * is made for it per request (no URL or error closure; the hot route, `/json`). A synchronous throw
+ * is still answered.
+ */
+export type PlainRouteHandler = (request: IncomingMessage, response: ServerResponse) => void;
+
 /** A route: its handler and who may call it. */
 export interface Route {
   readonly handler: RouteHandler;
   readonly access: RouteAccess;
+  /** Called instead of `handler`, when the route was added with {@link HttpRoutes.addPlain}. */
+  readonly plain?: PlainRouteHandler;
 }
 
-/** Routes by `METHOD /path`. */
+/** Routes by path, then method (a lookup makes no `METHOD /path` string). */
 export class HttpRoutes {
-  private readonly routes = new Map<string, Route>();
+  private readonly routes = new Map<string, Map<string, Route>>();
 
   add(method: string, path: string, handler: RouteHandler, access: RouteAccess = 'observe'): void {
-    this.routes.set(`${method} ${path}`, { handler, access });
+    this.set(method, path, { handler, access });
+  }
+
+  /** Adds a route whose handler needs only the request and the response ({@link PlainRouteHandler}). */
+  addPlain(method: string, path: string, plain: PlainRouteHandler, access: RouteAccess = 'observe'): void {
+    this.set(method, path, { handler: (request, response) => plain(request, response), access, plain });
+  }
+
+  private set(method: string, path: string, route: Route): void {
+    let methods = this.routes.get(path);
+    if (methods === undefined) this.routes.set(path, (methods = new Map()));
+    methods.set(method, route);
   }
 
   find(method: string, path: string): Route | undefined {
-    return this.routes.get(`${method} ${path}`);
+    return this.routes.get(path)?.get(method);
   }
 
   /** The methods that serve `path` (none: a 404, some: a 405). */
   methods(path: string): string[] {
-    const methods: string[] = [];
-    for (const route of this.routes.keys()) if (route.endsWith(` ${path}`)) methods.push(route.slice(0, route.indexOf(' ')));
-    return methods;
+    return [...(this.routes.get(path)?.keys() ?? [])];
   }
 }
 
@@ -100,20 +118,19 @@ export function createHttpServer(ctx: ServiceContext, plan: ListenerPlan, tls?: 
   // socket; the timeouts are checked every second or sooner (Node's default is every 30 s).
   const onRequest = (request: IncomingMessage, response: ServerResponse): void => {
     const target = request.url ?? '/';
-    let parsed: URL | undefined;
-    const url = (): URL => (parsed ??= new URL(target, 'http://tollgate'));
     const query = target.indexOf('?');
     const path = query === -1 ? target : target.slice(0, query);
-    const pathname = PLAIN_PATH.test(path) ? path : url().pathname;
+    const parsed = PLAIN_PATH.test(path) ? undefined : new URL(target, 'http://tollgate');
+    const pathname = parsed === undefined ? path : parsed.pathname;
     const route = routes.find(request.method ?? 'GET', pathname);
     if (route === undefined) return notServed(plan, request, response, pathname);
     const refused = route.access === 'observe' ? observeGuard?.(request) : undefined;
     if (refused !== undefined) return refuse(request, response, refused);
-    const fail = (error: unknown): void => answerError(ctx, response, request, pathname, error);
+    if (route.plain === undefined) return handle(ctx, route.handler, request, response, target, parsed, pathname);
     try {
-      route.handler(request, response, url, fail)?.catch(fail);
+      route.plain(request, response);
     } catch (error) {
-      fail(error);
+      answerError(ctx, response, request, pathname, error);
     }
   };
   const { keepAliveTimeoutMs, headersTimeoutMs, requestTimeoutMs, maxRequestsPerSocket } = ctx.options.connections;
@@ -130,6 +147,17 @@ export function createHttpServer(ctx: ServiceContext, plan: ListenerPlan, tls?: 
     onRequest(request, response);
   });
   return server;
+}
+
+/** Calls a route's handler with its URL (parsed when asked for) and its error answer. */
+function handle(ctx: ServiceContext, handler: RouteHandler, request: IncomingMessage, response: ServerResponse, target: string, parsed: URL | undefined, pathname: string): void {
+  const url = (): URL => (parsed ??= new URL(target, 'http://tollgate'));
+  const fail = (error: unknown): void => answerError(ctx, response, request, pathname, error);
+  try {
+    handler(request, response, url, fail)?.catch(fail);
+  } catch (error) {
+    fail(error);
+  }
 }
 
 /** 401 for an observability page without its token; the challenge lets a browser ask for it (Basic, the token as password). */
@@ -248,23 +276,19 @@ function addEnvoyRoute(ctx: ServiceContext, routes: HttpRoutes): void {
   const envoyOptions = envoyResponseOptions(ctx);
   // The hot path (issue 32): no promise between the body and the answer when the store answers
   // synchronously, the envoy request used as parsed when it is plain, the answer's JSON written
-  // straight from the result with no object in between (check/envoy.ts).
-  routes.add(
-    'POST',
-    '/json',
-    (request, response, _url, fail) =>
-      readJsonThen(
-        request,
-        (body) => {
-          const checkRequest = envoyCheckOf(body);
-          const decided = decideCheck(ctx, checkRequest, 'json');
-          if (!(decided instanceof Promise)) return answerEnvoy(ctx, response, checkRequest, decided, envoyOptions);
-          decided.then((result) => answerEnvoy(ctx, response, checkRequest, result, envoyOptions)).catch(fail);
-        },
-        fail,
-      ),
-    'public',
-  );
+  // straight from the result with no object in between (check/envoy.ts); a plain route whose
+  // callbacks are made here once, the body read by one listener per request (http/body.ts).
+  const fail = (request: IncomingMessage, response: ServerResponse, error: unknown): void => answerError(ctx, response, request, '/json', error);
+  const route: JsonRoute = {
+    then: (request, response, body) => {
+      const checkRequest = envoyCheckOf(body);
+      const decided = decideCheck(ctx, checkRequest, 'json');
+      if (!(decided instanceof Promise)) return answerEnvoy(ctx, response, checkRequest, decided, envoyOptions);
+      decided.then((result) => answerEnvoy(ctx, response, checkRequest, result, envoyOptions)).catch((error: unknown) => fail(request, response, error));
+    },
+    fail,
+  };
+  routes.addPlain('POST', '/json', (request, response) => readJsonThen(request, response, route), 'public');
 }
 
 /** envoy's answer to a decided `/json` check: 200 or 429 (503 when refused as unavailable), the headers `options` ask for. */
