@@ -194,13 +194,17 @@ async function manyKeys(spec) {
   const stopProfile = await startProfile(spec);
   const cpu0 = process.cpuUsage();
   const start = performance.now();
+  const hourAtStart = Math.floor(Date.now() / HOUR_MS);
   for (let from = 0; from < count; from += BATCH) {
     if ((await keysBatch(s, keyAt, from)) !== BATCH) throw new Error('many-keys: a new key was denied');
   }
   const elapsed = performance.now() - start;
   const cpu = process.cpuUsage(cpu0);
   await stopProfile();
-  if (s.limiter !== undefined && s.limiter.store.stats().keys !== count) throw new Error('many-keys: store does not hold every key');
+  // An aligned fixed window that rolled over mid-run (the clock crossed a whole hour) let the first
+  // window's keys go: only a run inside one hour must hold every key.
+  const sameHour = Math.floor(Date.now() / HOUR_MS) === hourAtStart;
+  if (s.limiter !== undefined && sameHour && s.limiter.store.stats().keys !== count) throw new Error('many-keys: store does not hold every key');
   return { opsPerSec: (count / elapsed) * 1000, decisions: count, ms: elapsed, ...perCpu(count, cpu) };
 }
 
