@@ -199,6 +199,18 @@ async function at<T>(now: number, work: () => Promise<T>): Promise<T> {
 }
 
 describe("lone decisions on the caller's clock (redisStore clock: 'caller')", () => {
+  /** A limiter on its own store of the test server, on `clock`. */
+  const onClock = async (clock: 'redis' | 'caller'): Promise<Limiter> => {
+    const store = redisStore({ url: server.url, clock });
+    await store.ready();
+    return createLimiter({ store, deadlineMs: 5_000 });
+  };
+  /** How many `limiter` admits on `key` at `now` before its first denial. */
+  const admittedAt = async (limiter: Limiter, key: string, policy: Policy, now: number): Promise<number> => {
+    let admitted = 0;
+    while ((await at(now, () => limiter.limit(key, policy))).allowed) admitted += 1;
+    return admitted;
+  };
   const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(server.cli('INFO', 'commandstats'))?.[1] ?? 0);
 
   it('refuse any clock but redis and caller, naming both', () => {
@@ -271,19 +283,10 @@ describe("lone decisions on the caller's clock (redisStore clock: 'caller')", ()
     const policy: Policy = { algorithm: 'gcra', limit: 10, window: '1s' };
     const DELTA = 250;
     const bound = Math.ceil((DELTA * 10) / 1_000);
-    const open = async () => {
-      const store = redisStore({ url: server.url, clock: 'caller' });
-      await store.ready();
-      return createLimiter({ store, deadlineMs: 5_000 });
-    };
-    const [a, b] = await Promise.all([open(), open()]);
+    const [a, b] = await Promise.all([onClock('caller'), onClock('caller')]);
     const key = `skew-gcra:${Math.random().toString(36).slice(2)}`;
     const T = Date.now();
-    const drain = async (limiter: Limiter, now: number): Promise<number> => {
-      let admitted = 0;
-      while ((await at(now, () => limiter.limit(key, policy))).allowed) admitted += 1;
-      return admitted;
-    };
+    const drain = (limiter: Limiter, now: number): Promise<number> => admittedAt(limiter, key, policy, now);
     try {
       expect(await drain(a, T)).toBeGreaterThan(0);
       // On A's (= Redis's) clock nothing more is due at T.
@@ -301,20 +304,11 @@ describe("lone decisions on the caller's clock (redisStore clock: 'caller')", ()
   it("fixed-window on 'caller': a node δ ahead opens the next window up to δ early, and a window still admits at most limit", async () => {
     const policy: Policy = { algorithm: 'fixed-window', limit: 2, window: '1s' };
     const DELTA = 250;
-    const open = async () => {
-      const store = redisStore({ url: server.url, clock: 'caller' });
-      await store.ready();
-      return createLimiter({ store, deadlineMs: 5_000 });
-    };
-    const [a, b] = await Promise.all([open(), open()]);
+    const [a, b] = await Promise.all([onClock('caller'), onClock('caller')]);
     const key = `skew-fw:${Math.random().toString(36).slice(2)}`;
     // 100 ms before a window's end on A's clock: B, δ ahead, is already 150 ms into the next one.
     const T = Math.ceil(Date.now() / 1_000) * 1_000 + 1_000 - 100;
-    const count = async (limiter: Limiter, now: number): Promise<number> => {
-      let admitted = 0;
-      while ((await at(now, () => limiter.limit(key, policy))).allowed) admitted += 1;
-      return admitted;
-    };
+    const count = (limiter: Limiter, now: number): Promise<number> => admittedAt(limiter, key, policy, now);
     try {
       expect(await count(a, T)).toBe(2);
       // B's next window opened δ − 100 ms early (real time is still in A's window): its limit, no more.
@@ -333,11 +327,6 @@ describe("lone decisions on the caller's clock (redisStore clock: 'caller')", ()
       { algorithm: 'token-bucket', limit: 4, window: '1h' },
       { algorithm: 'sliding-window', limit: 4, window: '1h' },
     ];
-    const onClock = async (clock: 'redis' | 'caller') => {
-      const store = redisStore({ url: server.url, clock });
-      await store.ready();
-      return createLimiter({ store, deadlineMs: 5_000 });
-    };
     const [redisTime, callerClock] = await Promise.all([onClock('redis'), onClock('caller')]);
     try {
       for (const policy of policies) {
