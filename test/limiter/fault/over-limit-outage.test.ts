@@ -69,7 +69,9 @@ describe('the over-limit cache answers before the failure modes', () => {
 
   it('a key the store denied stays denied until its retry instant while Redis is down, and after it came back empty (where the store would admit it)', async () => {
     let now = T0;
-    const limiter = await node(() => now, { overLimitCache: true, failureMode: 'open' });
+    const store = await liveStore(redis);
+    // openMs 1: a probe that fails opens the breaker for 1 ms of the test's clock, not 200.
+    const limiter = await node(() => now, { store, overLimitCache: true, failureMode: 'open', breaker: { openMs: 1 } });
     const key = unique('attacker');
     const denied = await deniedAtT0(limiter, key);
     process.kill(redis.pid, 'SIGKILL');
@@ -81,12 +83,20 @@ describe('the over-limit cache answers before the failure modes', () => {
     const uncached = await node(() => now);
     expect(answered(await uncached.peek(key, GCRA))).toEqual([true, 'the store']);
     // …the cache keeps denying it until its retry instant, while the breaker probes the store again.
+    await store.ready(); // the limiter's own connection is back (ioredis reconnects with a backoff)
     now = T0 + 300;
-    // Usually at once (1–3 ms over 12 runs); once in CI over 5 s (ioredis's reconnect backoff after
-    // the SIGKILL, then the breaker's next probe). The clock stays at T0 + 300 meanwhile, so the wait
-    // does not change what is asserted after it.
-    await expect.poll(async () => (await limiter.limit(unique('probe'), GCRA)).reason, { timeout: 15_000, interval: 20 }).toBeUndefined();
-    expect(await limiter.limit(key, GCRA)).toEqual({ ...denied, retryAfter: 200, now: T0 + 300 });
+    // A probe that misses its 50 ms deadline on a busy machine opens the breaker again until
+    // now + openMs; on a clock that stood still it would never probe again (CI saw that wait
+    // outlast 15 s). So each answer from the failure mode moves the clock on by openMs.
+    await expect
+      .poll(async () => {
+        const reason = (await limiter.limit(unique('probe'), GCRA)).reason;
+        if (reason !== undefined) now += 1;
+        return reason;
+      }, { timeout: 5_000, interval: 20 })
+      .toBeUndefined();
+    expect(now).toBeLessThan(T0 + 500);
+    expect(await limiter.limit(key, GCRA)).toEqual({ ...denied, retryAfter: T0 + 500 - now, now });
     now = T0 + 500;
     const after = await limiter.limit(key, GCRA);
     expect([...answered(after), after.remaining]).toEqual([true, 'the store', 1]);
