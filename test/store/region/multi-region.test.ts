@@ -344,8 +344,13 @@ describe('multi-region: under load with a 50 ms link, the global count per windo
     const allowed = Math.max(bound, boundFor(measuredStalenessMs));
     for (const [window, counts] of rows) expect(counts.eu + counts.us, `window ${window}`).toBeLessThanOrEqual(LIMIT + allowed);
     // The two whole windows (not the run's last, partial one) reach the limit: regions do not under-admit either
-    // (a sliding window may stop a few short: its estimate rounds the previous window's weight down to 0 only in its last ms).
-    for (const [, counts] of rows.slice(0, 2)) expect(counts.eu + counts.us).toBeGreaterThanOrEqual(algorithm === 'fixed-window' ? LIMIT : LIMIT - 5);
+    // (a sliding window may stop a few short: its estimate rounds the previous window's weight down to 0 only in its last ms;
+    // and what the window before admitted over the limit, E, weighs E × (1 − f) at a fraction f of this one, so it may
+    // stop E more short: a loaded machine that stretched D over-admits one window and under-admits the next by as much).
+    rows.slice(0, 2).forEach(([window, counts], i) => {
+      const carried = i === 0 ? 0 : Math.max(0, over[i - 1]!);
+      expect(counts.eu + counts.us, `window ${window}`).toBeGreaterThanOrEqual(algorithm === 'fixed-window' ? LIMIT : LIMIT - 5 - carried);
+    });
   });
 });
 
