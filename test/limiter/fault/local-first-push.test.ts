@@ -16,7 +16,9 @@ const SYNC_MS = 100;
 
 describe('local-first: a push that timed out but reached Redis', () => {
   it('is counted twice: fewer admitted afterwards, never more', async () => {
-    const limiter = createLimiter({ store: await liveStore(redis), deadlineMs: 50, breaker: false });
+    // A deadline of 1 s, not 50 ms: the stalled push must time out, and no call after it may (a
+    // busy machine can take 50 ms over a call; the \`local\` failure mode would then admit it).
+    const limiter = createLimiter({ store: await liveStore(redis), deadlineMs: 1_000, breaker: false });
     const exact = createLimiter({ store: await liveStore(redis), deadlineMs: 5_000 });
     const key = `pushed-twice-${Math.random().toString(36).slice(2)}`;
     let admitted = 0;
