@@ -5,6 +5,9 @@
 //       [--base /tmp/base]       also the gateway of another built tree (before/after in one run)
 //       [--subjects a,b]         only these subjects (names below; `-base` ones with --base)
 //       [--lone-duration 0]      skip the one-request-at-a-time runs
+//       [--floors a,b]           also bare Node proxies without a decision (floor-NAME subjects,
+//                                bench/gateway-floor-server.js: undici-dispatch, undici-request,
+//                                http-agent), to tell Node's HTTP cost from Tollgate's
 //       [--cpu-prof DIR]         the gateways run under `node --cpu-prof` (profiles in DIR, top
 //                                frames printed at the end through bench/profile-top.js)
 //
@@ -54,6 +57,7 @@ const { values: flags } = parseArgs({
     base: { type: 'string' },
     subjects: { type: 'string' },
     'cpu-prof': { type: 'string' },
+    floors: { type: 'string' },
   },
 });
 const SUBJECTS = flags.subjects?.split(',');
@@ -185,6 +189,12 @@ async function startServers(work) {
     await waitForPort(child, port);
     servers[name] = { port, child, pid: child.pid };
   }
+  for (const variant of flags.floors?.split(',') ?? []) {
+    const port = await freePort();
+    const child = startChild(`floor-${variant}`, process.execPath, [join(HERE, 'gateway-floor-server.js'), variant, String(port), String(upstreamPort)]);
+    await waitForPort(child, port, { marker: 'ready' });
+    servers[`floor-${variant}`] = { port, child, pid: child.pid };
+  }
   if (commandExists('nginx') && wanted('nginx')) {
     const dir = join(work, 'nginx');
     mkdirSync(dir);
@@ -206,7 +216,7 @@ async function startServers(work) {
 /** Checks each limiter limits: 120 requests from one address, some must be refused. */
 async function checkLimiting(servers) {
   for (const [name, server] of Object.entries(servers)) {
-    if (name === 'direct') continue;
+    if (name === 'direct' || name.startsWith('floor-')) continue;
     let limited = 0;
     for (let i = 0; i < 120; i++) if ((await fetch(`http://127.0.0.1:${server.port}/hello`, { headers: { 'x-addr': '192.0.2.9' } })).status === 429) limited += 1;
     if (limited === 0) throw new Error(`${name} did not limit 120 requests from one address`);

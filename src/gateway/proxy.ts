@@ -134,8 +134,13 @@ export function upstreamHeaders(request: IncomingMessage): string[] {
   return headers;
 }
 
-/** The upstream's raw response headers for the client: minus hop-by-hop ones, plus `extra`. */
-function clientHeaders(raw: Buffer[], extra: HeaderList): string[] {
+const CONTENT_LENGTH = 'content-length';
+
+/**
+ * The upstream's raw response headers for the client: minus hop-by-hop ones, plus `extra`; the
+ * answer's `Content-Length` goes to `relay.bodyLength` (read in the same pass).
+ */
+function clientHeaders(raw: Buffer[], extra: HeaderList, relay: Relay): string[] {
   const headers: string[] = [];
   let named: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
@@ -145,7 +150,9 @@ function clientHeaders(raw: Buffer[], extra: HeaderList): string[] {
       if (lower === 'connection') named = connectionNames(raw[i + 1]!.toString('latin1'));
       if (HOP_BY_HOP.has(lower)) continue;
     }
-    headers.push(name, raw[i + 1]!.toString('latin1'));
+    const value = raw[i + 1]!.toString('latin1');
+    if (name.length === CONTENT_LENGTH.length && name.toLowerCase() === CONTENT_LENGTH) relay.bodyLength = Number(value);
+    headers.push(name, value);
   }
   const kept = named === undefined ? headers : headers.filter((_, i, all) => !named.has((i % 2 === 0 ? all[i]! : all[i - 1]!).toLowerCase()));
   for (const [name, value] of extra) kept.push(name, value);
@@ -181,8 +188,9 @@ const ONE_STRING_BYTES = 16 * 1024;
  * they arrive, then each body chunk, with backpressure (undici pauses the socket while the client's
  * buffer is full). Not `pool.request()` and `stream.pipeline`: a promise, a body stream and an
  * AbortController per request were a third of the gateway's CPU. The first body chunk is held until
- * the end of the upstream read it came in (a `nextTick`): when the answer ends in that read, headers
- * and body go out in one write (`end(body)`), else the chunk is written as it would have been.
+ * the end of the upstream read it came in (a `nextTick`; none when it is the whole declared
+ * `Content-Length`): when the answer ends in that read, headers and body go out in one write
+ * (`end(body)`), else the chunk is written as it would have been.
  */
 class Relay implements Dispatcher.DispatchHandler {
   private abortUpstream: ((reason: Error) => void) | undefined;
@@ -195,6 +203,8 @@ class Relay implements Dispatcher.DispatchHandler {
   private began = false;
   private held: Buffer | undefined;
   private waitingDrain = false;
+  /** The answer's declared `Content-Length` (-1: none, streamed or chunked). */
+  bodyLength = -1;
   /** Starts the timer once a request body is all in (only requests with a body wait for it). */
   private onRequestEnd: (() => void) | undefined;
 
@@ -226,18 +236,23 @@ class Relay implements Dispatcher.DispatchHandler {
     this.answering = true;
     this.startTimer();
     this.resume = resume;
-    this.response.writeHead(statusCode, clientHeaders(rawHeaders, this.extraHeaders));
+    this.response.writeHead(statusCode, clientHeaders(rawHeaders, this.extraHeaders, this));
     return true;
   }
 
   onData(chunk: Buffer): boolean {
-    this.timer?.refresh();
     if (!this.began) {
       this.began = true;
       this.held = chunk;
+      // A first chunk that is the whole declared body ends the answer in this same parse (undici's
+      // parser completes the message as soon as its last byte is read): `onComplete` follows at
+      // once and clears the timer, so neither a tick nor a timer refresh is needed.
+      if (chunk.length === this.bodyLength) return true;
+      this.timer?.refresh();
       process.nextTick(releaseHeld, this);
       return true;
     }
+    this.timer?.refresh();
     this.release();
     const flowing = this.response.write(chunk);
     if (!flowing && !this.waitingDrain) {
