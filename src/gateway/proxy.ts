@@ -30,12 +30,15 @@ export interface ForwardOptions {
 }
 
 /**
- * Each upstream's pool: up to 256 keep-alive connections, one request at a time on each (no
- * pipelining: a slow answer would hold up the ones queued behind it on its connection, and
- * pipelining 10 measured no different in an A/B of bench/gateway.js, BENCHMARKS.md "Gateway: cuts"). Idle
- * connections are kept for the upstream's own `Keep-Alive: timeout` hint, else 4 s, at most 60 s.
+ * Each upstream's pool: keep-alive connections, up to the upstream's `max_connections` (256 when
+ * not given), one request at a time on each (no pipelining: a slow answer would hold up the ones
+ * queued behind it on its connection, and undici writes a GET behind another only once that one's
+ * answer has begun, so pipelining measured no different in A/Bs of bench/gateway.js, BENCHMARKS.md
+ * "Gateway: cuts" and "Gateway: the floor under it"). Idle connections are kept for the upstream's
+ * own `Keep-Alive: timeout` hint, else 4 s, at most 60 s.
  */
-const POOL_OPTIONS = { connections: 256, pipelining: 1, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000 } as const;
+const POOL_OPTIONS = { pipelining: 1, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000 } as const;
+const DEFAULT_MAX_CONNECTIONS = 256;
 
 /** One pooled connection set per upstream. */
 export class Upstreams {
@@ -44,7 +47,8 @@ export class Upstreams {
 
   constructor(readonly configs: ReadonlyMap<string, UpstreamConfig>, connectTimeoutMs: number) {
     for (const [name, upstream] of configs) {
-      const pool = new Pool(upstream.url.origin, { connect: upstream.url.protocol === 'https:' ? tlsConnector(upstream, connectTimeoutMs) : { timeout: connectTimeoutMs }, ...POOL_OPTIONS });
+      const connect = upstream.url.protocol === 'https:' ? tlsConnector(upstream, connectTimeoutMs) : { timeout: connectTimeoutMs };
+      const pool = new Pool(upstream.url.origin, { connect, connections: upstream.maxConnections ?? DEFAULT_MAX_CONNECTIONS, ...POOL_OPTIONS });
       this.pools.set(name, pool);
       this.dispatchers.set(name, upstream.url.protocol === 'https:' ? pool.compose(pinnedServerName(upstream)) : pool);
     }
@@ -227,7 +231,10 @@ class Relay implements Dispatcher.DispatchHandler {
 
   onConnect(abort: (reason?: Error) => void): void {
     this.abortUpstream = abort;
-    if (this.response.destroyed) abort(new errors.RequestAbortedError());
+    // Called before any byte is written: a request whose client left, or whose timeout ran out
+    // while it waited for a connection (and was answered 504), never reaches the upstream.
+    if (this.timedOut !== undefined) abort(this.timedOut);
+    else if (this.response.destroyed) abort(new errors.RequestAbortedError());
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
@@ -298,7 +305,14 @@ class Relay implements Dispatcher.DispatchHandler {
 
   timeOut(): void {
     this.timedOut = this.answering ? new errors.BodyTimeoutError() : new errors.HeadersTimeoutError();
-    this.abortUpstream?.(this.timedOut);
+    if (this.abortUpstream !== undefined) {
+      this.abortUpstream(this.timedOut);
+      return;
+    }
+    // Still waiting for a connection (every one of `max_connections` busy): answered now; the
+    // request is dropped when its turn comes (`onConnect`).
+    answerFailure(this.response, this.timedOut, this.options);
+    this.finish();
   }
 
   drained(): void {
