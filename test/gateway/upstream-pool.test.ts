@@ -6,6 +6,7 @@
 import type { Socket } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/defer-upstream.js';
 import { send, startTestGateway, startUpstream, type TestGateway, type Upstream } from '../support/gateway.js';
 
 /** The sockets `/pair` requests came on, and the answers held back. */
@@ -60,14 +61,6 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 describe("an upstream's max_connections", () => {
   it('caps the connections to the upstream at 2 while 8 requests are in flight; every one is answered', async () => {
     const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => send(gateway.url(`/pair/${i}`))));
@@ -78,7 +71,7 @@ describe("an upstream's max_connections", () => {
 
   it('answers 504 to a request whose route timeout runs out while it waits for a connection, and never forwards it', async () => {
     const first = send(gateway.url('/single/held'));
-    await until(() => held !== undefined, 'the upstream holds the first request');
+    await eventually(() => held !== undefined, 'the upstream to hold the first request');
     // The only connection is busy (the first request's route allows 10 s): this one waits in the
     // gateway until its own route's timeout (300 ms).
     const waiting = await send(gateway.url('/single/waited'));
