@@ -5,6 +5,11 @@
 //       [--base /tmp/base]       also the gateway of another built tree (before/after in one run)
 //       [--subjects a,b]         only these subjects (names below; `-base` ones with --base)
 //       [--lone-duration 0]      skip the one-request-at-a-time runs
+//       [--max-connections N]    also the gateway (memory store) with its upstream's max_connections
+//                                at N (subject gateway-mem-cN; the default is 256)
+//       [--floors a,b]           also bare Node proxies without a decision (floor-NAME subjects,
+//                                bench/gateway-floor-server.js: undici-dispatch, undici-request,
+//                                http-agent), to tell Node's HTTP cost from Tollgate's
 //       [--cpu-prof DIR]         the gateways run under `node --cpu-prof` (profiles in DIR, top
 //                                frames printed at the end through bench/profile-top.js)
 //
@@ -54,6 +59,8 @@ const { values: flags } = parseArgs({
     base: { type: 'string' },
     subjects: { type: 'string' },
     'cpu-prof': { type: 'string' },
+    floors: { type: 'string' },
+    'max-connections': { type: 'string' },
   },
 });
 const SUBJECTS = flags.subjects?.split(',');
@@ -85,7 +92,7 @@ descriptors:
     rate_limit: { unit: minute, requests_per_unit: 100 }
 `;
 
-const gatewayConfig = (upstreamPort) => `upstreams: { app: "http://127.0.0.1:${upstreamPort}" }
+const gatewayConfig = (upstreamPort, maxConnections) => `upstreams: { app: ${maxConnections === undefined ? `"http://127.0.0.1:${upstreamPort}"` : `{ url: "http://127.0.0.1:${upstreamPort}", max_connections: ${maxConnections} }`} }
 rules: ./rules.yaml
 routes:
   - match: { prefix: / }
@@ -178,12 +185,23 @@ async function startServers(work) {
   const servers = { direct: { port: upstreamPort, pid: upstream.pid } };
   const trees = [['', ROOT], ...(flags.base === undefined ? [] : [['-base', flags.base]])];
   const gateways = trees.flatMap(([suffix, tree]) => [[`gateway-mem${suffix}`, tree, []], [`gateway-redis${suffix}`, tree, ['--redis', redis.url]]]);
-  for (const [name, tree, extra] of gateways.filter(([name]) => wanted(name))) {
+  const cap = flags['max-connections'];
+  if (cap !== undefined) {
+    writeFileSync(join(work, `gateway-c${cap}.yaml`), gatewayConfig(upstreamPort, cap));
+    gateways.push([`gateway-mem-c${cap}`, ROOT, [], `gateway-c${cap}.yaml`]);
+  }
+  for (const [name, tree, extra, config = 'gateway.yaml'] of gateways.filter(([name]) => wanted(name) || name.startsWith('gateway-mem-c'))) {
     const [port, adminPort] = [await freePort(), await freePort()];
     const profile = flags['cpu-prof'] === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', join(flags['cpu-prof'], name)];
-    const child = startChild(name, process.execPath, [...profile, join(tree, 'dist/cli/main.js'), 'gateway', '--config', join(work, 'gateway.yaml'), '--port', String(port), '--admin-port', String(adminPort), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', ...extra]);
+    const child = startChild(name, process.execPath, [...profile, join(tree, 'dist/cli/main.js'), 'gateway', '--config', join(work, config), '--port', String(port), '--admin-port', String(adminPort), '--host', '127.0.0.1', '--log-level', 'warn', '--drain-delay', '0', ...extra]);
     await waitForPort(child, port);
     servers[name] = { port, child, pid: child.pid };
+  }
+  for (const variant of flags.floors?.split(',') ?? []) {
+    const port = await freePort();
+    const child = startChild(`floor-${variant}`, process.execPath, [join(HERE, 'gateway-floor-server.js'), variant, String(port), String(upstreamPort)]);
+    await waitForPort(child, port, { marker: 'ready' });
+    servers[`floor-${variant}`] = { port, child, pid: child.pid };
   }
   if (commandExists('nginx') && wanted('nginx')) {
     const dir = join(work, 'nginx');
@@ -206,7 +224,7 @@ async function startServers(work) {
 /** Checks each limiter limits: 120 requests from one address, some must be refused. */
 async function checkLimiting(servers) {
   for (const [name, server] of Object.entries(servers)) {
-    if (name === 'direct') continue;
+    if (name === 'direct' || name.startsWith('floor-')) continue;
     let limited = 0;
     for (let i = 0; i < 120; i++) if ((await fetch(`http://127.0.0.1:${server.port}/hello`, { headers: { 'x-addr': '192.0.2.9' } })).status === 429) limited += 1;
     if (limited === 0) throw new Error(`${name} did not limit 120 requests from one address`);

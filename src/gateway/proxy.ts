@@ -30,12 +30,15 @@ export interface ForwardOptions {
 }
 
 /**
- * Each upstream's pool: up to 256 keep-alive connections, one request at a time on each (no
- * pipelining: a slow answer would hold up the ones queued behind it on its connection, and
- * pipelining 10 measured no different in an A/B of bench/gateway.js, BENCHMARKS.md "Gateway: cuts"). Idle
- * connections are kept for the upstream's own `Keep-Alive: timeout` hint, else 4 s, at most 60 s.
+ * Each upstream's pool: keep-alive connections, up to the upstream's `max_connections` (256 when
+ * not given), one request at a time on each (no pipelining: a slow answer would hold up the ones
+ * queued behind it on its connection, and undici writes a GET behind another only once that one's
+ * answer has begun, so pipelining measured no different in A/Bs of bench/gateway.js, BENCHMARKS.md
+ * "Gateway: cuts" and "Gateway: the floor under it"). Idle connections are kept for the upstream's
+ * own `Keep-Alive: timeout` hint, else 4 s, at most 60 s.
  */
-const POOL_OPTIONS = { connections: 256, pipelining: 1, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000 } as const;
+const POOL_OPTIONS = { pipelining: 1, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 60_000 } as const;
+const DEFAULT_MAX_CONNECTIONS = 256;
 
 /** One pooled connection set per upstream. */
 export class Upstreams {
@@ -44,7 +47,8 @@ export class Upstreams {
 
   constructor(readonly configs: ReadonlyMap<string, UpstreamConfig>, connectTimeoutMs: number) {
     for (const [name, upstream] of configs) {
-      const pool = new Pool(upstream.url.origin, { connect: upstream.url.protocol === 'https:' ? tlsConnector(upstream, connectTimeoutMs) : { timeout: connectTimeoutMs }, ...POOL_OPTIONS });
+      const connect = upstream.url.protocol === 'https:' ? tlsConnector(upstream, connectTimeoutMs) : { timeout: connectTimeoutMs };
+      const pool = new Pool(upstream.url.origin, { connect, connections: upstream.maxConnections ?? DEFAULT_MAX_CONNECTIONS, ...POOL_OPTIONS });
       this.pools.set(name, pool);
       this.dispatchers.set(name, upstream.url.protocol === 'https:' ? pool.compose(pinnedServerName(upstream)) : pool);
     }
@@ -134,8 +138,13 @@ export function upstreamHeaders(request: IncomingMessage): string[] {
   return headers;
 }
 
-/** The upstream's raw response headers for the client: minus hop-by-hop ones, plus `extra`. */
-function clientHeaders(raw: Buffer[], extra: HeaderList): string[] {
+const CONTENT_LENGTH = 'content-length';
+
+/**
+ * The upstream's raw response headers for the client: minus hop-by-hop ones, plus `extra`; the
+ * answer's `Content-Length` goes to `relay.bodyLength` (read in the same pass).
+ */
+function clientHeaders(raw: Buffer[], extra: HeaderList, relay: Relay): string[] {
   const headers: string[] = [];
   let named: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
@@ -145,7 +154,9 @@ function clientHeaders(raw: Buffer[], extra: HeaderList): string[] {
       if (lower === 'connection') named = connectionNames(raw[i + 1]!.toString('latin1'));
       if (HOP_BY_HOP.has(lower)) continue;
     }
-    headers.push(name, raw[i + 1]!.toString('latin1'));
+    const value = raw[i + 1]!.toString('latin1');
+    if (name.length === CONTENT_LENGTH.length && name.toLowerCase() === CONTENT_LENGTH) relay.bodyLength = Number(value);
+    headers.push(name, value);
   }
   const kept = named === undefined ? headers : headers.filter((_, i, all) => !named.has((i % 2 === 0 ? all[i]! : all[i - 1]!).toLowerCase()));
   for (const [name, value] of extra) kept.push(name, value);
@@ -181,8 +192,9 @@ const ONE_STRING_BYTES = 16 * 1024;
  * they arrive, then each body chunk, with backpressure (undici pauses the socket while the client's
  * buffer is full). Not `pool.request()` and `stream.pipeline`: a promise, a body stream and an
  * AbortController per request were a third of the gateway's CPU. The first body chunk is held until
- * the end of the upstream read it came in (a `nextTick`): when the answer ends in that read, headers
- * and body go out in one write (`end(body)`), else the chunk is written as it would have been.
+ * the end of the upstream read it came in (a `nextTick`; none when it is the whole declared
+ * `Content-Length`): when the answer ends in that read, headers and body go out in one write
+ * (`end(body)`), else the chunk is written as it would have been.
  */
 class Relay implements Dispatcher.DispatchHandler {
   private abortUpstream: ((reason: Error) => void) | undefined;
@@ -195,6 +207,8 @@ class Relay implements Dispatcher.DispatchHandler {
   private began = false;
   private held: Buffer | undefined;
   private waitingDrain = false;
+  /** The answer's declared `Content-Length` (-1: none, streamed or chunked). */
+  bodyLength = -1;
   /** Starts the timer once a request body is all in (only requests with a body wait for it). */
   private onRequestEnd: (() => void) | undefined;
 
@@ -217,7 +231,10 @@ class Relay implements Dispatcher.DispatchHandler {
 
   onConnect(abort: (reason?: Error) => void): void {
     this.abortUpstream = abort;
-    if (this.response.destroyed) abort(new errors.RequestAbortedError());
+    // Called before any byte is written: a request whose client left, or whose timeout ran out
+    // while it waited for a connection (and was answered 504), never reaches the upstream.
+    if (this.timedOut !== undefined) abort(this.timedOut);
+    else if (this.response.destroyed) abort(new errors.RequestAbortedError());
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
@@ -226,18 +243,23 @@ class Relay implements Dispatcher.DispatchHandler {
     this.answering = true;
     this.startTimer();
     this.resume = resume;
-    this.response.writeHead(statusCode, clientHeaders(rawHeaders, this.extraHeaders));
+    this.response.writeHead(statusCode, clientHeaders(rawHeaders, this.extraHeaders, this));
     return true;
   }
 
   onData(chunk: Buffer): boolean {
-    this.timer?.refresh();
     if (!this.began) {
       this.began = true;
       this.held = chunk;
+      // A first chunk that is the whole declared body ends the answer in this same parse (undici's
+      // parser completes the message as soon as its last byte is read): `onComplete` follows at
+      // once and clears the timer, so neither a tick nor a timer refresh is needed.
+      if (chunk.length === this.bodyLength) return true;
+      this.timer?.refresh();
       process.nextTick(releaseHeld, this);
       return true;
     }
+    this.timer?.refresh();
     this.release();
     const flowing = this.response.write(chunk);
     if (!flowing && !this.waitingDrain) {
@@ -283,7 +305,14 @@ class Relay implements Dispatcher.DispatchHandler {
 
   timeOut(): void {
     this.timedOut = this.answering ? new errors.BodyTimeoutError() : new errors.HeadersTimeoutError();
-    this.abortUpstream?.(this.timedOut);
+    if (this.abortUpstream !== undefined) {
+      this.abortUpstream(this.timedOut);
+      return;
+    }
+    // Still waiting for a connection (every one of `max_connections` busy): answered now; the
+    // request is dropped when its turn comes (`onConnect`).
+    answerFailure(this.response, this.timedOut, this.options);
+    this.finish();
   }
 
   drained(): void {

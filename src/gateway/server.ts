@@ -30,6 +30,7 @@ import { loadGatewayConfig } from './config/read.js';
 import type { GatewayConfig } from './config/types.js';
 import { GatewayDeferral, deferNeedsRedis, hasRedis } from './defer/setup.js';
 import { handleRequest } from './handler.js';
+import { closeIdleConnections } from './idle.js';
 import { gatewayRoutes, type GatewayState } from './state.js';
 import { Upstreams } from './proxy.js';
 import { GatewayRooms } from './waiting-room/index.js';
@@ -159,8 +160,9 @@ function createProxyServer(
   closeSilentConnections(server, headersTimeoutMs);
   // `Expect: 100-continue`: the handler invites the body only once the request is admitted.
   server.on('checkContinue', onRequest);
-  // A connection silent this long is closed (envoy's stream idle timeout); the route timeout covers upstreams.
-  server.timeout = IDLE_TIMEOUT_MS;
+  // A connection silent this long is closed (envoy's stream idle timeout); the route timeout covers
+  // upstreams. Swept (idle.ts), not node's `server.timeout`, whose timer is re-armed per request.
+  closeIdleConnections(server, IDLE_TIMEOUT_MS);
   return server;
 }
 

@@ -56,6 +56,10 @@ const FIXTURES: Readonly<Record<string, readonly string[]>> = {
     "upstream-tls.yaml:7:47: upstreams.empty.tls: give ca_file (the CA that signed the upstream's certificate) and / or server_name, or remove tls",
     'upstream-tls.yaml:8:10: upstreams.nourl.url: missing url: give the upstream\'s URL, e.g. url: "https://10.0.0.7:8443"',
   ],
+  'upstream-max-connections.yaml': [
+    'upstream-max-connections.yaml:2:58: upstreams.zero.max_connections: max_connections must be a whole number from 1 to 65535, got 0',
+    'upstream-max-connections.yaml:3:60: upstreams.quoted.max_connections: max_connections must be a whole number from 1 to 65535, got "16" (text, not a number: remove the quotes)',
+  ],
   'upstream-with-path.yaml': ['upstream-with-path.yaml:1:20: upstreams.mock: "http://127.0.0.1:9999/api": give the origin only (scheme, host and port): request paths are forwarded as they are'],
   'unknown-action.yaml': ['unknown-action.yaml:8:13: routes[0].rate_limits[0].actions[0].request_header: unknown key "request_header"; did you mean "request_headers"?'],
   'unsupported-action.yaml': [

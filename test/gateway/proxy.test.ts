@@ -1,8 +1,9 @@
 /**
  * The gateway as a reverse proxy, end to end over loopback: bodies intact both ways and streamed
  * (a 10 MB upload reaches the upstream while the client is still sending it, and a download, or a
- * small first event, reaches the client while the upstream is still writing; a small binary answer,
- * sent with its headers in one write, arrives intact), hop-by-hop headers dropped both ways,
+ * small first event, with or without a Content-Length, reaches the client while the upstream is
+ * still writing; a small binary answer, sent with its headers in one write, arrives intact),
+ * hop-by-hop headers dropped both ways,
  * X-Forwarded-* set, upstream failures answered 502 / 504, a client that leaves aborts the upstream
  * request, and a path no route takes answered 404.
  */
@@ -50,6 +51,11 @@ function upstreamHandler(req: IncomingMessage, res: ServerResponse): void {
     res.end(ALL_BYTES);
   } else if (req.url === '/events') {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: one\n\n');
+    new Promise<void>((resolve) => (releaseSecondEvent = resolve)).then(() => res.end('data: two\n\n'));
+  } else if (req.url === '/sized-events') {
+    // A declared Content-Length, its body in two parts: the first is not the whole body.
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'content-length': 22 });
     res.write('data: one\n\n');
     new Promise<void>((resolve) => (releaseSecondEvent = resolve)).then(() => res.end('data: two\n\n'));
   } else if (req.url === '/hop') {
@@ -197,9 +203,9 @@ describe('gateway proxying', () => {
     expect(bytes.equals(ALL_BYTES)).toBe(true);
   });
 
-  it('passes a small first chunk on at once, while the upstream has not sent the rest', async () => {
+  it.each(['/events', '/sized-events'])('passes a small first chunk on at once, while the upstream has not sent the rest (%s)', async (path) => {
     const events = await new Promise<string[]>((resolve, reject) => {
-      httpRequest(gateway.url('/events'), { agent: false }, (res) => {
+      httpRequest(gateway.url(path), { agent: false }, (res) => {
         const seen: string[] = [];
         res.setEncoding('utf8');
         res.on('data', (text: string) => {

@@ -113,6 +113,11 @@ export interface UpstreamConfig {
   readonly url: URL;
   /** https:// only: a private CA, a name to verify; absent: Node's bundled CAs and the URL's host name. */
   readonly tls?: UpstreamTls;
+  /**
+   * `max_connections` (envoy's circuit breaker of that name): at most this many connections to the
+   * upstream at once, from this process; requests beyond them wait for a free one. Absent: 256.
+   */
+  readonly maxConnections?: number;
 }
 
 /** How an https:// upstream's certificate is verified (envoy's UpstreamTlsContext `trusted_ca`, `sni`). */

@@ -1,7 +1,8 @@
 /**
  * The gateway configuration's `upstreams`: a name and its origin (`api: "http://127.0.0.1:9000"`),
  * or, for an https:// upstream whose certificate a private CA signed, a mapping with the TLS
- * settings to verify it (`{ url: "https://...", tls: { ca_file: ./ca.crt, server_name: api.internal } }`).
+ * settings to verify it (`{ url: "https://...", tls: { ca_file: ./ca.crt, server_name: api.internal } }`),
+ * and / or a cap on its connections (`{ url: "http://...", max_connections: 64 }`).
  * The CA file is read and checked here, when the configuration is loaded (and at each reload), so a
  * bad one is reported at its `file:line:col` like every other problem.
  */
@@ -11,10 +12,10 @@ import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { isMap, isScalar } from 'yaml';
-import { readText, reportMissing, type DocumentReader, type Entry, type FieldSet } from '../../rules/parse/fields.js';
+import { readText, readWholeNumber, reportMissing, type DocumentReader, type Entry, type FieldSet } from '../../rules/parse/fields.js';
 import type { UpstreamConfig, UpstreamTls } from './types.js';
 
-const UPSTREAM_FIELDS: FieldSet = { what: 'an upstream', names: ['url', 'tls'], misplaced: { ca_file: 'belongs in tls (tls: { ca_file: ./ca.crt })', server_name: 'belongs in tls (tls: { server_name: api.internal })' } };
+const UPSTREAM_FIELDS: FieldSet = { what: 'an upstream', names: ['url', 'tls', 'max_connections'], misplaced: { ca_file: 'belongs in tls (tls: { ca_file: ./ca.crt })', server_name: 'belongs in tls (tls: { server_name: api.internal })' } };
 const TLS_FIELDS: FieldSet = {
   what: "an upstream's tls",
   names: ['ca_file', 'server_name'],
@@ -49,7 +50,10 @@ export function readUpstreams(reader: DocumentReader, entry: Entry | undefined, 
   return upstreams;
 }
 
-/** One upstream: its URL as text, or `{ url, tls }`. */
+/** The most connections `max_connections` may ask for (one process's sockets to one upstream). */
+const MAX_CONNECTIONS_CEILING = 65_535;
+
+/** One upstream: its URL as text, or `{ url, tls, max_connections }`. */
 function readUpstream(reader: DocumentReader, entry: Entry, base: string): UpstreamConfig | undefined {
   if (entry.value === undefined || !isMap(entry.value)) {
     const url = readUpstreamUrl(reader, entry);
@@ -59,14 +63,18 @@ function readUpstream(reader: DocumentReader, entry: Entry, base: string): Upstr
   if (!fields.has('url')) reportMissing(reader, entry.value, entry.path, 'url', 'give the upstream\'s URL, e.g. url: "https://10.0.0.7:8443"');
   const urlEntry = fields.get('url');
   const url = urlEntry === undefined ? undefined : readUpstreamUrl(reader, urlEntry);
+  const capEntry = fields.get('max_connections');
+  const maxConnections = readWholeNumber(reader, capEntry, 1, MAX_CONNECTIONS_CEILING);
+  if (capEntry !== undefined && maxConnections === undefined) return undefined;
+  const cap = maxConnections === undefined ? {} : { maxConnections };
   const tlsEntry = fields.get('tls');
-  if (tlsEntry === undefined) return url === undefined ? undefined : { url };
+  if (tlsEntry === undefined) return url === undefined ? undefined : { url, ...cap };
   if (url !== undefined && url.protocol !== 'https:') {
     reader.report(tlsEntry.key, tlsEntry.path, `tls applies to an https:// upstream, and ${JSON.stringify(url.href.replace(/\/$/, ''))} is http://: write the URL with https://, or remove tls`);
     return undefined;
   }
   const tls = readUpstreamTls(reader, tlsEntry, base);
-  return url === undefined || tls === undefined ? undefined : { url, tls };
+  return url === undefined || tls === undefined ? undefined : { url, tls, ...cap };
 }
 
 function readUpstreamUrl(reader: DocumentReader, entry: Entry): URL | undefined {
