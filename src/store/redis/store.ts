@@ -3,8 +3,9 @@
  * number of Tollgate processes share exact counters. Decisions issued in the same tick are sent
  * together: one EVALSHA decides a whole batch (per hash slot on a Cluster), so Redis pays the
  * script overhead once per batch, not once per decision. A decision alone in its call takes its
- * algorithm's lean script (scripts/single.lua). On a Cluster, the calls of a tick bound for one
- * master go out in one pipeline (pipeline.ts), so spread keys still share Redis's I/O.
+ * algorithm's lean script (scripts/single.lua). On a Cluster, one call per master decides the
+ * groups of all its slots (cross-slot.ts); where it cannot, the per-slot calls of a tick bound for
+ * one master go out in one pipeline (pipeline.ts).
  */
 import { randomUUID } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
@@ -26,6 +27,7 @@ import { LeanFunctions } from './functions.js';
 import { RedisLedger } from './ledger.js';
 import { deliver, scriptCall, type Pending } from './script-call.js';
 import { NOT_RUN, byMaster, pipelined, type Call, type Command } from './pipeline.js';
+import { CrossSlotCalls } from './cross-slot.js';
 import type { SlotAnswer, SlotRelease, SlotRequest } from '../slots.js';
 import { acquireSlot, heldSlots, releaseSlot, slotsKey } from './slots.js';
 
@@ -43,7 +45,6 @@ const ARGUMENT_REFUSED = /^(ReplyError: )?ERR tollgate: (argument \d+|single dec
  * way no attempt ran the script.
  */
 const SLOT_MOVING = /^(ReplyError: )?TRYAGAIN|Too many Cluster redirections\. Last error: (ReplyError: )?(TRYAGAIN|ASK|MOVED)/;
-
 
 /** Connection errors that mean nothing listens there (or no such host): no use waiting the whole connect timeout. */
 const REFUSALS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -72,6 +73,7 @@ export class RedisStore implements Store {
   private readonly callerClock: boolean;
   /** Lone decisions by FCALL of the lean library (EVALSHA of the lean scripts if Redis refuses it). */
   private readonly functions: LeanFunctions;
+  private readonly crossSlot: CrossSlotCalls; // a Cluster's call per master and tick (cross-slot.ts)
   /** Requests of this tick, by their explicit `now` ('' = Redis TIME). */
   private queues = new Map<string, Pending[]>();
   private flushScheduled = false;
@@ -113,6 +115,8 @@ export class RedisStore implements Store {
     this.isCluster = connected.client instanceof Cluster;
     this.address = connected.address;
     this.functions = new LeanFunctions(this.client);
+    const host = { client: this.client, address: this.address, callerClock: this.callerClock, maxBatch, busy: (delta: number) => void (this.inFlight += delta) };
+    this.crossSlot = new CrossSlotCalls({ ...host, bySlot: (queues) => this.dispatch(queues), fail: (timeKey, batch, error) => this.fail(timeKey, batch, error, 0) });
     this.ledger = new RedisLedger(this.client, this.keyPrefix, this.runReservation);
     // Without a listener, a connection error would crash the process; remember it for messages instead.
     this.client.on('error', (error: Error) => {
@@ -135,7 +139,7 @@ export class RedisStore implements Store {
     }
     // Load the scripts and the lean library up front, so the first calls do not each pay a NOSCRIPT round trip.
     const nodes = this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
-    await Promise.all([this.functions.load(), ...nodes.flatMap((node) => ALL_SCRIPTS.map((script) => node.script('LOAD', script.source).catch(() => undefined)))]);
+    await Promise.all([this.functions.load(), this.crossSlot.load(), ...nodes.flatMap((node) => ALL_SCRIPTS.map((script) => node.script('LOAD', script.source).catch(() => undefined)))]);
   }
 
   private connected(): Promise<void> {
@@ -336,7 +340,7 @@ export class RedisStore implements Store {
         this.waitForFirstConnection = false;
       } else {
         this.firstConnected().then(
-          () => this.dispatch(queues),
+          () => this.crossSlot.dispatch(queues),
           (error: unknown) => {
             for (const queue of queues.values()) for (const pending of queue) pending.reject(error);
           },
@@ -344,7 +348,7 @@ export class RedisStore implements Store {
         return;
       }
     }
-    this.dispatch(queues);
+    this.crossSlot.dispatch(queues);
   }
 
   /** The first connection (waited for once, up to `connectTimeoutMs`). */
@@ -476,7 +480,7 @@ export class RedisStore implements Store {
     try {
       return (await this.client.evalsha(script.sha1, keys.length, ...keys, ...args)) as number[];
     } catch (error) {
-      if (replyCode(error) !== 'NOSCRIPT') throw error;
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
       // EVAL runs the script and caches it on that node, so the next EVALSHA there succeeds.
       return (await this.client.eval(script.source, keys.length, ...keys, ...args)) as number[];
     }
@@ -490,10 +494,4 @@ export class RedisStore implements Store {
     }
     return new StoreError(`Redis at ${this.address} failed a rate limit script: ${message}`, { cause: error });
   }
-}
-
-/** The error code of a Redis error reply: its first word (e.g. NOSCRIPT, WRONGTYPE). */
-function replyCode(error: unknown): string | undefined {
-  if (!(error instanceof Error)) return undefined;
-  return error.message.split(' ', 1)[0];
 }
