@@ -79,29 +79,39 @@ export class CrossSlotCalls {
     if (this.usable) await Promise.all(this.cluster.nodes('master').map((node) => this.loadOn(node)));
   }
 
-  /** Sends `queues` (requests by their `now`): one call per master and up to `maxBatch` groups; lone requests, or all without the library, per slot. */
+  /**
+   * Sends `queues` (requests by their `now`, in the order their calls were made): one call per
+   * master and `now`, up to `maxBatch` groups each. A master's calls of a tick all go one way, in
+   * that order: on its connection (cross-slot FCALLs), or all per slot (one pipeline), when each
+   * holds a lone request (its lean call) or the master is unknown or not ready. Split between the
+   * two, a lone call sent per slot went out after the master's FCALLs made after it, so a tick's
+   * calls for one key were applied out of order (local-first's push of a stale view's units,
+   * then the store's decision: the decision came first and did not see them).
+   */
   dispatch(queues: Map<string, Pending[]>): void {
     if (!this.usable) return this.host.bySlot(queues);
     const masters = new Map(this.cluster.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]));
-    const perSlot = new Map<string, Pending[]>();
-    const elsewhere = (timeKey: string, batch: Pending[]): void => {
-      const queue = perSlot.get(timeKey);
-      if (queue === undefined) perSlot.set(timeKey, batch);
-      else queue.push(...batch);
-    };
+    // Each master's calls, in the order of `queues`.
+    const calls = new Map<string, [string, Pending[]][]>();
     for (const [timeKey, queue] of queues) {
       for (const [address, batch] of this.byMaster(queue)) {
-        const node = masters.get(address);
-        // A lone request keeps its lean call; an unknown or unready master, the per-slot path.
-        if (batch.length === 1 || node === undefined || node.status !== 'ready') {
-          elsewhere(timeKey, batch);
-          continue;
-        }
-        for (let start = 0; start < batch.length; start += this.host.maxBatch) {
-          const chunk = batch.slice(start, start + this.host.maxBatch);
-          if (chunk.length === 1) elsewhere(timeKey, chunk);
-          else void this.call(node, timeKey, chunk);
-        }
+        let mine = calls.get(address);
+        if (mine === undefined) calls.set(address, (mine = []));
+        for (let start = 0; start < batch.length; start += this.host.maxBatch) mine.push([timeKey, batch.slice(start, start + this.host.maxBatch)]);
+      }
+    }
+    // Built in the order of `queues` for every master, so each master's per-slot calls keep theirs.
+    const perSlot = new Map<string, Pending[]>();
+    for (const [address, mine] of calls) {
+      const node = masters.get(address);
+      if (node !== undefined && node.status === 'ready' && mine.some(([, batch]) => batch.length > 1)) {
+        for (const [timeKey, batch] of mine) void this.call(node, timeKey, batch);
+        continue;
+      }
+      for (const [timeKey, batch] of mine) {
+        const queue = perSlot.get(timeKey);
+        if (queue === undefined) perSlot.set(timeKey, batch);
+        else queue.push(...batch);
       }
     }
     if (perSlot.size > 0) this.host.bySlot(perSlot);
@@ -168,11 +178,12 @@ export class CrossSlotCalls {
 }
 
 /**
- * The arguments of a cross-slot call for `batch` (two groups or more): decide.lua's arguments, the
- * keys, the index of decide.lua's group count in its arguments, then the key count.
+ * The arguments of a cross-slot call for `batch` (a lone group too: the batch script's, never the
+ * lean one's): decide.lua's arguments, the keys, the index of decide.lua's group count in its
+ * arguments, then the key count.
  */
 export function crossSlotArgs(timeKey: string, batch: Pending[], callerClock: boolean): (string | number)[] {
-  const [, keys, args] = scriptCall(timeKey, batch, callerClock);
+  const [, keys, args] = scriptCall(timeKey, batch, callerClock, false);
   // decide.lua's arguments end with the group count, then per group its size and 3 per request.
   const groupsLength = 1 + batch.reduce((total, pending) => total + 1 + 3 * pending.keys.length, 0);
   return [...args, ...keys, args.length - groupsLength + 1, keys.length];

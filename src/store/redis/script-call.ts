@@ -40,15 +40,16 @@ export interface Pending {
  * takes its algorithm's lean script (7 arguments, 8 with the caller's clock; its algorithm is
  * returned too, for FCALL); anything else the batch script, where each distinct policy is sent once
  * and requests refer to it by index. `callerClock` (redisStore `clock: 'caller'`): the store's own
- * time is this process's clock, sent as `now`, instead of Redis TIME.
+ * time is this process's clock, sent as `now`, instead of Redis TIME. `lean` false: the batch
+ * script whatever the batch (a cross-slot call, cross-slot.ts).
  */
-export function scriptCall(timeKey: string, batch: Pending[], callerClock = false): [RedisScript, string[], (string | number)[], AlgorithmName?] {
+export function scriptCall(timeKey: string, batch: Pending[], callerClock = false, lean = true): [RedisScript, string[], (string | number)[], AlgorithmName?] {
   const first = batch[0]!;
-  const single = batch.length === 1 && first.keys.length === 1 && timeKey === '' && (first.op === OP_CONSUME || first.op === OP_PEEK);
-  const lean = single && hasLeanScript(first.policies[0]!) ? SINGLE_SCRIPTS[first.policies[0]!.algorithm] : undefined;
-  if (lean !== undefined) {
+  const single = lean && batch.length === 1 && first.keys.length === 1 && timeKey === '' && (first.op === OP_CONSUME || first.op === OP_PEEK);
+  const leanScript = single && hasLeanScript(first.policies[0]!) ? SINGLE_SCRIPTS[first.policies[0]!.algorithm] : undefined;
+  if (leanScript !== undefined) {
     const args = singleDecisionArgs(first.policies[0]!, first.op, first.costs[0]!, callerClock ? currentTime() : undefined);
-    return [lean, first.keys, args, first.policies[0]!.algorithm];
+    return [leanScript, first.keys, args, first.policies[0]!.algorithm];
   }
   if (callerClock && timeKey === '') timeKey = String(currentTime());
   const policyIndexes = new Map<CompiledPolicy, number>();

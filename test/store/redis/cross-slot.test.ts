@@ -107,6 +107,38 @@ describe('spread keys on a 3-master Cluster', () => {
   }, 120_000);
 });
 
+describe("one tick's calls for one key, in the order they were made", () => {
+  const redis = useRedisTopologies();
+  const T0 = 1_800_000_000_000;
+
+  it("calls with different `now`s in one tick: a lone one (per slot) is not overtaken by the master's cross-slot call made after it", async () => {
+    const store = await redis.open({ cluster: redis.cluster.nodes, commandTimeoutMs: 20_000 });
+    const limiter = createLimiter({ store, ...RAW });
+    const policy: Policy = { algorithm: 'fixed-window', limit: 2, window: '1h' };
+    const key = `${run}:order`;
+    // One tick: T0 alone in its call, then two at T0 + 1 (a call of two groups on the key's master).
+    const decisions = await Promise.all([T0, T0 + 1, T0 + 1].map((now) => limiter.limit(key, policy, { now })));
+    // Before the fix, the call at T0 + 1 went first and took both units: [false, true, true].
+    expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, false]);
+  }, 60_000);
+
+  it('local-first, one limiter, sliding-window 10 per 1 s (model seed 2131586736): the units a stale view held are counted before the store decides, so the window admits 10, not 11', async () => {
+    const store = await redis.open({ cluster: redis.cluster.nodes, commandTimeoutMs: 20_000 });
+    const limiter = createLimiter({ store, ...RAW });
+    const policy: Policy = { algorithm: 'sliding-window', limit: 10, window: 1_000 };
+    const key = `${run}:local-first`;
+    let admitted = 0;
+    // [ms after the previous step, calls at once]: the view goes stale at T0 + 601 holding the unit admitted at T0 + 1.
+    for (const [at, count] of [[0, 1], [1, 1], [601, 1], [601, 3], [602, 5]] as const) {
+      const decisions = await Promise.all(Array.from({ length: count }, () => limiter.limit(key, policy, { now: T0 + at, syncIntervalMs: 200 })));
+      admitted += decisions.filter((decision) => decision.allowed).length;
+      // Every sync answered before the next step (the model's `settled`).
+      while (limiter.health().inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    expect(admitted).toBe(10);
+  }, 60_000);
+});
+
 describe('every algorithm through the cross-slot call', () => {
   const redis = useRedisTopologies();
 
