@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 import { DECIDE_SCRIPT } from './lua.js';
+import type { Call } from './pipeline.js';
 import { deliver, scriptCall, type Pending } from './script-call.js';
 
 /** What the cross-slot calls need of the store. */
@@ -23,7 +24,7 @@ export interface CrossSlotHost {
   readonly callerClock: boolean;
   readonly maxBatch: number;
   /** The per-slot path (one script call per slot, each redirected on its own). */
-  readonly bySlot: (queues: Map<string, Pending[]>) => void;
+  readonly bySlot: (calls: readonly Call[]) => void;
   /** A call's failure as the store reports it (a slot moving, refused arguments, an outage). */
   readonly fail: (timeKey: string, batch: Pending[], error: unknown) => void;
   /** Counts calls in flight: +1 when one is sent, -1 when it is answered. */
@@ -80,41 +81,38 @@ export class CrossSlotCalls {
   }
 
   /**
-   * Sends `queues` (requests by their `now`, in the order their calls were made): one call per
-   * master and `now`, up to `maxBatch` groups each. A master's calls of a tick all go one way, in
-   * that order: on its connection (cross-slot FCALLs), or all per slot (one pipeline), when each
-   * holds a lone request (its lean call) or the master is unknown or not ready. Split between the
-   * two, a lone call sent per slot went out after the master's FCALLs made after it, so a tick's
-   * calls for one key were applied out of order (local-first's push of a stale view's units,
-   * then the store's decision: the decision came first and did not see them).
+   * Sends `tick` (a tick's calls, in the order made, tick.ts): one call per master and call of the
+   * tick, up to `maxBatch` groups each. A master's calls of a tick all go one way, in that order:
+   * on its connection (cross-slot FCALLs), or all per slot (one pipeline) when each holds a lone
+   * request (its lean call) or the master is unknown or not ready. Split between the two, a lone
+   * call sent per slot went out after the master's FCALLs made after it: a tick's calls for one key
+   * were applied out of order (local-first's push of a stale view's units, then the store's
+   * decision: the decision came first and did not see them).
    */
-  dispatch(queues: Map<string, Pending[]>): void {
-    if (!this.usable) return this.host.bySlot(queues);
+  dispatch(tick: readonly Call[]): void {
+    if (!this.usable) return this.host.bySlot(tick);
     const masters = new Map(this.cluster.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]));
-    // Each master's calls, in the order of `queues`.
-    const calls = new Map<string, [string, Pending[]][]>();
-    for (const [timeKey, queue] of queues) {
-      for (const [address, batch] of this.byMaster(queue)) {
-        let mine = calls.get(address);
-        if (mine === undefined) calls.set(address, (mine = []));
-        for (let start = 0; start < batch.length; start += this.host.maxBatch) mine.push([timeKey, batch.slice(start, start + this.host.maxBatch)]);
+    // Each master's part of each call of the tick, in the tick's order.
+    const parts = new Map<string, { index: number; batch: Pending[] }[]>();
+    tick.forEach(({ batch }, index) => {
+      for (const [address, group] of this.byMaster(batch)) {
+        let mine = parts.get(address);
+        if (mine === undefined) parts.set(address, (mine = []));
+        for (let start = 0; start < group.length; start += this.host.maxBatch) mine.push({ index, batch: group.slice(start, start + this.host.maxBatch) });
       }
-    }
-    // Built in the order of `queues` for every master, so each master's per-slot calls keep theirs.
-    const perSlot = new Map<string, Pending[]>();
-    for (const [address, mine] of calls) {
+    });
+    // The per-slot parts, by the call of the tick they came from: sent in the tick's order.
+    const perSlot: Pending[][] = [];
+    for (const [address, mine] of parts) {
       const node = masters.get(address);
-      if (node !== undefined && node.status === 'ready' && mine.some(([, batch]) => batch.length > 1)) {
-        for (const [timeKey, batch] of mine) void this.call(node, timeKey, batch);
+      if (node !== undefined && node.status === 'ready' && mine.some(({ batch }) => batch.length > 1)) {
+        for (const { index, batch } of mine) void this.call(node, tick[index]!.timeKey, batch);
         continue;
       }
-      for (const [timeKey, batch] of mine) {
-        const queue = perSlot.get(timeKey);
-        if (queue === undefined) perSlot.set(timeKey, batch);
-        else queue.push(...batch);
-      }
+      for (const { index, batch } of mine) (perSlot[index] ??= []).push(...batch);
     }
-    if (perSlot.size > 0) this.host.bySlot(perSlot);
+    const rest = tick.flatMap(({ timeKey }, index) => (perSlot[index] === undefined ? [] : [{ timeKey, batch: perSlot[index] }]));
+    if (rest.length > 0) this.host.bySlot(rest);
   }
 
   /** `queue` by the master serving each group's slot in ioredis's slot table ('' when none is known). */
@@ -153,7 +151,7 @@ export class CrossSlotCalls {
     const skipped = new Set(leftOut.map((group) => group - 1));
     const decided = batch.filter((_, index) => !skipped.has(index));
     if (decided.length > 0) deliver(decided, values, this.host.address);
-    this.host.bySlot(new Map([[timeKey, batch.filter((_, index) => skipped.has(index))]]));
+    this.host.bySlot([{ timeKey, batch: batch.filter((_, index) => skipped.has(index)) }]);
   }
 
   /** A whole call's failure: decided again per slot when nothing ran, else reported as the store does. */
@@ -162,7 +160,7 @@ export class CrossSlotCalls {
     if (NOT_LOADED.test(text)) void this.loadOn(node);
     else if (REFUSED.test(text)) this.usable = false;
     else if (!NOTHING_RAN.test(text)) return this.host.fail(timeKey, batch, error);
-    this.host.bySlot(new Map([[timeKey, batch]]));
+    this.host.bySlot([{ timeKey, batch }]);
   }
 
   private async loadOn(node: Redis): Promise<void> {

@@ -28,6 +28,7 @@ import { RedisLedger } from './ledger.js';
 import { deliver, scriptCall, type Pending } from './script-call.js';
 import { NOT_RUN, byMaster, pipelined, type Call, type Command } from './pipeline.js';
 import { CrossSlotCalls } from './cross-slot.js';
+import { Tick } from './tick.js';
 import type { SlotAnswer, SlotRelease, SlotRequest } from '../slots.js';
 import { acquireSlot, heldSlots, releaseSlot, slotsKey } from './slots.js';
 
@@ -74,8 +75,8 @@ export class RedisStore implements Store {
   /** Lone decisions by FCALL of the lean library (EVALSHA of the lean scripts if Redis refuses it). */
   private readonly functions: LeanFunctions;
   private readonly crossSlot: CrossSlotCalls; // a Cluster's call per master and tick (cross-slot.ts)
-  /** Requests of this tick, by their explicit `now` ('' = Redis TIME). */
-  private queues = new Map<string, Pending[]>();
+  /** Requests of this tick, in calls by their explicit `now` ('' = Redis TIME), in the order made (tick.ts). */
+  private readonly tick = new Tick();
   private flushScheduled = false;
   /** Script calls sent and not yet answered (a pipeline counts once). */
   private inFlight = 0;
@@ -116,7 +117,7 @@ export class RedisStore implements Store {
     this.address = connected.address;
     this.functions = new LeanFunctions(this.client);
     const host = { client: this.client, address: this.address, callerClock: this.callerClock, maxBatch, busy: (delta: number) => void (this.inFlight += delta) };
-    this.crossSlot = new CrossSlotCalls({ ...host, bySlot: (queues) => this.dispatch(queues), fail: (timeKey, batch, error) => this.fail(timeKey, batch, error, 0) });
+    this.crossSlot = new CrossSlotCalls({ ...host, bySlot: (calls) => this.dispatch(calls), fail: (timeKey, batch, error) => this.fail(timeKey, batch, error, 0) });
     this.ledger = new RedisLedger(this.client, this.keyPrefix, this.runReservation);
     // Without a listener, a connection error would crash the process; remember it for messages instead.
     this.client.on('error', (error: Error) => {
@@ -309,13 +310,7 @@ export class RedisStore implements Store {
 
   private enqueue<T = Decision>(keys: string[], policies: CompiledPolicy[], op: number, costs: number[], now: number | undefined): Promise<T[]> {
     return new Promise<T[]>((resolve, reject) => {
-      const timeKey = now === undefined ? '' : String(now);
-      let queue = this.queues.get(timeKey);
-      if (queue === undefined) {
-        queue = [];
-        this.queues.set(timeKey, queue);
-      }
-      queue.push({ keys, policies, op, costs, resolve: resolve as (results: unknown[]) => void, reject });
+      this.tick.add(now === undefined ? '' : String(now), { keys, policies, op, costs, resolve: resolve as (results: unknown[]) => void, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         // setImmediate, not nextTick: an HTTP server decides each request in its own I/O callback,
@@ -333,22 +328,21 @@ export class RedisStore implements Store {
 
   private flush(): void {
     this.flushScheduled = false;
-    const queues = this.queues;
-    this.queues = new Map();
+    const calls = this.tick.take();
     if (this.waitForFirstConnection) {
       if (this.client.status === 'ready') {
         this.waitForFirstConnection = false;
       } else {
         this.firstConnected().then(
-          () => this.crossSlot.dispatch(queues),
+          () => this.crossSlot.dispatch(calls),
           (error: unknown) => {
-            for (const queue of queues.values()) for (const pending of queue) pending.reject(error);
+            for (const { batch } of calls) for (const pending of batch) pending.reject(error);
           },
         );
         return;
       }
     }
-    this.crossSlot.dispatch(queues);
+    this.crossSlot.dispatch(calls);
   }
 
   /** The first connection (waited for once, up to `connectTimeoutMs`). */
@@ -359,9 +353,10 @@ export class RedisStore implements Store {
     return this.firstConnection;
   }
 
-  private dispatch(queues: Map<string, Pending[]>): void {
+  /** Sends `tick` (a tick's calls, in order) one script call per slot and up to `maxBatch` groups. */
+  private dispatch(tick: readonly Call[]): void {
     const calls: Call[] = [];
-    for (const [timeKey, queue] of queues) {
+    for (const { timeKey, batch: queue } of tick) {
       // A script call may only touch keys of one slot; ioredis routes it by its first key.
       for (const group of this.isCluster ? groupBySlot(queue, (pending) => pending.keys[0]!) : [queue]) {
         for (let start = 0; start < group.length; start += this.maxBatch) calls.push({ timeKey, batch: group.slice(start, start + this.maxBatch) });
