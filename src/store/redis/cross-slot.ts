@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
+import { loadLibrary } from './functions.js';
 import { DECIDE_SCRIPT } from './lua.js';
 import type { Call } from './pipeline.js';
 import { deliver, scriptCall, type Pending } from './script-call.js';
@@ -164,14 +165,8 @@ export class CrossSlotCalls {
   }
 
   private async loadOn(node: Redis): Promise<void> {
-    try {
-      await node.function('LOAD', CROSS_SLOT_LIBRARY.source);
-    } catch (error) {
-      if (/already exists/.test(String(error))) return;
-      // Refused by Redis itself (before 7.0, an ACL, an unknown flag): per slot from now on. A lost
-      // connection is not a refusal: the next "not found" loads it again.
-      if (error instanceof Error && error.name === 'ReplyError') this.usable = false;
-    }
+    // Refused by Redis itself (before 7.0, an ACL, an unknown flag): per slot from now on.
+    if (!(await loadLibrary(node, CROSS_SLOT_LIBRARY.source))) this.usable = false;
   }
 }
 

@@ -65,13 +65,22 @@ export class LeanFunctions {
   }
 
   private async loadOn(node: Redis): Promise<void> {
-    try {
-      await node.function('LOAD', LEAN_LIBRARY.source);
-    } catch (error) {
-      if (/already exists/.test(String(error))) return;
-      // Refused by Redis itself (an ACL, an old server): EVALSHA from now on. A lost connection is
-      // not a refusal: the next "not found" loads it again.
-      if (error instanceof Error && error.name === 'ReplyError') this.usable = false;
-    }
+    // Refused by Redis itself: EVALSHA from now on.
+    if (!(await loadLibrary(node, LEAN_LIBRARY.source))) this.usable = false;
   }
+}
+
+/**
+ * FUNCTION LOAD of a library's `source` on `node`: false when Redis itself refused it (an ACL, a
+ * server before 7.0, an unknown flag); true when loaded, already there, or the connection was lost
+ * (not a refusal: the next "Function not found" loads it again).
+ */
+export async function loadLibrary(node: Redis, source: string): Promise<boolean> {
+  try {
+    await node.function('LOAD', source);
+  } catch (error) {
+    if (/already exists/.test(String(error))) return true;
+    if (error instanceof Error && error.name === 'ReplyError') return false;
+  }
+  return true;
 }
