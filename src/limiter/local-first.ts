@@ -148,7 +148,11 @@ export class LocalFirstBook {
   pushUnsent(key: string, policy: CompiledPolicy): void {
     const view = this.views.get(viewId(key, policy));
     // Whatever compiled it (the view of a policy object since replaced, a reload), the view counts in this key's state.
-    if (view === undefined || view.pending === 0) return;
+    if (view === undefined) return;
+    // Units already taken for the syncs sent at the end of the tick (the quiet-view timer, a window
+    // that ended) would reach the store after this decision: they go now, before it.
+    if (this.batch.some((sending) => sending.view === view)) this.sendBatch();
+    if (view.pending === 0) return;
     this.send(view, view.explicit ? view.pendingAt : undefined, NOTHING);
   }
 

@@ -8,7 +8,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { InvalidOptionError, RulesError, compilePolicy, createLimiter, memoryStore, redisStore, type Limiter, type Policy } from '../../src/index.js';
 import { compileRules, parseRules } from '../../src/rules/index.js';
 import { resolveServiceOptions } from '../../src/service/options.js';
@@ -135,6 +135,34 @@ describe('local-first, three nodes on one memory store, controlled clock', () =>
     for (let i = 0; i < 5; i++) admitted.push((await limiter.limit('k', policy, { now: stale, syncIntervalMs })).allowed);
     expect(admitted.filter(Boolean)).toHaveLength(30);
     expect((await limiter.look('k', policy, { now: stale })).remaining).toBe(0);
+  });
+
+  it('one node never over-admits: units the quiet-view timer took for the end of the tick reach the store before a decision made meanwhile', async () => {
+    // The timer (every syncIntervalMs) takes a quiet view's units into the syncs sent at the end of
+    // the tick (setImmediate). A store decision made before then, for a stale view, went first and
+    // did not count them: one limiter passed its limit (the model, one Redis, 10 of 8 under load).
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setImmediate', 'clearImmediate'] });
+    try {
+      let clock = 0;
+      const limiter = createLimiter({ store: memoryStore(), clock: () => clock });
+      opened.push(limiter);
+      const policy: Policy = { algorithm: 'fixed-window', limit: 4, window: '1h' };
+      const syncIntervalMs = 50;
+      const admitted: boolean[] = [];
+      admitted.push((await limiter.limit('k', policy, { now: T0, syncIntervalMs })).allowed);
+      for (let i = 0; i < 3; i++) admitted.push((await limiter.limit('k', policy, { now: T0 + 1, syncIntervalMs })).allowed);
+      // 3 units on the view, not sent; the view goes quiet and the timer takes them for the tick's syncs.
+      clock += syncIntervalMs;
+      vi.advanceTimersByTime(syncIntervalMs);
+      // Before the end of the tick, a request the store decides (the view is stale by then).
+      const late = limiter.limit('k', policy, { now: T0 + 1 + 4 * syncIntervalMs, syncIntervalMs });
+      vi.runAllTicks();
+      vi.advanceTimersByTime(0);
+      admitted.push((await late).allowed);
+      expect(admitted).toEqual([true, true, true, true, false]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('holds at most 100,000 views per limiter: the oldest goes first, its unsent units pushed', async () => {
