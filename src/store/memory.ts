@@ -19,6 +19,7 @@ import { MemoryShares } from './fair-share-memory.js';
 import { RecordArena } from './record-arena.js';
 import { sharedStates, writeOnce } from './shared-states.js';
 import { StateSpaces } from './state-spaces.js';
+import { NONE, RecencyList } from './recency.js';
 import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from './types.js';
 import { MemoryReservations } from './reservations-memory.js';
 import { replayShift } from './replay.js';
@@ -41,7 +42,6 @@ const SWEEP_STEPS_PER_INSERT = 2;
 /** Slots weighed for each eviction: this many of the least recently used, and this many at random. */
 const EVICTION_OLDEST = 8;
 const EVICTION_RANDOM = 8;
-const NONE = -1;
 const OPTION_NAMES: ReadonlySet<string> = new Set(['maxKeys', 'sweepIntervalMs', 'maxLedgerKeys']);
 
 /** Creates the embedded in-memory store (the default). */
@@ -57,15 +57,12 @@ export class MemoryStore implements Store {
   /** A number per state of which keys are held, and the last policy that stored one. */
   private readonly spaces = new StateSpaces();
   private state: Float64Array;
-  /** Doubly linked LRU list through the slots: `newer` points towards the head (most recent). */
-  private newer: Int32Array;
-  private older: Int32Array;
+  /** Slots from most to least recently used. */
+  private readonly recency: RecencyList;
   private readonly logs: (SlidingLog | undefined)[] = [];
   /** Bucket records by width. */
   private readonly arenas: (RecordArena | undefined)[] = [];
   private readonly recordScratch = new Float64Array(POLICY_RANGES.precision.max + 2);
-  private mostRecent = NONE;
-  private leastRecent = NONE;
   /** Slots ever used; slots below this are either live or on the free list. */
   private highWater = 0;
   private readonly freeSlots: number[] = [];
@@ -73,6 +70,14 @@ export class MemoryStore implements Store {
   private evictions = 0;
   private expired = 0;
   private sweepHand = 0;
+  /**
+   * No live slot expires before this (a lower bound): until the process clock reaches it, the
+   * incremental sweep has nothing to find and reads no slot. Without it, a store taking new keys read
+   * two slots' expiry per new key, a stream through the whole state array.
+   */
+  private earliestExpiry = Infinity;
+  /** The least expiry written, or seen by the sweep, since the sweep's hand last wrapped: {@link earliestExpiry} once it wraps again. */
+  private passEarliestExpiry = Infinity;
   private readonly scratch = new Float64Array(STRIDE);
   private readonly timer: NodeJS.Timeout | undefined;
   /** Keys serving a penalty (`blockDuration`), beside their state. */
@@ -92,8 +97,7 @@ export class MemoryStore implements Store {
     this.maxKeys = maxKeys;
     const slots = Math.min(INITIAL_SLOTS, maxKeys);
     this.state = new Float64Array(slots * STRIDE);
-    this.newer = new Int32Array(slots);
-    this.older = new Int32Array(slots);
+    this.recency = new RecencyList(slots);
     this.table = new KeyTable(slots);
     this.penalties = new PenaltyBox(maxKeys);
     this.ledger = new MemoryLedger(maxLedgerKeys);
@@ -140,11 +144,11 @@ export class MemoryStore implements Store {
       slot = this.insert(key, policy, at, 0);
       this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
     } else {
-      this.touch(slot);
+      this.recency.touch(slot);
     }
     const base = slot * STRIDE;
     const expires = addToWindowState(this.state, base, at, units, policy) + (now === undefined ? 0 : replayShift(now));
-    this.state[base + EXPIRES] = Math.max(this.state[base + EXPIRES]!, expires);
+    this.setExpiry(slot, Math.max(this.state[base + EXPIRES]!, expires));
     return { now: at, state: Array.from(this.state.subarray(base, base + windowAlgorithm(policy).stateSize)) };
   }
 
@@ -179,8 +183,8 @@ export class MemoryStore implements Store {
     const [data, offset] = this.stateAt(slot, policy);
     change(data, offset, at, this.logs[slot]);
     const look = this.decide(key, policy, 0, at, false, 0);
-    this.state[slot * STRIDE + EXPIRES] = look.resetAt + (now === undefined ? 0 : replayShift(now));
-    this.touch(slot);
+    this.setExpiry(slot, look.resetAt + (now === undefined ? 0 : replayShift(now)));
+    this.recency.touch(slot);
     return look;
   }
 
@@ -276,8 +280,8 @@ export class MemoryStore implements Store {
       const at = slot * STRIDE;
       const decision = algorithm.decide(this.state, at, now, cost, policy, commit);
       if (commit) {
-        this.state[at + EXPIRES] = decision.resetAt + shift;
-        this.touch(slot);
+        this.setExpiry(slot, decision.resetAt + shift);
+        this.recency.touch(slot);
       }
       return decision;
     }
@@ -288,9 +292,10 @@ export class MemoryStore implements Store {
     for (let i = 0; i < STRIDE; i++) scratch[i] = 0;
     const decision = algorithm.decide(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
-      const at = this.insert(key, policy, now, spentShare(decision)) * STRIDE;
+      const newSlot = this.insert(key, policy, now, spentShare(decision));
+      const at = newSlot * STRIDE;
       for (let i = 0; i < STRIDE - 1; i++) this.state[at + i] = scratch[i]!;
-      this.state[at + EXPIRES] = decision.resetAt + shift;
+      this.setExpiry(newSlot, decision.resetAt + shift);
     }
     return decision;
   }
@@ -307,8 +312,8 @@ export class MemoryStore implements Store {
     if (slot >= 0) {
       const decision = decideSlidingLog(this.logs[slot]!, now, cost, policy, commit);
       if (commit) {
-        this.state[slot * STRIDE + EXPIRES] = decision.resetAt + shift;
-        this.touch(slot);
+        this.setExpiry(slot, decision.resetAt + shift);
+        this.recency.touch(slot);
       }
       return decision;
     }
@@ -317,7 +322,7 @@ export class MemoryStore implements Store {
     if (commit && log.length > 0) {
       const newSlot = this.insert(key, policy, now, spentShare(decision));
       this.logs[newSlot] = log;
-      this.state[newSlot * STRIDE + EXPIRES] = decision.resetAt + shift;
+      this.setExpiry(newSlot, decision.resetAt + shift);
     }
     return decision;
   }
@@ -329,8 +334,8 @@ export class MemoryStore implements Store {
     if (slot >= 0) {
       const decision = decideSlidingBuckets(arena.data, this.state[slot * STRIDE + RECORD]!, now, cost, policy, commit);
       if (commit) {
-        this.state[slot * STRIDE + EXPIRES] = decision.resetAt + shift;
-        this.touch(slot);
+        this.setExpiry(slot, decision.resetAt + shift);
+        this.recency.touch(slot);
       }
       return decision;
     }
@@ -339,11 +344,11 @@ export class MemoryStore implements Store {
     scratch.fill(0, 0, width);
     const decision = decideSlidingBuckets(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
-      const at = this.insert(key, policy, now, spentShare(decision)) * STRIDE;
+      const newSlot = this.insert(key, policy, now, spentShare(decision));
       const offset = arena.allocate();
       arena.data.set(scratch.subarray(0, width), offset);
-      this.state[at + RECORD] = offset;
-      this.state[at + EXPIRES] = decision.resetAt + shift;
+      this.state[newSlot * STRIDE + RECORD] = offset;
+      this.setExpiry(newSlot, decision.resetAt + shift);
     }
     return decision;
   }
@@ -362,7 +367,7 @@ export class MemoryStore implements Store {
     let slot = this.freeSlots.pop();
     if (slot === undefined) {
       if (this.highWater < this.maxKeys) {
-        if (this.highWater === this.newer.length) this.grow();
+        if (this.highWater === this.recency.capacity) this.grow();
         slot = this.highWater++;
       } else {
         slot = this.evictionVictim(now, clock, newcomer);
@@ -374,7 +379,7 @@ export class MemoryStore implements Store {
     }
     // After any sweep or eviction above: they may have freed this policy's space with its last key.
     this.table.insert(this.spaces.enter(policy), key, slot);
-    this.linkAsMostRecent(slot);
+    this.recency.add(slot);
     this.liveKeys += 1;
     return slot;
   }
@@ -388,9 +393,9 @@ export class MemoryStore implements Store {
    * no more than the new key (`newcomer`, its share once recorded): nothing lighter is needed.
    */
   private evictionVictim(now: number, clock: number, newcomer: number): number {
-    let best = this.leastRecent;
+    let best = this.recency.leastRecent;
     let bestCarry = this.carried(best, now, clock);
-    for (let slot = this.newer[best]!, seen = 1; slot !== NONE && seen < EVICTION_OLDEST && bestCarry > newcomer; slot = this.newer[slot]!, seen++) {
+    for (let slot = this.recency.newerThan(best), seen = 1; slot !== NONE && seen < EVICTION_OLDEST && bestCarry > newcomer; slot = this.recency.newerThan(slot), seen++) {
       const carry = this.carried(slot, now, clock);
       if (carry < bestCarry) {
         best = slot;
@@ -431,7 +436,7 @@ export class MemoryStore implements Store {
     this.table.remove(slot);
     this.spaces.leave(space);
     this.logs[slot] = undefined;
-    this.unlink(slot);
+    this.recency.unlink(slot);
     this.freeSlots.push(slot);
     this.liveKeys -= 1;
   }
@@ -442,46 +447,42 @@ export class MemoryStore implements Store {
    * drop another key its own timeline still needs.
    */
   private sweepSome(now: number): void {
+    if (now < this.earliestExpiry) return;
     for (let step = 0; step < SWEEP_STEPS_PER_INSERT && this.highWater > 0; step++) {
       const slot = this.sweepHand;
-      this.sweepHand = slot + 1 < this.highWater ? slot + 1 : 0;
-      if (this.table.keyOf(slot) !== undefined && this.state[slot * STRIDE + EXPIRES]! <= now) {
-        this.release(slot);
-        this.expired += 1;
+      if (this.table.keyOf(slot) !== undefined) {
+        const expires = this.state[slot * STRIDE + EXPIRES]!;
+        if (expires <= now) {
+          this.release(slot);
+          this.expired += 1;
+        } else if (expires < this.passEarliestExpiry) {
+          this.passEarliestExpiry = expires;
+        }
+      }
+      if (slot + 1 < this.highWater) {
+        this.sweepHand = slot + 1;
+      } else {
+        // A whole pass seen: every live slot's expiry was read in it or written since it began.
+        this.sweepHand = 0;
+        this.earliestExpiry = this.passEarliestExpiry;
+        this.passEarliestExpiry = Infinity;
       }
     }
   }
 
-  private touch(slot: number): void {
-    if (slot === this.mostRecent) return;
-    this.unlink(slot);
-    this.linkAsMostRecent(slot);
-  }
-
-  private linkAsMostRecent(slot: number): void {
-    this.newer[slot] = NONE;
-    this.older[slot] = this.mostRecent;
-    if (this.mostRecent !== NONE) this.newer[this.mostRecent] = slot;
-    this.mostRecent = slot;
-    if (this.leastRecent === NONE) this.leastRecent = slot;
-  }
-
-  private unlink(slot: number): void {
-    const newer = this.newer[slot]!;
-    const older = this.older[slot]!;
-    if (newer !== NONE) this.older[newer] = older;
-    else this.mostRecent = older;
-    if (older !== NONE) this.newer[older] = newer;
-    else this.leastRecent = newer;
+  /** Sets a live slot's expiry, the process-clock instant its state may be reclaimed. */
+  private setExpiry(slot: number, expires: number): void {
+    this.state[slot * STRIDE + EXPIRES] = expires;
+    if (expires < this.earliestExpiry) this.earliestExpiry = expires;
+    if (expires < this.passEarliestExpiry) this.passEarliestExpiry = expires;
   }
 
   private grow(): void {
-    const slots = Math.min(this.newer.length * 2, this.maxKeys);
+    const slots = Math.min(this.recency.capacity * 2, this.maxKeys);
     const state = new Float64Array(slots * STRIDE);
     state.set(this.state);
     this.state = state;
-    this.newer = grown(this.newer, slots);
-    this.older = grown(this.older, slots);
+    this.recency.grow(slots);
     this.table.growSlots(slots);
   }
 }
@@ -489,11 +490,4 @@ export class MemoryStore implements Store {
 /** The share of its limit a decision leaves spent: 0 for a fresh key, 1 for a spent one. */
 function spentShare(decision: Decision): number {
   return 1 - decision.remaining / decision.limit;
-}
-
-/** `source` copied into a larger array of `slots` entries. */
-function grown(source: Int32Array, slots: number): Int32Array {
-  const target = new Int32Array(slots);
-  target.set(source);
-  return target;
 }
