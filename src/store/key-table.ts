@@ -2,8 +2,8 @@
  * An open-addressing hash table from (state space, key) to a slot number, for the memory store.
  *
  * Why not a `Map`: on a million distinct keys a `Map` costs a lookup plus an insert per new key and
- * ~50 bytes per entry; this table takes one probe sequence and 8 to 16 bytes per key (an 8-byte
- * bucket, at most half full), and grows without rehashing any string. Linear probing with
+ * ~50 bytes per entry; this table takes one probe sequence and 9 to 18 bytes per key (an 8-byte
+ * bucket and its byte of tag, at most half full), and grows without rehashing any string. Linear probing with
  * backward-shift deletion: no tombstones, so probe sequences stay short however keys come and go.
  *
  * A bucket is two 32-bit words side by side: the key's whole hash, and its slot + 1. Beside the
