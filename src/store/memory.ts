@@ -20,6 +20,7 @@ import { RecordArena } from './record-arena.js';
 import { sharedStates, writeOnce } from './shared-states.js';
 import { StateSpaces } from './state-spaces.js';
 import { NONE, RecencyList } from './recency.js';
+import { EXPIRES, RECORD, STRIDE, SlotStates, offsetOf } from './slot-states.js';
 import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from './types.js';
 import { MemoryReservations } from './reservations-memory.js';
 import { replayShift } from './replay.js';
@@ -32,11 +33,6 @@ export { MEMORY_STORE_NUMBERS, type MemoryStoreOptions, type MemoryStoreStats } 
 import type { SlotAnswer, SlotRelease, SlotRequest } from './slots.js';
 
 const INITIAL_SLOTS = 1024;
-/** Doubles per slot: up to 3 of algorithm state, then the expiry time. */
-const STRIDE = 4;
-const EXPIRES = 3;
-/** A sliding window of precision N > 1 keeps its N + 2 doubles in a {@link RecordArena}; its slot holds the offset. */
-const RECORD = 0;
 /** Slots examined for expiry each time a new key is inserted. */
 const SWEEP_STEPS_PER_INSERT = 2;
 /** Slots weighed for each eviction: this many of the least recently used, and this many at random. */
@@ -56,7 +52,8 @@ export class MemoryStore implements Store {
   private readonly table: KeyTable;
   /** A number per state of which keys are held, and the last policy that stored one. */
   private readonly spaces = new StateSpaces();
-  private state: Float64Array;
+  /** Each slot's state and expiry. */
+  private readonly states: SlotStates;
   /** Slots from most to least recently used. */
   private readonly recency: RecencyList;
   private readonly logs: (SlidingLog | undefined)[] = [];
@@ -96,7 +93,7 @@ export class MemoryStore implements Store {
     const { maxKeys, sweepIntervalMs, maxLedgerKeys } = checkWholeNumbers(MEMORY_STORE_NUMBERS, (name) => options[name] ?? undefined, (name) => `memoryStore: ${name}`);
     this.maxKeys = maxKeys;
     const slots = Math.min(INITIAL_SLOTS, maxKeys);
-    this.state = new Float64Array(slots * STRIDE);
+    this.states = new SlotStates(slots);
     this.recency = new RecencyList(slots);
     this.table = new KeyTable(slots);
     this.penalties = new PenaltyBox(maxKeys);
@@ -142,14 +139,15 @@ export class MemoryStore implements Store {
     let slot = this.slotOf(key, policy);
     if (slot < 0) {
       slot = this.insert(key, policy, at, 0);
-      this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
+      this.states.arrayOf(slot).fill(0, offsetOf(slot), offsetOf(slot) + STRIDE);
     } else {
       this.recency.touch(slot);
     }
-    const base = slot * STRIDE;
-    const expires = addToWindowState(this.state, base, at, units, policy) + (now === undefined ? 0 : replayShift(now));
-    this.setExpiry(slot, Math.max(this.state[base + EXPIRES]!, expires));
-    return { now: at, state: Array.from(this.state.subarray(base, base + windowAlgorithm(policy).stateSize)) };
+    const data = this.states.arrayOf(slot);
+    const base = offsetOf(slot);
+    const expires = addToWindowState(data, base, at, units, policy) + (now === undefined ? 0 : replayShift(now));
+    this.setExpiry(slot, Math.max(data[base + EXPIRES]!, expires));
+    return { now: at, state: Array.from(data.subarray(base, base + windowAlgorithm(policy).stateSize)) };
   }
 
   reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): ReservedDecision {
@@ -176,9 +174,9 @@ export class MemoryStore implements Store {
     if (slot < 0 && !create) return this.decide(key, policy, 0, at, false, 0);
     if (slot < 0) {
       slot = this.insert(key, policy, at, 1);
-      this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
+      this.states.arrayOf(slot).fill(0, offsetOf(slot), offsetOf(slot) + STRIDE);
       if (policy.algorithm === 'sliding-log') this.logs[slot] = new SlidingLog(policy.capacity);
-      else if (policy.precision > 1) this.state[slot * STRIDE + RECORD] = (this.arenas[bucketStateSize(policy)] ??= new RecordArena(bucketStateSize(policy))).allocate();
+      else if (policy.precision > 1) this.states.arrayOf(slot)[offsetOf(slot) + RECORD] = (this.arenas[bucketStateSize(policy)] ??= new RecordArena(bucketStateSize(policy))).allocate();
     }
     const [data, offset] = this.stateAt(slot, policy);
     change(data, offset, at, this.logs[slot]);
@@ -190,8 +188,8 @@ export class MemoryStore implements Store {
 
   /** Where a live slot's state is: its own doubles, or its record in the arena of its width. */
   private stateAt(slot: number, policy: CompiledPolicy): [Float64Array, number] {
-    if (policy.precision > 1) return [this.arenas[bucketStateSize(policy)]!.data, this.state[slot * STRIDE + RECORD]!];
-    return [this.state, slot * STRIDE];
+    if (policy.precision > 1) return [this.arenas[bucketStateSize(policy)]!.data, this.recordOf(slot)];
+    return [this.states.arrayOf(slot), offsetOf(slot)];
   }
 
   reset(key: string, policy: CompiledPolicy): void {
@@ -235,7 +233,7 @@ export class MemoryStore implements Store {
    */
   prune(now: number = Date.now()): number {
     this.penalties.prune(now);
-    const reclaimed = this.releaseWhere((slot) => this.state[slot * STRIDE + EXPIRES]! <= now);
+    const reclaimed = this.releaseWhere((slot) => this.states.expiryOf(slot) <= now);
     this.expired += reclaimed;
     return reclaimed;
   }
@@ -277,8 +275,7 @@ export class MemoryStore implements Store {
 
     const algorithm: SlotAlgorithm = slotAlgorithms[policy.algorithm];
     if (slot >= 0) {
-      const at = slot * STRIDE;
-      const decision = algorithm.decide(this.state, at, now, cost, policy, commit);
+      const decision = algorithm.decide(this.states.arrayOf(slot), offsetOf(slot), now, cost, policy, commit);
       if (commit) {
         this.setExpiry(slot, decision.resetAt + shift);
         this.recency.touch(slot);
@@ -293,8 +290,9 @@ export class MemoryStore implements Store {
     const decision = algorithm.decide(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
       const newSlot = this.insert(key, policy, now, spentShare(decision));
-      const at = newSlot * STRIDE;
-      for (let i = 0; i < STRIDE - 1; i++) this.state[at + i] = scratch[i]!;
+      const data = this.states.arrayOf(newSlot);
+      const at = offsetOf(newSlot);
+      for (let i = 0; i < STRIDE - 1; i++) data[at + i] = scratch[i]!;
       this.setExpiry(newSlot, decision.resetAt + shift);
     }
     return decision;
@@ -332,7 +330,7 @@ export class MemoryStore implements Store {
     const width = bucketStateSize(policy);
     const arena = (this.arenas[width] ??= new RecordArena(width));
     if (slot >= 0) {
-      const decision = decideSlidingBuckets(arena.data, this.state[slot * STRIDE + RECORD]!, now, cost, policy, commit);
+      const decision = decideSlidingBuckets(arena.data, this.recordOf(slot), now, cost, policy, commit);
       if (commit) {
         this.setExpiry(slot, decision.resetAt + shift);
         this.recency.touch(slot);
@@ -347,7 +345,7 @@ export class MemoryStore implements Store {
       const newSlot = this.insert(key, policy, now, spentShare(decision));
       const offset = arena.allocate();
       arena.data.set(scratch.subarray(0, width), offset);
-      this.state[newSlot * STRIDE + RECORD] = offset;
+      this.states.arrayOf(newSlot)[offsetOf(newSlot) + RECORD] = offset;
       this.setExpiry(newSlot, decision.resetAt + shift);
     }
     return decision;
@@ -371,7 +369,7 @@ export class MemoryStore implements Store {
         slot = this.highWater++;
       } else {
         slot = this.evictionVictim(now, clock, newcomer);
-        if (this.state[slot * STRIDE + EXPIRES]! <= clock) this.expired += 1;
+        if (this.states.expiryOf(slot) <= clock) this.expired += 1;
         else this.evictions += 1;
         this.release(slot);
         this.freeSlots.pop();
@@ -419,12 +417,12 @@ export class MemoryStore implements Store {
    * fresh key's, 1 for a spent one.
    */
   private carried(slot: number, now: number, clock: number): number {
-    if (this.state[slot * STRIDE + EXPIRES]! <= clock) return 0;
+    if (this.states.expiryOf(slot) <= clock) return 0;
     const policy = this.spaces.policyOf(this.table.spaceOf(slot));
     let look: Decision;
     if (policy.algorithm === 'sliding-log') look = decideSlidingLog(this.logs[slot]!, now, 0, policy, false);
-    else if (policy.precision > 1) look = decideSlidingBuckets(this.arenas[bucketStateSize(policy)]!.data, this.state[slot * STRIDE + RECORD]!, now, 0, policy, false);
-    else look = slotAlgorithms[policy.algorithm].decide(this.state, slot * STRIDE, now, 0, policy, false);
+    else if (policy.precision > 1) look = decideSlidingBuckets(this.arenas[bucketStateSize(policy)]!.data, this.recordOf(slot), now, 0, policy, false);
+    else look = slotAlgorithms[policy.algorithm].decide(this.states.arrayOf(slot), offsetOf(slot), now, 0, policy, false);
     return spentShare(look);
   }
 
@@ -432,7 +430,7 @@ export class MemoryStore implements Store {
   private release(slot: number): void {
     const space = this.table.spaceOf(slot);
     const policy = this.spaces.policyOf(space);
-    if (policy.precision > 1) this.arenas[bucketStateSize(policy)]!.release(this.state[slot * STRIDE + RECORD]!);
+    if (policy.precision > 1) this.arenas[bucketStateSize(policy)]!.release(this.recordOf(slot));
     this.table.remove(slot);
     this.spaces.leave(space);
     this.logs[slot] = undefined;
@@ -451,7 +449,7 @@ export class MemoryStore implements Store {
     for (let step = 0; step < SWEEP_STEPS_PER_INSERT && this.highWater > 0; step++) {
       const slot = this.sweepHand;
       if (this.table.keyOf(slot) !== undefined) {
-        const expires = this.state[slot * STRIDE + EXPIRES]!;
+        const expires = this.states.expiryOf(slot);
         if (expires <= now) {
           this.release(slot);
           this.expired += 1;
@@ -470,18 +468,21 @@ export class MemoryStore implements Store {
     }
   }
 
+  /** The offset of a live slot's bucket record (a sliding window of precision N > 1) in its arena. */
+  private recordOf(slot: number): number {
+    return this.states.arrayOf(slot)[offsetOf(slot) + RECORD]!;
+  }
+
   /** Sets a live slot's expiry, the process-clock instant its state may be reclaimed. */
   private setExpiry(slot: number, expires: number): void {
-    this.state[slot * STRIDE + EXPIRES] = expires;
+    this.states.arrayOf(slot)[offsetOf(slot) + EXPIRES] = expires;
     if (expires < this.earliestExpiry) this.earliestExpiry = expires;
     if (expires < this.passEarliestExpiry) this.passEarliestExpiry = expires;
   }
 
   private grow(): void {
     const slots = Math.min(this.recency.capacity * 2, this.maxKeys);
-    const state = new Float64Array(slots * STRIDE);
-    state.set(this.state);
-    this.state = state;
+    this.states.grow(slots);
     this.recency.grow(slots);
     this.table.growSlots(slots);
   }
