@@ -67,14 +67,6 @@ export class MemoryStore implements Store {
   private evictions = 0;
   private expired = 0;
   private sweepHand = 0;
-  /**
-   * No live slot expires before this (a lower bound): until the process clock reaches it, the
-   * incremental sweep has nothing to find and reads no slot. Without it, a store taking new keys read
-   * two slots' expiry per new key, a stream through the whole state array.
-   */
-  private earliestExpiry = Infinity;
-  /** The least expiry written, or seen by the sweep, since the sweep's hand last wrapped: {@link earliestExpiry} once it wraps again. */
-  private passEarliestExpiry = Infinity;
   private readonly scratch = new Float64Array(STRIDE);
   private readonly timer: NodeJS.Timeout | undefined;
   /** Keys serving a penalty (`blockDuration`), beside their state. */
@@ -275,9 +267,14 @@ export class MemoryStore implements Store {
 
     const algorithm: SlotAlgorithm = slotAlgorithms[policy.algorithm];
     if (slot >= 0) {
-      const decision = algorithm.decide(this.states.arrayOf(slot), offsetOf(slot), now, cost, policy, commit);
+      const data = this.states.arrayOf(slot);
+      const at = offsetOf(slot);
+      const decision = algorithm.decide(data, at, now, cost, policy, commit);
       if (commit) {
-        this.setExpiry(slot, decision.resetAt + shift);
+        // setExpiry() inline: a hot key's path.
+        const expires = decision.resetAt + shift;
+        data[at + EXPIRES] = expires;
+        if (expires < this.states.expiryBound) this.states.lowerExpiryBounds(expires);
         this.recency.touch(slot);
       }
       return decision;
@@ -445,7 +442,8 @@ export class MemoryStore implements Store {
    * drop another key its own timeline still needs.
    */
   private sweepSome(now: number): void {
-    if (now < this.earliestExpiry) return;
+    // Until the earliest expiry, there is nothing to find: no slot is read (slot-states.ts).
+    if (now < this.states.earliestExpiry) return;
     for (let step = 0; step < SWEEP_STEPS_PER_INSERT && this.highWater > 0; step++) {
       const slot = this.sweepHand;
       if (this.table.keyOf(slot) !== undefined) {
@@ -453,17 +451,15 @@ export class MemoryStore implements Store {
         if (expires <= now) {
           this.release(slot);
           this.expired += 1;
-        } else if (expires < this.passEarliestExpiry) {
-          this.passEarliestExpiry = expires;
+        } else {
+          this.states.sweptPast(expires);
         }
       }
       if (slot + 1 < this.highWater) {
         this.sweepHand = slot + 1;
       } else {
-        // A whole pass seen: every live slot's expiry was read in it or written since it began.
         this.sweepHand = 0;
-        this.earliestExpiry = this.passEarliestExpiry;
-        this.passEarliestExpiry = Infinity;
+        this.states.sweepWrapped();
       }
     }
   }
@@ -476,8 +472,7 @@ export class MemoryStore implements Store {
   /** Sets a live slot's expiry, the process-clock instant its state may be reclaimed. */
   private setExpiry(slot: number, expires: number): void {
     this.states.arrayOf(slot)[offsetOf(slot) + EXPIRES] = expires;
-    if (expires < this.earliestExpiry) this.earliestExpiry = expires;
-    if (expires < this.passEarliestExpiry) this.passEarliestExpiry = expires;
+    if (expires < this.states.expiryBound) this.states.lowerExpiryBounds(expires);
   }
 
   private grow(): void {

@@ -8,6 +8,10 @@
  * new keys: a probe on tags, state in chunks"). Memory also follows the keys held in 2 MB steps
  * rather than up to the next power of two. All chunks are Float64Arrays: the algorithms, which take
  * an array and an offset, see one kind of array.
+ *
+ * Beside the state, a lower bound of every live slot's expiry, for the store's incremental sweep:
+ * until the process clock reaches it the sweep has nothing to find and reads no slot (it read two
+ * slots' expiry per new key, a stream through all the state while a store fills).
  */
 
 /** Doubles per slot. */
@@ -27,6 +31,12 @@ export function offsetOf(slot: number): number {
 
 export class SlotStates {
   private readonly chunks: Float64Array[];
+  /** No live slot expires before this. */
+  earliestExpiry = Infinity;
+  /** The least expiry written, or passed by the sweep, since its hand last wrapped: {@link earliestExpiry} once it wraps again. */
+  private passEarliestExpiry = Infinity;
+  /** The larger of the two: an expiry written at or above it lowers neither (one comparison on a hot key's path). */
+  expiryBound = Infinity;
 
   /** Room for slots numbered below `slots`. */
   constructor(slots: number) {
@@ -54,5 +64,27 @@ export class SlotStates {
       if (held !== undefined) grown.set(held);
       this.chunks[chunk] = grown;
     }
+  }
+
+  /** Keeps the bounds at or below an expiry just written (callers compare with {@link expiryBound} first). */
+  lowerExpiryBounds(expires: number): void {
+    if (expires < this.earliestExpiry) this.earliestExpiry = expires;
+    if (expires < this.passEarliestExpiry) this.passEarliestExpiry = expires;
+    this.expiryBound = Math.max(this.earliestExpiry, this.passEarliestExpiry);
+  }
+
+  /** The sweep read a live slot expiring at `expires` and left it. */
+  sweptPast(expires: number): void {
+    if (expires < this.passEarliestExpiry) {
+      this.passEarliestExpiry = expires;
+      this.expiryBound = Math.max(this.earliestExpiry, expires);
+    }
+  }
+
+  /** The sweep's hand went round: every live slot's expiry was read in that pass or written since it began. */
+  sweepWrapped(): void {
+    this.earliestExpiry = this.passEarliestExpiry;
+    this.passEarliestExpiry = Infinity;
+    this.expiryBound = Infinity;
   }
 }
