@@ -11,7 +11,7 @@
  * (its tag); a probe reads the tags alone, and the bucket only on a tag that matches. The tags are an
  * eighth of the buckets' size (2 MB for a million keys, against 16 MB of buckets), so a new key's
  * lookup mostly stays in the cache: measured, the load of a new key's bucket was half the time to
- * store a million new keys, a cache miss each (BENCHMARKS.md, "1M new keys: a probe on tags"). The
+ * store a million new keys, a cache miss each (BENCHMARKS.md, "1M new keys: a probe on tags, state in chunks"). The
  * insert that follows writes its bucket, a store the processor need not wait for. Doubling the
  * buckets reads the old ones in order and finds each entry's hash beside it: one pass over the
  * arrays, no per-entry read elsewhere (growth reading each entry's hash from a per-slot array in
