@@ -1,7 +1,11 @@
 // Tollgate's node middleware (`rateLimit()`, the one node:http, Express and Connect use) in one
 // process, no sockets: what its JavaScript costs per request, two builds side by side.
 //
-//   node bench/http-middleware-inprocess.js DIST_A DIST_B [--express] [--requests 20000] [--rounds 21]
+//   node bench/http-middleware-inprocess.js DIST_A DIST_B [--express] [--head] [--requests 20000] [--rounds 21]
+//
+// --head: once passed on, each request is answered as bench/http-middleware-server.js's node app
+// answers (writeHead(200, { content-type, content-length }), then the body; nothing reaches a
+// socket): the rate-limit headers' cost in node's head is then counted too.
 //
 // Each round builds fresh IncomingMessage / ServerResponse pairs (untimed; with --express they get
 // an Express app's request and response prototypes, as Express gives every request), then times (CPU
@@ -20,12 +24,14 @@ const option = (name, fallback) => {
   const index = argv.indexOf(`--${name}`);
   return index === -1 ? fallback : Number(argv[index + 1]);
 };
-const dists = argv.filter((arg, i) => !arg.startsWith('--') && (i === 0 || !argv[i - 1].startsWith('--') || argv[i - 1] === '--express'));
+const dists = argv.filter((arg, i) => !arg.startsWith('--') && (i === 0 || !argv[i - 1].startsWith('--') || argv[i - 1] === '--express' || argv[i - 1] === '--head'));
 if (dists.length !== 2) {
   console.error('usage: node bench/http-middleware-inprocess.js DIST_A DIST_B [--express] [--requests N] [--rounds N]');
   process.exit(2);
 }
 const EXPRESS = argv.includes('--express');
+const HEAD = argv.includes('--head');
+const BODY = 'hello world';
 const REQUESTS = option('requests', 20_000);
 const ROUNDS = option('rounds', 21);
 const WARMUP_ROUNDS = 2;
@@ -42,6 +48,11 @@ const next = () => {
   passed += 1;
 };
 
+function answer(res) {
+  next();
+  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'content-length': BODY.length }).end(BODY);
+}
+
 function exchanges() {
   const pairs = new Array(REQUESTS);
   for (let i = 0; i < REQUESTS; i++) {
@@ -50,6 +61,11 @@ function exchanges() {
     req.url = '/hello';
     req.headers = { host: '127.0.0.1', accept: '*/*' };
     const res = new ServerResponse(req);
+    if (HEAD) {
+      // The head and body are built, then dropped.
+      res._send = () => true;
+      res._writeRaw = () => true;
+    }
     if (app !== undefined) {
       // What Express does to every request it handles.
       Object.setPrototypeOf(req, app.request);
@@ -68,7 +84,7 @@ async function round(middleware) {
   // CPU time, not wall time: on a shared machine other processes' turns are not this code's cost.
   const start = process.cpuUsage();
   for (const [req, res] of pairs) {
-    middleware(req, res, next);
+    middleware(req, res, HEAD ? () => answer(res) : next);
     await undefined;
   }
   const cpu = process.cpuUsage(start);
@@ -91,6 +107,6 @@ for (let r = 0; r < ROUNDS + WARMUP_ROUNDS; r++) {
 const median = (values) => [...values].sort((x, y) => x - y)[values.length >> 1];
 if (passed !== 2 * (ROUNDS + WARMUP_ROUNDS) * REQUESTS) throw new Error(`only ${passed} requests were passed on`);
 console.log(
-  `${EXPRESS ? 'Express prototypes' : 'node:http'}: A ${median(a).toFixed(0)} ns/request, B ${median(b).toFixed(0)} ns/request; ` +
+  `${EXPRESS ? 'Express prototypes' : 'node:http'}${HEAD ? ', with the head and body' : ''}: A ${median(a).toFixed(0)} ns/request, B ${median(b).toFixed(0)} ns/request; ` +
     `B ÷ A ${median(ratios).toFixed(3)} [${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}] over ${ROUNDS} rounds of ${REQUESTS}`,
 );

@@ -47,7 +47,7 @@ const UNMIRRORED_TEST_FOLDERS: ReadonlyMap<string, string> = new Map([
   ['model', 'the model-based suite: a reference model of every algorithm and random schedules over every mode, store and fault, checking each guarantee the docs state, across rooms (engine, stores, faults)'],
   ['limiter/fault', "src/limiter/'s breaker, failure modes and store guard under chaos: vitest.config.ts runs this folder after the rest, one file at a time"],
   ['security', 'regression tests of attacks (issue 27), each named after its attack and crossing rooms (service, engine, store) as the attack does'],
-  ['store/memory', "the memory store is files of src/store/ (memory.ts, key-table.ts, state-spaces.ts, record-arena.ts); its tests are a folder, as the other stores'"],
+  ['store/memory', "the memory store is files of src/store/ (memory.ts, key-table.ts, recency.ts, state-spaces.ts, record-arena.ts); its tests are a folder, as the other stores'"],
 ]);
 
 interface Folder {

@@ -9,6 +9,7 @@ import { HttpRateLimiter, LazyRequestView, type CoreOptions } from './core.js';
 import { UNAVAILABLE_BODY, type HeaderList, type LimitedInfo } from './report.js';
 import type { ClosingResponse, SettleHook } from './settle.js';
 import { applyVerdict, type Verdict, type VerdictActions } from './verdict.js';
+import { sendWithHead, type HeadResponse } from './head-headers.js';
 
 /** One request as the middleware handles it. */
 interface HonoExchange {
@@ -34,7 +35,7 @@ export type HonoRateLimitMiddleware = MiddlewareHandler & { readonly limiter: Ht
 interface RuntimeEnv {
   incoming?: { socket?: { remoteAddress?: string } };
   /** @hono/node-server's ServerResponse. */
-  outgoing?: { setHeader?: (name: string, value: string) => unknown; headersSent?: boolean; once?: ClosingResponse['once'] };
+  outgoing?: Partial<HeadResponse> & { headersSent?: boolean; once?: ClosingResponse['once'] };
   requestIP?: (request: Request) => { address?: string } | null;
 }
 
@@ -68,13 +69,13 @@ class HonoRequestView extends LazyRequestView {
 
 /**
  * Sets `headers` for the response; on @hono/node-server straight onto node's response (c.header(),
- * or reading c.res.headers, takes node-server off its fast path for c.text()). Returns whether they
- * went there directly.
+ * or reading c.res.headers, takes node-server off its fast path for c.text()), sent with the head it
+ * writes (head-headers.ts). Returns whether they went there directly.
  */
 function setHeaders(c: Context, headers: HeaderList): boolean {
   const outgoing = (c.env as RuntimeEnv | undefined)?.outgoing;
-  const direct = typeof outgoing?.setHeader === 'function' && outgoing.headersSent !== true;
-  if (direct) for (const [name, value] of headers) outgoing!.setHeader!(name, value);
+  const direct = typeof outgoing?.writeHead === 'function' && typeof outgoing.getHeaderNames === 'function' && typeof outgoing.hasHeader === 'function' && typeof outgoing.setHeader === 'function' && outgoing.headersSent !== true;
+  if (direct) sendWithHead(outgoing as HeadResponse, headers);
   else for (const [name, value] of headers) c.header(name, value);
   return direct;
 }

@@ -7,6 +7,7 @@ import { InvalidOptionError, describeValue } from '../errors.js';
 import { HttpRateLimiter, NodeRequestView, type CoreOptions } from './core.js';
 import { UNAVAILABLE_BODY, type HeaderList, type LimitedInfo } from './report.js';
 import { applyVerdict, type Verdict, type VerdictActions } from './verdict.js';
+import { sendWithHead } from './head-headers.js';
 
 export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse> extends CoreOptions<Req> {
   /** Answers a throttled request instead of Tollgate's 429 (the rate-limit headers are already set). */
@@ -121,7 +122,7 @@ function nodeActions<Req extends IncomingMessage, Res extends ServerResponse>(
     },
     skip: () => true,
     admit: ({ res, next }, headers, delayMs) => {
-      setHeaders(res, headers);
+      sendWithHead(res, headers);
       if (delayMs === 0) return true;
       // Shaping: the request waits its turn; a client that left is not served.
       setTimeout(() => {

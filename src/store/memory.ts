@@ -19,6 +19,8 @@ import { MemoryShares } from './fair-share-memory.js';
 import { RecordArena } from './record-arena.js';
 import { sharedStates, writeOnce } from './shared-states.js';
 import { StateSpaces } from './state-spaces.js';
+import { NONE, RecencyList } from './recency.js';
+import { EXPIRES, RECORD, STRIDE, SlotStates, offsetOf } from './slot-states.js';
 import type { ReservedDecision, ReserveRequest, SettleRequest, Settlement, Store, StoreRequest, WindowCounts } from './types.js';
 import { MemoryReservations } from './reservations-memory.js';
 import { replayShift } from './replay.js';
@@ -31,17 +33,11 @@ export { MEMORY_STORE_NUMBERS, type MemoryStoreOptions, type MemoryStoreStats } 
 import type { SlotAnswer, SlotRelease, SlotRequest } from './slots.js';
 
 const INITIAL_SLOTS = 1024;
-/** Doubles per slot: up to 3 of algorithm state, then the expiry time. */
-const STRIDE = 4;
-const EXPIRES = 3;
-/** A sliding window of precision N > 1 keeps its N + 2 doubles in a {@link RecordArena}; its slot holds the offset. */
-const RECORD = 0;
 /** Slots examined for expiry each time a new key is inserted. */
 const SWEEP_STEPS_PER_INSERT = 2;
 /** Slots weighed for each eviction: this many of the least recently used, and this many at random. */
 const EVICTION_OLDEST = 8;
 const EVICTION_RANDOM = 8;
-const NONE = -1;
 const OPTION_NAMES: ReadonlySet<string> = new Set(['maxKeys', 'sweepIntervalMs', 'maxLedgerKeys']);
 
 /** Creates the embedded in-memory store (the default). */
@@ -56,16 +52,14 @@ export class MemoryStore implements Store {
   private readonly table: KeyTable;
   /** A number per state of which keys are held, and the last policy that stored one. */
   private readonly spaces = new StateSpaces();
-  private state: Float64Array;
-  /** Doubly linked LRU list through the slots: `newer` points towards the head (most recent). */
-  private newer: Int32Array;
-  private older: Int32Array;
+  /** Each slot's state and expiry. */
+  private readonly states: SlotStates;
+  /** Slots from most to least recently used. */
+  private readonly recency: RecencyList;
   private readonly logs: (SlidingLog | undefined)[] = [];
   /** Bucket records by width. */
   private readonly arenas: (RecordArena | undefined)[] = [];
   private readonly recordScratch = new Float64Array(POLICY_RANGES.precision.max + 2);
-  private mostRecent = NONE;
-  private leastRecent = NONE;
   /** Slots ever used; slots below this are either live or on the free list. */
   private highWater = 0;
   private readonly freeSlots: number[] = [];
@@ -91,9 +85,8 @@ export class MemoryStore implements Store {
     const { maxKeys, sweepIntervalMs, maxLedgerKeys } = checkWholeNumbers(MEMORY_STORE_NUMBERS, (name) => options[name] ?? undefined, (name) => `memoryStore: ${name}`);
     this.maxKeys = maxKeys;
     const slots = Math.min(INITIAL_SLOTS, maxKeys);
-    this.state = new Float64Array(slots * STRIDE);
-    this.newer = new Int32Array(slots);
-    this.older = new Int32Array(slots);
+    this.states = new SlotStates(slots);
+    this.recency = new RecencyList(slots);
     this.table = new KeyTable(slots);
     this.penalties = new PenaltyBox(maxKeys);
     this.ledger = new MemoryLedger(maxLedgerKeys);
@@ -138,14 +131,15 @@ export class MemoryStore implements Store {
     let slot = this.slotOf(key, policy);
     if (slot < 0) {
       slot = this.insert(key, policy, at, 0);
-      this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
+      this.states.arrayOf(slot).fill(0, offsetOf(slot), offsetOf(slot) + STRIDE);
     } else {
-      this.touch(slot);
+      this.recency.touch(slot);
     }
-    const base = slot * STRIDE;
-    const expires = addToWindowState(this.state, base, at, units, policy) + (now === undefined ? 0 : replayShift(now));
-    this.state[base + EXPIRES] = Math.max(this.state[base + EXPIRES]!, expires);
-    return { now: at, state: Array.from(this.state.subarray(base, base + windowAlgorithm(policy).stateSize)) };
+    const data = this.states.arrayOf(slot);
+    const base = offsetOf(slot);
+    const expires = addToWindowState(data, base, at, units, policy) + (now === undefined ? 0 : replayShift(now));
+    this.setExpiry(slot, Math.max(data[base + EXPIRES]!, expires));
+    return { now: at, state: Array.from(data.subarray(base, base + windowAlgorithm(policy).stateSize)) };
   }
 
   reserve(key: string, policy: CompiledPolicy, request: ReserveRequest, now: number | undefined): ReservedDecision {
@@ -172,22 +166,22 @@ export class MemoryStore implements Store {
     if (slot < 0 && !create) return this.decide(key, policy, 0, at, false, 0);
     if (slot < 0) {
       slot = this.insert(key, policy, at, 1);
-      this.state.fill(0, slot * STRIDE, slot * STRIDE + STRIDE);
+      this.states.arrayOf(slot).fill(0, offsetOf(slot), offsetOf(slot) + STRIDE);
       if (policy.algorithm === 'sliding-log') this.logs[slot] = new SlidingLog(policy.capacity);
-      else if (policy.precision > 1) this.state[slot * STRIDE + RECORD] = (this.arenas[bucketStateSize(policy)] ??= new RecordArena(bucketStateSize(policy))).allocate();
+      else if (policy.precision > 1) this.states.arrayOf(slot)[offsetOf(slot) + RECORD] = (this.arenas[bucketStateSize(policy)] ??= new RecordArena(bucketStateSize(policy))).allocate();
     }
     const [data, offset] = this.stateAt(slot, policy);
     change(data, offset, at, this.logs[slot]);
     const look = this.decide(key, policy, 0, at, false, 0);
-    this.state[slot * STRIDE + EXPIRES] = look.resetAt + (now === undefined ? 0 : replayShift(now));
-    this.touch(slot);
+    this.setExpiry(slot, look.resetAt + (now === undefined ? 0 : replayShift(now)));
+    this.recency.touch(slot);
     return look;
   }
 
   /** Where a live slot's state is: its own doubles, or its record in the arena of its width. */
   private stateAt(slot: number, policy: CompiledPolicy): [Float64Array, number] {
-    if (policy.precision > 1) return [this.arenas[bucketStateSize(policy)]!.data, this.state[slot * STRIDE + RECORD]!];
-    return [this.state, slot * STRIDE];
+    if (policy.precision > 1) return [this.arenas[bucketStateSize(policy)]!.data, this.recordOf(slot)];
+    return [this.states.arrayOf(slot), offsetOf(slot)];
   }
 
   reset(key: string, policy: CompiledPolicy): void {
@@ -231,7 +225,7 @@ export class MemoryStore implements Store {
    */
   prune(now: number = Date.now()): number {
     this.penalties.prune(now);
-    const reclaimed = this.releaseWhere((slot) => this.state[slot * STRIDE + EXPIRES]! <= now);
+    const reclaimed = this.releaseWhere((slot) => this.states.expiryOf(slot) <= now);
     this.expired += reclaimed;
     return reclaimed;
   }
@@ -273,11 +267,15 @@ export class MemoryStore implements Store {
 
     const algorithm: SlotAlgorithm = slotAlgorithms[policy.algorithm];
     if (slot >= 0) {
-      const at = slot * STRIDE;
-      const decision = algorithm.decide(this.state, at, now, cost, policy, commit);
+      const data = this.states.arrayOf(slot);
+      const at = offsetOf(slot);
+      const decision = algorithm.decide(data, at, now, cost, policy, commit);
       if (commit) {
-        this.state[at + EXPIRES] = decision.resetAt + shift;
-        this.touch(slot);
+        // setExpiry() inline: a hot key's path.
+        const expires = decision.resetAt + shift;
+        data[at + EXPIRES] = expires;
+        if (expires < this.states.expiryBound) this.states.lowerExpiryBounds(expires);
+        this.recency.touch(slot);
       }
       return decision;
     }
@@ -288,9 +286,11 @@ export class MemoryStore implements Store {
     for (let i = 0; i < STRIDE; i++) scratch[i] = 0;
     const decision = algorithm.decide(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
-      const at = this.insert(key, policy, now, spentShare(decision)) * STRIDE;
-      for (let i = 0; i < STRIDE - 1; i++) this.state[at + i] = scratch[i]!;
-      this.state[at + EXPIRES] = decision.resetAt + shift;
+      const newSlot = this.insert(key, policy, now, spentShare(decision));
+      const data = this.states.arrayOf(newSlot);
+      const at = offsetOf(newSlot);
+      for (let i = 0; i < STRIDE - 1; i++) data[at + i] = scratch[i]!;
+      this.setExpiry(newSlot, decision.resetAt + shift);
     }
     return decision;
   }
@@ -307,8 +307,8 @@ export class MemoryStore implements Store {
     if (slot >= 0) {
       const decision = decideSlidingLog(this.logs[slot]!, now, cost, policy, commit);
       if (commit) {
-        this.state[slot * STRIDE + EXPIRES] = decision.resetAt + shift;
-        this.touch(slot);
+        this.setExpiry(slot, decision.resetAt + shift);
+        this.recency.touch(slot);
       }
       return decision;
     }
@@ -317,7 +317,7 @@ export class MemoryStore implements Store {
     if (commit && log.length > 0) {
       const newSlot = this.insert(key, policy, now, spentShare(decision));
       this.logs[newSlot] = log;
-      this.state[newSlot * STRIDE + EXPIRES] = decision.resetAt + shift;
+      this.setExpiry(newSlot, decision.resetAt + shift);
     }
     return decision;
   }
@@ -327,10 +327,10 @@ export class MemoryStore implements Store {
     const width = bucketStateSize(policy);
     const arena = (this.arenas[width] ??= new RecordArena(width));
     if (slot >= 0) {
-      const decision = decideSlidingBuckets(arena.data, this.state[slot * STRIDE + RECORD]!, now, cost, policy, commit);
+      const decision = decideSlidingBuckets(arena.data, this.recordOf(slot), now, cost, policy, commit);
       if (commit) {
-        this.state[slot * STRIDE + EXPIRES] = decision.resetAt + shift;
-        this.touch(slot);
+        this.setExpiry(slot, decision.resetAt + shift);
+        this.recency.touch(slot);
       }
       return decision;
     }
@@ -339,11 +339,11 @@ export class MemoryStore implements Store {
     scratch.fill(0, 0, width);
     const decision = decideSlidingBuckets(scratch, 0, now, cost, policy, commit);
     if (commit && decision.allowed) {
-      const at = this.insert(key, policy, now, spentShare(decision)) * STRIDE;
+      const newSlot = this.insert(key, policy, now, spentShare(decision));
       const offset = arena.allocate();
       arena.data.set(scratch.subarray(0, width), offset);
-      this.state[at + RECORD] = offset;
-      this.state[at + EXPIRES] = decision.resetAt + shift;
+      this.states.arrayOf(newSlot)[offsetOf(newSlot) + RECORD] = offset;
+      this.setExpiry(newSlot, decision.resetAt + shift);
     }
     return decision;
   }
@@ -362,11 +362,11 @@ export class MemoryStore implements Store {
     let slot = this.freeSlots.pop();
     if (slot === undefined) {
       if (this.highWater < this.maxKeys) {
-        if (this.highWater === this.newer.length) this.grow();
+        if (this.highWater === this.recency.capacity) this.grow();
         slot = this.highWater++;
       } else {
         slot = this.evictionVictim(now, clock, newcomer);
-        if (this.state[slot * STRIDE + EXPIRES]! <= clock) this.expired += 1;
+        if (this.states.expiryOf(slot) <= clock) this.expired += 1;
         else this.evictions += 1;
         this.release(slot);
         this.freeSlots.pop();
@@ -374,7 +374,7 @@ export class MemoryStore implements Store {
     }
     // After any sweep or eviction above: they may have freed this policy's space with its last key.
     this.table.insert(this.spaces.enter(policy), key, slot);
-    this.linkAsMostRecent(slot);
+    this.recency.add(slot);
     this.liveKeys += 1;
     return slot;
   }
@@ -388,9 +388,9 @@ export class MemoryStore implements Store {
    * no more than the new key (`newcomer`, its share once recorded): nothing lighter is needed.
    */
   private evictionVictim(now: number, clock: number, newcomer: number): number {
-    let best = this.leastRecent;
+    let best = this.recency.leastRecent;
     let bestCarry = this.carried(best, now, clock);
-    for (let slot = this.newer[best]!, seen = 1; slot !== NONE && seen < EVICTION_OLDEST && bestCarry > newcomer; slot = this.newer[slot]!, seen++) {
+    for (let slot = this.recency.newerThan(best), seen = 1; slot !== NONE && seen < EVICTION_OLDEST && bestCarry > newcomer; slot = this.recency.newerThan(slot), seen++) {
       const carry = this.carried(slot, now, clock);
       if (carry < bestCarry) {
         best = slot;
@@ -414,12 +414,12 @@ export class MemoryStore implements Store {
    * fresh key's, 1 for a spent one.
    */
   private carried(slot: number, now: number, clock: number): number {
-    if (this.state[slot * STRIDE + EXPIRES]! <= clock) return 0;
+    if (this.states.expiryOf(slot) <= clock) return 0;
     const policy = this.spaces.policyOf(this.table.spaceOf(slot));
     let look: Decision;
     if (policy.algorithm === 'sliding-log') look = decideSlidingLog(this.logs[slot]!, now, 0, policy, false);
-    else if (policy.precision > 1) look = decideSlidingBuckets(this.arenas[bucketStateSize(policy)]!.data, this.state[slot * STRIDE + RECORD]!, now, 0, policy, false);
-    else look = slotAlgorithms[policy.algorithm].decide(this.state, slot * STRIDE, now, 0, policy, false);
+    else if (policy.precision > 1) look = decideSlidingBuckets(this.arenas[bucketStateSize(policy)]!.data, this.recordOf(slot), now, 0, policy, false);
+    else look = slotAlgorithms[policy.algorithm].decide(this.states.arrayOf(slot), offsetOf(slot), now, 0, policy, false);
     return spentShare(look);
   }
 
@@ -427,11 +427,11 @@ export class MemoryStore implements Store {
   private release(slot: number): void {
     const space = this.table.spaceOf(slot);
     const policy = this.spaces.policyOf(space);
-    if (policy.precision > 1) this.arenas[bucketStateSize(policy)]!.release(this.state[slot * STRIDE + RECORD]!);
+    if (policy.precision > 1) this.arenas[bucketStateSize(policy)]!.release(this.recordOf(slot));
     this.table.remove(slot);
     this.spaces.leave(space);
     this.logs[slot] = undefined;
-    this.unlink(slot);
+    this.recency.unlink(slot);
     this.freeSlots.push(slot);
     this.liveKeys -= 1;
   }
@@ -442,46 +442,43 @@ export class MemoryStore implements Store {
    * drop another key its own timeline still needs.
    */
   private sweepSome(now: number): void {
+    // Until the earliest expiry, there is nothing to find: no slot is read (slot-states.ts).
+    if (now < this.states.earliestExpiry) return;
     for (let step = 0; step < SWEEP_STEPS_PER_INSERT && this.highWater > 0; step++) {
       const slot = this.sweepHand;
-      this.sweepHand = slot + 1 < this.highWater ? slot + 1 : 0;
-      if (this.table.keyOf(slot) !== undefined && this.state[slot * STRIDE + EXPIRES]! <= now) {
-        this.release(slot);
-        this.expired += 1;
+      if (this.table.keyOf(slot) !== undefined) {
+        const expires = this.states.expiryOf(slot);
+        if (expires <= now) {
+          this.release(slot);
+          this.expired += 1;
+        } else {
+          this.states.sweptPast(expires);
+        }
+      }
+      if (slot + 1 < this.highWater) {
+        this.sweepHand = slot + 1;
+      } else {
+        this.sweepHand = 0;
+        this.states.sweepWrapped();
       }
     }
   }
 
-  private touch(slot: number): void {
-    if (slot === this.mostRecent) return;
-    this.unlink(slot);
-    this.linkAsMostRecent(slot);
+  /** The offset of a live slot's bucket record (a sliding window of precision N > 1) in its arena. */
+  private recordOf(slot: number): number {
+    return this.states.arrayOf(slot)[offsetOf(slot) + RECORD]!;
   }
 
-  private linkAsMostRecent(slot: number): void {
-    this.newer[slot] = NONE;
-    this.older[slot] = this.mostRecent;
-    if (this.mostRecent !== NONE) this.newer[this.mostRecent] = slot;
-    this.mostRecent = slot;
-    if (this.leastRecent === NONE) this.leastRecent = slot;
-  }
-
-  private unlink(slot: number): void {
-    const newer = this.newer[slot]!;
-    const older = this.older[slot]!;
-    if (newer !== NONE) this.older[newer] = older;
-    else this.mostRecent = older;
-    if (older !== NONE) this.newer[older] = newer;
-    else this.leastRecent = newer;
+  /** Sets a live slot's expiry, the process-clock instant its state may be reclaimed. */
+  private setExpiry(slot: number, expires: number): void {
+    this.states.arrayOf(slot)[offsetOf(slot) + EXPIRES] = expires;
+    if (expires < this.states.expiryBound) this.states.lowerExpiryBounds(expires);
   }
 
   private grow(): void {
-    const slots = Math.min(this.newer.length * 2, this.maxKeys);
-    const state = new Float64Array(slots * STRIDE);
-    state.set(this.state);
-    this.state = state;
-    this.newer = grown(this.newer, slots);
-    this.older = grown(this.older, slots);
+    const slots = Math.min(this.recency.capacity * 2, this.maxKeys);
+    this.states.grow(slots);
+    this.recency.grow(slots);
     this.table.growSlots(slots);
   }
 }
@@ -489,11 +486,4 @@ export class MemoryStore implements Store {
 /** The share of its limit a decision leaves spent: 0 for a fresh key, 1 for a spent one. */
 function spentShare(decision: Decision): number {
   return 1 - decision.remaining / decision.limit;
-}
-
-/** `source` copied into a larger array of `slots` entries. */
-function grown(source: Int32Array, slots: number): Int32Array {
-  const target = new Int32Array(slots);
-  target.set(source);
-  return target;
 }

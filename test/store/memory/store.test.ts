@@ -59,6 +59,22 @@ describe('memory store', () => {
       expect(store.stats()).toMatchObject({ keys: 0, expired: 80, evictions: 0 });
     });
 
+    it('reclaims a short-lived key among long-lived ones as new keys arrive, once it has expired and not before', async () => {
+      // The incremental sweep reads no slot before the earliest expiry it knows of: that bound must
+      // follow a key that expires sooner than those stored before it.
+      const { store, limiter } = setup(2000);
+      const hourly: Policy = { algorithm: 'fixed-window', limit: 5, window: '1h' };
+      for (let i = 0; i < 200; i++) await limiter.limit(`long:${i}`, hourly);
+      await limiter.limit('short', { algorithm: 'fixed-window', limit: 5, window: 1000 });
+      for (let i = 0; i < 200; i++) await limiter.limit(`later:${i}`, hourly);
+      vi.setSystemTime(NOW + 999);
+      for (let i = 0; i < 300; i++) await limiter.limit(`before:${i}`, hourly);
+      expect(store.stats().expired).toBe(0);
+      vi.setSystemTime(NOW + 1000);
+      for (let i = 0; i < 400; i++) await limiter.limit(`after:${i}`, hourly);
+      expect(store.stats()).toMatchObject({ keys: 1100, expired: 1, evictions: 0 });
+    });
+
     it('does not reclaim keys that are still counting', async () => {
       const { store, limiter } = setup(10);
       await limiter.limit('k', PER_MINUTE);
