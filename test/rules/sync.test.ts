@@ -118,7 +118,7 @@ describe('rules pushed through Redis', () => {
 });
 
 /** Two nodes in this process, each with its own connection, holder and RulesSync. */
-async function twoNodes(url: string) {
+async function twoNodes(url: string, pollIntervalMs = 100) {
   const made = [0, 1].map(() => {
     const redis = new Redis(url);
     redis.on('error', () => undefined); // refused connections while a test restarts Redis
@@ -128,7 +128,7 @@ async function twoNodes(url: string) {
     const sync = new RulesSync({
       redis,
       holder,
-      pollIntervalMs: 100,
+      pollIntervalMs,
       onError: (error) => errors.push((error as Error).message),
       onWarning: (message) => warnings.push(message),
     });
@@ -176,6 +176,35 @@ describe('pushes after Redis loses its data', () => {
         await node.sync.publish(rulesWith(limit));
         await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([limit, limit]);
       }
+    } finally {
+      await pair.close();
+      await redis.stop();
+    }
+  }, 20_000);
+});
+
+describe('notices after Redis restarts', () => {
+  it('a node subscribes again once reconnected: a push reaches it by its notice (the poll an hour off)', async () => {
+    const redis = await startRedis();
+    const pair = await twoNodes(redis.url, 3_600_000);
+    try {
+      const a = pair.nodes[0]!;
+      await a.sync.publish(rulesWith(10));
+      await expect.poll(pair.limits, { timeout: 2_000, interval: 10 }).toEqual([10, 10]);
+      await redis.restart();
+      await Promise.all(pair.nodes.map((node) => node.sync.sync()));
+      // Each push is seen by b only through a notice; its subscriber comes back within ioredis's backoff.
+      let limit = 20;
+      await expect
+        .poll(
+          async () => {
+            await a.sync.publish(rulesWith(++limit));
+            await new Promise((resolve) => setTimeout(resolve, 200));
+            return (await pair.limits())[1] === limit;
+          },
+          { timeout: 10_000, interval: 0 },
+        )
+        .toBe(true);
     } finally {
       await pair.close();
       await redis.stop();

@@ -109,7 +109,10 @@ export class StoredSync {
     // With an offline queue: ioredis subscribes again by itself after each reconnection, and
     // without a queue that call can meet a stream not yet writable and reject where nobody waits.
     const redis = this.redis;
-    const subscriber = redis.isCluster ? (redis as Cluster).duplicate(undefined, { enableOfflineQueue: true }) : (redis as Redis).duplicate({ enableOfflineQueue: true });
+    // On one server, subscribed again by us after a reconnection, not by ioredis: its own
+    // resubscribe leaves the command's promise without a handler, so a close while it is out
+    // (a restart, then a shutdown) was an unhandled rejection ("Connection is closed.").
+    const subscriber = redis.isCluster ? (redis as Cluster).duplicate(undefined, { enableOfflineQueue: true }) : (redis as Redis).duplicate({ enableOfflineQueue: true, autoResubscribe: false });
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined);
     subscriber.on('message', () => void this.sync());
@@ -124,6 +127,7 @@ export class StoredSync {
       });
     }
     await subscriber.subscribe(this.kind.channel);
+    if (!redis.isCluster) subscriber.on('ready', () => void subscriber.subscribe(this.kind.channel).catch(() => undefined));
     this.timer = setInterval(() => void this.sync(), this.pollIntervalMs);
     this.timer.unref();
   }
