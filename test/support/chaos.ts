@@ -37,10 +37,6 @@ export const valueOf = (i: number, key: string): string => (key === 'user' ? `v$
 
 export const ping = (redis: RedisServer): boolean => pings(redis.port);
 
-export async function rss(node: ServiceProcess): Promise<number> {
-  return metricValue(await (await fetch(node.admin('/metrics'))).text(), 'process_resident_memory_bytes') ?? 0;
-}
-
 /** A Redis and `count` service nodes on it (rules above), started before the file's tests, stopped after. */
 export function useChaosNodes(count: number, args: readonly string[], redisArgs: string[] = []): { readonly redis: RedisServer; readonly nodes: readonly ServiceProcess[] } {
   let redis: RedisServer | undefined;

@@ -20,10 +20,6 @@ export class Tick {
   /** Once a second call starts: the latest call holding each key. */
   private lastCallOf: Map<string, number> | undefined;
 
-  get size(): number {
-    return this.calls.length;
-  }
-
   add(timeKey: string, pending: Pending): void {
     let at = this.latest.get(timeKey);
     if (at !== this.calls.length - 1 && this.calls.length > 0) {

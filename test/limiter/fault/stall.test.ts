@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { EXACT_LIMIT, NodeScrapes, admittedOf, keyOf, recoveredAt, modeCounts, useChaosNodes, valueOf } from '../../support/chaos.js';
 import { max, metricValue, sleep, startLoad } from '../../support/load.js';
+import { FALLBACK_CAUSES } from '../../../src/service/observe/dashboard-health.js';
 
 const DEADLINE_MS = 50;
 const NODES = 2;
@@ -21,11 +22,10 @@ describe('Redis stalled (SIGSTOP 4 s) and its scripts flushed, under load', () =
   const chaos = useChaosNodes(NODES, ['--expected-nodes', String(NODES), '--deadline-ms', String(DEADLINE_MS), ...NO_CACHE]);
   const { nodes } = chaos;
   const urls = (): string[] => nodes.map((node) => node.url(''));
-  const CAUSES = ['timeout', 'error', 'breaker-open', 'overload'];
   /** Every node's `tollgate_store_fallbacks_total`, summed by cause. */
   const fallbacksByCause = async (): Promise<Record<string, number>> => {
     const pages = await Promise.all(nodes.map(async (node) => (await fetch(node.admin('/metrics'))).text()));
-    return Object.fromEntries(CAUSES.map((cause) => [cause, pages.reduce((sum, page) => sum + (metricValue(page, `tollgate_store_fallbacks_total{cause="${cause}"}`) ?? 0), 0)]));
+    return Object.fromEntries(FALLBACK_CAUSES.map((cause) => [cause, pages.reduce((sum, page) => sum + (metricValue(page, `tollgate_store_fallbacks_total{cause="${cause}"}`) ?? 0), 0)]));
   };
 
   it('SCRIPT FLUSH under load: zero failed decisions, and none degraded by a store error', async () => {
@@ -38,7 +38,7 @@ describe('Redis stalled (SIGSTOP 4 s) and its scripts flushed, under load', () =
     await sleep(300);
     const samples = await load.stop();
     const after = await fallbacksByCause();
-    const added = Object.fromEntries(CAUSES.map((cause) => [cause, after[cause]! - before[cause]!]));
+    const added = Object.fromEntries(FALLBACK_CAUSES.map((cause) => [cause, after[cause]! - before[cause]!]));
     const degraded = samples.filter((s) => s.degraded !== null).length;
     console.log(`[chaos:flush] checks=${samples.length} flushes=5 failed=${samples.filter((s) => s.status === 0 || s.status >= 500).length} degraded=${degraded} fallbacks=${JSON.stringify(added)}`);
     expect(samples.length).toBeGreaterThan(100);
