@@ -45,9 +45,10 @@ interface Sending extends WindowAdd {
 export interface LocalFirstStats {
   /** Decisions made on a view, without a store call. */
   readonly local: number;
-  /** Syncs sent, and those that failed. */
+  /** Syncs sent, those that failed, and those not answered yet (sent = answered + failed + out). */
   readonly syncs: number;
   readonly syncFailures: number;
+  readonly syncsOut: number;
   /** Keys with a view. */
   readonly views: number;
 }
@@ -96,6 +97,7 @@ export class LocalFirstBook {
   private local = 0;
   private syncs = 0;
   private syncFailures = 0;
+  private syncsOut = 0;
   private readonly inFlight = new Set<Promise<unknown>>();
   /** This tick's syncs, sent together once the running code is done (one store call). */
   private batch: Sending[] = [];
@@ -106,7 +108,7 @@ export class LocalFirstBook {
   ) {}
 
   stats(): LocalFirstStats {
-    return { local: this.local, syncs: this.syncs, syncFailures: this.syncFailures, views: this.views.size };
+    return { local: this.local, syncs: this.syncs, syncFailures: this.syncFailures, syncsOut: this.syncsOut, views: this.views.size };
   }
 
   /**
@@ -232,6 +234,7 @@ export class LocalFirstBook {
     view.out += 1;
     view.sentAt = when ?? this.clock() + this.offset;
     this.syncs += 1;
+    this.syncsOut += 1;
     if (done !== undefined) {
       // In the store's batch of this tick, with the decision it follows.
       this.sendBatch([sending]);
@@ -271,6 +274,7 @@ export class LocalFirstBook {
   }
 
   private settle(batch: readonly Sending[], answers: readonly (WindowCounts | Error)[]): void {
+    this.syncsOut -= batch.length;
     batch.forEach((sending, i) => {
       const answer = answers[i]!;
       if (answer instanceof Error) {
@@ -306,6 +310,7 @@ export class LocalFirstBook {
   private failed(sending: Sending): void {
     const { view, units } = sending;
     this.syncFailures += 1;
+    this.syncsOut -= 1;
     view.out -= 1;
     sending.done?.();
     if (units === 0 || this.views.get(view.id) !== view) return;

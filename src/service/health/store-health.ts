@@ -128,7 +128,8 @@ function defineLocalFirstMetrics(ctx: ServiceContext, registers: Registry[]): vo
     collect() {
       const stats = ctx.limiter.localFirstStats();
       this.inc({ result: 'failed' }, growth('failed', stats?.syncFailures ?? 0));
-      this.inc({ result: 'ok' }, growth('ok', (stats?.syncs ?? 0) - (stats?.syncFailures ?? 0)));
+      // Answered only: a sync still out at this scrape may yet fail.
+      this.inc({ result: 'ok' }, growth('ok', stats === undefined ? 0 : stats.syncs - stats.syncFailures - stats.syncsOut));
     },
   });
   new Gauge({
