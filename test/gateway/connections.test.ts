@@ -24,8 +24,8 @@ describe('the gateway closes silent connections on its proxy and admin listeners
     const closes = await Promise.all(sockets.map((socket) => closedBy(socket, started)));
     for (const { afterMs, received } of closes) {
       expect(afterMs).toBeLessThan(HEADERS_TIMEOUT_MS + 2_500);
-      // Closed without an answer: the client sent no request (node's own check, when it happens to
-      // cover such a connection, answers a 408 at its next sweep).
+      // Closed without an answer: the client sent no request (also when node's own headers check
+      // reaches it before the silent-connection timer: test/service/http/client-errors.test.ts).
       expect(received).toBe('');
     }
   }, 15_000);
