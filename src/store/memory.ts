@@ -131,7 +131,7 @@ export class MemoryStore implements Store {
     let slot = this.slotOf(key, policy);
     if (slot < 0) {
       slot = this.insert(key, policy, at, 0);
-      this.states.arrayOf(slot).fill(0, offsetOf(slot), offsetOf(slot) + STRIDE);
+      this.states.clear(slot);
     } else {
       this.recency.touch(slot);
     }
@@ -166,9 +166,9 @@ export class MemoryStore implements Store {
     if (slot < 0 && !create) return this.decide(key, policy, 0, at, false, 0);
     if (slot < 0) {
       slot = this.insert(key, policy, at, 1);
-      this.states.arrayOf(slot).fill(0, offsetOf(slot), offsetOf(slot) + STRIDE);
+      this.states.clear(slot);
       if (policy.algorithm === 'sliding-log') this.logs[slot] = new SlidingLog(policy.capacity);
-      else if (policy.precision > 1) this.states.arrayOf(slot)[offsetOf(slot) + RECORD] = (this.arenas[bucketStateSize(policy)] ??= new RecordArena(bucketStateSize(policy))).allocate();
+      else if (policy.precision > 1) this.setRecord(slot, (this.arenas[bucketStateSize(policy)] ??= new RecordArena(bucketStateSize(policy))).allocate());
     }
     const [data, offset] = this.stateAt(slot, policy);
     change(data, offset, at, this.logs[slot]);
@@ -342,7 +342,7 @@ export class MemoryStore implements Store {
       const newSlot = this.insert(key, policy, now, spentShare(decision));
       const offset = arena.allocate();
       arena.data.set(scratch.subarray(0, width), offset);
-      this.states.arrayOf(newSlot)[offsetOf(newSlot) + RECORD] = offset;
+      this.setRecord(newSlot, offset);
       this.setExpiry(newSlot, decision.resetAt + shift);
     }
     return decision;
@@ -467,6 +467,10 @@ export class MemoryStore implements Store {
   /** The offset of a live slot's bucket record (a sliding window of precision N > 1) in its arena. */
   private recordOf(slot: number): number {
     return this.states.arrayOf(slot)[offsetOf(slot) + RECORD]!;
+  }
+
+  private setRecord(slot: number, offset: number): void {
+    this.states.arrayOf(slot)[offsetOf(slot) + RECORD] = offset;
   }
 
   /** Sets a live slot's expiry, the process-clock instant its state may be reclaimed. */

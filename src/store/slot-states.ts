@@ -49,6 +49,12 @@ export class SlotStates {
     return this.chunks[slot >>> CHUNK_SHIFT]!;
   }
 
+  /** Zeroes `slot`'s doubles (a new key's state). */
+  clear(slot: number): void {
+    const at = offsetOf(slot);
+    this.chunks[slot >>> CHUNK_SHIFT]!.fill(0, at, at + STRIDE);
+  }
+
   /** `slot`'s expiry: the process-clock instant its state may be reclaimed. */
   expiryOf(slot: number): number {
     return this.chunks[slot >>> CHUNK_SHIFT]![offsetOf(slot) + EXPIRES]!;

@@ -5,6 +5,7 @@
  * so a test's own load keeps running on the event loop while they wait.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import calculateSlot from 'cluster-key-slot';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -160,6 +161,11 @@ export async function slotOwner(askPort: number, slot: number): Promise<number |
   const nodes = await clusterNodes(askPort);
   const owner = nodes.find((node) => node.flags.includes('master') && !node.flags.some((flag) => flag.startsWith('fail')) && node.slots.some(([from, to]) => slot >= from && slot <= to));
   return owner?.port;
+}
+
+/** The first key `${prefix}:${name}:${i}` (i = 0, 1, ...) whose hash slot is `slot`. */
+export function keyInSlot(prefix: string, name: string, slot: number): string {
+  for (let i = 0; ; i++) if (calculateSlot(`${prefix}:${name}:${i}`) === slot) return `${prefix}:${name}:${i}`;
 }
 
 /** The server of `cluster` on `port`. */

@@ -106,12 +106,12 @@ export class StoredSync {
   /** Loads what Redis holds, subscribes to notices, and starts the periodic check. */
   async start(): Promise<void> {
     await this.sync();
-    // With an offline queue: ioredis subscribes again by itself after each reconnection, and
-    // without a queue that call can meet a stream not yet writable and reject where nobody waits.
+    // With an offline queue: without one, a SUBSCRIBE can meet a stream not yet writable and
+    // reject where nobody waits. After a reconnection a Cluster's subscriber is subscribed again by
+    // ioredis (its ClusterSubscriber handles that command's failure); one server's by us, on
+    // `ready`: ioredis's own resubscribe leaves the command's promise without a handler, so a close
+    // while it is out (a restart, then a shutdown) was an unhandled rejection ("Connection is closed.").
     const redis = this.redis;
-    // On one server, subscribed again by us after a reconnection, not by ioredis: its own
-    // resubscribe leaves the command's promise without a handler, so a close while it is out
-    // (a restart, then a shutdown) was an unhandled rejection ("Connection is closed.").
     const subscriber = redis.isCluster ? (redis as Cluster).duplicate(undefined, { enableOfflineQueue: true }) : (redis as Redis).duplicate({ enableOfflineQueue: true, autoResubscribe: false });
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined);

@@ -14,6 +14,7 @@ import { reconnectDelay } from '../../../src/store/redis/connect.js';
 import {
   clusterNodes,
   faultReport,
+  keyInSlot,
   migrateSlot,
   poll,
   serverOn,
@@ -33,11 +34,6 @@ const run = Math.random().toString(36).slice(2, 8);
 const counting: Policy = { algorithm: 'fixed-window', limit: 1_000_000_000, window: '1h', windowStart: 'first-hit' };
 const tenPerHour: Policy = { algorithm: 'fixed-window', limit: 10, window: '1h', windowStart: 'first-hit' };
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A key of this run whose hash slot is `slot`. */
-function keyInSlot(name: string, slot: number): string {
-  for (let i = 0; ; i++) if (calculateSlot(`${run}:${name}:${i}`) === slot) return `${run}:${name}:${i}`;
-}
 
 /** How many decisions `key` has recorded under {@link counting}. */
 /**
@@ -148,7 +144,7 @@ describe('Redis Cluster with replicas', () => {
       const masters = (await clusterNodes(seed)).filter((node) => node.flags.includes('master') && node.slots.length > 0);
       expect(masters).toHaveLength(3);
       // One key on each master: a cross-slot group, decided by limitAll across the whole cluster.
-      const group = masters.map((master, index) => keyInSlot(`group-${index}`, master.slots[0]![0]));
+      const group = masters.map((master, index) => keyInSlot(run, `group-${index}`, master.slots[0]![0]));
       const hot = group[0]!;
       const hotSlot = calculateSlot(hot);
       const victim = (await slotOwner(seed, hotSlot))!;
@@ -194,7 +190,7 @@ describe('Redis Cluster with replicas', () => {
       expect(promoted).not.toBe(victim);
       expect(hotStored).toBeLessThanOrEqual(hotAdmitted + reports.hot!.errorsInWindow + reports.group!.errorsInWindow);
       // Exact again on the promoted replica.
-      const fresh = keyInSlot('cluster-fresh', hotSlot);
+      const fresh = keyInSlot(run, 'cluster-fresh', hotSlot);
       expect(await admittedOfFifteen(limiter, fresh)).toBe(10);
       expect((await cliAsync(promoted, 'EXISTS', store.redisKey(fresh, compilePolicy(tenPerHour)))).trim()).toBe('1');
     } finally {
@@ -215,7 +211,7 @@ describe('a hash slot moved between masters under load (ASK, then MOVED)', () =>
       await store.ready();
       const limiter = createLimiter({ store, ...RAW_STORE });
       const slot = calculateSlot(`${run}:moving`);
-      const keys = Array.from({ length: 6 }, (_, index) => keyInSlot(`moving-${index}`, slot));
+      const keys = Array.from({ length: 6 }, (_, index) => keyInSlot(run, `moving-${index}`, slot));
       const from = (await slotOwner(cluster.servers[0]!.port, slot))!;
       const to = cluster.servers.find((server) => server.port !== from)!.port;
       const admitted = new Map(keys.map((key) => [key, 0]));

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../../src/algorithms/catalog.js';
 import { compilePolicy, createLimiter, memoryStore, redisStore, type Decision, type Policy, type RedisStore } from '../../../src/index.js';
 import { cliAsync } from '../../support/redis.js';
-import { clusterNodes, slotOwner } from '../../support/redis-failover.js';
+import { clusterNodes, keyInSlot, slotOwner } from '../../support/redis-failover.js';
 import { useRedisCluster, useRedisTopologies } from '../../support/redis-topologies.js';
 
 const runWorker = promisify(execFile);
@@ -187,11 +187,8 @@ describe('a slot being migrated between masters (MIGRATING on the source, IMPORT
       const slotOf = (key: string): number => calculateSlot(key);
       const present = `${run}:present`;
       const slot = slotOf(present);
-      const inSlot = (name: string): string => {
-        for (let i = 0; ; i++) if (slotOf(`${run}:${name}:${i}`) === slot) return `${run}:${name}:${i}`;
-      };
-      const fresh = inSlot('fresh');
-      const resetFresh = inSlot('reset');
+      const fresh = keyInSlot(run, 'fresh', slot);
+      const resetFresh = keyInSlot(run, 'reset', slot);
       const from = (await slotOwner(seed, slot))!;
       const to = cluster.servers.map((server) => server.port).find((port) => port !== from)!;
       const ids = new Map((await clusterNodes(seed)).map((node) => [node.port, node.id]));
