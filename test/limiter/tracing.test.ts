@@ -108,8 +108,12 @@ describe('tracing with an SDK registered', () => {
     });
     expect(decided[2]!.attributes).toMatchObject({ 'tollgate.decision.result': 'over_limit', 'tollgate.decision.remaining': 0, 'tollgate.decision.retry_after_ms': decisions[2]!.retryAfter });
     expect(JSON.stringify(decided.map((span) => span.attributes))).not.toContain('user:42');
-    // The memory store cannot fail: no store span, no guard.
-    expect(await spans('tollgate.store')).toHaveLength(0);
+    // The memory store cannot fail: no store span, no guard. Among these decisions' traces only: the
+    // SDK is the process's, and a limiter another test file left running in this worker (a Redis
+    // store's timer) may end a store span of its own meanwhile (seen once in a clean CI run).
+    const traces = new Set(decided.map((span) => span.spanContext().traceId));
+    const stores = await spans('tollgate.store');
+    expect(stores.filter((span) => traces.has(span.spanContext().traceId)), JSON.stringify(stores.map((span) => span.attributes))).toHaveLength(0);
   });
 
   it('keeps limitSync synchronous, and records a refused input as the span error', async () => {
